@@ -1,0 +1,57 @@
+"""The `disagg` command line. Thin: parse, call, print. Commands live in `disagg.commands`."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from disagg.errors import DisaggError
+
+app = typer.Typer(
+    name="disagg",
+    help="Disaggregated LLM-serving benchmarks: recipe -> lint -> plan -> stage -> run -> report.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+err_console = Console(stderr=True)
+
+
+@app.command()
+def version() -> None:
+    """Print the disagg version."""
+    from disagg import __version__
+
+    print(__version__)
+
+
+def _register() -> None:
+    from disagg.commands import register_all
+
+    register_all(app)
+
+
+@app.callback()
+def _root() -> None:
+    """Disaggregated LLM-serving benchmarks: recipe -> lint -> plan -> stage -> run -> report."""
+
+
+def main() -> None:
+    """Entry point: user errors print one message (no traceback) and exit with their code."""
+    _register()
+    try:
+        app()
+    except DisaggError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""User-facing errors: one message, an optional source location, and the exit code it maps to.
+
+Every error a user can cause (bad recipe, bad flag, missing file) is raised as a
+`DisaggError` and printed by the CLI without a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1  # lint findings, incomplete checkpoint, failed run
+EXIT_USAGE = 2  # unreadable or invalid input
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A 1-based position in a file, printed as `file:line:col`."""
+
+    file: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        parts = [self.file]
+        if self.line is not None:
+            parts.append(str(self.line))
+            if self.column is not None:
+                parts.append(str(self.column))
+        return ":".join(parts)
+
+
+class DisaggError(Exception):
+    """An error caused by input; printed as `location: message` plus an optional hint."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: SourceLocation | None = None,
+        hint: str | None = None,
+        exit_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.hint = hint
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        text = f"{self.location}: {self.message}" if self.location else self.message
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class UnsupportedRecipe(DisaggError):
+    """A valid recipe that asks for something this project does not run (one line: `unsupported: <what>`)."""
+
+    def __init__(self, what: str, *, location: SourceLocation | None = None) -> None:
+        super().__init__(f"unsupported: {what}", location=location)
+        self.what = what

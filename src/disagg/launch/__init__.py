@@ -1,0 +1,1 @@
+"""Executors: how role processes are started (local subprocesses or `srun` steps)."""

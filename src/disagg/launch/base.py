@@ -1,0 +1,74 @@
+"""The executor interface the orchestrator uses to start roles.
+
+The orchestrator (`disagg.launch.job`) is the same on a laptop and on Slurm; only
+the `RoleLauncher` differs: `LocalLauncher` starts subprocesses on this machine,
+`SrunLauncher` starts `srun --overlap` steps pinned to the role's nodes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+class RoleProcess(ABC):
+    """One launched task of a role (one per node for multi-node workers)."""
+
+    role: str
+    node_rank: int
+
+    @property
+    @abstractmethod
+    def pid(self) -> int: ...
+
+    @abstractmethod
+    def poll(self) -> int | None:
+        """Exit code if the task ended, else None."""
+
+    @abstractmethod
+    def stop(self, grace_s: float = 5.0) -> int | None:
+        """Terminate, wait up to `grace_s`, then kill; return the exit code."""
+
+
+class RoleLauncher(ABC):
+    """Starts role tasks and knows the allocation's nodes."""
+
+    @abstractmethod
+    def node_addresses(self) -> list[str]:
+        """Address of each node rank of the allocation (index = node rank)."""
+
+    @abstractmethod
+    def node_names(self) -> list[str]:
+        """Scheduler name of each node rank (for `--nodelist`)."""
+
+    @abstractmethod
+    def launch(
+        self,
+        *,
+        role: str,
+        node_rank: int,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        log_path: Path,
+        container_image: str | None = None,
+    ) -> RoleProcess:
+        """Start one task of `role` on node `node_rank`, output appended to `log_path`.
+
+        `env` is the complete set of variables the orchestrator adds for this task;
+        implementations pass it without re-splitting anything on commas.
+        """
+
+    def port_is_free(self, node_rank: int, port: int) -> bool:
+        """Bind probe; the default probes on this host, which is right for local runs."""
+        import socket
+
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("0.0.0.0", port))
+            except OSError:
+                return False
+        return True
+
+    def close(self) -> None:
+        """Release anything the launcher holds (for example cancel leftover steps)."""

@@ -1,0 +1,201 @@
+"""The plan data model: everything a job needs, written once to `RUN_DIR/plan.json`.
+
+The orchestrator (`python -m disagg.job RUN_DIR`) reads nothing else: no environment
+variables, no `--export` lists, no command-line strings that something re-splits.
+Values only known inside the allocation (node addresses, ports, staged model paths)
+appear in `argv`/`env` as `${role.field}` placeholders; see `disagg.plan.templates`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PLAN_SCHEMA_VERSION = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GpuVendor(StrEnum):
+    NVIDIA = "nvidia"
+    AMD = "amd"
+
+    @property
+    def visible_devices_vars(self) -> tuple[str, ...]:
+        """Environment variables that pin a process to a GPU subset on this vendor."""
+        if self is GpuVendor.AMD:
+            return ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+        return ("CUDA_VISIBLE_DEVICES",)
+
+
+class RoleKind(StrEnum):
+    PREFILL = "prefill"
+    DECODE = "decode"
+    AGGREGATED = "aggregated"
+    ROUTER = "router"
+    BENCH = "bench"
+
+
+class HealthPlan(_Strict):
+    """How the orchestrator decides a role is up: an HTTP GET that returns 200 before the deadline."""
+
+    path: str = "/health"
+    deadline_s: float = 600.0
+    interval_s: float = 0.2
+
+
+class RolePlan(_Strict):
+    """One process group. `argv` runs once per node in `node_ranks` (multi-node workers).
+
+    `node_ranks` index the allocation's node list (0 = the first node, where the
+    orchestrator runs). `gpu_ids` are the GPU indexes used on each of those nodes.
+    `ports` names the ports the role needs (`http`, `bootstrap`, `dist_init`); the
+    orchestrator picks the numbers at run time with a bind probe.
+    """
+
+    name: str  # "prefill-0", "decode-1", "aggregated-0", "router", "bench"
+    kind: RoleKind
+    index: int = 0
+    node_ranks: list[int]
+    gpus_per_node: int = 0
+    gpu_ids: list[int] = Field(default_factory=list)
+    ports: list[str] = Field(default_factory=list)
+    argv: list[str] = Field(default_factory=list)  # empty for the in-process bench role
+    env: dict[str, str] = Field(default_factory=dict)
+    health: HealthPlan | None = None
+    container_image: str | None = None
+
+    @property
+    def nnodes(self) -> int:
+        return len(self.node_ranks)
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * len(self.node_ranks)
+
+
+class PointPlan(_Strict):
+    """One measured load level."""
+
+    concurrency: int | None = None
+    request_rate: float | None = None  # requests/s; None = as fast as concurrency allows
+    num_prompts: int
+    warmup_requests: int = 0
+
+    @property
+    def key(self) -> str:
+        """Stable identifier used in result file names and for resume."""
+        if self.request_rate is not None:
+            rate = f"rate{self.request_rate:g}"
+            return f"{rate}_conc{self.concurrency}" if self.concurrency else rate
+        return f"conc{self.concurrency}"
+
+
+class BenchPlan(_Strict):
+    """The load generator's settings shared by every point of the run."""
+
+    endpoint: Literal["completions", "chat"] = "completions"
+    model_name: str
+    isl: int
+    osl: int
+    random_range_ratio: float = 0.0
+    ignore_eos: bool = True
+    use_chat_template: bool = False
+    tokenizer: str | None = None  # path or `${model.path}`; needed for chat templates
+    arrival: Literal["constant", "poisson", "gamma"] = "poisson"
+    burstiness: float = 1.0
+    max_failure_ratio: float = 0.01
+    slo: dict[str, float] = Field(default_factory=dict)  # ttft/tpot/e2el in ms
+    seed: int = 0
+    points: list[PointPlan]
+    custom_command: list[str] | None = None  # benchmark.type == custom
+    custom_env: dict[str, str] = Field(default_factory=dict)
+
+
+class ModelToStage(_Strict):
+    """A model repo the job must find complete before any role starts."""
+
+    repo_id: str
+    revision: str = "main"
+    purpose: Literal["main", "draft", "extra"] = "main"
+
+
+class StagingPlan(_Strict):
+    """Where models live. `local_path` set means the main model is a directory, not a repo."""
+
+    models: list[ModelToStage] = Field(default_factory=list)
+    hf_cache: str | None = None  # HF_HOME-style root; `hub/` is the canonical layout below it
+    legacy_roots: list[str] = Field(default_factory=list)
+    local_path: str | None = None
+    allow_download: bool = True
+
+
+class SlurmPlan(_Strict):
+    """What `job.sbatch` asks for. Rendered by the Slurm executor, ignored by the local one."""
+
+    job_name: str
+    nodes: int
+    gpus_per_node: int
+    gpu_directive: Literal["gres", "gpus-per-node", "none"] = "gres"
+    partition: str | None = None
+    account: str | None = None
+    time_limit: str | None = None
+    exclusive: bool = True
+    directives: dict[str, str] = Field(default_factory=dict)  # extra `#SBATCH --key=value`
+    srun_options: dict[str, str] = Field(default_factory=dict)
+    container_image: str | None = None  # pyxis image (squashfs path or registry ref)
+    container_mounts: dict[str, str] = Field(default_factory=dict)  # host -> container
+    secret_env: list[str] = Field(default_factory=list)  # names only, never values
+    setup_script: str | None = None
+
+
+class Plan(_Strict):
+    """A variant placed on nodes. Pure data; `plan.json` in the run directory."""
+
+    schema_version: int = PLAN_SCHEMA_VERSION
+    name: str  # the recipe's `name`
+    selector: str  # `file.yaml:override_x` — where this variant came from
+    recipe_file: str
+    variant: str  # `base`, `override_x`, `zip_override_x[2]`
+    engine: Literal["sglang", "sim"]
+    simulated: bool
+    gpu_vendor: GpuVendor = GpuVendor.NVIDIA
+    nodes: int
+    gpus_per_node: int
+    prefill_gpus: int
+    decode_gpus: int  # for aggregated variants: all worker GPUs
+    disaggregated: bool
+    roles: list[RolePlan]
+    bench: BenchPlan
+    staging: StagingPlan
+    slurm: SlurmPlan
+    config: dict[str, Any]  # the resolved variant config, for reports
+
+    @property
+    def total_gpus(self) -> int:
+        return self.prefill_gpus + self.decode_gpus
+
+    def role(self, name: str) -> RolePlan:
+        for role in self.roles:
+            if role.name == name:
+                return role
+        raise KeyError(name)
+
+    def roles_of(self, kind: RoleKind) -> list[RolePlan]:
+        return [role for role in self.roles if role.kind is kind]
+
+    def write(self, run_dir: Path) -> Path:
+        from disagg.atomic import write_text
+
+        path = run_dir / "plan.json"
+        write_text(path, self.model_dump_json(indent=2) + "\n")
+        return path
+
+    @classmethod
+    def read(cls, run_dir: Path) -> Plan:
+        return cls.model_validate_json((run_dir / "plan.json").read_text())
