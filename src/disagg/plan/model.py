@@ -133,6 +133,7 @@ class StagingPlan(_Strict):
     legacy_roots: list[str] = Field(default_factory=list)
     local_path: str | None = None
     allow_download: bool = True
+    skip: bool = False  # the simulated engine needs no weights: listed for display, not staged
 
 
 class SlurmPlan(_Strict):

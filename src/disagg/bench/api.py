@@ -1,0 +1,55 @@
+"""The load generator as a library: what the orchestrator and `disagg bench` call.
+
+Contract (kept stable for the orchestrator):
+- `measure_point` runs warm-up then the measured window for one point against an
+  OpenAI-compatible base URL, writes the point's result JSON atomically into
+  `out_dir` (plus a `.jsonl` of per-request records next to it) and returns a
+  `PointOutcome`. It never raises for a bad server: failures make the point invalid.
+- `existing_valid_result` lets a re-run skip points that already have a valid result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from disagg.plan.model import BenchPlan, PointPlan
+
+
+@dataclass(frozen=True)
+class GpuCounts:
+    """GPUs behind the endpoint, for the per-GPU throughput fields."""
+
+    prefill: int
+    decode: int
+
+    @property
+    def total(self) -> int:
+        return self.prefill + self.decode
+
+
+@dataclass
+class PointOutcome:
+    path: Path
+    valid: bool
+    reason: str | None = None  # why it is invalid
+    summary: dict[str, float] = field(default_factory=dict)  # headline metrics for progress output
+
+
+def measure_point(
+    *,
+    base_url: str,
+    bench: BenchPlan,
+    point: PointPlan,
+    out_dir: Path,
+    gpus: GpuCounts,
+    run_name: str,
+    simulated: bool,
+    disaggregated: bool,
+    quiet: bool = False,
+) -> PointOutcome:
+    raise NotImplementedError
+
+
+def existing_valid_result(out_dir: Path, point: PointPlan) -> Path | None:
+    raise NotImplementedError
