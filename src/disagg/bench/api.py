@@ -10,6 +10,7 @@ Contract (kept stable for the orchestrator):
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,7 +48,9 @@ def measure_point(
     simulated: bool,
     disaggregated: bool,
     quiet: bool = False,
+    stop: threading.Event | None = None,
 ) -> PointOutcome:
+    """Measure one point. `stop` set (a role died) ends it within a second, marked invalid."""
     raise NotImplementedError
 
 
