@@ -1,0 +1,168 @@
+"""Override-file semantics shared by the loader and the linter (srt-slurm v1 compatible).
+
+A recipe is either flat, or a `base` block plus `override_<n>` blocks (deep-merged
+into `base`) and `zip_override_<n>` blocks (list leaves zipped by index into N
+variants). Top-level `x-` keys only hold YAML anchors and are ignored. The
+functions here work on plain or ruamel containers and never mutate their input,
+so the linter can expand the same document before and after a fix and compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from disagg.errors import DisaggError, SourceLocation
+
+BASE = "base"
+OVERRIDE_PREFIX = "override_"
+ZIP_PREFIX = "zip_override_"
+IGNORED_PREFIX = "x-"
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy made of plain dicts and lists, so results never share state with inputs."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if _is_list(value):
+        return [_plain(item) for item in value]
+    return value
+
+
+def deep_merge(base: Any, override: Any) -> Any:
+    """Merge `override` onto `base`: maps merge, lists and scalars replace, `None` deletes the key.
+
+    Returns new plain dicts/lists; neither input is modified.
+    """
+    if not (isinstance(base, Mapping) and isinstance(override, Mapping)):
+        return _plain(override)
+    merged: dict[Any, Any] = {key: _plain(value) for key, value in base.items()}
+    for key, value in override.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, Mapping):
+            below = base.get(key)
+            merged[key] = deep_merge(below if isinstance(below, Mapping) else {}, value)
+        else:
+            merged[key] = _plain(value)
+    return merged
+
+
+def _position(container: Any, key: Any, file: str) -> SourceLocation:
+    """`file:line:col` of `container[key]` when ruamel recorded it (1-based), else just the file."""
+    lc = getattr(container, "lc", None)
+    if lc is not None:
+        try:
+            line, col = lc.value(key) if isinstance(container, Mapping) else lc.item(key)
+        except (KeyError, IndexError, TypeError, AttributeError):
+            line = col = None
+        if isinstance(line, int) and isinstance(col, int):
+            return SourceLocation(file, line + 1, col + 1)
+    return SourceLocation(file)
+
+
+def _list_leaves(
+    block: Mapping[str, Any], path: tuple[str, ...], file: str
+) -> list[tuple[str, int, SourceLocation]]:
+    """Every list-valued leaf under `block`: (dotted path, length, where its value starts)."""
+    found: list[tuple[str, int, SourceLocation]] = []
+    for key, value in block.items():
+        here = (*path, str(key))
+        if isinstance(value, Mapping):
+            found.extend(_list_leaves(value, here, file))
+        elif _is_list(value):
+            found.append((".".join(here), len(value), _position(block, key, file)))
+    return found
+
+
+def _slice(block: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """Variant `index` of a zip block: each list leaf gives its element (length 1 broadcasts)."""
+    out: dict[str, Any] = {}
+    for key, value in block.items():
+        if isinstance(value, Mapping):
+            out[key] = _slice(value, index)
+        elif _is_list(value):
+            out[key] = _plain(value[0 if len(value) == 1 else index])
+        else:
+            out[key] = value
+    return out
+
+
+def expand_zip(block: Mapping[str, Any], *, block_name: str, file: str) -> list[dict[str, Any]]:
+    """Zip the list leaves of a `zip_override_*` block into one override map per variant.
+
+    List leaves are zip dimensions; length-1 lists and scalars broadcast; an element
+    that is itself a list is taken literally (`[[4, 8], [16]]` gives `[4, 8]` then
+    `[16]`). All other lengths must agree, else a DisaggError names every list leaf.
+    """
+    leaves = _list_leaves(block, (), file)
+    lengths = {length for _, length, _ in leaves if length != 1}
+    empty = [leaf for leaf in leaves if leaf[1] == 0]
+    if empty or len(lengths) > 1:
+        detail = "; ".join(f"{where}: {path} has {n}" for path, n, where in leaves)
+        what = "list leaves of different lengths" if len(lengths) > 1 else "an empty list leaf"
+        raise DisaggError(
+            f"{block_name}: {what} ({detail})",
+            location=leaves[0][2] if leaves else SourceLocation(file),
+            hint="every list leaf of a zip block needs the same length (length 1 broadcasts); "
+            "wrap a literal list in another list, e.g. [[4, 8]]",
+        )
+    count = lengths.pop() if lengths else 1
+    return [_slice(block, index) for index in range(count)]
+
+
+def _block(doc: Mapping[str, Any], key: str, file: str) -> Mapping[str, Any]:
+    value = doc[key]
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise DisaggError(
+            f"`{key}` must be a map of recipe fields, got {type(value).__name__}",
+            location=_position(doc, key, file),
+            hint="indent the block's fields under the key",
+        )
+    return value
+
+
+def expand_variants(doc: Mapping[str, Any], *, file: str) -> dict[str, dict[str, Any]]:
+    """Every variant of a recipe, keyed by selector name, in document order.
+
+    A flat recipe gives `{"base": doc}`. An override file gives `override_<n>` and
+    `zip_override_<n>[i]` entries, each merged onto `base`; `base` itself is not a
+    variant. Top-level `x-` keys are dropped in both cases.
+    """
+    variant_keys = [k for k in doc if str(k).startswith((OVERRIDE_PREFIX, ZIP_PREFIX))]
+    if BASE not in doc and not variant_keys:
+        return {BASE: {k: _plain(v) for k, v in doc.items() if not str(k).startswith("x-")}}
+    if BASE not in doc:
+        raise DisaggError(
+            f"`{variant_keys[0]}` needs a `base:` block to merge into",
+            location=_position(doc, variant_keys[0], file),
+            hint="put the shared config under `base:`, or rename the block in a flat recipe",
+        )
+    base = _block(doc, BASE, file)
+    stray = [
+        k
+        for k in doc
+        if k != BASE and k not in variant_keys and not str(k).startswith(IGNORED_PREFIX)
+    ]
+    if stray:
+        raise DisaggError(
+            f"unexpected top-level key `{stray[0]}` in an override file",
+            location=_position(doc, stray[0], file),
+            hint="an override file holds only `base`, `override_<name>`, `zip_override_<name>` "
+            "and `x-` blocks; move the key under `base:` or into a variant",
+        )
+    variants: dict[str, dict[str, Any]] = {}
+    for key in variant_keys:
+        block = _block(doc, key, file)
+        if key.startswith(OVERRIDE_PREFIX):
+            variants[key] = deep_merge(base, block)
+            continue
+        for index, item in enumerate(expand_zip(block, block_name=key, file=file)):
+            variants[f"{key}[{index}]"] = deep_merge(base, item)
+    return variants
