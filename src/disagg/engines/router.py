@@ -78,7 +78,8 @@ def router_argv(
     `--k v1 v2`, map -> JSON); its `policy` is used when `policy` is not given.
     """
     extra = dict(extra or {})
-    chosen_policy = policy or _policy_from(extra) or DEFAULT_POLICY
+    recipe_policy = _policy_from(extra)
+    chosen_policy = policy or recipe_policy or DEFAULT_POLICY
     argv = [python, "-m", ROUTER_MODULE]
     if prefill or decode:
         if aggregated:
