@@ -1,0 +1,67 @@
+"""HTTP checks the orchestrator gates on: a role's health endpoint and the canary request.
+
+Standard library only (no event loop to start), with short timeouts so that a
+health poll never delays noticing that a role died.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+from disagg.plan.model import BenchPlan
+
+
+def probe(url: str, *, timeout_s: float = 1.0) -> tuple[bool, str]:
+    """GET `url`: (True, "") on HTTP 200, else (False, what happened)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            response.read(4096)
+            return response.status == 200, f"HTTP {response.status}"
+    except urllib.error.HTTPError as exc:
+        return False, f"HTTP {exc.code}"
+    except (OSError, http.client.HTTPException) as exc:
+        return False, str(getattr(exc, "reason", exc))
+
+
+@dataclass(frozen=True)
+class CanaryResult:
+    ok: bool
+    detail: str  # the completion text, or the server's answer when it failed
+
+
+def canary(base_url: str, bench: BenchPlan, *, timeout_s: float = 60.0) -> CanaryResult:
+    """One tiny non-streaming completion (max_tokens 4) through the serving endpoint."""
+    if bench.endpoint == "chat":
+        path = "/v1/chat/completions"
+        body: dict[str, object] = {"messages": [{"role": "user", "content": "Hello"}]}
+    else:
+        path = "/v1/completions"
+        body = {"prompt": "Hello"}
+    body.update({"model": bench.model_name, "max_tokens": 4, "stream": False})
+    request = urllib.request.Request(
+        base_url.rstrip("/") + path,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            raw = response.read(64 * 1024)
+    except urllib.error.HTTPError as exc:
+        answer = exc.read(2048).decode("utf-8", errors="replace").strip()
+        return CanaryResult(False, f"HTTP {exc.code} from {base_url}{path}: {answer}")
+    except (OSError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", exc)
+        return CanaryResult(False, f"no answer from {base_url}{path}: {reason}")
+    try:
+        choices = json.loads(raw)["choices"]
+        first = choices[0]
+        text = first.get("text") or (first.get("message") or {}).get("content") or ""
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        snippet = raw[:300].decode("utf-8", errors="replace")
+        return CanaryResult(False, f"unexpected answer from {base_url}{path}: {snippet}")
+    return CanaryResult(True, str(text))

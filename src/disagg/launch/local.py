@@ -1,0 +1,125 @@
+"""The local executor: every role task is a subprocess on this machine.
+
+Each task runs in its own session (and so its own process group), so that stopping
+a role reaches every process it spawned (an engine's workers, a router's children),
+not just the first one. Every node rank maps to 127.0.0.1: a local run is a one-host
+allocation with as many "nodes" as the plan asks for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from disagg.errors import DisaggError
+from disagg.launch.base import RoleLauncher, RoleProcess
+
+LOOPBACK = "127.0.0.1"
+
+
+class LocalProcess(RoleProcess):
+    """A role task started with `subprocess.Popen` in a new session."""
+
+    def __init__(self, role: str, node_rank: int, popen: subprocess.Popen[bytes]) -> None:
+        self.role = role
+        self.node_rank = node_rank
+        self._popen = popen
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def signal_group(self, signum: int) -> None:
+        """Send `signum` to the task's whole process group (ignores a group already gone)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._popen.pid, signum)
+
+    def stop(self, grace_s: float = 5.0) -> int | None:
+        code = self._popen.poll()
+        # Even when the leader already exited, children may still hold the group.
+        self.signal_group(signal.SIGTERM)
+        if code is None:
+            try:
+                code = self._popen.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                self.signal_group(signal.SIGKILL)
+                code = self._popen.wait()
+        _reap_group(self._popen.pid, grace_s)
+        return code
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reap_group(pgid: int, grace_s: float) -> None:
+    """Wait for leftover group members to go after SIGTERM, then SIGKILL the rest."""
+    deadline = time.monotonic() + grace_s
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if _group_alive(pgid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+class LocalLauncher(RoleLauncher):
+    """Starts role tasks as local subprocesses; `nodes` loopback "nodes"."""
+
+    def __init__(self, nodes: int = 1) -> None:
+        self._nodes = max(1, nodes)
+
+    def node_addresses(self) -> list[str]:
+        return [LOOPBACK] * self._nodes
+
+    def node_names(self) -> list[str]:
+        return [f"local{rank}" for rank in range(self._nodes)]
+
+    def launch(
+        self,
+        *,
+        role: str,
+        node_rank: int,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        log_path: Path,
+        container_image: str | None = None,
+    ) -> RoleProcess:
+        if not argv:
+            raise DisaggError(f"role {role} has an empty command")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with log_path.open("ab") as log:
+            log.write(f"=== disagg: {role} node {node_rank} started {stamp}\n".encode())
+            log.flush()
+            try:
+                popen = subprocess.Popen(
+                    list(argv),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, **env},
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                raise DisaggError(
+                    f"role {role}: cannot start {argv[0]!r}: {exc.strerror or exc}",
+                    hint="check the role's command in plan.json",
+                    exit_code=1,
+                ) from exc
+        return LocalProcess(role, node_rank, popen)

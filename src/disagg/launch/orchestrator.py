@@ -1,0 +1,664 @@
+"""The in-allocation orchestrator: one plan.json in, roles up, points measured, roles down.
+
+Phases: stage models -> allocate ports -> launch workers -> health gate -> launch
+router -> health gate -> canary -> measure each point -> teardown -> summary.json.
+
+A monitor thread polls every role task during all phases. The first task that
+exits, a health deadline that passes, or SIGTERM/SIGINT sets one stop event that
+every phase waits on, so a broken run ends within seconds: results of points
+already measured stay, the failing role is named and the end of its log shown.
+The same code runs on a laptop (`LocalLauncher`) and inside a Slurm job
+(`SrunLauncher`); only the launcher differs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TypeVar
+
+from disagg.errors import DisaggError
+from disagg.launch.base import RoleLauncher, RoleProcess
+from disagg.launch.health import canary, probe
+from disagg.launch.logs import ORCHESTRATOR_LOG, log_dir, tail, task_log_path
+from disagg.launch.ports import allocate_ports
+from disagg.launch.state import (
+    Failure,
+    Phase,
+    PointState,
+    PointStatus,
+    RoleState,
+    RunState,
+    RunStatus,
+    RunSummary,
+    TaskState,
+)
+from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
+from disagg.plan.templates import substitute, substitute_all
+
+EXIT_COMPLETED = 0
+EXIT_FAILED = 1
+EXIT_BAD_PLAN = 2
+EXIT_CANCELLED = 3
+
+RESULTS_DIR = "results"
+MONITOR_INTERVAL_S = 0.1
+LOG_TAIL_LINES = 30
+WORKER_KINDS = (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
+
+T = TypeVar("T")
+UpdateHook = Callable[[RunState], None]
+
+
+@dataclass(frozen=True)
+class OrchestratorOptions:
+    executor: str = "local"
+    echo: bool = True  # also print the orchestrator's log lines on stderr
+    quiet_bench: bool = False  # let measure_point print its own progress unless set
+    stop_grace_s: float = 5.0
+    canary_timeout_s: float = 60.0
+    handle_signals: bool = True  # SIGTERM/SIGINT -> cancel (main thread only)
+    port_base: int | None = None
+
+
+class _Stop(Exception):
+    """Raised inside a phase once the stop event is set; the reason is already recorded."""
+
+
+class Orchestrator:
+    """Runs one plan in one run directory; `run()` returns the summary it wrote."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        plan: Plan,
+        launcher: RoleLauncher,
+        options: OrchestratorOptions | None = None,
+        on_update: UpdateHook | None = None,
+    ) -> None:
+        self.run_dir = run_dir
+        self.plan = plan
+        self.launcher = launcher
+        self.options = options or OrchestratorOptions()
+        self.on_update = on_update
+        self.results_dir = run_dir / RESULTS_DIR
+        self.stop = threading.Event()
+        self._lock = threading.RLock()
+        self._cancelled = False
+        self._tearing_down = False
+        self._tasks: list[tuple[RolePlan, RoleProcess]] = []
+        self._exit_codes: dict[tuple[str, int], int | None] = {}
+        self._phase_seconds: dict[str, float] = {}
+        self._bindings: dict[str, dict[str, str]] = {}
+        self.log = _make_logger(run_dir, echo=self.options.echo)
+        self.state = RunState(
+            name=plan.name,
+            selector=plan.selector,
+            run_dir=str(run_dir),
+            simulated=plan.simulated,
+            executor=self.options.executor,
+            orchestrator_pid=_pid(),
+            points=[PointState(key=p.key) for p in plan.bench.points],
+        )
+
+    # ---- public -------------------------------------------------------------------
+
+    def run(self) -> RunSummary:
+        started = time.time()
+        self._publish()
+        monitor = threading.Thread(target=self._monitor, name="role-monitor", daemon=True)
+        error_code = EXIT_FAILED
+        with self._signals():
+            monitor.start()
+            try:
+                self._run_phases()
+            except _Stop:
+                pass
+            except DisaggError as exc:
+                error_code = exc.exit_code
+                self._fail(str(exc))
+            except Exception as exc:  # a bug must still tear everything down
+                self.log.exception("internal error")
+                self._fail(f"internal error: {type(exc).__name__}: {exc}")
+            finally:
+                self._teardown()
+        return self._finish(started, error_code)
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop the run as cancelled (what SIGTERM/SIGINT do)."""
+        with self._lock:
+            if not self.stop.is_set():
+                self._cancelled = True
+                self.state.failure = Failure(reason=reason)
+                self.log.info("%s: stopping", reason)
+        self.stop.set()
+
+    # ---- phases -------------------------------------------------------------------
+
+    def _run_phases(self) -> None:
+        self.log.info(
+            "run %s (%s), %d point(s), executor %s%s",
+            self.plan.name,
+            self.plan.selector,
+            len(self.plan.bench.points),
+            self.options.executor,
+            ", simulated engine" if self.plan.simulated else "",
+        )
+        if self._all_points_done():
+            self.log.info("every point already has a valid result; nothing to run")
+            return
+        with self._phase(Phase.STAGING):
+            models = self._stage()
+        with self._phase(Phase.PORTS):
+            self._bind(models)
+        _warm_bench_imports()
+        workers = [r for r in self.plan.roles if r.kind in WORKER_KINDS and r.argv]
+        others = [
+            r
+            for r in self.plan.roles
+            if r.kind not in WORKER_KINDS and r.kind is not RoleKind.BENCH and r.argv
+        ]
+        with self._phase(Phase.LAUNCH):
+            self._launch(workers)
+        with self._phase(Phase.HEALTH):
+            self._wait_healthy(workers)
+            if others:
+                self._launch(others)
+                self._wait_healthy(others)
+        with self._phase(Phase.CANARY):
+            self._canary()
+        with self._phase(Phase.MEASURE):
+            self._measure_points()
+
+    def _all_points_done(self) -> bool:
+        from disagg.bench.api import existing_valid_result
+
+        done = True
+        for point, state in zip(self.plan.bench.points, self.state.points, strict=True):
+            found = existing_valid_result(self.results_dir, point)
+            if found is not None:
+                state.status, state.result = PointStatus.SKIPPED, str(found)
+            else:
+                done = False
+        return done
+
+    def _stage(self) -> tuple[str, str]:
+        """(main model path, draft model path): staged snapshots, or names when skipped."""
+        staging = self.plan.staging
+        main = next((m for m in staging.models if m.purpose == "main"), None)
+        draft = next((m for m in staging.models if m.purpose == "draft"), None)
+        if staging.skip:
+            name = staging.local_path or (main.repo_id if main else self.plan.bench.model_name)
+            return name, draft.repo_id if draft else ""
+        from disagg import staging as staging_pkg
+
+        stage_plan = getattr(staging_pkg, "stage_plan", None)
+        if stage_plan is None:
+            raise DisaggError("model staging is not available in this installation", exit_code=1)
+        self.log.info("staging %d model(s)", len(staging.models))
+        staged = stage_plan(staging, log=self.log.info)
+        self._check_stop()
+        return str(staged.main_path), str(staged.draft_path or "")
+
+    def _bind(self, models: tuple[str, str]) -> None:
+        """Pick ports and fill every `${scope.field}` value the roles may use."""
+        addresses = self.launcher.node_addresses()
+        if len(addresses) < self.plan.nodes:
+            raise DisaggError(
+                f"the plan needs {self.plan.nodes} node(s), the allocation has {len(addresses)}"
+            )
+        ports = allocate_ports(self.plan, self.launcher, base=self.options.port_base)
+        bindings: dict[str, dict[str, str]] = {
+            "model": {"path": models[0], "draft": models[1]},
+            "run": {"dir": str(self.run_dir), "python": sys.executable},
+        }
+        for role in self.plan.roles:
+            head = role.node_ranks[0] if role.node_ranks else 0
+            host = addresses[head]
+            fields = {"host": host, "nnodes": str(role.nnodes), "node_rank": "0"}
+            fields.update({name: str(port) for name, port in ports[role.name].items()})
+            if "http_port" in fields:
+                fields["url"] = f"http://{host}:{fields['http_port']}"
+            if "dist_init_port" in fields:
+                fields["addr"] = f"{host}:{fields['dist_init_port']}"
+            bindings[role.name] = fields
+        self._bindings = bindings
+        names = self.launcher.node_names()
+        with self._lock:
+            self.state.roles = [
+                RoleState(
+                    name=role.name,
+                    kind=role.kind.value,
+                    host=bindings[role.name]["host"],
+                    ports=ports[role.name],
+                    tasks=[
+                        TaskState(
+                            node_rank=rank,
+                            node=names[rank] if rank < len(names) else str(rank),
+                            log=str(task_log_path(self.run_dir, role.name, rank, role.nnodes)),
+                        )
+                        for rank in role.node_ranks
+                    ],
+                )
+                for role in self.plan.roles
+            ]
+        for role in self.plan.roles:
+            if ports[role.name]:
+                listed = ", ".join(f"{k}={v}" for k, v in ports[role.name].items())
+                self.log.info("%s: %s", role.name, listed)
+        # Render every command now, so a placeholder typo fails before anything starts.
+        for role in self.plan.roles:
+            for rank in role.node_ranks:
+                self._render(role, rank)
+
+    def _render(self, role: RolePlan, node_rank: int) -> tuple[list[str], dict[str, str]]:
+        bindings = dict(self._bindings)
+        bindings[role.name] = {
+            **bindings[role.name],
+            "node_rank": str(role.node_ranks.index(node_rank)),
+        }
+        argv = substitute_all(role.argv, bindings, self_name=role.name)
+        env = {k: substitute(v, bindings, self_name=role.name) for k, v in role.env.items()}
+        if role.gpu_ids:
+            visible = ",".join(str(gpu) for gpu in role.gpu_ids)
+            for var in self.plan.gpu_vendor.visible_devices_vars:
+                env[var] = visible
+        return argv, env
+
+    def _launch(self, roles: list[RolePlan]) -> None:
+        for role in roles:
+            role_state = self.state.role(role.name)
+            for task_state, rank in zip(role_state.tasks, role.node_ranks, strict=True):
+                self._check_stop()
+                argv, env = self._render(role, rank)
+                self.log.info("start %s on node %d: %s", role.name, rank, " ".join(argv))
+                process = self.launcher.launch(
+                    role=role.name,
+                    node_rank=rank,
+                    argv=argv,
+                    env=env,
+                    log_path=Path(task_state.log),
+                    container_image=role.container_image,
+                )
+                with self._lock:
+                    self._tasks.append((role, process))
+                    task_state.pid = process.pid
+        self._publish()
+
+    def _wait_healthy(self, roles: list[RolePlan]) -> None:
+        """Poll each role's health URL until 200; a passed deadline fails the run."""
+        start = time.monotonic()
+        waiting: dict[str, tuple[RolePlan, str]] = {}
+        for role in roles:
+            if role.health is None:
+                self.state.role(role.name).healthy = True
+                continue
+            fields = self._bindings[role.name]
+            if "http_port" not in fields:
+                raise DisaggError(f"role {role.name} has a health check but no http port")
+            url = f"http://{fields['host']}:{fields['http_port']}{role.health.path}"
+            waiting[role.name] = (role, url)
+        interval = min((r.health.interval_s for r, _ in waiting.values() if r.health), default=0.2)
+        last: dict[str, str] = {}
+        while waiting:
+            self._check_stop()
+            elapsed = time.monotonic() - start
+            for name, (role, url) in list(waiting.items()):
+                assert role.health is not None
+                ok, detail = probe(url, timeout_s=min(2.0, max(0.5, interval * 5)))
+                if ok:
+                    del waiting[name]
+                    with self._lock:
+                        role_state = self.state.role(name)
+                        role_state.healthy = True
+                        role_state.healthy_after_s = round(time.monotonic() - start, 3)
+                    self.log.info("%s healthy after %.2f s", name, time.monotonic() - start)
+                    self._publish()
+                    continue
+                last[name] = detail
+                if elapsed > role.health.deadline_s:
+                    self._fail(
+                        f"role {name} not healthy after {role.health.deadline_s:g} s "
+                        f"(GET {url}: {detail})",
+                        role=name,
+                    )
+                    raise _Stop
+            if waiting and self.stop.wait(interval):
+                raise _Stop
+
+    def _serving_url(self) -> str:
+        for kind in (RoleKind.ROUTER, RoleKind.AGGREGATED, RoleKind.DECODE):
+            for role in self.plan.roles_of(kind):
+                url = self._bindings.get(role.name, {}).get("url")
+                if url:
+                    return url
+        raise DisaggError("the plan has no router or worker with an http port to send load to")
+
+    def _canary(self) -> None:
+        url = self._serving_url()
+        result = self._interruptible(
+            lambda: canary(url, self.plan.bench, timeout_s=self.options.canary_timeout_s)
+        )
+        if not result.ok:
+            self._fail(f"canary request failed: {result.detail}")
+            raise _Stop
+        self.log.info("canary ok through %s: %r", url, result.detail)
+
+    def _measure_points(self) -> None:
+        from disagg.bench.api import GpuCounts, existing_valid_result, measure_point
+
+        url = self._serving_url()
+        bench = self._rendered_bench()
+        gpus = GpuCounts(prefill=self.plan.prefill_gpus, decode=self.plan.decode_gpus)
+        invalid: list[str] = []
+        for point, point_state in zip(self.plan.bench.points, self.state.points, strict=True):
+            self._check_stop()
+            found = existing_valid_result(self.results_dir, point)
+            if found is not None:
+                with self._lock:
+                    point_state.status, point_state.result = PointStatus.SKIPPED, str(found)
+                self.log.info("point %s: valid result exists, skipped", point.key)
+                self._publish()
+                continue
+            with self._lock:
+                self.state.current_point = point.key
+                point_state.status = PointStatus.RUNNING
+                point_state.started_at = time.time()
+            self._publish()
+            self.log.info("point %s: measuring %d request(s)", point.key, point.num_prompts)
+            started = time.monotonic()
+            outcome = self._interruptible(
+                lambda point=point: measure_point(  # type: ignore[misc]
+                    base_url=url,
+                    bench=bench,
+                    point=point,
+                    out_dir=self.results_dir,
+                    gpus=gpus,
+                    run_name=self.plan.name,
+                    simulated=self.plan.simulated,
+                    disaggregated=self.plan.disaggregated,
+                    quiet=self.options.quiet_bench,
+                    stop=self.stop,
+                ),
+                abandon=False,
+            )
+            with self._lock:
+                point_state.seconds = round(time.monotonic() - started, 3)
+                point_state.finished_at = time.time()
+                point_state.headline = dict(outcome.summary)
+                self.state.current_point = None
+                if self.stop.is_set() and not outcome.valid:
+                    point_state.status = PointStatus.ABORTED
+                    point_state.reason = outcome.reason
+                elif outcome.valid:
+                    point_state.status, point_state.result = PointStatus.MEASURED, str(outcome.path)
+                else:
+                    point_state.status = PointStatus.INVALID
+                    point_state.reason = outcome.reason
+                    invalid.append(f"{point.key}: {outcome.reason}")
+            self._publish()
+            self.log.info("point %s: %s %s", point.key, point_state.status.value, _brief(outcome))
+        self._check_stop()
+        if invalid:
+            self._fail(f"{len(invalid)} invalid point(s): " + "; ".join(invalid))
+
+    def _rendered_bench(self) -> BenchPlan:
+        bench = self.plan.bench
+        name = "bench"
+        bindings = {**self._bindings, name: {}}
+        update: dict[str, object] = {}
+        if bench.tokenizer:
+            update["tokenizer"] = substitute(bench.tokenizer, bindings, self_name=name)
+        return bench.model_copy(update=update) if update else bench
+
+    # ---- monitoring, failure, teardown --------------------------------------------
+
+    def _monitor(self) -> None:
+        """Notice within ~100 ms that any role task ended, and stop the run."""
+        while not self._tearing_down:
+            with self._lock:
+                tasks = list(self._tasks)
+            for role, process in tasks:
+                code = process.poll()
+                if code is None or self._tearing_down:
+                    continue
+                key = (role.name, process.node_rank)
+                if key in self._exit_codes:
+                    continue
+                self._exit_codes[key] = code
+                self._record_exit(role.name, process.node_rank, code)
+                if not self.stop.is_set():
+                    node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
+                    self._fail(
+                        f"role {role.name}{node} exited with code {code}",
+                        role=role.name,
+                        node_rank=process.node_rank,
+                    )
+            time.sleep(MONITOR_INTERVAL_S)
+
+    def _record_exit(self, role: str, node_rank: int, code: int | None) -> None:
+        with self._lock:
+            for task in self.state.role(role).tasks:
+                if task.node_rank == node_rank:
+                    task.exit_code = code
+
+    def _fail(self, reason: str, *, role: str | None = None, node_rank: int | None = None) -> None:
+        """Record the first failure (later ones are consequences) and set the stop event."""
+        with self._lock:
+            if self.stop.is_set():
+                return
+            failure = Failure(reason=reason, role=role)
+            if role is not None:
+                role_plan = self.plan.role(role)
+                rank = role_plan.node_ranks[0] if node_rank is None else node_rank
+                log_path = task_log_path(self.run_dir, role, rank, role_plan.nnodes)
+                failure.log = str(log_path)
+                failure.log_tail = tail(log_path, LOG_TAIL_LINES)
+            self.state.failure = failure
+            self.stop.set()
+        self.log.error("FAILED: %s", reason)
+        if failure.log_tail:
+            self.log.error("last %d lines of %s:", len(failure.log_tail), failure.log)
+            for line in failure.log_tail:
+                self.log.error("  | %s", line)
+        self._publish()
+
+    def _teardown(self) -> None:
+        with self._phase(Phase.TEARDOWN, checked=False):
+            self._tearing_down = True
+            with self._lock:
+                tasks = list(reversed(self._tasks))
+            if not tasks:
+                return
+            self.log.info("stopping %d task(s)", len(tasks))
+            grace = self.options.stop_grace_s
+            with ThreadPoolExecutor(max_workers=min(32, len(tasks))) as pool:
+                codes = list(pool.map(lambda t: t[1].stop(grace), tasks))
+            for (role, process), code in zip(tasks, codes, strict=True):
+                key = (role.name, process.node_rank)
+                if key not in self._exit_codes:
+                    self._exit_codes[key] = code
+                    self._record_exit(role.name, process.node_rank, code)
+            try:
+                self.launcher.close()
+            except Exception:
+                self.log.exception("launcher close failed")
+
+    def _finish(self, started: float, error_code: int) -> RunSummary:
+        with self._lock:
+            failure = self.state.failure
+            if self._cancelled:
+                status, code = RunStatus.CANCELLED, EXIT_CANCELLED
+            elif failure is not None:
+                status, code = RunStatus.FAILED, error_code
+            else:
+                status, code = RunStatus.COMPLETED, EXIT_COMPLETED
+            for point in self.state.points:
+                if point.status in (PointStatus.PENDING, PointStatus.RUNNING) and failure:
+                    point.status = PointStatus.ABORTED
+            self.state.status = status
+            self.state.phase = Phase.DONE
+            self.state.current_point = None
+            points = [p.model_copy() for p in self.state.points]
+            summary = RunSummary(
+                name=self.plan.name,
+                selector=self.plan.selector,
+                run_dir=str(self.run_dir),
+                simulated=self.plan.simulated,
+                executor=self.options.executor,
+                status=status,
+                exit_code=code,
+                reason=failure.reason if failure else None,
+                failure=failure if status is RunStatus.FAILED else None,
+                started_at=started,
+                finished_at=time.time(),
+                phase_seconds=dict(self._phase_seconds),
+                role_exit_codes={
+                    r.name: [t.exit_code for t in r.tasks] for r in self.state.roles if r.tasks
+                },
+                role_pids={
+                    r.name: [t.pid for t in r.tasks if t.pid is not None]
+                    for r in self.state.roles
+                    if any(t.pid for t in r.tasks)
+                },
+                points=points,
+                points_measured=sum(p.status is PointStatus.MEASURED for p in points),
+                points_skipped=sum(p.status is PointStatus.SKIPPED for p in points),
+                points_invalid=sum(p.status is PointStatus.INVALID for p in points),
+            )
+        summary.write(self.run_dir)
+        self._publish()
+        self.log.info(
+            "run %s: %d measured, %d skipped, %d invalid; %.1f s",
+            status.value,
+            summary.points_measured,
+            summary.points_skipped,
+            summary.points_invalid,
+            summary.finished_at - started,
+        )
+        for handler in list(self.log.handlers):
+            handler.close()
+            self.log.removeHandler(handler)
+        return summary
+
+    # ---- helpers ------------------------------------------------------------------
+
+    def _check_stop(self) -> None:
+        if self.stop.is_set():
+            raise _Stop
+
+    def _publish(self) -> None:
+        with self._lock:
+            self.state.write(self.run_dir)
+            snapshot = self.state.model_copy(deep=True)
+        if self.on_update is not None:
+            self.on_update(snapshot)
+
+    @contextmanager
+    def _phase(self, phase: Phase, *, checked: bool = True) -> Iterator[None]:
+        if checked:
+            self._check_stop()
+        with self._lock:
+            self.state.phase = phase
+        self._publish()
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self._phase_seconds[phase.value] = round(time.monotonic() - started, 3)
+
+    def _interruptible(self, fn: Callable[[], T], *, abandon: bool = True) -> T:
+        """Run `fn` in a worker thread; with `abandon`, give up on it once the run stops."""
+        box: list[T] = []
+        errors: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                box.append(fn())
+            except BaseException as exc:
+                errors.append(exc)
+
+        worker = threading.Thread(target=target, name="phase-worker", daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.05)
+            if abandon and self.stop.is_set():
+                raise _Stop
+        if errors:
+            raise errors[0]
+        return box[0]
+
+    @contextmanager
+    def _signals(self) -> Iterator[None]:
+        if (
+            not self.options.handle_signals
+            or threading.current_thread() is not threading.main_thread()
+        ):
+            yield
+            return
+
+        def handler(signum: int, frame: FrameType | None) -> None:
+            self.cancel(f"received {signal.Signals(signum).name}")
+
+        previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+
+def _brief(outcome: object) -> str:
+    summary = getattr(outcome, "summary", {}) or {}
+    reason = getattr(outcome, "reason", None)
+    parts = [f"{k}={v:.4g}" for k, v in list(summary.items())[:4]]
+    if reason:
+        parts.append(f"({reason})")
+    return " ".join(parts)
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+def _warm_bench_imports() -> None:
+    """Import the load generator while engines start, so the first point starts at once."""
+
+    def load() -> None:
+        for module in ("disagg.bench.api", "aiohttp"):
+            with suppress(Exception):
+                importlib.import_module(module)
+
+    threading.Thread(target=load, name="warm-imports", daemon=True).start()
+
+
+def _make_logger(run_dir: Path, *, echo: bool) -> logging.Logger:
+    directory = log_dir(run_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    logger = logging.getLogger(f"disagg.job.{id(run_dir)}.{time.monotonic_ns()}")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    formatter = logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S")
+    file_handler = logging.FileHandler(directory / ORCHESTRATOR_LOG)
+    file_handler.setFormatter(formatter)
+    logger.addHandler(file_handler)
+    if echo:
+        stream = logging.StreamHandler(sys.stderr)
+        stream.setFormatter(formatter)
+        logger.addHandler(stream)
+    return logger
+
+
+def exit_code_of(summary: RunSummary) -> int:
+    return summary.exit_code

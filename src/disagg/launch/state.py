@@ -1,0 +1,157 @@
+"""What a run is doing (`state.json`) and how it ended (`summary.json`).
+
+Both are written atomically, so `disagg status`, `disagg logs` and a live view can
+read them at any moment. They hold PIDs, nodes, ports and reasons, never the
+environment (which may carry secrets such as HF_TOKEN).
+"""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from disagg.atomic import write_text
+
+STATE_FILE = "state.json"
+SUMMARY_FILE = "summary.json"
+
+
+class Phase(StrEnum):
+    STARTING = "starting"
+    STAGING = "staging"
+    PORTS = "ports"
+    LAUNCH = "launch"
+    HEALTH = "health"
+    CANARY = "canary"
+    MEASURE = "measure"
+    TEARDOWN = "teardown"
+    DONE = "done"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class PointStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    MEASURED = "measured"
+    SKIPPED = "skipped"  # a valid result already existed (resume)
+    INVALID = "invalid"
+    ABORTED = "aborted"  # stopped because the run failed or was cancelled
+
+
+class TaskState(BaseModel):
+    node_rank: int
+    node: str
+    pid: int | None = None
+    log: str
+    exit_code: int | None = None
+
+
+class RoleState(BaseModel):
+    name: str
+    kind: str
+    host: str | None = None
+    ports: dict[str, int] = Field(default_factory=dict)
+    tasks: list[TaskState] = Field(default_factory=list)
+    healthy: bool = False
+    healthy_after_s: float | None = None
+
+
+class PointState(BaseModel):
+    key: str
+    status: PointStatus = PointStatus.PENDING
+    result: str | None = None
+    reason: str | None = None
+    headline: dict[str, float] = Field(default_factory=dict)
+    started_at: float | None = None
+    finished_at: float | None = None
+    seconds: float | None = None
+
+
+class Failure(BaseModel):
+    reason: str
+    role: str | None = None
+    log: str | None = None
+    log_tail: list[str] = Field(default_factory=list)
+
+
+class RunState(BaseModel):
+    """`state.json`: rewritten at each phase change and point."""
+
+    name: str
+    selector: str
+    run_dir: str
+    simulated: bool
+    executor: str
+    orchestrator_pid: int
+    status: RunStatus = RunStatus.RUNNING
+    phase: Phase = Phase.STARTING
+    started_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    current_point: str | None = None
+    points: list[PointState] = Field(default_factory=list)
+    roles: list[RoleState] = Field(default_factory=list)
+    failure: Failure | None = None
+
+    @property
+    def points_done(self) -> int:
+        done = (PointStatus.MEASURED, PointStatus.SKIPPED)
+        return sum(1 for p in self.points if p.status in done)
+
+    def role(self, name: str) -> RoleState:
+        for role in self.roles:
+            if role.name == name:
+                return role
+        raise KeyError(name)
+
+    def write(self, run_dir: Path) -> None:
+        self.updated_at = time.time()
+        write_text(run_dir / STATE_FILE, self.model_dump_json(indent=2) + "\n")
+
+    @classmethod
+    def read(cls, run_dir: Path) -> RunState | None:
+        path = run_dir / STATE_FILE
+        if not path.is_file():
+            return None
+        return cls.model_validate_json(path.read_text())
+
+
+class RunSummary(BaseModel):
+    """`summary.json`: how the run ended; written once at the end, atomically."""
+
+    name: str
+    selector: str
+    run_dir: str
+    simulated: bool
+    executor: str
+    status: RunStatus
+    exit_code: int
+    reason: str | None = None
+    failure: Failure | None = None
+    started_at: float
+    finished_at: float
+    phase_seconds: dict[str, float] = Field(default_factory=dict)
+    role_exit_codes: dict[str, list[int | None]] = Field(default_factory=dict)
+    role_pids: dict[str, list[int]] = Field(default_factory=dict)
+    points: list[PointState] = Field(default_factory=list)
+    points_measured: int = 0
+    points_skipped: int = 0
+    points_invalid: int = 0
+
+    def write(self, run_dir: Path) -> None:
+        write_text(run_dir / SUMMARY_FILE, self.model_dump_json(indent=2) + "\n")
+
+    @classmethod
+    def read(cls, run_dir: Path) -> RunSummary | None:
+        path = run_dir / SUMMARY_FILE
+        if not path.is_file():
+            return None
+        return cls.model_validate_json(path.read_text())
