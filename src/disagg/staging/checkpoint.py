@@ -1,0 +1,574 @@
+"""The one checkpoint-completeness contract. Standard library only.
+
+Runs as `python3 checkpoint.py PATH|REPO_ID [--revision R] [--cache DIR] [--json]`
+inside any engine container, and is imported by `disagg check-model`, the submit
+pre-flight and the in-job stage, so that all of them agree on what "complete" means.
+
+A checkpoint is complete when:
+
+- `config.json` exists; `tokenizer_config.json` exists together with at least one of
+  `tokenizer.json`, `tokenizer.model` or a tiktoken vocabulary (`*.tiktoken`, `tiktoken.model`);
+- weights: `model.safetensors.index.json` whose `weight_map` names at least one shard
+  and every named shard exists, or a single `model.safetensors`;
+- every safetensors file is whole: size == 8 + header length + largest tensor end
+  offset (an aborted pull leaves a short file). Only headers are read;
+- in a Hugging Face cache entry (`models--org--name/refs/REV -> snapshots/SHA/`):
+  symlinks resolve, no `.incomplete` blob belongs to the snapshot, and every file of
+  the commit's tree listing (`trees/SHA.json`, written by the download tool before it
+  fetches anything) is present, so an interrupted download is never taken as complete.
+
+Every problem is reported at once. Exit status: 0 complete, 1 incomplete, 2 unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import struct
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+CONFIG = "config.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
+TIKTOKEN_NAMES = ("tiktoken.model",)
+TIKTOKEN_SUFFIX = ".tiktoken"
+INDEX = "model.safetensors.index.json"
+SINGLE = "model.safetensors"
+SAFETENSORS_SUFFIX = ".safetensors"
+MAX_HEADER_BYTES = 100 * 1024 * 1024  # the safetensors format's own limit
+REPO_FOLDER_PREFIX = "models--"
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+REPO_ID_RE = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
+
+EXIT_COMPLETE = 0
+EXIT_INCOMPLETE = 1
+EXIT_UNUSABLE = 2
+
+# Problem kinds, stable strings for `--json` consumers.
+MISSING_FILE = "missing-file"
+MISSING_TOKENIZER = "missing-tokenizer"
+MISSING_WEIGHTS = "missing-weights"
+BAD_INDEX = "unreadable-index"
+NO_SHARDS = "index-names-no-shards"
+MISSING_SHARD = "missing-shard"
+TRUNCATED = "truncated"
+OVERSIZED = "oversized"
+BAD_HEADER = "unreadable-header"
+DANGLING_LINK = "dangling-link"
+INCOMPLETE_BLOB = "incomplete-blob"
+MISSING_LISTED = "missing-listed-file"
+NOT_IN_CACHE = "not-in-cache"
+UNKNOWN_REVISION = "unknown-revision"
+
+_HINTS = {
+    NOT_IN_CACHE: "stage it first: `disagg stage RECIPE` (or download it into this cache)",
+    UNKNOWN_REVISION: "stage this revision first: `disagg stage RECIPE`",
+    TRUNCATED: "an interrupted copy or download; re-run `disagg stage` (it resumes) or re-copy",
+    INCOMPLETE_BLOB: "a download was interrupted; re-run `disagg stage` to finish it",
+    MISSING_LISTED: "a download was interrupted; re-run `disagg stage` to finish it",
+    DANGLING_LINK: "the blob a snapshot link points to is gone; re-run `disagg stage`",
+    MISSING_SHARD: "copy or download the missing shards; re-run `disagg stage`",
+    BAD_HEADER: "the file is not a safetensors file or is corrupt; download it again",
+    OVERSIZED: "the file has bytes after its last tensor; download it again",
+}
+
+
+class UnusableInput(Exception):
+    """The target cannot be checked at all (not a directory, not a repo id)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason the checkpoint is not complete; `path` is relative to the checked directory."""
+
+    kind: str
+    path: str
+    detail: str
+    expected_bytes: int | None = None
+    actual_bytes: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.detail}" if self.path else self.detail
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind, "path": self.path, "detail": self.detail}
+        if self.expected_bytes is not None:
+            data["expected_bytes"] = self.expected_bytes
+        if self.actual_bytes is not None:
+            data["actual_bytes"] = self.actual_bytes
+        return data
+
+
+@dataclass
+class Report:
+    """The outcome of one check. `directory` is the snapshot or plain directory examined."""
+
+    target: str
+    directory: str | None = None
+    repo_id: str | None = None
+    revision: str | None = None
+    commit: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+    safetensors_files: int = 0
+    weight_bytes: int = 0
+    bytes_read: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_COMPLETE if self.complete else EXIT_INCOMPLETE
+
+    def add(self, kind: str, path: str, detail: str, **sizes: int | None) -> None:
+        self.problems.append(Problem(kind, path, detail, **sizes))
+
+    def hints(self) -> list[str]:
+        """What to do, once per kind of problem, in the order problems were found."""
+        seen: list[str] = []
+        for problem in self.problems:
+            hint = _HINTS.get(problem.kind)
+            if hint and hint not in seen:
+                seen.append(hint)
+        return seen
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "complete": self.complete,
+            "directory": self.directory,
+            "repo_id": self.repo_id,
+            "revision": self.revision,
+            "commit": self.commit,
+            "safetensors_files": self.safetensors_files,
+            "weight_bytes": self.weight_bytes,
+            "bytes_read": self.bytes_read,
+            "problems": [p.to_dict() for p in self.problems],
+            "hints": self.hints(),
+        }
+
+
+# --- plain directory -------------------------------------------------------------------
+
+
+def check_directory(path: str, *, report: Report | None = None) -> Report:
+    """Check a checkpoint directory (plain or a cache snapshot) against the contract."""
+    report = report or Report(target=path)
+    report.directory = path
+    try:
+        names = {entry.name: entry for entry in os.scandir(path)}
+    except FileNotFoundError:
+        report.add(MISSING_FILE, "", f"directory {path} does not exist")
+        return report
+    except NotADirectoryError as exc:
+        raise UnusableInput(f"{path} is not a directory") from exc
+    except PermissionError as exc:
+        raise UnusableInput(f"{path} is not readable: {exc.strerror}") from exc
+
+    def present(name: str) -> bool:
+        """True for a readable file; a dangling link is reported once, as such."""
+        entry = names.get(name)
+        if entry is None:
+            return False
+        if entry.is_symlink() and not os.path.exists(entry.path):
+            report.add(
+                DANGLING_LINK, name, f"symlink to {os.readlink(entry.path)} does not resolve"
+            )
+            names.pop(name)
+            return False
+        return entry.is_file()
+
+    if not present(CONFIG):
+        _missing(report, names, CONFIG, "config.json is missing")
+    _check_tokenizer(report, names, present)
+    for shard in _weight_files(report, path, names, present):
+        _check_safetensors(report, path, shard)
+    return report
+
+
+def _missing(report: Report, names: dict[str, os.DirEntry[str]], name: str, detail: str) -> None:
+    if not any(p.path == name and p.kind == DANGLING_LINK for p in report.problems):
+        report.add(MISSING_FILE, name, detail)
+
+
+def _check_tokenizer(report: Report, names: dict[str, os.DirEntry[str]], present: Any) -> None:
+    if not present(TOKENIZER_CONFIG):
+        _missing(report, names, TOKENIZER_CONFIG, "tokenizer_config.json is missing")
+    vocab = [n for n in (*TOKENIZER_FILES, *TIKTOKEN_NAMES) if present(n)]
+    vocab += [n for n in list(names) if n.endswith(TIKTOKEN_SUFFIX) and present(n)]
+    if not vocab:
+        report.add(
+            MISSING_TOKENIZER,
+            "",
+            "no tokenizer vocabulary: expected tokenizer.json, tokenizer.model or a tiktoken file",
+        )
+
+
+def _weight_files(
+    report: Report, root: str, names: dict[str, os.DirEntry[str]], present: Any
+) -> list[str]:
+    """Relative paths of the safetensors files to verify (named shards plus top-level files)."""
+    top_level = sorted(n for n in names if n.endswith(SAFETENSORS_SUFFIX))
+    if INDEX in names:
+        if not present(INDEX):
+            return [n for n in top_level if present(n)]
+        shards = _read_index(report, os.path.join(root, INDEX))
+        if shards is None:
+            return [n for n in top_level if present(n)]
+        files: list[str] = []
+        for shard in shards:
+            nested = "/" in shard
+            exists = os.path.lexists(os.path.join(root, shard)) if nested else shard in names
+            if not exists:
+                report.add(MISSING_SHARD, shard, f"shard named by {INDEX} is missing")
+            elif nested or present(shard):
+                files.append(shard)
+        extra = [n for n in top_level if n not in shards and present(n)]
+        return files + extra
+    if SINGLE in names:
+        return [n for n in top_level if present(n)]
+    report.add(
+        MISSING_WEIGHTS,
+        "",
+        f"no weights: expected {INDEX} with its shards, or a single {SINGLE}",
+    )
+    return []
+
+
+def _read_index(report: Report, path: str) -> list[str] | None:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        report.add(BAD_INDEX, INDEX, f"cannot read: {exc.strerror}")
+        return None
+    report.bytes_read += len(raw)
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        report.add(BAD_INDEX, INDEX, f"not valid JSON: {exc}")
+        return None
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict):
+        report.add(BAD_INDEX, INDEX, "has no `weight_map` object")
+        return None
+    shards = sorted({v for v in weight_map.values() if isinstance(v, str) and v})
+    if not shards:
+        report.add(NO_SHARDS, INDEX, "`weight_map` names no shard files")
+    return shards
+
+
+def _check_safetensors(report: Report, root: str, name: str) -> None:
+    """Header-only wholeness check: size must be 8 + header length + largest end offset."""
+    path = os.path.join(root, name)
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            prefix = handle.read(8)
+            report.bytes_read += len(prefix)
+            if len(prefix) < 8:
+                report.add(TRUNCATED, name, f"only {size} bytes; not even the 8-byte header length")
+                return
+            (header_len,) = struct.unpack("<Q", prefix)
+            if header_len > MAX_HEADER_BYTES:
+                report.add(BAD_HEADER, name, f"header length {header_len} is not plausible")
+                return
+            if 8 + header_len > size:
+                report.add(
+                    TRUNCATED,
+                    name,
+                    f"cut inside its header: needs at least {8 + header_len} bytes, has {size}",
+                    expected_bytes=8 + header_len,
+                    actual_bytes=size,
+                )
+                return
+            raw = handle.read(header_len)
+            report.bytes_read += len(raw)
+    except OSError as exc:
+        report.add(BAD_HEADER, name, f"cannot read: {exc.strerror}")
+        return
+    data_end = _largest_end_offset(raw)
+    if isinstance(data_end, str):
+        report.add(BAD_HEADER, name, data_end)
+        return
+    report.safetensors_files += 1
+    report.weight_bytes += size
+    expected = 8 + header_len + data_end
+    if size < expected:
+        report.add(
+            TRUNCATED,
+            name,
+            f"truncated: {size} of {expected} bytes ({expected - size} missing)",
+            expected_bytes=expected,
+            actual_bytes=size,
+        )
+    elif size > expected:
+        report.add(
+            OVERSIZED,
+            name,
+            f"{size} bytes but its header accounts for {expected}",
+            expected_bytes=expected,
+            actual_bytes=size,
+        )
+
+
+def _largest_end_offset(raw: bytes) -> int | str:
+    """The largest tensor end offset in a header, or a description of why it is unreadable."""
+    try:
+        header = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return "unreadable header: not valid JSON"
+    if not isinstance(header, dict):
+        return "unreadable header: not a JSON object"
+    largest = 0
+    for key, info in header.items():
+        if key == "__metadata__":
+            continue
+        offsets = info.get("data_offsets") if isinstance(info, dict) else None
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) and o >= 0 for o in offsets)
+            or offsets[0] > offsets[1]
+        ):
+            return f"unreadable header: tensor {key!r} has no valid data_offsets"
+        largest = max(largest, offsets[1])
+    return largest
+
+
+# --- Hugging Face cache ----------------------------------------------------------------
+
+
+def repo_folder_name(repo_id: str) -> str:
+    """`org/name` -> `models--org--name` (the cache's folder naming)."""
+    return REPO_FOLDER_PREFIX + repo_id.replace("/", "--")
+
+
+def repo_id_from_folder(folder: str) -> str:
+    return folder[len(REPO_FOLDER_PREFIX) :].replace("--", "/")
+
+
+def is_repo_id(text: str) -> bool:
+    return bool(REPO_ID_RE.match(text)) and "--" not in text and ".." not in text
+
+
+def default_hub_cache() -> str:
+    """The hub cache the download tool would use: HF_HUB_CACHE, else HF_HOME/hub."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "huggingface",
+    )
+    return os.path.join(home, "hub")
+
+
+def cache_search_dirs(cache: str | None) -> list[str]:
+    """Where a repo may live for `--cache DIR`: DIR/hub (canonical) then DIR itself (legacy)."""
+    if cache is None:
+        return [default_hub_cache()]
+    return [os.path.join(cache, "hub"), cache]
+
+
+def resolve_commit(entry: str, revision: str) -> str | None:
+    """The commit a revision names in a cache entry (`refs/REV`, or REV itself if a commit)."""
+    if COMMIT_RE.match(revision):
+        return revision
+    try:
+        with open(os.path.join(entry, "refs", revision), encoding="utf-8") as handle:
+            commit = handle.read().strip()
+    except OSError:
+        return None
+    return commit if COMMIT_RE.match(commit) else None
+
+
+def check_cache_entry(entry: str, revision: str = "main", *, target: str | None = None) -> Report:
+    """Check `models--org--name` at a revision: resolve refs -> snapshot, then the contract."""
+    entry = entry.rstrip("/") or entry
+    report = Report(
+        target=target or entry,
+        repo_id=repo_id_from_folder(os.path.basename(entry)),
+        revision=revision,
+    )
+    commit = resolve_commit(entry, revision)
+    if commit is None:
+        report.directory = entry
+        report.add(UNKNOWN_REVISION, f"refs/{revision}", f"revision {revision!r} is not in {entry}")
+        return report
+    report.commit = commit
+    snapshot = os.path.join(entry, "snapshots", commit)
+    if not os.path.isdir(snapshot):
+        report.directory = snapshot
+        report.add(MISSING_FILE, "", f"snapshot {commit} of revision {revision!r} does not exist")
+        return report
+    check_directory(snapshot, report=report)
+    _check_snapshot_links(report, snapshot)
+    _check_blobs_and_listing(report, entry, snapshot, commit)
+    return report
+
+
+def _check_snapshot_links(report: Report, snapshot: str) -> None:
+    """Every symlink below the snapshot resolves (top-level ones were checked already)."""
+    reported = {p.path for p in report.problems if p.kind == DANGLING_LINK}
+    for dirpath, dirnames, filenames in os.walk(snapshot):
+        for name in filenames + dirnames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, snapshot)
+            if rel not in reported and os.path.islink(full) and not os.path.exists(full):
+                report.add(DANGLING_LINK, rel, f"symlink to {os.readlink(full)} does not resolve")
+
+
+def _read_listing(entry: str, commit: str, report: Report) -> dict[str, dict[str, Any]] | None:
+    """The download tool's tree listing of `commit` (files it meant to fetch), if it left one."""
+    path = os.path.join(entry, "trees", f"{commit}.json")
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    report.bytes_read += len(raw)
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return None
+    return {k: v for k, v in files.items() if isinstance(v, dict)}
+
+
+def _check_blobs_and_listing(report: Report, entry: str, snapshot: str, commit: str) -> None:
+    listing = _read_listing(entry, commit, report)
+    incomplete = _incomplete_blobs(entry)
+    if listing is not None:
+        blob_names = {
+            str(info.get("lfs_sha256") or info.get("blob_id")): name
+            for name, info in listing.items()
+        }
+        for blob in incomplete:
+            if blob in blob_names:
+                report.add(
+                    INCOMPLETE_BLOB,
+                    blob_names[blob],
+                    f"download interrupted: blobs/{blob}.incomplete",
+                )
+        already = {p.path for p in report.problems}
+        for name in sorted(listing):
+            if name not in already and not os.path.lexists(os.path.join(snapshot, name)):
+                report.add(MISSING_LISTED, name, "listed in the commit's tree but not downloaded")
+        return
+    for blob in incomplete:
+        report.add(
+            INCOMPLETE_BLOB,
+            f"blobs/{blob}.incomplete",
+            "download interrupted (no tree listing says which revision it belongs to)",
+        )
+
+
+def _incomplete_blobs(entry: str) -> list[str]:
+    try:
+        names = os.listdir(os.path.join(entry, "blobs"))
+    except OSError:
+        return []
+    return sorted(n[: -len(".incomplete")] for n in names if n.endswith(".incomplete"))
+
+
+def check_repo(repo_id: str, revision: str = "main", *, cache: str | None = None) -> Report:
+    """Find `repo_id` in the cache (canonical first, then legacy) and check it.
+
+    Returns the first complete copy; otherwise the report of the first copy found.
+    """
+    folder = repo_folder_name(repo_id)
+    searched = cache_search_dirs(cache)
+    first: Report | None = None
+    for hub in searched:
+        entry = os.path.join(hub, folder)
+        if not os.path.isdir(entry):
+            continue
+        report = check_cache_entry(entry, revision, target=repo_id)
+        if report.complete:
+            return report
+        first = first or report
+    if first is not None:
+        return first
+    report = Report(target=repo_id, repo_id=repo_id, revision=revision)
+    report.add(NOT_IN_CACHE, "", f"{repo_id} is not in the cache (looked in {', '.join(searched)})")
+    return report
+
+
+def _snapshot_parts(path: str) -> tuple[str, str] | None:
+    """(entry, commit) if `path` is `.../models--org--name/snapshots/COMMIT`."""
+    parent, commit = os.path.split(os.path.abspath(path))
+    entry, snapshots = os.path.split(parent)
+    if snapshots == "snapshots" and os.path.basename(entry).startswith(REPO_FOLDER_PREFIX):
+        return entry, commit
+    return None
+
+
+def check(target: str, *, revision: str | None = None, cache: str | None = None) -> Report:
+    """Dispatch on what `target` is: a directory, a cache entry, a snapshot, or a repo id."""
+    if os.path.isdir(target):
+        name = os.path.basename(os.path.abspath(target))
+        if name.startswith(REPO_FOLDER_PREFIX):
+            return check_cache_entry(target, revision or "main", target=target)
+        parts = _snapshot_parts(target)
+        if parts is not None:
+            entry, commit = parts
+            report = check_cache_entry(entry, revision or commit, target=target)
+            return report
+        return check_directory(target)
+    if os.path.exists(target):
+        raise UnusableInput(f"{target} is a file; expected a checkpoint directory or a repo id")
+    if not is_repo_id(target):
+        raise UnusableInput(
+            f"{target} is neither an existing directory nor a repo id like org/name"
+        )
+    return check_repo(target, revision or "main", cache=cache)
+
+
+# --- command line ----------------------------------------------------------------------
+
+
+def format_report(report: Report) -> str:
+    """Plain-text rendering used by the standalone script (the CLI renders with colour)."""
+    where = report.directory or report.target
+    if report.complete:
+        return (
+            f"complete: {where} ({report.safetensors_files} safetensors files, "
+            f"{report.weight_bytes} bytes; read {report.bytes_read} bytes)"
+        )
+    lines = [f"incomplete: {where} ({len(report.problems)} problems)"]
+    lines += [f"  - {problem}" for problem in report.problems]
+    lines += [f"  hint: {hint}" for hint in report.hints()]
+    return "\n".join(lines)
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="checkpoint.py", description="Check that a model checkpoint is complete."
+    )
+    parser.add_argument("target", help="checkpoint directory, cache entry, or repo id org/name")
+    parser.add_argument("--revision", default=None, help="branch, tag or commit (default main)")
+    parser.add_argument("--cache", default=None, help="HF_HOME-style cache root")
+    parser.add_argument("--json", action="store_true", help="print a JSON report")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    try:
+        report = check(args.target, revision=args.revision, cache=args.cache)
+    except UnusableInput as exc:
+        if args.json:
+            print(json.dumps({"target": args.target, "complete": False, "error": str(exc)}))
+        else:
+            print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    print(json.dumps(report.to_dict(), indent=2) if args.json else format_report(report))
+    return report.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

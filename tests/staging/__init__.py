@@ -1,0 +1,1 @@
+"""Tests for model staging: checkpoint contract, cache layout, locks, prefetch."""
