@@ -1,9 +1,144 @@
-"""CLI commands for this area."""
+"""`disagg run` (plan + run locally, live view, results table) and `disagg logs`."""
 
 from __future__ import annotations
 
+import json
+import re
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+
+from disagg.errors import DisaggError
+
+RUN_HELP = """Plan a recipe's variants and run each on this machine with the local executor.
+
+Each variant gets a run directory (plan.json, logs/, results/, state.json,
+summary.json). Re-running with the same --out resumes: points that already have a
+valid result are skipped. Exit status: 0 every point valid, 1 a run failed,
+2 bad input, 3 cancelled.
+"""
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the app."""
+    """Add `run` and `logs`."""
+    app.command("run", help=RUN_HELP)(run_command)
+    app.command("logs")(logs_command)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "variant"
+
+
+def run_dirs_for(plans: list[Any], out: Path | None, root: Path = Path("runs")) -> list[Path]:
+    """`--out DIR` (one subdirectory per variant when several), else runs/<name>/<slug>-<UTC>."""
+    if out is not None:
+        if len(plans) == 1:
+            return [out]
+        return [out / _slug(plan.variant) for plan in plans]
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return [root / _slug(plan.name) / f"{_slug(plan.variant)}-{stamp}" for plan in plans]
+
+
+def run_command(
+    recipe: Annotated[str, typer.Argument(help="RECIPE.yaml[:SELECTOR], e.g. sweep.yaml:base")],
+    local: Annotated[
+        bool, typer.Option("--local", help="run here with the local executor")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="run directory (one subdir per variant)")
+    ] = None,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", help="cluster profile (name or YAML path)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object per run")] = False,
+) -> None:
+    from disagg.launch.runner import plan_recipe, run_locally
+
+    plans = plan_recipe(recipe, cluster)
+    if not local and not all(plan.simulated for plan in plans):
+        raise DisaggError(
+            "this recipe runs a real engine; `disagg run` needs --local to run it on this machine",
+            hint="submit it to a cluster with `disagg submit`, or pass --local",
+        )
+    console = Console(stderr=as_json)
+    results: list[dict[str, Any]] = []
+    worst = 0
+    for plan, run_dir in zip(plans, run_dirs_for(plans, out), strict=True):
+        summary, report = run_locally(plan, run_dir, console=console, quiet=as_json)
+        worst = max(worst, summary.exit_code)
+        results.append(
+            {
+                "selector": plan.selector,
+                "run_dir": str(run_dir),
+                "status": summary.status.value,
+                "exit_code": summary.exit_code,
+                "reason": summary.reason,
+                "report": str(report) if report else None,
+                "points": [p.model_dump(mode="json") for p in summary.points],
+            }
+        )
+        if summary.status.value == "cancelled":
+            break
+    if as_json:
+        print(json.dumps(results if len(results) != 1 else results[0], indent=2))
+    raise typer.Exit(worst)
+
+
+def logs_command(
+    run_dir: Annotated[Path, typer.Argument(help="run directory")],
+    role: Annotated[
+        str | None,
+        typer.Option("--role", "-r", help="role (decode-0, router, ...), `orchestrator` or `all`"),
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="keep printing until the run ends")
+    ] = False,
+    lines: Annotated[int, typer.Option("--lines", "-n", help="lines from the end", min=0)] = 50,
+) -> None:
+    """Show a run's logs: the orchestrator's by default, or one role's (every node)."""
+    from disagg.launch.follow import follow as follow_logs
+    from disagg.launch.logs import role_logs, tail
+
+    if not run_dir.is_dir():
+        raise DisaggError(f"{run_dir}: no such run directory")
+    available = role_logs(run_dir)
+    if not available:
+        raise DisaggError(
+            f"{run_dir}: no logs yet", hint="logs appear in RUN_DIR/logs once the run starts"
+        )
+    wanted = role or "orchestrator"
+    if wanted == "all":
+        paths = [p for group in available.values() for p in group]
+    elif wanted in available:
+        paths = available[wanted]
+    else:
+        from difflib import get_close_matches
+
+        close = get_close_matches(wanted, list(available), n=1)
+        raise DisaggError(
+            f"{run_dir}: no log for role {wanted!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else ""),
+            hint=f"roles with logs: {', '.join(sorted(available))}",
+        )
+    prefixed = len(paths) > 1
+    out = sys.stdout
+    for path in paths:
+        if prefixed:
+            out.write(f"==> {path} <==\n")
+        for line in tail(path, lines):
+            out.write(line + "\n")
+    out.flush()
+    if follow:
+
+        def emit(line: str) -> None:
+            out.write(line + "\n")
+            out.flush()
+
+        try:
+            follow_logs(run_dir, paths, emit, prefixed=prefixed)
+        except KeyboardInterrupt:
+            return

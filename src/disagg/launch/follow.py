@@ -1,0 +1,68 @@
+"""`disagg logs --follow`: print what role logs gain, like `tail -f` over several files.
+
+Stops by itself once the run's `state.json` says it ended (after printing what was
+still written), so a script can follow a run to its end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from disagg.launch.state import RunState, RunStatus
+
+POLL_S = 0.2
+
+
+class _Cursor:
+    def __init__(self, path: Path, prefix: str) -> None:
+        self.path = path
+        self.prefix = prefix
+        self.offset = path.stat().st_size if path.exists() else 0
+        self.partial = b""
+
+    def read_new(self) -> list[str]:
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return []
+        if size < self.offset:  # truncated or replaced: start over
+            self.offset = 0
+        if size == self.offset:
+            return []
+        with self.path.open("rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read(size - self.offset)
+        self.offset += len(data)
+        data = self.partial + data
+        *lines, self.partial = data.split(b"\n")
+        return [self.prefix + line.decode("utf-8", errors="replace") for line in lines]
+
+
+def run_ended(run_dir: Path) -> bool:
+    try:
+        state = RunState.read(run_dir)
+    except ValueError:
+        return False
+    return state is not None and state.status is not RunStatus.RUNNING
+
+
+def follow(
+    run_dir: Path,
+    paths: Sequence[Path],
+    emit: Callable[[str], None],
+    *,
+    prefixed: bool,
+    until_ended: bool = True,
+) -> None:
+    """Print new lines of `paths` until the run ends (or forever without `until_ended`)."""
+    cursors = [_Cursor(p, f"[{p.stem}] " if prefixed else "") for p in paths]
+    while True:
+        ended = until_ended and run_ended(run_dir)
+        for cursor in cursors:
+            for line in cursor.read_new():
+                emit(line)
+        if ended:
+            return
+        time.sleep(POLL_S)

@@ -1,0 +1,108 @@
+"""`disagg run` as a library: recipe -> plans -> run directories -> local runs -> report.
+
+The orchestrator runs in this process, so a person sees a live view of roles
+coming up and points being measured; when stderr is not a terminal the view is
+replaced by plain log lines that a CI log or a file can keep.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from disagg.errors import DisaggError
+from disagg.launch.state import RunStatus, RunSummary
+from disagg.plan.model import Plan
+
+
+def plan_recipe(spec: str, cluster: str | None) -> list[Plan]:
+    """RECIPE[:SELECTOR] + optional cluster profile -> one plan per selected variant."""
+    try:
+        recipe = importlib.import_module("disagg.recipe")
+        plan_variants = recipe.plan_variants
+    except (ImportError, AttributeError) as exc:
+        raise DisaggError("recipe planning is not available in this installation") from exc
+    plans: list[Plan] = plan_variants(spec, cluster=cluster)
+    if not plans:
+        raise DisaggError(f"{spec}: selects no variant", hint="list them with `disagg plan FILE`")
+    return plans
+
+
+def prepare_run_dir(plan: Plan, run_dir: Path) -> None:
+    """Write plan.json; a directory holding another recipe's plan is refused, not mixed."""
+    existing = run_dir / "plan.json"
+    if existing.is_file():
+        try:
+            old = Plan.read(run_dir)
+        except ValueError:
+            old = None
+        if old is not None and (old.name, old.variant) != (plan.name, plan.variant):
+            raise DisaggError(
+                f"{run_dir} already holds run {old.name} ({old.variant}), not {plan.variant}",
+                hint="pick another --out directory; re-using one resumes the same variant only",
+            )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    plan.write(run_dir)
+
+
+def run_locally(
+    plan: Plan, run_dir: Path, *, console: Console, quiet: bool = False
+) -> tuple[RunSummary, Path | None]:
+    """Run one plan here; returns its summary and the report directory (when rendered)."""
+    from disagg.launch.launchers import make_launcher
+    from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
+    from disagg.launch.view import LiveView, points_table
+
+    prepare_run_dir(plan, run_dir)
+    live = console.is_terminal and not quiet
+    options = OrchestratorOptions(executor="local", echo=not live, quiet_bench=True)
+    launcher = make_launcher("local", plan, run_dir)
+    if live:
+        view = LiveView(console)
+        with view:
+            summary = Orchestrator(run_dir, plan, launcher, options, on_update=view.update).run()
+    else:
+        summary = Orchestrator(run_dir, plan, launcher, options).run()
+    console.print(points_table(summary.points, title=f"{plan.name} [{plan.selector}]"))
+    _print_outcome(console, summary, run_dir)
+    report = (
+        render_report(run_dir, console)
+        if summary.points_measured or summary.points_skipped
+        else None
+    )
+    return summary, report
+
+
+def _print_outcome(console: Console, summary: RunSummary, run_dir: Path) -> None:
+    label = " (simulated engine)" if summary.simulated else ""
+    if summary.status is RunStatus.COMPLETED:
+        console.print(f"[green]completed[/]{label}: {run_dir}")
+        return
+    colour = "yellow" if summary.status is RunStatus.CANCELLED else "red"
+    console.print(f"[{colour}]{summary.status.value}[/]: {summary.reason}", highlight=False)
+    failure = summary.failure
+    if failure and failure.log_tail:
+        console.print(f"last lines of {failure.log}:", style="dim")
+        for line in failure.log_tail:
+            console.print(f"  | {line}", highlight=False, markup=False)
+    console.print(f"run directory: {run_dir}  (logs: disagg logs {run_dir} --role all)")
+
+
+def render_report(run_dir: Path, console: Console) -> Path | None:
+    """Render RUN_DIR/report when the report package offers `render_report`; else skip."""
+    try:
+        module: Any = importlib.import_module("disagg.report")
+        render = module.render_report
+    except (ImportError, AttributeError):
+        return None
+    out = run_dir / "report"
+    try:
+        render([run_dir], out)
+    except DisaggError as exc:
+        console.print(f"[yellow]report not rendered:[/] {exc}", highlight=False)
+        return None
+    console.print(f"report: {out}")
+    return out

@@ -1,0 +1,149 @@
+"""What a person watching a run sees: a live panel while it runs, a results table after.
+
+Both are built from `RunState`/`RunSummary` only, so the same rendering serves an
+in-process run (fed by the orchestrator's update hook) and a finished run directory.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Sequence
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from disagg.launch.state import PointState, PointStatus, RoleState, RunState, RunStatus
+
+# Headline metrics, in display order, when the load generator reports them.
+HEADLINE_ORDER = (
+    "request_throughput",
+    "output_throughput",
+    "tput_per_gpu",
+    "output_tput_per_gpu",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "median_e2el_ms",
+    "completed",
+    "failed",
+)
+_POINT_STYLE = {
+    PointStatus.MEASURED: "green",
+    PointStatus.SKIPPED: "cyan",
+    PointStatus.RUNNING: "yellow",
+    PointStatus.INVALID: "red",
+    PointStatus.ABORTED: "red",
+    PointStatus.PENDING: "dim",
+}
+
+
+def _role_status(role: RoleState) -> Text:
+    codes = [t.exit_code for t in role.tasks if t.exit_code is not None]
+    if codes:
+        return Text(f"exited {codes[0]}", style="red")
+    if role.healthy:
+        after = f" ({role.healthy_after_s:.1f} s)" if role.healthy_after_s is not None else ""
+        return Text("healthy" + after, style="green")
+    if any(t.pid for t in role.tasks):
+        return Text("starting", style="yellow")
+    return Text("waiting", style="dim")
+
+
+def roles_table(state: RunState) -> Table:
+    table = Table(title=None, expand=False, box=None, padding=(0, 1))
+    for column in ("role", "nodes", "ports", "pid", "status"):
+        table.add_column(column)
+    for role in state.roles:
+        if not role.tasks:
+            continue
+        nodes = ",".join(t.node for t in role.tasks)
+        ports = " ".join(f"{k.removesuffix('_port')}={v}" for k, v in role.ports.items())
+        pids = ",".join(str(t.pid) for t in role.tasks if t.pid) or "-"
+        table.add_row(role.name, nodes, ports, pids, _role_status(role))
+    return table
+
+
+def _metric_columns(points: Iterable[PointState]) -> list[str]:
+    present = {key for point in points for key in point.headline}
+    ordered = [key for key in HEADLINE_ORDER if key in present]
+    return ordered or sorted(present)[:8]
+
+
+def _fmt(value: float) -> str:
+    if value == int(value) and abs(value) < 1e6:
+        return str(int(value))
+    return f"{value:.3g}" if abs(value) < 100 else f"{value:.1f}"
+
+
+def points_table(points: Sequence[PointState], *, title: str | None = None) -> Table:
+    columns = _metric_columns(points)
+    table = Table(title=title, title_justify="left", padding=(0, 1))
+    table.add_column("point")
+    table.add_column("status")
+    for column in columns:
+        table.add_column(column.replace("_", " "), justify="right")
+    for point in points:
+        style = _POINT_STYLE.get(point.status, "")
+        cells = [_fmt(point.headline[c]) if c in point.headline else "" for c in columns]
+        table.add_row(point.key, Text(point.status.value, style=style), *cells)
+    return table
+
+
+def status_line(state: RunState, now: float | None = None) -> Text:
+    elapsed = (now or time.time()) - state.started_at
+    done = state.points_done
+    total = len(state.points)
+    text = Text()
+    text.append(f"{state.name} ", style="bold")
+    text.append(f"[{state.selector}] ", style="dim")
+    if state.simulated:
+        text.append("SIMULATED ", style="magenta")
+    text.append(f"phase {state.phase.value}  points {done}/{total}  {elapsed:5.1f} s")
+    if state.current_point:
+        running = next((p for p in state.points if p.key == state.current_point), None)
+        since = (now or time.time()) - running.started_at if running and running.started_at else 0
+        text.append(f"  measuring {state.current_point} ({since:.1f} s)", style="yellow")
+    if state.failure is not None and state.status is not RunStatus.CANCELLED:
+        text.append(f"\n{state.failure.reason}", style="red")
+    return text
+
+
+def live_panel(state: RunState) -> RenderableType:
+    return Group(status_line(state), roles_table(state), points_table(state.points))
+
+
+class LiveView:
+    """Feeds orchestrator updates into a rich `Live`; refreshes itself for the clock."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._state: RunState | None = None
+        self._lock = threading.Lock()
+        self._live = Live(
+            Text("starting..."),
+            console=console,
+            refresh_per_second=4,
+            transient=False,
+            get_renderable=self._render,
+        )
+
+    def _render(self) -> RenderableType:
+        with self._lock:
+            state = self._state
+        return live_panel(state) if state is not None else Text("starting...")
+
+    def update(self, state: RunState) -> None:
+        with self._lock:
+            self._state = state
+
+    def __enter__(self) -> LiveView:
+        self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._live.refresh()
+        self._live.__exit__(None, None, None)
