@@ -1,0 +1,193 @@
+"""`disagg report RUN_DIR... [--out DIR] [--json]`: tables, charts and comparisons from runs.
+
+Exit status: 0 report written, 1 no valid point in any run (nothing written),
+2 bad input (missing directory, no run found, unreadable plan.json).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from disagg.errors import EXIT_FINDINGS
+from disagg.report.model import YMetric
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from disagg.report.build import Report
+    from disagg.report.model import RunResults
+
+
+def register(app: typer.Typer) -> None:
+    """Add `report` to the app."""
+    app.command("report")(report)
+
+
+def report(
+    run_dirs: list[Path] = typer.Argument(
+        ...,
+        metavar="RUN_DIR...",
+        help="Run directories (plan.json + results/), or directories holding runs.",
+        show_default=False,
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Where to write the report files [default: RUN_DIR/report for one run, "
+        "./report for several].",
+        show_default=False,
+    ),
+    y: YMetric = typer.Option(
+        YMetric.OUTPUT,
+        "--y",
+        help="Throughput axis: output tok/s over all GPUs, over decode GPUs "
+        "(InferenceX output_tput_per_gpu), or total tok/s per GPU (tput_per_gpu).",
+        case_sensitive=False,
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON summary for scripts."),
+) -> None:
+    """Summary table, summary.csv, pareto.png and an offline report.html from run directories.
+
+    Invalid points (failed requests above the threshold, no output tokens) are left
+    out and listed. Runs sharing a variant are compared against the first one given.
+    """
+    from rich.console import Console
+
+    from disagg.report.aggregate import load_runs
+    from disagg.report.build import analyse, write_report
+
+    console = Console()
+    err = Console(stderr=True)
+    runs = load_runs(run_dirs)
+    result = analyse(runs, y)
+    if result.point_count == 0:
+        if as_json:
+            print(json.dumps(_json(result, None), indent=2))
+        else:
+            _print_skipped(err, runs)
+            err.print(
+                f"[bold red]error:[/] no valid points in {len(runs)} run(s); nothing written",
+                highlight=False,
+            )
+        raise typer.Exit(EXIT_FINDINGS)
+    out_dir = out if out is not None else _default_out(run_dirs)
+    write_report(result, out_dir)
+    if as_json:
+        print(json.dumps(_json(result, out_dir), indent=2))
+        return
+    _print_summary(console, result)
+    _print_changes(console, result)
+    _print_skipped(err, runs)
+    console.print()
+    for path in result.files.values():
+        console.print(f"  wrote [bold]{path}[/]", highlight=False)
+
+
+def _default_out(run_dirs: list[Path]) -> Path:
+    """Beside the data for one argument; in the working directory for several."""
+    return run_dirs[0] / "report" if len(run_dirs) == 1 else Path("report")
+
+
+def _print_summary(console: Console, result: Report) -> None:
+    """One table per run: the run's identity in the title, one row per valid point."""
+    from rich import box
+    from rich.table import Table
+
+    from disagg.report import table
+
+    cols = table.columns(result.chart, with_run=False)
+    console.print(
+        f"[bold]{result.point_count} valid point(s) from {len(result.runs)} run(s)[/]  "
+        "[dim]latencies in ms · ★ on the Pareto frontier[/]",
+        highlight=False,
+    )
+    for run in result.runs:
+        if not run.points:
+            continue
+        sim = " [yellow](simulated)[/]" if run.simulated else ""
+        grid = Table(
+            title=f"[bold]{run.label}[/]{sim}  [dim]{run.run_dir}[/]",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            padding=(0, 0),
+        )
+        for col in cols:
+            grid.add_column(col.header, justify="right" if col.numeric else "left", no_wrap=True)
+        grid.add_column("", no_wrap=True)
+        for row in table.rows([run], result.chart, with_run=False):
+            grid.add_row(*row.cells, "★" if row.frontier else "")
+        console.print()
+        console.print(grid)
+
+
+def _print_changes(console: Console, result: Report) -> None:
+    if not result.changes:
+        return
+    from rich.table import Table
+
+    grid = Table(title="Runs sharing a variant, against the first one given", title_justify="left")
+    for header in ("variant", "point", "metric", "baseline", "run", "value", "change"):
+        grid.add_column(
+            header, justify="right" if header in ("baseline", "value", "change") else "left"
+        )
+    for change in result.changes:
+        pct = change.change_pct
+        color = {True: "green", False: "red", None: ""}[change.improved]
+        text = "-" if pct is None else f"{pct:+.1f}%"
+        grid.add_row(
+            change.variant,
+            change.point,
+            change.label,
+            _num(change.baseline),
+            change.run,
+            _num(change.value),
+            f"[{color}]{text}[/]" if color else text,
+        )
+    console.print(grid)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def _print_skipped(err: Console, runs: list[RunResults]) -> None:
+    for run in runs:
+        for item in run.skipped:
+            err.print(
+                f"[yellow]skipped[/] {item.path}: {item.reason}", highlight=False, soft_wrap=True
+            )
+
+
+def _json(result: Report, out_dir: Path | None) -> dict[str, Any]:
+    from disagg.report.csv import compare_rows, summary_rows
+
+    return {
+        "out_dir": str(out_dir) if out_dir else None,
+        "files": {kind: str(path) for kind, path in result.files.items()},
+        "y_metric": result.chart.y_metric.value,
+        "valid_points": result.point_count,
+        "runs": [
+            {
+                "run_dir": str(run.run_dir),
+                "label": run.label,
+                "selector": run.selector,
+                "simulated": run.simulated,
+                "points": len(run.points),
+                "skipped": [
+                    {"file": str(item.path), "reason": item.reason} for item in run.skipped
+                ],
+            }
+            for run in result.runs
+        ],
+        "points": summary_rows(result.runs, result.chart),
+        "changes": [
+            {**row, "improved": change.improved}
+            for row, change in zip(compare_rows(result.changes), result.changes, strict=True)
+        ],
+    }

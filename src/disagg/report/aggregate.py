@@ -1,0 +1,257 @@
+"""Find run directories and load their valid points; everything else is skipped with a reason.
+
+A run directory holds `plan.json` (the variant's identity, resolved config and GPU
+counts) and `results/*.json` (one file per measured point). A path given by the
+user may also be a parent directory holding several runs at any depth.
+
+An invalid point never reaches a report: the load generator marks it (`valid: false`),
+and this module re-checks the gate on what it reads (no completed requests, no output
+tokens, failures above the run's threshold), so a hand-edited or older file cannot
+slip through either.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from disagg.errors import DisaggError, SourceLocation
+from disagg.plan.model import Plan
+from disagg.report.model import ResultPoint, RunResults, SkippedResult
+
+RESULTS_DIR = "results"
+PLAN_FILE = "plan.json"
+DEFAULT_MAX_FAILURE_RATIO = 0.01
+_MAX_SEARCH_DEPTH = 6
+_CONC_IN_NAME = re.compile(r"_conc(\d+)(?:_|\.json$)")
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / PLAN_FILE).is_file() or (path / RESULTS_DIR).is_dir()
+
+
+def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
+    """Each path as a run directory, or the run directories below it (sorted, no duplicates)."""
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for path in paths:
+        if not path.exists():
+            raise DisaggError(
+                f"{path}: no such directory",
+                hint="pass a run directory (it holds plan.json and results/) or a parent of runs",
+            )
+        if not path.is_dir():
+            raise DisaggError(
+                f"{path}: not a directory",
+                hint="pass a run directory (it holds plan.json and results/) or a parent of runs",
+            )
+        runs = [path] if is_run_dir(path) else list(_runs_below(path, _MAX_SEARCH_DEPTH))
+        if not runs:
+            raise DisaggError(
+                f"{path}: no run directory found (no plan.json or results/ at any depth)",
+                hint="`disagg run` writes a run directory; pass it or the directory holding runs",
+            )
+        for run in runs:
+            resolved = run.resolve()
+            if resolved not in seen:
+                seen.add(resolved)
+                found.append(run)
+    return found
+
+
+def _runs_below(path: Path, depth: int) -> Iterator[Path]:
+    if depth <= 0:
+        return
+    try:
+        children = sorted(child for child in path.iterdir() if child.is_dir())
+    except OSError:
+        return
+    for child in children:
+        if child.name.startswith("."):
+            continue
+        if is_run_dir(child):
+            yield child
+        else:
+            yield from _runs_below(child, depth - 1)
+
+
+def read_plan(run_dir: Path) -> Plan | None:
+    """The run's plan, None when the run has no plan.json; a broken one is a user error."""
+    path = run_dir / PLAN_FILE
+    if not path.is_file():
+        return None
+    try:
+        return Plan.read(run_dir)
+    except ValidationError as exc:
+        raise _plan_error(path, exc) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DisaggError(f"{path}: cannot read: {exc}") from None
+
+
+def _plan_error(path: Path, exc: ValidationError) -> DisaggError:
+    first = exc.errors()[0]
+    if first["type"] == "json_invalid":
+        line, col = _json_position(path)
+        return DisaggError(
+            f"not valid JSON: {first['msg']}",
+            location=SourceLocation(str(path), line, col),
+            hint="plan.json is written by `disagg plan`/`disagg run`; re-create the run",
+        )
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    return DisaggError(
+        f"{path}: not a plan this version understands: {where}: {first['msg']}",
+        hint="re-create the run with this version of disagg",
+    )
+
+
+def _json_position(path: Path) -> tuple[int | None, int | None]:
+    try:
+        json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        return exc.lineno, exc.colno
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None, None
+
+
+def load_run(run_dir: Path) -> RunResults:
+    """The run's identity from plan.json and its valid points from results/*.json."""
+    plan = read_plan(run_dir)
+    run = RunResults(
+        run_dir=run_dir,
+        name=run_dir.resolve().name,
+        selector=plan.selector if plan else None,
+        simulated=plan.simulated if plan else False,
+        config=plan.config if plan else None,
+    )
+    results = run_dir / RESULTS_DIR
+    files = sorted(results.glob("*.json")) if results.is_dir() else []
+    for path in files:
+        outcome = load_point(path, plan)
+        if isinstance(outcome, SkippedResult):
+            run.skipped.append(outcome)
+        else:
+            run.points.append(outcome)
+            run.simulated = run.simulated or outcome.simulated
+    run.points.sort(key=lambda point: point.sort_key)
+    return run
+
+
+def load_runs(paths: Iterable[Path]) -> list[RunResults]:
+    """Every run under `paths`, each with a unique display label."""
+    runs = [load_run(run_dir) for run_dir in find_run_dirs(paths)]
+    _assign_labels(runs)
+    return runs
+
+
+def iter_valid_results(run_dir: Path) -> Iterator[ResultPoint]:
+    """The valid points of one run, in load order (for `disagg collect` and scripts)."""
+    yield from load_run(run_dir).points
+
+
+def _assign_labels(runs: list[RunResults]) -> None:
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.short_variant] = counts.get(run.short_variant, 0) + 1
+    for run in runs:
+        label = run.short_variant
+        if counts[label] > 1 or label == run.name:
+            label = run.name if label == run.name else f"{label} · {run.name}"
+        run.label = label
+    # Distinct run dirs with the same final name (a/x and b/x): add the parent.
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.label] = seen.get(run.label, 0) + 1
+    for run in runs:
+        if seen[run.label] > 1:
+            run.label = f"{run.label} ({run.run_dir.resolve().parent.name})"
+
+
+def load_point(path: Path, plan: Plan | None) -> ResultPoint | SkippedResult:
+    """One result file as a valid point, or the reason it is left out."""
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        return SkippedResult(path, f"not valid JSON at {path.name}:{exc.lineno}:{exc.colno}")
+    except (OSError, UnicodeDecodeError) as exc:
+        return SkippedResult(path, f"cannot read: {exc}")
+    if not isinstance(data, dict) or not (
+        "valid" in data or "output_throughput" in data or "completed" in data
+    ):
+        return SkippedResult(path, "not a point result (no valid/completed/output_throughput)")
+    reason = _invalid_reason(data, plan)
+    if reason is not None:
+        return SkippedResult(path, reason)
+    prefill, decode = _gpu_counts(data, plan)
+    return ResultPoint(
+        path=path,
+        run_name=str(data.get("run_name") or path.parent.parent.resolve().name),
+        conc=_int(data.get("conc", data.get("max_concurrency"))) or _conc_from_name(path),
+        request_rate=_float(data.get("request_rate")),
+        isl=_int(data.get("isl")),
+        osl=_int(data.get("osl")),
+        prefill_gpus=prefill,
+        decode_gpus=decode,
+        simulated=bool(data.get("simulated", False)) or bool(plan and plan.simulated),
+        metrics=_numeric_fields(data),
+    )
+
+
+def _invalid_reason(data: Mapping[str, Any], plan: Plan | None) -> str | None:
+    if data.get("valid") is False:
+        return f"invalid: {data.get('invalid_reason') or 'marked invalid by the load generator'}"
+    completed = _float(data.get("completed"))
+    failed = _float(data.get("failed")) or 0.0
+    if completed is None or completed <= 0:
+        return "invalid: no completed requests"
+    output = _float(data.get("output_throughput"))
+    total_output = _float(data.get("total_output_tokens", data.get("total_output")))
+    if output is None or output <= 0 or (total_output is not None and total_output <= 0):
+        return "invalid: no output tokens"
+    limit = plan.bench.max_failure_ratio if plan else DEFAULT_MAX_FAILURE_RATIO
+    ratio = failed / (completed + failed)
+    if ratio > limit:
+        return f"invalid: {failed:g} of {completed + failed:g} requests failed (limit {limit:.0%})"
+    return None
+
+
+def _gpu_counts(data: Mapping[str, Any], plan: Plan | None) -> tuple[int, int]:
+    prefill = _int(data.get("num_prefill_gpu", data.get("prefill_gpus")))
+    decode = _int(data.get("num_decode_gpu", data.get("decode_gpus")))
+    if prefill is None and plan is not None:
+        prefill = plan.prefill_gpus
+    if decode is None and plan is not None:
+        decode = plan.decode_gpus
+    return prefill or 0, decode or 0
+
+
+def _numeric_fields(data: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in data.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if math.isfinite(value):
+            out[key] = float(value)
+    return out
+
+
+def _conc_from_name(path: Path) -> int | None:
+    match = _CONC_IN_NAME.search(path.name)
+    return int(match.group(1)) if match else None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _int(value: Any) -> int | None:
+    number = _float(value)
+    return int(number) if number is not None else None

@@ -1,0 +1,115 @@
+"""Runs side by side: when several runs share a variant, each point's headline metrics
+against the first of them (the baseline), as a relative change in percent.
+
+Runs share a variant when their plans have the same selector (or, without a plan,
+the same run name). Points match by load level (`conc64`, `rate8`), never by position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from disagg.report.model import ResultPoint, RunResults, YMetric
+
+
+class Better(StrEnum):
+    HIGHER = "higher"
+    LOWER = "lower"
+
+
+@dataclass(frozen=True)
+class CompareMetric:
+    name: str
+    label: str
+    better: Better
+    value: Callable[[ResultPoint], float | None]
+
+
+def compare_metrics(y_metric: YMetric) -> tuple[CompareMetric, ...]:
+    def field(name: str) -> Callable[[ResultPoint], float | None]:
+        return lambda point: point.metric(name)
+
+    return (
+        CompareMetric(f"y:{y_metric.value}", y_metric.label, Better.HIGHER, y_metric.of),
+        CompareMetric(
+            "tokens_per_s_per_user",
+            "Output tokens/s per user",
+            Better.HIGHER,
+            lambda point: point.interactivity,
+        ),
+        CompareMetric(
+            "request_throughput", "Requests/s", Better.HIGHER, field("request_throughput")
+        ),
+        CompareMetric("median_ttft_ms", "Median TTFT (ms)", Better.LOWER, field("median_ttft_ms")),
+        CompareMetric("p99_ttft_ms", "P99 TTFT (ms)", Better.LOWER, field("p99_ttft_ms")),
+        CompareMetric("median_tpot_ms", "Median TPOT (ms)", Better.LOWER, field("median_tpot_ms")),
+        CompareMetric("p99_tpot_ms", "P99 TPOT (ms)", Better.LOWER, field("p99_tpot_ms")),
+    )
+
+
+@dataclass(frozen=True)
+class Change:
+    """One metric of one point: the baseline run's value, another run's, and the change."""
+
+    variant: str
+    point: str
+    metric: str
+    label: str
+    better: Better
+    baseline_run: str
+    baseline: float | None
+    run: str
+    value: float | None
+
+    @property
+    def change_pct(self) -> float | None:
+        """(value - baseline) / baseline in percent; None without both values or at baseline 0."""
+        if self.baseline is None or self.value is None or self.baseline == 0:
+            return None
+        return (self.value - self.baseline) / abs(self.baseline) * 100.0
+
+    @property
+    def improved(self) -> bool | None:
+        change = self.change_pct
+        if change is None or change == 0:
+            return None
+        return change > 0 if self.better is Better.HIGHER else change < 0
+
+
+def shared_variants(runs: Sequence[RunResults]) -> dict[str, list[RunResults]]:
+    """Variants measured by more than one run, each with its runs in the order given."""
+    groups: dict[str, list[RunResults]] = {}
+    for run in runs:
+        groups.setdefault(run.variant, []).append(run)
+    return {variant: group for variant, group in groups.items() if len(group) > 1}
+
+
+def compare(runs: Sequence[RunResults], y_metric: YMetric) -> list[Change]:
+    """Every later run of a shared variant against the first, point by point, metric by metric."""
+    metrics = compare_metrics(y_metric)
+    changes: list[Change] = []
+    for variant, group in shared_variants(runs).items():
+        baseline, others = group[0], group[1:]
+        base_points = {point.key: point for point in baseline.points}
+        for other in others:
+            other_points = {point.key: point for point in other.points}
+            keys = [key for key in base_points if key in other_points]
+            keys.sort(key=lambda key: base_points[key].sort_key)
+            for key in keys:
+                for metric in metrics:
+                    changes.append(
+                        Change(
+                            variant=variant,
+                            point=key,
+                            metric=metric.name,
+                            label=metric.label,
+                            better=metric.better,
+                            baseline_run=baseline.label or baseline.name,
+                            baseline=metric.value(base_points[key]),
+                            run=other.label or other.name,
+                            value=metric.value(other_points[key]),
+                        )
+                    )
+    return changes

@@ -1,0 +1,141 @@
+"""`summary.csv` (one row per valid point) and `compare.csv` (runs that share a variant).
+
+Column names reuse the result JSON's names where one exists, so a spreadsheet and
+the raw files speak the same language.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from disagg.atomic import write_text
+from disagg.report.chart import Chart
+from disagg.report.compare import Change
+from disagg.report.model import ResultPoint, RunResults
+
+LATENCY_FIELDS = tuple(
+    f"{stat}_{metric}_ms"
+    for metric in ("ttft", "tpot", "itl", "e2el")
+    for stat in ("mean", "median", "p90", "p99")
+)
+SUMMARY_COLUMNS = (
+    "run",
+    "variant",
+    "selector",
+    "simulated",
+    "conc",
+    "request_rate",
+    "isl",
+    "osl",
+    "prefill_gpus",
+    "decode_gpus",
+    "total_gpus",
+    "completed",
+    "failed",
+    "duration",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "output_tokens_per_s_per_gpu",
+    "tput_per_gpu",
+    "output_tput_per_gpu",
+    "input_tput_per_gpu",
+    "tokens_per_s_per_user",
+    *LATENCY_FIELDS,
+    "on_frontier",
+    "result_file",
+)
+COMPARE_COLUMNS = (
+    "variant",
+    "point",
+    "metric",
+    "baseline_run",
+    "baseline",
+    "run",
+    "value",
+    "change_pct",
+)
+
+
+def summary_rows(runs: Sequence[RunResults], chart: Chart) -> list[dict[str, object]]:
+    on_frontier = {id(cp.point) for cp in chart.frontier}
+    rows = []
+    for run in runs:
+        for point in run.points:
+            rows.append(_summary_row(run, point, id(point) in on_frontier))
+    return rows
+
+
+def _summary_row(run: RunResults, point: ResultPoint, frontier: bool) -> dict[str, object]:
+    output = point.metric("output_throughput")
+    row: dict[str, object] = {
+        "run": run.label or run.name,
+        "variant": run.short_variant,
+        "selector": run.selector or "",
+        "simulated": point.simulated or run.simulated,
+        "conc": point.conc,
+        "request_rate": point.request_rate,
+        "isl": point.isl,
+        "osl": point.osl,
+        "prefill_gpus": point.prefill_gpus,
+        "decode_gpus": point.decode_gpus,
+        "total_gpus": point.total_gpus,
+        "output_tokens_per_s_per_gpu": (
+            output / point.total_gpus if output is not None and point.total_gpus else None
+        ),
+        "tokens_per_s_per_user": point.interactivity,
+        "on_frontier": frontier,
+        "result_file": str(point.path),
+    }
+    for column in SUMMARY_COLUMNS:
+        if column not in row:
+            row[column] = point.metric(column)
+    return row
+
+
+def render(columns: Sequence[str], rows: Iterable[dict[str, object]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: _cell(row.get(key)) for key in columns})
+    return buffer.getvalue()
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.1f}"
+    return str(value)
+
+
+def write_summary(runs: Sequence[RunResults], chart: Chart, path: Path) -> Path:
+    write_text(path, render(SUMMARY_COLUMNS, summary_rows(runs, chart)))
+    return path
+
+
+def compare_rows(changes: Iterable[Change]) -> list[dict[str, object]]:
+    return [
+        {
+            "variant": change.variant,
+            "point": change.point,
+            "metric": change.metric,
+            "baseline_run": change.baseline_run,
+            "baseline": change.baseline,
+            "run": change.run,
+            "value": change.value,
+            "change_pct": change.change_pct,
+        }
+        for change in changes
+    ]
+
+
+def write_compare(changes: Sequence[Change], path: Path) -> Path:
+    write_text(path, render(COMPARE_COLUMNS, compare_rows(changes)))
+    return path

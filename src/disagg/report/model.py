@@ -1,0 +1,141 @@
+"""What a report is made of: valid points grouped by run, and the chart axes derived from them.
+
+Kept free of plotting imports so that `disagg collect` and other callers can use the
+loaded results without paying for matplotlib or plotly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ResultPoint:
+    """One valid measured point, with the numbers a report needs.
+
+    `metrics` holds every numeric field of the result JSON under its own name
+    (`median_ttft_ms`, `output_throughput`, `tput_per_gpu`, ...).
+    """
+
+    path: Path
+    run_name: str
+    conc: int | None
+    request_rate: float | None
+    isl: int | None
+    osl: int | None
+    prefill_gpus: int
+    decode_gpus: int
+    simulated: bool
+    metrics: Mapping[str, float]
+
+    @property
+    def total_gpus(self) -> int:
+        return self.prefill_gpus + self.decode_gpus
+
+    @property
+    def key(self) -> str:
+        """The load level, as the result file names spell it (`conc64`, `rate8_conc64`)."""
+        if self.request_rate is not None and math.isfinite(self.request_rate):
+            rate = f"rate{self.request_rate:g}"
+            return f"{rate}_conc{self.conc}" if self.conc else rate
+        return f"conc{self.conc}" if self.conc is not None else self.path.stem
+
+    @property
+    def sort_key(self) -> tuple[float, float]:
+        rate = self.request_rate if self.request_rate is not None else math.inf
+        return (float(self.conc) if self.conc is not None else math.inf, rate)
+
+    def metric(self, name: str) -> float | None:
+        value = self.metrics.get(name)
+        return value if value is not None and math.isfinite(value) else None
+
+    @property
+    def interactivity(self) -> float | None:
+        """Tokens/s per user: InferenceX's `median_intvty`, i.e. 1000 / median TPOT (ms)."""
+        value = self.metric("median_intvty")
+        if value is not None and value > 0:
+            return value
+        tpot = self.metric("median_tpot_ms")
+        return 1000.0 / tpot if tpot is not None and tpot > 0 else None
+
+
+@dataclass(frozen=True)
+class SkippedResult:
+    """A result file left out of the report, and why (invalid point, unreadable file)."""
+
+    path: Path
+    reason: str
+
+
+@dataclass
+class RunResults:
+    """One run directory: its plan's identity and resolved config, its valid points."""
+
+    run_dir: Path
+    name: str
+    selector: str | None
+    simulated: bool
+    config: dict[str, Any] | None
+    points: list[ResultPoint] = field(default_factory=list)
+    skipped: list[SkippedResult] = field(default_factory=list)
+    label: str = ""  # unique display name, set when several runs are reported together
+
+    @property
+    def variant(self) -> str:
+        """What identifies the variant across runs: the plan's selector, else the run name."""
+        return self.selector or self.name
+
+    @property
+    def short_variant(self) -> str:
+        """The selector with the recipe's directories dropped: `file.yaml:override_x`."""
+        if self.selector is None:
+            return self.name
+        file, sep, rest = self.selector.partition(":")
+        return f"{Path(file).name}{sep}{rest}"
+
+
+class YMetric(StrEnum):
+    """The throughput axis of the Pareto chart.
+
+    `output` divides output tokens/s by every GPU the run used (prefill and decode),
+    so variants with different prefill/decode splits compare fairly. `output-decode`
+    is InferenceX's `output_tput_per_gpu` (decode GPUs only) and `total` its
+    `tput_per_gpu` (input plus output tokens over all GPUs).
+    """
+
+    OUTPUT = "output"
+    OUTPUT_DECODE = "output-decode"
+    TOTAL = "total"
+
+    @property
+    def label(self) -> str:
+        return {
+            YMetric.OUTPUT: "Output tokens/s per GPU (all GPUs)",
+            YMetric.OUTPUT_DECODE: "Output tokens/s per decode GPU",
+            YMetric.TOTAL: "Total tokens/s per GPU (input + output)",
+        }[self]
+
+    def of(self, point: ResultPoint) -> float | None:
+        if self is YMetric.OUTPUT:
+            output = point.metric("output_throughput")
+            gpus = point.total_gpus
+            return output / gpus if output is not None and gpus > 0 else None
+        if self is YMetric.OUTPUT_DECODE:
+            value = point.metric("output_tput_per_gpu")
+            output = point.metric("output_throughput")
+            if value is None and output is not None and point.decode_gpus > 0:
+                value = output / point.decode_gpus
+            return value
+        value = point.metric("tput_per_gpu")
+        total = point.metric("total_token_throughput")
+        if value is None and total is not None and point.total_gpus > 0:
+            value = total / point.total_gpus
+        return value
+
+
+X_LABEL = "Interactivity: output tokens/s per user (1000 / median TPOT ms)"

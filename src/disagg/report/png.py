@@ -1,0 +1,147 @@
+"""`pareto.png`: the throughput/interactivity chart as a static image (matplotlib, Agg).
+
+Uses `matplotlib.figure.Figure` directly rather than pyplot: no global state, no GUI
+backend, safe to call from any thread. `build_figure` is separate from `write_png` so
+tests can inspect the series before anything is saved.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from disagg.atomic import write_bytes
+from disagg.report.chart import Chart
+from disagg.report.model import X_LABEL
+
+DPI = 150
+BASE_SIZE = (11.0, 7.0)  # inches
+LEGEND_ROWS_PER_COLUMN = 28
+FRONTIER_LABEL = "Pareto frontier"
+WATERMARK = "SIMULATED"
+
+
+def figure_size(chart: Chart) -> tuple[float, float]:
+    """Inches; wider when the legend needs more than one column beside the plot."""
+    columns = legend_columns(chart)
+    width = BASE_SIZE[0] + (2.6 * columns if columns else 0.0)
+    return (width, BASE_SIZE[1])
+
+
+def legend_columns(chart: Chart) -> int:
+    if len(chart.series) <= 6:
+        return 0  # legend inside the axes
+    return math.ceil((len(chart.series) + 1) / LEGEND_ROWS_PER_COLUMN)
+
+
+def build_figure(chart: Chart) -> Figure:
+    fig = Figure(figsize=figure_size(chart), dpi=DPI, layout="constrained")
+    ax = fig.add_subplot()
+    if chart.frontier:
+        ax.plot(
+            [cp.x for cp in chart.frontier],
+            [cp.y for cp in chart.frontier],
+            color="#222222",
+            linewidth=6,
+            alpha=0.18,
+            solid_capstyle="round",
+            zorder=1,
+            label=FRONTIER_LABEL,
+        )
+    for series in chart.series:
+        if not series.points:
+            continue
+        ax.plot(
+            [cp.x for cp in series.points],
+            [cp.y for cp in series.points],
+            color=series.color,
+            linestyle="--" if series.simulated else "-",
+            linewidth=1.4,
+            marker=series.mpl_marker,
+            markersize=6.5,
+            markerfacecolor="white" if series.simulated else series.color,
+            markeredgecolor=series.color,
+            markeredgewidth=1.4,
+            zorder=3,
+            label=series.legend_label,
+        )
+        for cp in series.points:
+            if chart.annotate(cp):
+                ax.annotate(
+                    cp.conc_label,
+                    (cp.x, cp.y),
+                    xytext=(4, 5),
+                    textcoords="offset points",
+                    fontsize=7,
+                    color=series.color,
+                    zorder=4,
+                )
+    _style_axes(ax, chart)
+    if chart.any_simulated:
+        ax.text(
+            0.5,
+            0.5,
+            WATERMARK,
+            transform=ax.transAxes,
+            fontsize=72,
+            fontweight="bold",
+            color="#888888",
+            alpha=0.13,
+            rotation=25,
+            ha="center",
+            va="center",
+            zorder=0,
+        )
+    columns = legend_columns(chart)
+    if columns:
+        fig.legend(loc="outside right upper", ncols=columns, fontsize=8, frameon=False)
+    elif chart.series:
+        ax.legend(loc="best", fontsize=8.5, framealpha=0.9)
+    return fig
+
+
+def _style_axes(ax: Axes, chart: Chart) -> None:
+    title = "Throughput per GPU vs interactivity"
+    if chart.all_simulated:
+        title += " (simulated)"
+    ax.set_title(title, fontsize=13, fontweight="bold", loc="left")
+    notes = [chart.subtitle, "labels: concurrency", "upper right is better"]
+    ax.text(
+        1.0,
+        1.01,
+        "  ·  ".join(note for note in notes if note),
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=8,
+        color="#555555",
+    )
+    ax.set_xlabel(X_LABEL, fontsize=10)
+    ax.set_ylabel(chart.y_metric.label, fontsize=10)
+    xs = [cp.x for series in chart.series for cp in series.points]
+    ys = [cp.y for series in chart.series for cp in series.points]
+    ax.set_xlim(0, max(xs, default=1.0) * 1.08)
+    ax.set_ylim(0, max(ys, default=1.0) * 1.1)
+    thousands = FuncFormatter(lambda value, _pos: f"{value:,.0f}")
+    ax.yaxis.set_major_formatter(thousands)
+    ax.xaxis.set_major_formatter(thousands)
+    ax.grid(True, color="#DDDDDD", linewidth=0.7)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def png_bytes(fig: Figure) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, facecolor="white")
+    return buffer.getvalue()
+
+
+def write_png(chart: Chart, path: Path) -> Path:
+    write_bytes(path, png_bytes(build_figure(chart)))
+    return path

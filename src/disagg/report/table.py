@@ -1,0 +1,82 @@
+"""The human summary table (terminal and HTML share it): one row per valid point, formatted."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from disagg.report.chart import Chart
+from disagg.report.model import ResultPoint, RunResults
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    value: Callable[[RunResults, ResultPoint], str]
+    numeric: bool = True
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def _load(_run: RunResults, point: ResultPoint) -> str:
+    if point.request_rate is not None:
+        rate = f"{point.request_rate:g}/s"
+        return f"{rate} (c{point.conc})" if point.conc else rate
+    return str(point.conc) if point.conc is not None else point.path.stem
+
+
+def _metric(name: str, digits: int) -> Callable[[RunResults, ResultPoint], str]:
+    return lambda _run, point: _fmt(point.metric(name), digits)
+
+
+def columns(chart: Chart, *, with_run: bool = True) -> tuple[Column, ...]:
+    """The table's columns; `with_run=False` when each run gets its own table."""
+    y = chart.y_metric
+    run = Column("run", lambda run, _point: run.label or run.name, numeric=False)
+    return (
+        *((run,) if with_run else ()),
+        Column("conc", _load),
+        Column("GPUs", lambda _run, p: f"{p.prefill_gpus}+{p.decode_gpus}"),
+        Column("req/s", _metric("request_throughput", 2)),
+        Column(_y_header(chart), lambda _run, point: _fmt(y.of(point))),
+        Column("tok/s/user", lambda _run, point: _fmt(point.interactivity)),
+        Column("TTFT p50", _metric("median_ttft_ms", 1)),
+        Column("TTFT p99", _metric("p99_ttft_ms", 1)),
+        Column("TPOT p50", _metric("median_tpot_ms", 2)),
+        Column("TPOT p99", _metric("p99_tpot_ms", 2)),
+    )
+
+
+def _y_header(chart: Chart) -> str:
+    return {
+        "output": "out tok/s/GPU",
+        "output-decode": "out tok/s/decode GPU",
+        "total": "tok/s/GPU",
+    }[chart.y_metric.value]
+
+
+@dataclass(frozen=True)
+class Row:
+    cells: list[str]
+    frontier: bool
+    simulated: bool
+
+
+def rows(runs: Sequence[RunResults], chart: Chart, *, with_run: bool = True) -> list[Row]:
+    on_frontier = {id(cp.point) for cp in chart.frontier}
+    cols = columns(chart, with_run=with_run)
+    out = []
+    for run in runs:
+        for point in run.points:
+            out.append(
+                Row(
+                    cells=[column.value(run, point) for column in cols],
+                    frontier=id(point) in on_frontier,
+                    simulated=point.simulated or run.simulated,
+                )
+            )
+    return out
