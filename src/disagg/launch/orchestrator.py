@@ -30,6 +30,7 @@ from typing import TypeVar
 
 from disagg.errors import DisaggError
 from disagg.launch.base import RoleLauncher, RoleProcess
+from disagg.launch.bindings import Bindings, build_bindings, render_task
 from disagg.launch.health import canary, probe
 from disagg.launch.logs import ORCHESTRATOR_LOG, log_dir, tail, task_log_path
 from disagg.launch.ports import allocate_ports
@@ -45,7 +46,7 @@ from disagg.launch.state import (
     TaskState,
 )
 from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
-from disagg.plan.templates import substitute, substitute_all
+from disagg.plan.templates import substitute
 
 EXIT_COMPLETED = 0
 EXIT_FAILED = 1
@@ -100,7 +101,7 @@ class Orchestrator:
         self._tasks: list[tuple[RolePlan, RoleProcess]] = []
         self._exit_codes: dict[tuple[str, int], int | None] = {}
         self._phase_seconds: dict[str, float] = {}
-        self._bindings: dict[str, dict[str, str]] = {}
+        self._bindings: Bindings = {}
         self.log = _make_logger(run_dir, echo=self.options.echo)
         self.state = RunState(
             name=plan.name,
@@ -219,20 +220,14 @@ class Orchestrator:
                 f"the plan needs {self.plan.nodes} node(s), the allocation has {len(addresses)}"
             )
         ports = allocate_ports(self.plan, self.launcher, base=self.options.port_base)
-        bindings: dict[str, dict[str, str]] = {
-            "model": {"path": models[0], "draft": models[1]},
-            "run": {"dir": str(self.run_dir), "python": sys.executable},
-        }
-        for role in self.plan.roles:
-            head = role.node_ranks[0] if role.node_ranks else 0
-            host = addresses[head]
-            fields = {"host": host, "nnodes": str(role.nnodes), "node_rank": "0"}
-            fields.update({name: str(port) for name, port in ports[role.name].items()})
-            if "http_port" in fields:
-                fields["url"] = f"http://{host}:{fields['http_port']}"
-            if "dist_init_port" in fields:
-                fields["addr"] = f"{host}:{fields['dist_init_port']}"
-            bindings[role.name] = fields
+        bindings = build_bindings(
+            self.plan,
+            addresses=addresses,
+            ports=ports,
+            model_path=models[0],
+            draft_path=models[1],
+            run_dir=self.run_dir,
+        )
         self._bindings = bindings
         names = self.launcher.node_names()
         with self._lock:
@@ -263,18 +258,7 @@ class Orchestrator:
                 self._render(role, rank)
 
     def _render(self, role: RolePlan, node_rank: int) -> tuple[list[str], dict[str, str]]:
-        bindings = dict(self._bindings)
-        bindings[role.name] = {
-            **bindings[role.name],
-            "node_rank": str(role.node_ranks.index(node_rank)),
-        }
-        argv = substitute_all(role.argv, bindings, self_name=role.name)
-        env = {k: substitute(v, bindings, self_name=role.name) for k, v in role.env.items()}
-        if role.gpu_ids:
-            visible = ",".join(str(gpu) for gpu in role.gpu_ids)
-            for var in self.plan.gpu_vendor.visible_devices_vars:
-                env[var] = visible
-        return argv, env
+        return render_task(self.plan, role, node_rank, self._bindings)
 
     def _launch(self, roles: list[RolePlan]) -> None:
         for role in roles:

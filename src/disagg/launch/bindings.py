@@ -1,0 +1,61 @@
+"""Values for `${scope.field}` placeholders, known only once nodes and ports are.
+
+Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`,
+`node_rank`), `self` (the role being launched, with this task's `node_rank`),
+`model` (`path`, `draft`) and `run` (`dir`, `python`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from disagg.plan.model import Plan, RolePlan
+from disagg.plan.templates import substitute, substitute_all
+
+Bindings = dict[str, dict[str, str]]
+
+
+def build_bindings(
+    plan: Plan,
+    *,
+    addresses: Sequence[str],
+    ports: Mapping[str, Mapping[str, int]],
+    model_path: str,
+    draft_path: str,
+    run_dir: Path,
+) -> Bindings:
+    bindings: Bindings = {
+        "model": {"path": model_path, "draft": draft_path},
+        "run": {"dir": str(run_dir), "python": sys.executable},
+    }
+    for role in plan.roles:
+        host = addresses[role.node_ranks[0] if role.node_ranks else 0]
+        fields = {"host": host, "nnodes": str(role.nnodes), "node_rank": "0"}
+        fields.update({name: str(port) for name, port in ports.get(role.name, {}).items()})
+        if "http_port" in fields:
+            fields["url"] = f"http://{host}:{fields['http_port']}"
+        if "dist_init_port" in fields:
+            fields["addr"] = f"{host}:{fields['dist_init_port']}"
+        bindings[role.name] = fields
+    return bindings
+
+
+def render_task(
+    plan: Plan, role: RolePlan, node_rank: int, bindings: Bindings
+) -> tuple[list[str], dict[str, str]]:
+    """argv and added environment for one task of `role` on node `node_rank`.
+
+    GPU visibility comes last so that it always matches the plan's `gpu_ids`,
+    set through every variable the GPU vendor reads.
+    """
+    scoped = dict(bindings)
+    scoped[role.name] = {**bindings[role.name], "node_rank": str(role.node_ranks.index(node_rank))}
+    argv = substitute_all(role.argv, scoped, self_name=role.name)
+    env = {key: substitute(value, scoped, self_name=role.name) for key, value in role.env.items()}
+    if role.gpu_ids:
+        visible = ",".join(str(gpu) for gpu in role.gpu_ids)
+        for var in plan.gpu_vendor.visible_devices_vars:
+            env[var] = visible
+    return argv, env

@@ -1,0 +1,97 @@
+"""Helpers for orchestrator tests: plans built in code, and checks that nothing is left running."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from disagg.plan.model import (
+    BenchPlan,
+    HealthPlan,
+    Plan,
+    PointPlan,
+    RoleKind,
+    RolePlan,
+    SlurmPlan,
+    StagingPlan,
+)
+
+PY = sys.executable
+
+
+def make_plan(
+    roles: list[RolePlan],
+    *,
+    points: Iterable[int] = (1,),
+    num_prompts: int = 4,
+    isl: int = 16,
+    osl: int = 8,
+    name: str = "t",
+    disaggregated: bool = True,
+    prefill_gpus: int = 1,
+    decode_gpus: int = 1,
+) -> Plan:
+    return Plan(
+        name=name,
+        selector=f"{name}.yaml:base",
+        recipe_file=f"{name}.yaml",
+        variant="base",
+        engine="sim",
+        simulated=True,
+        nodes=1,
+        gpus_per_node=8,
+        prefill_gpus=prefill_gpus,
+        decode_gpus=decode_gpus,
+        disaggregated=disaggregated,
+        roles=roles,
+        bench=BenchPlan(
+            model_name="sim-model",
+            isl=isl,
+            osl=osl,
+            points=[PointPlan(concurrency=c, num_prompts=num_prompts) for c in points],
+        ),
+        staging=StagingPlan(skip=True),
+        slurm=SlurmPlan(job_name=name, nodes=1, gpus_per_node=8),
+        config={},
+    )
+
+
+def python_role(
+    name: str, code: str, *, deadline_s: float = 5.0, kind: RoleKind = RoleKind.AGGREGATED
+) -> RolePlan:
+    """A role running `python -c code` with an http port and a health check."""
+    return RolePlan(
+        name=name,
+        kind=kind,
+        node_ranks=[0],
+        ports=["http"],
+        argv=[PY, "-c", code],
+        health=HealthPlan(path="/health", deadline_s=deadline_s, interval_s=0.05),
+    )
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is gone for every purpose that matters here.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_gone(pids: Iterable[int], timeout_s: float = 5.0) -> list[int]:
+    """PIDs still running after `timeout_s`."""
+    pending = list(pids)
+    deadline = time.monotonic() + timeout_s
+    while pending and time.monotonic() < deadline:
+        pending = [pid for pid in pending if alive(pid)]
+        if pending:
+            time.sleep(0.05)
+    return pending

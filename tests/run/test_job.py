@@ -1,0 +1,63 @@
+"""`python -m disagg.job RUN_DIR`: exit statuses a batch script relies on."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import PY, make_plan, python_role, wait_gone
+
+from disagg.launch.state import RunState, RunStatus, RunSummary
+
+
+def job(run_dir: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [PY, "-m", "disagg.job", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_missing_run_dir_is_a_usage_error(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [PY, "-m", "disagg.job", str(tmp_path / "nope")], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert "not a directory" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_broken_plan_is_a_usage_error_naming_the_field(tmp_path: Path) -> None:
+    data = json.loads(make_plan([python_role("decode-0", "pass")]).model_dump_json())
+    data["bench"]["points"][0]["num_prompts"] = "many"
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    proc = subprocess.run([PY, "-m", "disagg.job", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "bench.points.0.num_prompts" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_sigterm_cancels_cleanly_with_exit_3(tmp_path: Path) -> None:
+    plan = make_plan([python_role("decode-0", "import time; time.sleep(60)", deadline_s=60)])
+    plan.write(tmp_path)
+    proc = job(tmp_path)
+    pid = None
+    deadline = time.monotonic() + 20
+    while pid is None and time.monotonic() < deadline:
+        state = RunState.read(tmp_path) if (tmp_path / "state.json").exists() else None
+        if state and state.roles and state.roles[0].tasks[0].pid:
+            pid = state.roles[0].tasks[0].pid
+        time.sleep(0.05)
+    assert pid is not None, proc.communicate(timeout=5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=15)
+
+    assert proc.returncode == 3, err
+    summary = RunSummary.read(tmp_path)
+    assert summary is not None and summary.status is RunStatus.CANCELLED
+    assert summary.reason == "received SIGTERM"
+    assert wait_gone([pid]) == []
