@@ -1,0 +1,88 @@
+"""Render `RUN_DIR/job.sbatch`: the directives a plan asks for, then the in-job orchestrator.
+
+Every value is shell-quoted (sbatch strips the quotes of `#SBATCH` values, the shell
+those of the script body), the job name and output path point into the run
+directory, and no environment value is ever written: secrets such as HF_TOKEN reach
+the job through the submitter's environment, which sbatch propagates by default.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+from disagg.errors import DisaggError
+from disagg.plan.model import Plan, SlurmPlan
+
+SBATCH_FILE = "job.sbatch"
+OUTPUT_PATTERN = "slurm-%j.out"
+# Directives the run itself needs; a recipe or profile may not replace them.
+RESERVED = frozenset({"job-name", "output", "error", "chdir", "nodes", "parsable", "wrap"})
+_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+
+
+def directives(slurm: SlurmPlan, run_dir: Path) -> list[tuple[str, str | None]]:
+    """(key, value) pairs in file order; a value of None is a bare flag (`--exclusive`)."""
+    pairs: dict[str, str | None] = {
+        "job-name": slurm.job_name,
+        "output": str(run_dir / OUTPUT_PATTERN),
+        "chdir": str(run_dir),
+        "nodes": str(slurm.nodes),
+        "ntasks-per-node": "1",
+    }
+    if slurm.partition:
+        pairs["partition"] = slurm.partition
+    if slurm.account:
+        pairs["account"] = slurm.account
+    if slurm.time_limit:
+        pairs["time"] = slurm.time_limit
+    if slurm.gpus_per_node > 0:
+        if slurm.gpu_directive == "gres":
+            pairs["gres"] = f"gpu:{slurm.gpus_per_node}"
+        elif slurm.gpu_directive == "gpus-per-node":
+            pairs["gpus-per-node"] = str(slurm.gpus_per_node)
+    if slurm.exclusive:
+        pairs["exclusive"] = None
+    for key, value in slurm.directives.items():
+        name = key.removeprefix("--")
+        if not _KEY.match(name):
+            raise DisaggError(
+                f"sbatch directive {key!r} is not an option name",
+                hint="write directives as `option-name: value`, e.g. `constraint: h100`",
+            )
+        if name in RESERVED:
+            raise DisaggError(
+                f"sbatch directive {name!r} is set by disagg and cannot be overridden",
+                hint=f"remove it from sbatch_directives (reserved: {', '.join(sorted(RESERVED))})",
+            )
+        pairs[name] = value if value != "" else None  # replaces a default of the same name
+    for key, given in pairs.items():
+        if given is not None and ("\n" in given or "\r" in given):
+            raise DisaggError(f"sbatch directive {key!r} has a line break in its value")
+    return list(pairs.items())
+
+
+def render(plan: Plan, run_dir: Path, *, python: str | None = None) -> str:
+    """The whole batch script as text (golden-tested)."""
+    run_dir = run_dir.resolve()
+    python = python or sys.executable
+    lines = [
+        "#!/bin/bash",
+        f"# disagg run of {_comment(plan.selector)}",
+        "# Resubmit with `disagg submit --resume RUN_DIR`; results already measured are kept.",
+    ]
+    q = shlex.quote
+    for key, value in directives(plan.slurm, run_dir):
+        lines.append(f"#SBATCH --{key}" if value is None else f"#SBATCH --{key}={q(value)}")
+    lines += ["", "set -euo pipefail", f"cd {q(str(run_dir))}"]
+    if plan.slurm.setup_script:
+        lines.append("# the recipe's setup script runs once on the first node, before any role")
+        lines.append(f"bash -- {q(plan.slurm.setup_script)}")
+    lines.append(f"exec {q(python)} -m disagg.job {q(str(run_dir))} --executor slurm")
+    return "\n".join(lines) + "\n"
+
+
+def _comment(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,328 @@
+"""The Slurm executor inside an allocation: every role task is one `srun --overlap` step.
+
+The orchestrator (`python -m disagg.job RUN_DIR --executor slurm`) runs in the batch
+step on the first node and starts each task with
+
+    srun --overlap --jobid J --nodes 1 --ntasks 1 --nodelist NODE --job-name ROLE.RANK ARGV
+
+Environment: the task's variables are set on the srun process itself (srun
+propagates its caller's environment by default), so values such as
+`MODEL_REPOS=a/x,b/y` arrive whole; nothing is ever joined into `--export`. Slurm
+sets the GPU visibility variables of a step from its GRES, so the orchestrator's
+GPU pinning is re-applied with `env VAR=ids` in front of the command.
+
+Node names come from `scontrol show hostnames $SLURM_JOB_NODELIST` and addresses from
+`scontrol show node` (NodeAddr), never from a step's output. Teardown signals each
+step, then cancels it, and `close()` waits until none of this run's steps is left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+from disagg.errors import DisaggError
+from disagg.launch import slurmctl
+from disagg.launch.base import RoleLauncher, RoleProcess
+from disagg.launch.launchers import register
+from disagg.plan.model import GpuVendor, Plan, SlurmPlan
+
+STEP_PREFIX = "disagg."
+PROBE_WINDOW = 256
+STEP_GONE_TIMEOUT_S = 30.0
+# Variables Slurm rewrites for a step from its GPU allocation.
+GPU_VARS = frozenset(
+    var for vendor in GpuVendor for var in vendor.visible_devices_vars
+) | frozenset({"GPU_DEVICE_ORDINAL"})
+
+_PROBE_CODE = """\
+import socket, sys
+start, count = int(sys.argv[1]), int(sys.argv[2])
+for port in range(start, start + count):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("0.0.0.0", port))
+    except OSError:
+        print(port)
+    finally:
+        s.close()
+"""
+
+
+def step_name(role: str, node_rank: int) -> str:
+    return f"{STEP_PREFIX}{role}.{node_rank}"
+
+
+def srun_argv(
+    *,
+    job_id: str,
+    node: str,
+    name: str,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    slurm: SlurmPlan,
+    container_image: str | None = None,
+    container_env: Sequence[str] = (),
+) -> list[str]:
+    """The full srun command line of one task (also what the golden tests record)."""
+    cmd = [
+        "srun",
+        "--overlap",
+        f"--jobid={job_id}",
+        "--nodes=1",
+        "--ntasks=1",
+        f"--nodelist={node}",
+        f"--job-name={name}",
+        "--kill-on-bad-exit=1",
+    ]
+    for key, value in sorted(slurm.srun_options.items()):
+        cmd.append(f"--{key}={value}" if value != "" else f"--{key}")
+    if container_image:
+        cmd.append(f"--container-image={container_image}")
+        mounts = []
+        for host, target in slurm.container_mounts.items():
+            if "," in host or "," in target or ":" in host or ":" in target:
+                raise DisaggError(
+                    f"container mount {host}:{target} contains ',' or ':'",
+                    hint="pyxis splits --container-mounts on both; use a path without them",
+                )
+            mounts.append(f"{host}:{target}")
+        if mounts:
+            cmd.append(f"--container-mounts={','.join(mounts)}")
+        if container_env:
+            # Names only (no values): the host's values win over the image's defaults.
+            cmd.append(f"--container-env={','.join(sorted(container_env))}")
+    pinned = [f"{key}={env[key]}" for key in sorted(env) if key in GPU_VARS]
+    if pinned:
+        cmd += ["env", *pinned]
+    cmd += list(argv)
+    return cmd
+
+
+class SrunProcess(RoleProcess):
+    """One srun step; `stop` signals the tasks, then cancels the step, then kills srun."""
+
+    def __init__(
+        self, launcher: SrunLauncher, role: str, node_rank: int, popen: subprocess.Popen[bytes]
+    ) -> None:
+        self.role = role
+        self.node_rank = node_rank
+        self.name = step_name(role, node_rank)
+        self._launcher = launcher
+        self._popen = popen
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def stop(self, grace_s: float = 5.0) -> int | None:
+        code = self._popen.poll()
+        if code is not None:
+            return code
+        step = self._launcher.step_id(self.name)
+        if step is not None:
+            # TERM reaches the task processes themselves; srun exits when they are gone.
+            _quietly(partial(slurmctl.cancel, step, signal="TERM"))
+        else:
+            _signal(self._popen, signal.SIGTERM)  # srun forwards it to the tasks
+        try:
+            return self._popen.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        if step is not None:
+            _quietly(partial(slurmctl.cancel, step))  # TERM, KillWait, KILL: the whole step
+        else:
+            _signal(self._popen, signal.SIGTERM)
+        try:
+            return self._popen.wait(timeout=grace_s + 5.0)
+        except subprocess.TimeoutExpired:
+            _signal(self._popen, signal.SIGKILL)
+            return self._popen.wait()
+
+
+class SrunLauncher(RoleLauncher):
+    """Starts role tasks as srun steps of the current job."""
+
+    def __init__(
+        self,
+        *,
+        job_id: str,
+        node_names: Sequence[str],
+        slurm: SlurmPlan,
+        python: str = sys.executable,
+    ) -> None:
+        self.job_id = job_id
+        self.slurm = slurm
+        self.python = python
+        self._names = list(node_names)
+        self._nodes: dict[str, slurmctl.NodeInfo] | None = None
+        self._busy: dict[int, tuple[range, set[int]]] = {}
+        self._launched: list[SrunProcess] = []
+
+    @classmethod
+    def from_environment(cls, plan: Plan, environ: Mapping[str, str] = os.environ) -> SrunLauncher:
+        job_id = environ.get("SLURM_JOB_ID")
+        nodelist = environ.get("SLURM_JOB_NODELIST")
+        if not job_id or not nodelist:
+            raise DisaggError(
+                "the slurm executor runs inside a Slurm job (SLURM_JOB_ID is not set)",
+                hint="submit the run with `disagg submit`, or use `disagg run --local`",
+            )
+        return cls(job_id=job_id, node_names=slurmctl.hostnames(nodelist), slurm=plan.slurm)
+
+    # ---- nodes ----------------------------------------------------------------------
+
+    def node_names(self) -> list[str]:
+        return list(self._names)
+
+    def _node_info(self) -> dict[str, slurmctl.NodeInfo]:
+        if self._nodes is None:
+            self._nodes = {info.name: info for info in slurmctl.nodes(self._names)}
+            missing = [name for name in self._names if name not in self._nodes]
+            if missing:
+                raise DisaggError(f"scontrol show node does not know {', '.join(missing)}")
+        return self._nodes
+
+    def node_addresses(self) -> list[str]:
+        info = self._node_info()
+        return [info[name].address for name in self._names]
+
+    def _is_this_host(self, node_rank: int) -> bool:
+        info = self._node_info()[self._names[node_rank]]
+        here = socket.gethostname().split(".", 1)[0]
+        return info.hostname.split(".", 1)[0] == here or info.address.startswith("127.")
+
+    def port_is_free(self, node_rank: int, port: int) -> bool:
+        """Bind probe: here for nodes on this host, else one srun step per window of ports."""
+        if self._is_this_host(node_rank):
+            return super().port_is_free(node_rank, port)
+        window, busy = self._busy.get(node_rank, (range(0), set()))
+        if port not in window:
+            window = range(port, min(port + PROBE_WINDOW, 65536))
+            busy = self._probe(node_rank, window)
+            self._busy[node_rank] = (window, busy)
+        return port not in busy
+
+    def _probe(self, node_rank: int, window: range) -> set[int]:
+        argv = srun_argv(
+            job_id=self.job_id,
+            node=self._names[node_rank],
+            name=f"{STEP_PREFIX}portprobe",
+            argv=[self.python, "-c", _PROBE_CODE, str(window.start), str(len(window))],
+            env={},
+            slurm=self.slurm,
+        )
+        out = slurmctl.run(argv, timeout_s=60.0)
+        return {int(word) for word in out.split() if word.isdigit()}
+
+    # ---- tasks ----------------------------------------------------------------------
+
+    def launch(
+        self,
+        *,
+        role: str,
+        node_rank: int,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        log_path: Path,
+        container_image: str | None = None,
+    ) -> RoleProcess:
+        if not argv:
+            raise DisaggError(f"role {role} has an empty command")
+        if not 0 <= node_rank < len(self._names):
+            raise DisaggError(
+                f"role {role} wants node rank {node_rank}; the job has {len(self._names)} node(s)"
+            )
+        cmd = srun_argv(
+            job_id=self.job_id,
+            node=self._names[node_rank],
+            name=step_name(role, node_rank),
+            argv=argv,
+            env=env,
+            slurm=self.slurm,
+            container_image=container_image,
+            container_env=list(env),
+        )
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        node = self._names[node_rank]
+        with log_path.open("ab") as log:
+            log.write(f"=== disagg: {role} node {node_rank} ({node}) started {stamp}\n".encode())
+            log.flush()
+            try:
+                popen = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, **env},
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                raise DisaggError(
+                    f"role {role}: cannot start srun: {exc.strerror or exc}",
+                    hint="the slurm executor needs srun on the first node of the job",
+                    exit_code=1,
+                ) from exc
+        process = SrunProcess(self, role, node_rank, popen)
+        self._launched.append(process)
+        return process
+
+    def step_id(self, name: str) -> str | None:
+        """The `JOB.STEP` id of this job's step called `name`, if it still runs."""
+        try:
+            found = slurmctl.steps(self.job_id)
+        except DisaggError:
+            return None
+        return next((s.step_id for s in found if s.name == name), None)
+
+    def close(self) -> None:
+        """Cancel any step this run started that is still there, and wait until none is."""
+        for process in self._launched:
+            if process.poll() is None:
+                process.stop(grace_s=1.0)
+        cancelled: set[str] = set()
+        deadline = time.monotonic() + STEP_GONE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                left = [s for s in slurmctl.steps(self.job_id) if s.name.startswith(STEP_PREFIX)]
+            except DisaggError:
+                return
+            if not left:
+                return
+            for step in left:
+                if step.step_id not in cancelled:
+                    cancelled.add(step.step_id)
+                    _quietly(partial(slurmctl.cancel, step.step_id))
+            time.sleep(0.2)
+
+
+def _signal(popen: subprocess.Popen[bytes], signum: int) -> None:
+    with suppress(ProcessLookupError):
+        popen.send_signal(signum)
+
+
+def _quietly(action: Callable[[], None]) -> None:
+    """Teardown goes on when one scancel fails (the step may already be gone)."""
+    with suppress(DisaggError):
+        action()
+
+
+def _factory(plan: Plan, run_dir: Path) -> RoleLauncher:
+    return SrunLauncher.from_environment(plan)
+
+
+register("slurm", _factory)
