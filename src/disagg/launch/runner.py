@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -68,11 +67,8 @@ def run_locally(
         summary = Orchestrator(run_dir, plan, launcher, options).run()
     console.print(points_table(summary.points, title=f"{plan.name} [{plan.selector}]"))
     _print_outcome(console, summary, run_dir)
-    report = (
-        render_report(run_dir, console)
-        if summary.points_measured or summary.points_skipped
-        else None
-    )
+    has_points = summary.points_measured or summary.points_skipped
+    report = render_report([run_dir], run_dir / "report", console) if has_points else None
     return summary, report
 
 
@@ -91,18 +87,21 @@ def _print_outcome(console: Console, summary: RunSummary, run_dir: Path) -> None
     console.print(f"run directory: {run_dir}  (logs: disagg logs {run_dir} --role all)")
 
 
-def render_report(run_dir: Path, console: Console) -> Path | None:
-    """Render RUN_DIR/report when the report package offers `render_report`; else skip."""
+def render_report(run_dirs: list[Path], out: Path, console: Console) -> Path | None:
+    """Render the report (tables, pareto.png, report.html) of `run_dirs` into `out`."""
     try:
-        module: Any = importlib.import_module("disagg.report")
-        render = module.render_report
-    except (ImportError, AttributeError):
+        from disagg.report.aggregate import load_runs
+        from disagg.report.build import analyse, write_report
+    except ImportError:
         return None
-    out = run_dir / "report"
     try:
-        render([run_dir], out)
+        report = analyse(load_runs(run_dirs))
+        if report.point_count == 0:
+            return None
+        files = write_report(report, out)
     except DisaggError as exc:
         console.print(f"[yellow]report not rendered:[/] {exc}", highlight=False)
         return None
-    console.print(f"report: {out}")
+    page = files.get("report_html", out)
+    console.print(f"report: {page}", highlight=False)
     return out
