@@ -7,7 +7,7 @@ import importlib
 import typer
 
 # One module per area, so that areas can grow without touching each other.
-AREAS = ("recipes", "staging", "run", "slurm", "bench", "report")
+AREAS = ("recipes", "staging", "run", "slurm", "bench", "report", "sim")
 
 
 def register_all(app: typer.Typer) -> None:
