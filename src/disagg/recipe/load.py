@@ -1,0 +1,486 @@
+"""Read a YAML file into plain Python data plus the source position of every key and value.
+
+Why not ruamel's round-trip loader: it keeps positions but runs in pure Python and
+takes seconds for the recipe corpus. This module drives ruamel's C event parser
+(`ruamel.yaml.clib`) and builds plain dicts/lists itself, recording `line:col` for
+each key path on the way, so a bad value can be reported as `file:line:col` without a
+second parse. Scalars resolve as YAML 1.2 core (ruamel's default), with one choice of
+ours: timestamps stay strings, because recipes never need dates and plans are JSON.
+
+Every way a file can be unreadable (missing, a directory, binary, not UTF-8, empty,
+malformed, several documents, an undefined alias, a duplicate key, nesting too deep)
+becomes a `DisaggError` with a location; nothing here lets a traceback through.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import (
+    AliasEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
+
+from disagg.errors import DisaggError, SourceLocation
+
+Key = str | int | float | bool | None
+KeyPath = tuple[Key, ...]
+Pos = tuple[int, int]  # 1-based line, column
+
+MAX_DEPTH = 100  # recipes nest a few levels; this bounds recursion on hostile input
+
+_TAG = "tag:yaml.org,2002:"
+_INT = re.compile(r"[-+]?(?:0b[01_]+|0o?[0-7_]+|[0-9_]+|0x[0-9a-fA-F_]+)")
+_FLOAT = re.compile(
+    r"[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)"
+    r"|[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)"
+    r"|\.(?:nan|NaN|NAN)"
+)
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_NUMERIC_START = frozenset("-+0123456789.")
+_plain_cache: dict[str, Any] = {}
+
+
+@dataclass
+class SourceMap:
+    """Where each key and value of one file starts, by key path (`("base", "resources", 0)`).
+
+    An alias has its own position (where it is used); paths below an alias are found
+    under the anchored node's path, which `aliases` records.
+    """
+
+    file: str
+    keys: dict[KeyPath, Pos] = field(default_factory=dict)
+    values: dict[KeyPath, Pos] = field(default_factory=dict)
+    aliases: dict[KeyPath, KeyPath] = field(default_factory=dict)
+
+    def find(self, path: Sequence[Key], *, key: bool = False) -> Pos | None:
+        """The exact position recorded for `path` (followed through aliases), or None."""
+        current: KeyPath = tuple(path)
+        table = self.keys if key else self.values
+        for _ in range(MAX_DEPTH):
+            if current in table:
+                return table[current]
+            rewritten = self._through_alias(current)
+            if rewritten is None:
+                return None
+            current = rewritten
+        return None
+
+    def _through_alias(self, path: KeyPath) -> KeyPath | None:
+        for cut in range(len(path), 0, -1):
+            target = self.aliases.get(path[:cut])
+            if target is not None:
+                return target + path[cut:]
+        return None
+
+    def locate(self, path: Sequence[Key], *, key: bool = False) -> SourceLocation:
+        """`file:line:col` of `path`, else of its nearest recorded ancestor, else just the file."""
+        current: KeyPath = tuple(path)
+        while True:
+            pos = self.find(current, key=key) or (self.find(current) if key else None)
+            if pos is not None:
+                return SourceLocation(self.file, pos[0], pos[1])
+            if not current:
+                return SourceLocation(self.file)
+            current = current[:-1]
+
+
+class LineCol:
+    """ruamel-compatible `.lc` of a loaded map or list (0-based, like ruamel's).
+
+    Lets code written for ruamel's round-trip containers (`container.lc.value(key)`)
+    find positions in the plain containers this module builds.
+    """
+
+    __slots__ = ("_path", "_source")
+
+    def __init__(self, source: SourceMap, path: KeyPath) -> None:
+        self._source = source
+        self._path = path
+
+    def _get(self, path: KeyPath, *, key: bool) -> tuple[int, int]:
+        pos = self._source.find(path, key=key)
+        if pos is None:
+            raise KeyError(path[-1] if path else path)
+        return pos[0] - 1, pos[1] - 1
+
+    @property
+    def line(self) -> int:
+        return self._get(self._path, key=False)[0]
+
+    @property
+    def col(self) -> int:
+        return self._get(self._path, key=False)[1]
+
+    def key(self, key: Key) -> tuple[int, int]:
+        return self._get((*self._path, key), key=True)
+
+    def value(self, key: Key) -> tuple[int, int]:
+        return self._get((*self._path, key), key=False)
+
+    def item(self, index: int) -> tuple[int, int]:
+        return self._get((*self._path, index), key=False)
+
+
+class PosDict(dict[Any, Any]):
+    """A plain dict that also answers `.lc` (see LineCol)."""
+
+    __slots__ = ("lc",)
+    lc: LineCol
+
+
+class PosList(list[Any]):
+    """A plain list that also answers `.lc` (see LineCol)."""
+
+    __slots__ = ("lc",)
+    lc: LineCol
+
+
+@dataclass(frozen=True)
+class LoadedYaml:
+    """A parsed file: plain data (dict/list/scalars; aliases share objects) and its positions."""
+
+    file: str
+    data: Any
+    source: SourceMap
+
+
+def display_path(path: Path) -> str:
+    """How a file is named in messages: relative to the working directory when below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def read_text(path: Path, *, what: str = "recipe") -> str:
+    """The file's text, or a DisaggError saying why it is not a readable YAML text file."""
+    name = display_path(path)
+    if path.is_dir():
+        raise DisaggError(
+            f"a directory, not a {what} file",
+            location=SourceLocation(name),
+            hint=f"name a YAML file inside it, e.g. {name}/<file>.yaml",
+        )
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DisaggError(f"{what} file not found: {name}", hint="check the path") from None
+    except OSError as exc:
+        raise DisaggError(f"cannot read {name}: {exc.strerror or exc}") from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line, col = _line_col_of_offset(data, nul)
+        raise DisaggError(
+            f"{what} file is binary (NUL byte), not YAML text",
+            location=SourceLocation(name, line, col),
+            hint=f"point at a YAML {what}, not a compiled or archived file",
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line, col = _line_col_of_offset(data, exc.start)
+        raise DisaggError(
+            f"{what} file is not UTF-8 text (byte 0x{data[exc.start]:02x})",
+            location=SourceLocation(name, line, col),
+            hint="save the file as UTF-8",
+        ) from None
+
+
+def _line_col_of_offset(data: bytes | str, offset: int) -> Pos:
+    head = data[:offset]
+    newline = b"\n" if isinstance(head, bytes) else "\n"
+    line = head.count(newline) + 1  # type: ignore[arg-type]
+    col = offset - (head.rfind(newline) + 1) + 1  # type: ignore[arg-type]
+    return line, col
+
+
+def load_yaml(path: Path, *, what: str = "recipe") -> LoadedYaml:
+    """Parse one YAML file (one document) into plain data with positions."""
+    return parse_yaml(read_text(path, what=what), file=display_path(path), what=what)
+
+
+def parse_yaml(text: str, *, file: str, what: str = "recipe") -> LoadedYaml:
+    """Parse YAML text; `file` is only used in messages and positions."""
+    source = SourceMap(file)
+    builder = _Builder(source)
+    try:
+        data = builder.build(_parser().parse(text))
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        location = SourceLocation(file, mark.line + 1, mark.column + 1) if mark else None
+        problem = exc.problem or "malformed YAML"
+        context = f" ({exc.context})" if exc.context else ""
+        raise DisaggError(
+            f"malformed YAML: {problem}{context}",
+            location=location or SourceLocation(file),
+            hint="check indentation, quoting and brackets around this position",
+        ) from None
+    except YAMLError as exc:
+        position = getattr(exc, "position", None)
+        location = SourceLocation(file)
+        if isinstance(position, int):
+            line, col = _line_col_of_offset(text, position)
+            location = SourceLocation(file, line, col)
+        reason = getattr(exc, "reason", None) or str(exc).splitlines()[0]
+        raise DisaggError(
+            f"unreadable YAML: {reason}",
+            location=location,
+            hint="remove control characters; YAML files are plain text",
+        ) from None
+    if builder.empty:
+        raise DisaggError(
+            f"{what} file is empty",
+            location=SourceLocation(file),
+            hint=f"a {what} needs at least `name`, `model`, `resources`"
+            if what == "recipe"
+            else None,
+        )
+    return LoadedYaml(file=file, data=data, source=source)
+
+
+_yaml_parser: YAML | None = None
+
+
+def _parser() -> YAML:
+    """One shared C-backed parser (falls back to the pure one if the C extension is missing)."""
+    global _yaml_parser
+    if _yaml_parser is None:
+        _yaml_parser = YAML(typ="safe", pure=False)
+    return _yaml_parser
+
+
+def resolve_plain(value: str) -> Any:
+    """YAML 1.2 core resolution of an untagged plain scalar (ruamel's rules, dates as text)."""
+    cached = _plain_cache.get(value, _plain_cache)
+    if cached is not _plain_cache:
+        return cached
+    result: Any = value
+    if value in _NULLS:
+        result = None
+    elif value in _BOOLS:
+        result = _BOOLS[value]
+    elif value[0] in _NUMERIC_START:
+        if _FLOAT.fullmatch(value):
+            result = _to_float(value)
+        elif _INT.fullmatch(value):
+            result = _to_int(value, value)
+    if len(_plain_cache) > 200_000:
+        _plain_cache.clear()
+    _plain_cache[value] = result
+    return result
+
+
+def _to_int(text: str, fallback: Any) -> Any:
+    digits = text.replace("_", "")
+    sign = -1 if digits.startswith("-") else 1
+    digits = digits.lstrip("+-")
+    try:
+        if digits[:2] in ("0b", "0x", "0o"):
+            return sign * int(digits[2:], {"0b": 2, "0x": 16, "0o": 8}[digits[:2]])
+        return sign * int(digits)
+    except (ValueError, IndexError):
+        return fallback
+
+
+def _to_float(text: str) -> float:
+    lowered = text.replace("_", "").lower()
+    sign = -1.0 if lowered.startswith("-") else 1.0
+    body = lowered.lstrip("+-")
+    if body == ".inf":
+        return sign * math.inf
+    if body == ".nan":
+        return math.nan
+    return sign * float(body)
+
+
+class _Builder:
+    """Turns a parser event stream into plain data, filling a SourceMap as it goes."""
+
+    def __init__(self, source: SourceMap) -> None:
+        self.source = source
+        self.anchors: dict[str, tuple[Any, KeyPath]] = {}
+        self.empty = True
+
+    def _loc(self, mark: Any) -> SourceLocation:
+        return SourceLocation(self.source.file, mark.line + 1, mark.column + 1)
+
+    def build(self, events: Iterator[Any]) -> Any:
+        data: Any = None
+        documents = 0
+        for event in events:
+            if isinstance(event, DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise DisaggError(
+                        "several YAML documents in one file",
+                        location=self._loc(event.start_mark),
+                        hint="a recipe is one document; remove the `---` separator "
+                        "or split the file",
+                    )
+                continue
+            if isinstance(event, ScalarEvent | SequenceStartEvent | MappingStartEvent | AliasEvent):
+                self.source.values[()] = (event.start_mark.line + 1, event.start_mark.column + 1)
+                data = self._node(event, events, (), 0)
+                self.empty = data is None
+            elif isinstance(event, StreamEndEvent):
+                break
+        return data
+
+    def _node(self, event: Any, events: Iterator[Any], path: KeyPath, depth: int) -> Any:
+        kind = type(event)
+        if kind is ScalarEvent:
+            value = self._scalar(event)
+        elif kind is AliasEvent:
+            try:
+                value, target = self.anchors[event.anchor]
+            except KeyError:
+                raise DisaggError(
+                    f"undefined alias *{event.anchor}: no anchor &{event.anchor} before this point",
+                    location=self._loc(event.start_mark),
+                    hint="anchors must be defined earlier in the same file; shared values "
+                    "belong in `base` or a top-level `x-` block (run `disagg lint`)",
+                ) from None
+            self.source.aliases[path] = target
+            return value
+        elif depth >= MAX_DEPTH:
+            raise DisaggError(
+                f"YAML nested deeper than {MAX_DEPTH} levels",
+                location=self._loc(event.start_mark),
+                hint="recipes nest only a few levels; check for runaway brackets",
+            )
+        elif kind is SequenceStartEvent:
+            self._check_tag(event, ("seq",))
+            value = self._sequence(events, path, depth)
+        else:
+            self._check_tag(event, ("map",))
+            value = self._mapping(events, path, depth)
+        if event.anchor is not None:
+            self.anchors[event.anchor] = (value, path)
+        return value
+
+    def _check_tag(self, event: Any, allowed: tuple[str, ...]) -> None:
+        tag = event.tag
+        if tag is None or tag == "!" or tag in tuple(_TAG + name for name in allowed):
+            return
+        raise DisaggError(
+            f"unsupported YAML tag {tag}",
+            location=self._loc(event.start_mark),
+            hint="recipes use plain YAML values; remove the tag",
+        )
+
+    def _scalar(self, event: Any) -> Any:
+        tag = event.tag
+        text: str = event.value
+        if tag is None:
+            return resolve_plain(text) if event.implicit[0] else text
+        if tag in ("!", _TAG + "str"):
+            return text
+        value: Any = None
+        if tag == _TAG + "int":
+            value = _to_int(text, None)
+        elif tag == _TAG + "float":
+            value = _to_float(text) if _FLOAT.fullmatch(text) else None
+        elif tag == _TAG + "bool":
+            value = _BOOLS.get(text)
+        elif tag != _TAG + "null":
+            raise DisaggError(
+                f"unsupported YAML tag {tag}",
+                location=self._loc(event.start_mark),
+                hint="recipes use plain YAML values; remove the tag",
+            )
+        if value is None and tag != _TAG + "null":
+            raise DisaggError(
+                f"{text!r} is not a valid {tag.removeprefix(_TAG)}",
+                location=self._loc(event.start_mark),
+                hint="fix the value or drop the explicit tag",
+            )
+        return value
+
+    def _sequence(self, events: Iterator[Any], path: KeyPath, depth: int) -> list[Any]:
+        items = PosList()
+        items.lc = LineCol(self.source, path)
+        values = self.source.values
+        for event in events:
+            if type(event) is SequenceEndEvent:
+                return items
+            here = (*path, len(items))
+            values[here] = (event.start_mark.line + 1, event.start_mark.column + 1)
+            items.append(self._node(event, events, here, depth + 1))
+        return items
+
+    def _mapping(self, events: Iterator[Any], path: KeyPath, depth: int) -> dict[Any, Any]:
+        result = PosDict()
+        result.lc = LineCol(self.source, path)
+        merges: list[tuple[Mapping[Any, Any], KeyPath | None]] = []
+        keys = self.source.keys
+        values = self.source.values
+        for event in events:
+            if type(event) is MappingEndEvent:
+                break
+            if type(event) is not ScalarEvent:
+                raise DisaggError(
+                    "a map key must be a plain value, not a list, map or alias",
+                    location=self._loc(event.start_mark),
+                    hint="use a string key",
+                )
+            key = self._scalar(event)
+            key_pos = (event.start_mark.line + 1, event.start_mark.column + 1)
+            value_event = next(events)
+            if key == "<<" and event.implicit[0] and event.tag is None:
+                merges.extend(self._merge_sources(value_event, events, path, depth))
+                continue
+            if key in result:
+                first = keys[(*path, key)]
+                raise DisaggError(
+                    f"duplicate key {key!r} (first defined at line {first[0]})",
+                    location=SourceLocation(self.source.file, *key_pos),
+                    hint="delete one of the two; YAML keeps only one value per key",
+                )
+            here = (*path, key)
+            keys[here] = key_pos
+            values[here] = (value_event.start_mark.line + 1, value_event.start_mark.column + 1)
+            result[key] = self._node(value_event, events, here, depth + 1)
+        for source_map, source_path in merges:
+            for key, value in source_map.items():
+                if key not in result:
+                    result[key] = value
+                    if source_path is not None:
+                        self.source.aliases[(*path, key)] = (*source_path, key)
+        return result
+
+    def _merge_sources(
+        self, event: Any, events: Iterator[Any], path: KeyPath, depth: int
+    ) -> list[tuple[Mapping[Any, Any], KeyPath | None]]:
+        """The maps a `<<:` key merges in (one map or a list of maps), with their paths."""
+        here = (*path, "<<")
+        value = self._node(event, events, here, depth + 1)
+        found: list[tuple[Mapping[Any, Any], KeyPath | None]] = []
+        items = value if isinstance(value, list) else [value]
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise DisaggError(
+                    "`<<` merges maps only",
+                    location=self._loc(event.start_mark),
+                    hint="write `<<: *anchor` where the anchor names a map",
+                )
+            item_path = (*here, index) if isinstance(value, list) else here
+            found.append((item, self.source.aliases.get(item_path, item_path)))
+        return found

@@ -1,0 +1,67 @@
+"""`file.yaml[:SELECTOR]`: which variants of a recipe a command works on.
+
+Forms (srt-slurm compatible): `file.yaml` (every variant; for an override file that
+excludes `base`), `file.yaml:base`, `file.yaml:override_x`, `file.yaml:zip_override_x[2]`,
+`file.yaml:zip_override_x` (all of that zip block's variants) and shell-style globs
+such as `file.yaml:*dep8*`. In globs `[` is literal, so `*_lowlat[0]` means index 0.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from disagg.errors import DisaggError, SourceLocation
+
+_GLOB_CHARS = ("*", "?")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A recipe path and an optional variant pattern."""
+
+    path: Path
+    pattern: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.pattern}" if self.pattern else str(self.path)
+
+
+def parse_selector(text: str) -> Selector:
+    """Split `file.yaml:pattern`; a path that exists as written is never split."""
+    if not text:
+        raise DisaggError("empty recipe argument", hint="give a recipe file, e.g. recipe.yaml")
+    if Path(text).exists() or ":" not in text:
+        return Selector(Path(text))
+    head, _, pattern = text.rpartition(":")
+    if not head:
+        return Selector(Path(text))
+    return Selector(Path(head), pattern or None)
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    escaped = pattern.replace("[", "\x00").replace("]", "\x01")
+    regex = fnmatch.translate(escaped).replace("\x00", r"\[").replace("\x01", r"\]")
+    return re.compile(regex)
+
+
+def select(names: list[str], pattern: str | None, *, file: str) -> list[str]:
+    """The variant names `pattern` picks, in document order; none is an error listing them."""
+    if pattern is None:
+        return [name for name in names if name != "base"] or names
+    if pattern in names:
+        return [pattern]
+    if any(char in pattern for char in _GLOB_CHARS):
+        regex = _glob_regex(pattern)
+        chosen = [name for name in names if regex.fullmatch(name)]
+    else:
+        chosen = [name for name in names if name.startswith(f"{pattern}[")]
+    if chosen:
+        return chosen
+    raise DisaggError(
+        f"no variant matches selector {pattern!r}",
+        location=SourceLocation(file),
+        hint="available: " + ", ".join(names),
+    )

@@ -1,0 +1,219 @@
+"""Recipe file -> typed variants: the one entry point `plan`, `lint` and `run` share.
+
+`load_variants("file.yaml:*dep8*")` loads the file, expands override/zip blocks
+(`disagg.recipe.overrides`), validates each selected variant against the schema and
+returns `Variant`s that can say where any of their values was written, even when
+the value came from `base` or from one element of a zip list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
+from disagg.recipe.errors import validation_error
+from disagg.recipe.load import Key, KeyPath, LoadedYaml, SourceMap, load_yaml
+from disagg.recipe.overrides import BASE, IGNORED_PREFIX, OVERRIDE_PREFIX, ZIP_PREFIX, deep_merge
+from disagg.recipe.overrides import expand_variants as _expand
+from disagg.recipe.schema import RecipeConfig
+from disagg.recipe.selectors import Selector, parse_selector, select
+
+SUPPORTED_BACKENDS = ("sglang",)
+SUPPORTED_BENCHMARKS = ("sa-bench", "custom")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One resolved, typed variant and the way back to its source text."""
+
+    file: str  # as shown in messages
+    path: Path
+    name: str  # `base`, `override_x`, `zip_override_x[2]`
+    raw: dict[str, Any]  # the merged config, plain JSON-able data
+    config: RecipeConfig
+    source: SourceMap
+    block: str | None  # the override/zip block it came from; None for flat recipes and `base`
+    zip_index: int | None = None
+
+    @property
+    def selector(self) -> str:
+        return f"{self.file}:{self.name}"
+
+    def locate(self, path: Sequence[Key], *, key: bool = False) -> SourceLocation:
+        """Where the value (or key) at `path` of this variant was written.
+
+        Looks in the variant's own block first (for a zip block, in the list element
+        this variant took), then in `base`, then at the nearest written ancestor.
+        """
+        return locate_in_variant(
+            self.source, self.name, self.block, self.zip_index, tuple(path), key=key
+        )
+
+
+def locate_in_variant(
+    source: SourceMap,
+    name: str,
+    block: str | None,
+    zip_index: int | None,
+    path: KeyPath,
+    *,
+    key: bool = False,
+) -> SourceLocation:
+    """See `Variant.locate`; usable before the Variant exists (for validation errors)."""
+    for cut in range(len(path), -1, -1):
+        for candidate in _candidates(source, name, block, zip_index, path[:cut]):
+            pos = source.find(candidate, key=key) or (source.find(candidate) if key else None)
+            if pos is not None:
+                return SourceLocation(source.file, pos[0], pos[1])
+    return SourceLocation(source.file)
+
+
+def _candidates(
+    source: SourceMap, name: str, block: str | None, zip_index: int | None, path: KeyPath
+) -> list[KeyPath]:
+    if block is None:
+        has_base = source.find((BASE,), key=True) is not None
+        return [(BASE, *path)] if name == BASE and has_base else [path]
+    own = _zip_path(source, block, path, zip_index) if zip_index is not None else (block, *path)
+    return [own, (BASE, *path)]
+
+
+def _zip_path(source: SourceMap, block: str, path: KeyPath, index: int) -> KeyPath:
+    """The raw path of `path` inside a zip block, stepping into the element a list leaf gives."""
+    lc_path: list[Key] = [block]
+    zipped = False
+    for part in path:
+        length = _list_length(source, tuple(lc_path))
+        if length is not None and not zipped:
+            lc_path.append(0 if length == 1 else index)
+            zipped = True
+        lc_path.append(part)
+    length = _list_length(source, tuple(lc_path))
+    if length is not None and not zipped:
+        lc_path.append(0 if length == 1 else index)
+    return tuple(lc_path)
+
+
+def _list_length(source: SourceMap, path: KeyPath) -> int | None:
+    """Length of the list written at `path`, if a list is written there."""
+    count = 0
+    while source.find((*path, count)) is not None:
+        count += 1
+    return count or None
+
+
+def recipe_doc(loaded: LoadedYaml) -> Mapping[str, Any]:
+    """The top-level map of a recipe file, or a positioned error saying what was found."""
+    data = loaded.data
+    if not isinstance(data, Mapping):
+        raise DisaggError(
+            f"a recipe is a map of fields at the top level, got {type(data).__name__}",
+            location=loaded.source.locate(()),
+            hint="start with `name:`, `model:`, `resources:` (or `base:` for an override file)",
+        )
+    return data
+
+
+def variant_names(doc: Mapping[str, Any]) -> list[str]:
+    """Selectable names before expansion: `base` first when present, then blocks in order."""
+    blocks = [str(key) for key in doc if str(key).startswith((OVERRIDE_PREFIX, ZIP_PREFIX))]
+    return [BASE, *blocks] if BASE in doc or blocks else [BASE]
+
+
+def load_variants(target: str | Path | Selector, *, pattern: str | None = None) -> list[Variant]:
+    """Load, expand, select and validate. Bad input raises a positioned DisaggError."""
+    selector = target if isinstance(target, Selector) else _as_selector(target)
+    loaded = load_yaml(selector.path)
+    return variants_of(loaded, pattern if pattern is not None else selector.pattern)
+
+
+def _as_selector(target: str | Path) -> Selector:
+    return Selector(target) if isinstance(target, Path) else parse_selector(target)
+
+
+def variants_of(loaded: LoadedYaml, pattern: str | None = None) -> list[Variant]:
+    """Variants of an already loaded file (the linter loads once and reuses it)."""
+    doc = recipe_doc(loaded)
+    expanded = _expand(doc, file=loaded.file)
+    flat = BASE not in doc and not any(
+        str(key).startswith((OVERRIDE_PREFIX, ZIP_PREFIX)) for key in doc
+    )
+    names = list(expanded) if flat else [BASE, *expanded]
+    chosen = select(names, pattern, file=loaded.file)
+    variants = []
+    for name in chosen:
+        if name == BASE and not flat:
+            base = doc[BASE]
+            raw = deep_merge({}, base) if isinstance(base, Mapping) else {}
+            block, index = None, None
+        else:
+            raw = expanded[name]
+            block, index = _block_of(name, flat)
+        variants.append(_typed(loaded, name, raw, block, index))
+    return variants
+
+
+def _block_of(name: str, flat: bool) -> tuple[str | None, int | None]:
+    if flat:
+        return None, None
+    if name.endswith("]") and "[" in name:
+        block, _, index = name[:-1].rpartition("[")
+        return block, int(index)
+    return name, None
+
+
+def _typed(
+    loaded: LoadedYaml, name: str, raw: dict[str, Any], block: str | None, index: int | None
+) -> Variant:
+    raw = {k: v for k, v in raw.items() if not str(k).startswith(IGNORED_PREFIX)}
+    try:
+        config = RecipeConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise validation_error(
+            exc,
+            data=raw,
+            root=RecipeConfig,
+            locate=lambda path, key: locate_in_variant(
+                loaded.source, name, block, index, path, key=key
+            ),
+            context=None if name == BASE else f"variant {name}",
+        ) from None
+    return Variant(
+        file=loaded.file,
+        path=Path(loaded.file),
+        name=name,
+        raw=raw,
+        config=config,
+        source=loaded.source,
+        block=block,
+        zip_index=index,
+    )
+
+
+def unsupported_reason(config: RecipeConfig) -> str | None:
+    """Why this project cannot run a valid variant, or None when it can."""
+    backend = config.backend.type
+    if backend not in SUPPORTED_BACKENDS:
+        return (
+            f"backend type {backend} (this project runs SGLang and its simulated engine; "
+            "`backend.engine: sim` simulates an SGLang recipe)"
+        )
+    bench = config.benchmark.type
+    if bench not in SUPPORTED_BENCHMARKS:
+        return f"benchmark type {bench} (supported: {', '.join(SUPPORTED_BENCHMARKS)})"
+    return None
+
+
+def ensure_supported(variant: Variant) -> None:
+    """Raise the one-line `unsupported: <what>` error for variants this project cannot run."""
+    reason = unsupported_reason(variant.config)
+    if reason is None:
+        return
+    field = ("backend", "type") if reason.startswith("backend") else ("benchmark", "type")
+    where = "" if variant.name == BASE else f" in variant {variant.name}"
+    raise UnsupportedRecipe(f"{reason}{where}", location=variant.locate(field))
