@@ -1,0 +1,182 @@
+"""Command-line flags of the simulated engine: SGLang's `launch_server` flags plus `--sim-*`.
+
+The plan renders the same argv for a real SGLang worker and for the simulated one, so
+this parser accepts SGLang's flag names and ignores (with a debug log) any flag it
+does not model. Only the flags that shape the timing or the HTTP surface are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from disagg.errors import DisaggError
+
+Mode = Literal["prefill", "decode", "aggregated"]
+
+
+@dataclass(frozen=True)
+class SimConstants:
+    """Model constants (the `--sim-*` flags). Defaults give realistic shapes, fast runs."""
+
+    prefill_us_per_token: float = 20.0  # one GPU; a prompt of 1024 tokens takes ~20 ms
+    prefill_base_ms: float = 2.0  # fixed cost of one prefill forward pass
+    decode_base_ms: float = 8.0  # one decode step at batch 1 (reading the weights)
+    decode_ms_per_seq: float = 0.08  # extra step time per running sequence
+    decode_us_per_kv_token: float = 0.04  # extra step time per cached token in the batch
+    kv_transfer_us_per_token: float = 5.0  # PD hand-over, serialised per prefill worker
+    tp_efficiency: float = 0.85  # speed-up of tensor parallel size N is N**efficiency
+    eager_penalty: float = 1.25  # decode batches above the largest CUDA graph run slower
+    draft_step_cost: float = 0.15  # each speculative draft step adds this share of a step
+    accept_rate: float = 0.7  # chance each draft token is accepted (chain stops at a reject)
+    handover_timeout_s: float = 60.0  # decode waits this long for the room's KV
+    default_max_tokens: int = 16  # OpenAI's default for /v1/completions
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class EngineArgs:
+    """What the simulated worker needs from its command line."""
+
+    host: str = "127.0.0.1"
+    port: int = 30000
+    model_path: str = "sim-model"
+    served_model_name: str | None = None
+    tokenizer_path: str | None = None
+    mode: Mode = "aggregated"
+    bootstrap_port: int = 8998
+    tp_size: int = 1
+    dp_size: int = 1
+    ep_size: int = 1
+    enable_dp_attention: bool = False
+    max_running_requests: int | None = None
+    chunked_prefill_size: int = 8192
+    max_prefill_tokens: int = 16384
+    cuda_graph_max_bs: int | None = None
+    cuda_graph_bs: tuple[int, ...] = ()
+    speculative_algorithm: str | None = None
+    speculative_num_steps: int = 0
+    speculative_num_draft_tokens: int = 0
+    speculative_eagle_topk: int = 1
+    nnodes: int = 1
+    node_rank: int = 0
+    dist_init_addr: str | None = None
+    stream_interval: int = 1
+    context_length: int = 131072
+    log_level: str = "info"
+    sim: SimConstants = field(default_factory=SimConstants)
+    ignored: tuple[str, ...] = ()
+
+    @property
+    def model_name(self) -> str:
+        return self.served_model_name or self.model_path
+
+    @property
+    def gpus(self) -> int:
+        """GPUs this worker stands for: DP attention splits a TP group, plain DP replicates it."""
+        return self.tp_size if self.enable_dp_attention else self.tp_size * self.dp_size
+
+    @property
+    def running_limit(self) -> int:
+        """SGLang sizes the batch from memory when unset; 1024 is a typical large-GPU value."""
+        return self.max_running_requests or 1024
+
+    @property
+    def speculative(self) -> bool:
+        return bool(self.speculative_algorithm) and self.speculative_num_steps > 0
+
+
+def _mode(value: str) -> Mode:
+    value = value.lower()
+    if value in ("null", "none", "aggregated", ""):
+        return "aggregated"
+    if value in ("prefill", "decode"):
+        return value  # type: ignore[return-value]
+    raise argparse.ArgumentTypeError(f"expected prefill, decode or null, got {value!r}")
+
+
+def _bool_flag(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument(name, action="store_true", default=False)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="disagg sim-engine",
+        description=(
+            "Simulated SGLang worker: takes `python -m sglang.launch_server` flags "
+            "(unknown ones are ignored) plus --sim-* model constants."
+        ),
+    )
+    add = parser.add_argument
+    add("--host", default="127.0.0.1")
+    add("--port", type=int, default=30000)
+    add("--model-path", "--model", default="sim-model")
+    add("--served-model-name", default=None)
+    add("--tokenizer-path", default=None)
+    add("--disaggregation-mode", "--mode", dest="mode", type=_mode, default="aggregated")
+    add("--disaggregation-bootstrap-port", dest="bootstrap_port", type=int, default=8998)
+    add("--tp-size", "--tp", dest="tp_size", type=int, default=1)
+    add("--dp-size", "--dp", dest="dp_size", type=int, default=1)
+    add("--ep-size", "--ep", dest="ep_size", type=int, default=1)
+    _bool_flag(parser, "--enable-dp-attention")
+    add("--max-running-requests", type=int, default=None)
+    add("--chunked-prefill-size", type=int, default=8192)
+    add("--max-prefill-tokens", type=int, default=16384)
+    add("--cuda-graph-max-bs", type=int, default=None)
+    add("--cuda-graph-bs", type=int, nargs="+", default=[])
+    add("--speculative-algorithm", default=None)
+    add("--speculative-num-steps", type=int, default=None)
+    add("--speculative-num-draft-tokens", type=int, default=None)
+    add("--speculative-eagle-topk", type=int, default=1)
+    add("--nnodes", type=int, default=1)
+    add("--node-rank", type=int, default=0)
+    add("--dist-init-addr", default=None)
+    add("--stream-interval", type=int, default=1)
+    add("--context-length", type=int, default=131072)
+    add("--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"])
+    sim = parser.add_argument_group("simulation constants (defaults in brackets)")
+    defaults = SimConstants()
+    for name, value in vars(defaults).items():
+        flag = "--sim-" + name.replace("_", "-")
+        sim.add_argument(
+            flag, dest=f"sim_{name}", type=type(value), default=value, help=f"[{value}]"
+        )
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> EngineArgs:
+    """Parse an SGLang-style argv; unknown flags end up in `ignored` (the caller logs them)."""
+    parser = build_parser()
+    ns, unknown = parser.parse_known_args(list(argv))
+    values = vars(ns)
+    sim = SimConstants(**{k[4:]: values.pop(k) for k in list(values) if k.startswith("sim_")})
+    _check(values, sim)
+    steps = values.pop("speculative_num_steps")
+    drafts = values.pop("speculative_num_draft_tokens")
+    if values["speculative_algorithm"]:
+        steps = 3 if steps is None else steps
+        drafts = steps + 1 if drafts is None else drafts
+    values["cuda_graph_bs"] = tuple(values["cuda_graph_bs"])
+    return EngineArgs(
+        **values,
+        speculative_num_steps=steps or 0,
+        speculative_num_draft_tokens=drafts or 0,
+        sim=sim,
+        ignored=tuple(unknown),
+    )
+
+
+def _check(values: dict[str, object], sim: SimConstants) -> None:
+    for name in ("tp_size", "dp_size", "ep_size", "nnodes", "stream_interval"):
+        value = values[name]
+        if not isinstance(value, int) or value < 1:
+            raise DisaggError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    running = values["max_running_requests"]
+    if running is not None and int(str(running)) < 1:
+        raise DisaggError(f"--max-running-requests must be at least 1, got {running}")
+    if not 0.0 <= sim.accept_rate <= 1.0:
+        raise DisaggError(f"--sim-accept-rate must be within [0, 1], got {sim.accept_rate}")
+    if sim.handover_timeout_s <= 0:
+        raise DisaggError("--sim-handover-timeout-s must be positive")

@@ -1,0 +1,281 @@
+"""One timer-driven continuous-batching loop per simulated worker.
+
+Every step advances every running request at once (one timer per step, not one
+sleep per token per request), which is what lets one process carry thousands of
+streams. Steps are scheduled on absolute deadlines so that timer jitter and the
+CPU time spent emitting chunks do not slow the simulated GPU down.
+
+Policy (like SGLang's default): when requests wait for prefill and the running
+batch has room, run a prefill pass over up to one chunk of prompt tokens (decode
+pauses); otherwise run one decode step over the whole running batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from disagg.engines.sim.timing import TimingModel
+
+# Oversleep or per-step CPU below this is absorbed: the next step starts at the
+# previous step's deadline, not "now", so simulated time does not drift.
+_JITTER_S = 0.003
+
+
+class Stream:
+    """Where one HTTP handler receives its requests' events: a list plus one wake-up future."""
+
+    __slots__ = ("_loop", "_waiter", "events")
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._waiter: asyncio.Future[None] | None = None
+        self.events: list[Event] = []
+
+    def push(self, event: Event) -> None:
+        self.events.append(event)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def take(self) -> list[Event]:
+        """Every event since the last call; waits until there is at least one."""
+        if not self.events:
+            self._waiter = self._loop.create_future()
+            await self._waiter
+        events, self.events = self.events, []
+        return events
+
+
+@dataclass(slots=True)
+class Event:
+    """`tokens` new output tokens for choice `index`; `finish` set on the last one."""
+
+    index: int
+    tokens: int
+    finish: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class SimRequest:
+    """One sequence inside the engine."""
+
+    index: int
+    prompt_tokens: int
+    max_tokens: int  # the request's limit ("length")
+    stop_at: int  # where the pseudo-random EOS falls ("stop"), >= 1
+    stream: Stream
+    remaining_prefill: int = 0
+    generated: int = 0
+    unsent: int = 0
+    cancelled: bool = False
+    done: bool = False
+    room: int | None = None
+
+    @property
+    def target(self) -> int:
+        return min(self.max_tokens, self.stop_at)
+
+    @property
+    def finish_reason(self) -> str:
+        return "length" if self.max_tokens <= self.stop_at else "stop"
+
+
+@dataclass
+class Stats:
+    """Counters exposed on `/sim/stats`: how much work this worker actually did."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    prefill_steps: int = 0
+    decode_steps: int = 0
+    busy_s: float = 0.0
+    max_batch: int = 0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+class Scheduler:
+    """Continuous batching for one worker; `mode` decides which phases it runs."""
+
+    def __init__(
+        self,
+        timing: TimingModel,
+        *,
+        on_prefilled: Callable[[SimRequest], None] | None = None,
+    ) -> None:
+        self.timing = timing
+        self.args = timing.args
+        self.mode = timing.args.mode
+        self.limit = timing.args.running_limit
+        self.on_prefilled = on_prefilled
+        self.waiting: deque[SimRequest] = deque()  # need prefill
+        self.ready: deque[SimRequest] = deque()  # decode mode: KV arrived, waiting for a slot
+        self.running: list[SimRequest] = []
+        self.kv_tokens = 0
+        self.stats = Stats()
+        self._rng = random.Random(timing.args.sim.seed)
+        self._wake = asyncio.Event()
+        self._interval = max(1, timing.args.stream_interval)
+
+    # -- entry points -------------------------------------------------------------
+
+    def submit(self, req: SimRequest) -> None:
+        """A new request that needs prefill (aggregated and prefill workers)."""
+        req.remaining_prefill = max(1, req.prompt_tokens)
+        self.stats.requests += 1
+        self.stats.prompt_tokens += req.prompt_tokens
+        self.waiting.append(req)
+        self._wake.set()
+
+    def submit_prefilled(self, req: SimRequest) -> None:
+        """A request whose KV arrived from a prefill worker (decode workers)."""
+        self.stats.requests += 1
+        self.stats.prompt_tokens += req.prompt_tokens
+        self.ready.append(req)
+        self._wake.set()
+
+    @property
+    def queued(self) -> int:
+        return len(self.waiting) + len(self.ready)
+
+    # -- the loop -----------------------------------------------------------------
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        t_next = loop.time()
+        while True:
+            self._admit_ready()
+            step = self._plan()
+            if step is None:
+                self._wake.clear()
+                await self._wake.wait()
+                t_next = loop.time()
+                continue
+            duration, apply = step
+            now = loop.time()
+            start = t_next if now - t_next < _JITTER_S else now
+            end = start + duration
+            delay = end - now
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self.stats.busy_s += duration
+            apply()
+            t_next = end
+
+    def _plan(self) -> tuple[float, Callable[[], None]] | None:
+        if self.waiting and self.mode != "decode":
+            batch = self._prefill_batch()
+            if batch:
+                tokens = sum(take for _, take in batch)
+                return self.timing.prefill_time(tokens), lambda: self._apply_prefill(batch)
+        if self.running:
+            duration = self.timing.decode_step_time(len(self.running), self.kv_tokens)
+            return duration, self._apply_decode
+        return None
+
+    # -- prefill ------------------------------------------------------------------
+
+    def _prefill_batch(self) -> list[tuple[SimRequest, int]]:
+        while self.waiting and self.waiting[0].cancelled:
+            self.waiting.popleft()
+        budget = self.timing.chunk_budget()
+        room = self.limit - len(self.running) if self.mode == "aggregated" else len(self.waiting)
+        batch: list[tuple[SimRequest, int]] = []
+        for req in self.waiting:
+            if budget <= 0 or len(batch) >= room:
+                break
+            if req.cancelled:
+                continue
+            take = min(req.remaining_prefill, budget)
+            batch.append((req, take))
+            budget -= take
+        return batch
+
+    def _apply_prefill(self, batch: list[tuple[SimRequest, int]]) -> None:
+        self.stats.prefill_steps += 1
+        for req, take in batch:
+            req.remaining_prefill -= take
+        keep: deque[SimRequest] = deque()
+        for req in self.waiting:
+            if req.cancelled:
+                continue
+            if req.remaining_prefill > 0:
+                keep.append(req)
+                continue
+            self._first_token(req)
+            if self.mode == "prefill":
+                self._finish(req)
+                if self.on_prefilled is not None:
+                    self.on_prefilled(req)
+            elif not req.done:
+                self.running.append(req)
+                self.kv_tokens += req.prompt_tokens + 1
+        self.waiting = keep
+
+    # -- decode -------------------------------------------------------------------
+
+    def _admit_ready(self) -> None:
+        while self.ready and len(self.running) < self.limit:
+            req = self.ready.popleft()
+            if req.cancelled:
+                continue
+            self._first_token(req)  # computed by the prefill worker, sent with the KV
+            if not req.done:
+                self.running.append(req)
+                self.kv_tokens += req.prompt_tokens + 1
+
+    def _first_token(self, req: SimRequest) -> None:
+        req.generated = 1
+        self.stats.output_tokens += 1
+        if req.target <= 1:
+            req.done = True
+            req.stream.push(Event(req.index, 1, req.finish_reason))
+        else:
+            req.stream.push(Event(req.index, 1))
+
+    def _finish(self, req: SimRequest) -> None:
+        if not req.done:
+            req.done = True
+            req.stream.push(Event(req.index, req.unsent, req.finish_reason))
+            req.unsent = 0
+
+    def _apply_decode(self) -> None:
+        stats = self.stats
+        stats.decode_steps += 1
+        if len(self.running) > stats.max_batch:
+            stats.max_batch = len(self.running)
+        speculative = self.timing.draft_steps > 0
+        rng = self._rng
+        interval = self._interval
+        survivors: list[SimRequest] = []
+        kv_delta = 0
+        produced = 0
+        for req in self.running:
+            if req.cancelled:
+                kv_delta -= req.prompt_tokens + req.generated
+                continue
+            step = self.timing.tokens_this_step(rng) if speculative else 1
+            step = min(step, req.target - req.generated)
+            req.generated += step
+            produced += step
+            kv_delta += step
+            if req.generated >= req.target:
+                req.done = True
+                req.stream.push(Event(req.index, req.unsent + step, req.finish_reason))
+                req.unsent = 0
+                kv_delta -= req.prompt_tokens + req.generated
+                continue
+            req.unsent += step
+            if req.unsent >= interval:
+                req.stream.push(Event(req.index, req.unsent))
+                req.unsent = 0
+            survivors.append(req)
+        self.running = survivors
+        self.kv_tokens += kv_delta
+        stats.output_tokens += produced

@@ -1,0 +1,351 @@
+"""The simulated worker's HTTP server (aiohttp on uvloop): what the router and clients talk to.
+
+Endpoints: `/v1/completions`, `/v1/chat/completions`, `/generate` (SGLang native),
+`/health`, `/health_generate`, `/server_info` (`/get_server_info`), `/model_info`
+(`/get_model_info`), `/v1/models`, `/flush_cache`, and `/sim/stats` (work counters,
+used by tests to see which worker did what).
+
+Modes: `aggregated` prefills and decodes; `prefill` prefills, publishes the room on
+its bootstrap server and answers with the first token; `decode` fetches the room's
+KV from the prefill worker named in the request (`bootstrap_host`/`_port`/`_room`),
+then decodes. Response headers go out only when the first token exists, so a
+hand-over that times out is a plain HTTP 503 with an error body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMessage
+
+from disagg.engines.sim.args import EngineArgs
+from disagg.engines.sim.handover import BootstrapServer, HandoverClient, HandoverError
+from disagg.engines.sim.protocol import BadRequest, GenRequest, Kind, Renderer, error_body, parse
+from disagg.engines.sim.scheduler import Scheduler, SimRequest, Stream
+from disagg.engines.sim.timing import TimingModel
+
+log = logging.getLogger("disagg.sim")
+
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+
+class _DropHttp2Probe(logging.Filter):
+    """sglang-router first probes workers for gRPC (an HTTP/2 preface); aiohttp logs a
+    traceback for each. That probe is expected, so log one short debug line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, BadHttpMessage):
+            log.debug("rejected a non-HTTP/1.1 probe (the router's gRPC detection)")
+            return False
+        return True
+
+
+class SimWorker:
+    """One simulated worker: scheduler, optional bootstrap side, HTTP handlers."""
+
+    def __init__(self, args: EngineArgs) -> None:
+        self.args = args
+        self.timing = TimingModel(args)
+        self.bootstrap: BootstrapServer | None = None
+        self.handover: HandoverClient | None = None
+        if args.mode == "prefill":
+            self.bootstrap = BootstrapServer(
+                us_per_token=args.sim.kv_transfer_us_per_token,
+                ttl_s=max(args.sim.handover_timeout_s * 2, 30.0),
+            )
+        if args.mode == "decode":
+            self.handover = HandoverClient(timeout_s=args.sim.handover_timeout_s)
+        self.scheduler = Scheduler(self.timing, on_prefilled=self._publish)
+        self.started = time.time()
+        self.failed_handovers = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def _publish(self, req: SimRequest) -> None:
+        if self.bootstrap is not None and req.room is not None:
+            self.bootstrap.publish(req.room, req.prompt_tokens)
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=512 * 1024**2)
+        get, post = app.router.add_get, app.router.add_post
+        post("/v1/completions", self._completions)
+        post("/v1/chat/completions", self._chat)
+        post("/generate", self._generate)
+        for path in ("/health", "/health_generate", "/flush_cache"):
+            get(path, self._health)
+        post("/flush_cache", self._health)
+        for path in ("/server_info", "/get_server_info"):
+            get(path, self._server_info)
+        for path in ("/model_info", "/get_model_info"):
+            get(path, self._model_info)
+        get("/v1/models", self._models)
+        get("/sim/stats", self._stats)
+        app.on_startup.append(self._on_startup)
+        app.on_cleanup.append(self._on_cleanup)
+        return app
+
+    async def _on_startup(self, _app: web.Application) -> None:
+        self._task = asyncio.create_task(self.scheduler.run())
+        if self.bootstrap is not None:
+            await self.bootstrap.start(self.args.host, self.args.bootstrap_port)
+
+    async def _on_cleanup(self, _app: web.Application) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self.bootstrap is not None:
+            await self.bootstrap.close()
+        if self.handover is not None:
+            await self.handover.close()
+
+    # -- info endpoints -----------------------------------------------------------
+
+    async def _health(self, _request: web.Request) -> web.Response:
+        return web.Response(text="")
+
+    def server_info(self) -> dict[str, Any]:
+        a = self.args
+        return {
+            "model_path": a.model_path,
+            "tokenizer_path": a.tokenizer_path or a.model_path,
+            "served_model_name": a.model_name,
+            "disaggregation_mode": "null" if a.mode == "aggregated" else a.mode,
+            "disaggregation_bootstrap_port": a.bootstrap_port,
+            "tp_size": a.tp_size,
+            "dp_size": a.dp_size,
+            "ep_size": a.ep_size,
+            "enable_dp_attention": a.enable_dp_attention,
+            "max_running_requests": a.running_limit,
+            "chunked_prefill_size": a.chunked_prefill_size,
+            "max_prefill_tokens": a.max_prefill_tokens,
+            "cuda_graph_max_bs": self.timing.graph_max_bs,
+            "speculative_algorithm": a.speculative_algorithm,
+            "speculative_num_steps": a.speculative_num_steps,
+            "speculative_num_draft_tokens": a.speculative_num_draft_tokens,
+            "nnodes": a.nnodes,
+            "context_length": a.context_length,
+            "gpus": a.gpus,
+            "simulated": True,
+            "sim_constants": vars(a.sim),
+            "version": "sim",
+        }
+
+    async def _server_info(self, _request: web.Request) -> web.Response:
+        return web.json_response(self.server_info())
+
+    async def _model_info(self, _request: web.Request) -> web.Response:
+        a = self.args
+        return web.json_response(
+            {
+                "model_path": a.model_path,
+                "tokenizer_path": a.tokenizer_path or a.model_path,
+                "served_model_name": a.model_name,
+                "is_generation": True,
+                "model_type": "sim",
+                "simulated": True,
+            }
+        )
+
+    async def _models(self, _request: web.Request) -> web.Response:
+        model = {
+            "id": self.args.model_name,
+            "object": "model",
+            "created": int(self.started),
+            "owned_by": "sglang",
+            "root": self.args.model_path,
+            "max_model_len": self.args.context_length,
+        }
+        return web.json_response({"object": "list", "data": [model]})
+
+    def stats(self) -> dict[str, Any]:
+        s = self.scheduler.stats
+        return {
+            "mode": self.args.mode,
+            "requests": s.requests,
+            "prompt_tokens": s.prompt_tokens,
+            "output_tokens": s.output_tokens,
+            "prefill_steps": s.prefill_steps,
+            "decode_steps": s.decode_steps,
+            "max_batch": s.max_batch,
+            "busy_s": round(s.busy_s, 6),
+            "running": len(self.scheduler.running),
+            "queued": self.scheduler.queued,
+            "rooms_published": self.bootstrap.published if self.bootstrap else 0,
+            "handovers_served": self.bootstrap.served if self.bootstrap else 0,
+            "handovers_received": self.handover.received if self.handover else 0,
+            "handovers_failed": self.failed_handovers,
+        }
+
+    async def _stats(self, _request: web.Request) -> web.Response:
+        return web.json_response(self.stats())
+
+    # -- generation ---------------------------------------------------------------
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "completions")
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "chat")
+
+    async def _generate(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "generate")
+
+    async def _handle(self, request: web.Request, kind: Kind) -> web.StreamResponse:
+        try:
+            body = await request.json(loads=_loads)
+            req = parse(
+                kind,
+                body,
+                default_max_tokens=self.args.sim.default_max_tokens,
+                model=self.args.model_name,
+            )
+            if self.args.mode == "decode" and (
+                req.rooms is None or req.bootstrap_host is None or req.bootstrap_port is None
+            ):
+                raise BadRequest(
+                    "a decode worker needs bootstrap_host, bootstrap_port and bootstrap_room "
+                    "(send requests through the router)"
+                )
+        except BadRequest as exc:
+            return web.json_response(error_body(str(exc), 400), status=400)
+        except ValueError as exc:
+            return web.json_response(error_body(f"invalid JSON: {exc}", 400), status=400)
+
+        stream = Stream()
+        seqs = self._sequences(req, stream)
+        try:
+            if self.handover is not None:
+                try:
+                    await self._receive_kv(req, seqs)
+                except HandoverError as exc:
+                    self.failed_handovers += 1
+                    log.warning("%s", exc)
+                    return web.json_response(error_body(str(exc), 503), status=503)
+                for seq in seqs:
+                    self.scheduler.submit_prefilled(seq)
+            else:
+                for seq in seqs:
+                    self.scheduler.submit(seq)
+            if req.stream:
+                return await self._stream(request, req, seqs, stream)
+            return await self._whole(req, seqs, stream)
+        finally:
+            for seq in seqs:
+                if not seq.done:
+                    seq.cancelled = True
+
+    def _sequences(self, req: GenRequest, stream: Stream) -> list[SimRequest]:
+        prefill_only = self.args.mode == "prefill"
+        seqs = []
+        for i, prompt in enumerate(req.prompts):
+            stop_at = 1 if prefill_only else req.stop_at(i, self.args.sim.seed)
+            seqs.append(
+                SimRequest(
+                    index=i,
+                    prompt_tokens=prompt.tokens,
+                    max_tokens=1 if prefill_only else req.max_tokens,
+                    stop_at=stop_at,
+                    stream=stream,
+                    room=req.rooms[i] if req.rooms else None,
+                )
+            )
+        return seqs
+
+    async def _receive_kv(self, req: GenRequest, seqs: list[SimRequest]) -> None:
+        assert self.handover is not None and req.bootstrap_host and req.bootstrap_port
+        host, port = req.bootstrap_host, req.bootstrap_port
+        counts = await asyncio.gather(
+            *(self.handover.fetch(host, port, seq.room or 0) for seq in seqs)
+        )
+        for seq, tokens in zip(seqs, counts, strict=True):
+            seq.prompt_tokens = tokens
+
+    async def _stream(
+        self, request: web.Request, req: GenRequest, seqs: list[SimRequest], stream: Stream
+    ) -> web.StreamResponse:
+        render = Renderer(req)
+        generated = [0] * len(seqs)
+        open_choices = len(seqs)
+        response: web.StreamResponse | None = None
+        try:
+            while open_choices:
+                events = await stream.take()
+                parts = []
+                for ev in events:
+                    generated[ev.index] += ev.tokens
+                    if ev.finish is not None:
+                        open_choices -= 1
+                    if ev.tokens or ev.finish is not None:
+                        parts.append(
+                            render.chunk(ev.index, ev.tokens, ev.finish, generated[ev.index])
+                        )
+                if response is None:
+                    response = web.StreamResponse(headers=SSE_HEADERS)
+                    await response.prepare(request)
+                await response.write(b"".join(parts))
+            tail = render.usage_chunk(sum(generated)) if req.include_usage else b""
+            assert response is not None
+            await response.write(tail + b"data: [DONE]\n\n")
+            await response.write_eof()
+        except (ConnectionResetError, asyncio.CancelledError):
+            log.debug("client went away mid-stream")
+            raise
+        return response
+
+    async def _whole(self, req: GenRequest, seqs: list[SimRequest], stream: Stream) -> web.Response:
+        generated = [0] * len(seqs)
+        reasons = ["length"] * len(seqs)
+        open_choices = len(seqs)
+        while open_choices:
+            for ev in await stream.take():
+                generated[ev.index] += ev.tokens
+                if ev.finish is not None:
+                    reasons[ev.index] = ev.finish
+                    open_choices -= 1
+        return web.json_response(Renderer(req).whole(generated, reasons))
+
+
+def _loads(text: str) -> Any:
+    import json
+
+    return json.loads(text)
+
+
+async def serve(args: EngineArgs, *, ready: asyncio.Event | None = None) -> None:
+    """Run the worker until SIGTERM/SIGINT (or cancellation)."""
+    logging.getLogger("aiohttp.server").addFilter(_DropHttp2Probe())
+    worker = SimWorker(args)
+    runner = web.AppRunner(worker.app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.port, backlog=4096, shutdown_timeout=0.5)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    bootstrap = f" bootstrap={args.host}:{args.bootstrap_port}" if args.mode == "prefill" else ""
+    log.info(
+        "simulated %s worker ready on http://%s:%d%s (model %s, tp=%d dp=%d, %d GPU(s))",
+        args.mode,
+        args.host,
+        args.port,
+        bootstrap,
+        args.model_name,
+        args.tp_size,
+        args.dp_size,
+        args.gpus,
+    )
+    if ready is not None:
+        ready.set()
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()

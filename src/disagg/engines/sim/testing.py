@@ -1,0 +1,265 @@
+"""Bring up simulated workers and the real sglang-router on loopback, for tests and benchmarks.
+
+Reusable by every area's tests:
+
+    with SimCluster(tmp_path, prefill=1, decode=2) as cluster:
+        post(cluster.url + "/v1/completions", {...})
+        cluster.stats("decode-0")
+
+Every process is started with `subprocess`, on free ports (bind to port 0), and
+stopped by PID when the block ends, also on failure. Startup waits on each
+worker's `/health` and on the router's `/readiness`; a process that exits early
+raises with the tail of its log.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from disagg.engines.router import ROUTER_HEALTH_PATH, router_argv
+from disagg.plan.templates import substitute_all
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A port the kernel considers free right now (bind to 0, read it back, release)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Proc:
+    """One started process, its log file, and the URL it serves."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    url: str
+    ports: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, grace_s: float = 5.0) -> int | None:
+        """SIGTERM, wait up to `grace_s`, then SIGKILL; returns the exit code."""
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(5)
+        return self.popen.returncode
+
+
+def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return int(resp.status), bytes(resp.read())
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), bytes(exc.read())
+
+
+def post_json(url: str, body: dict[str, Any], timeout: float = 30.0) -> tuple[int, bytes]:
+    """POST a JSON body; returns (status, raw body) — SSE streams come back whole."""
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data, {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            return int(resp.status), bytes(resp.read())
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), bytes(exc.read())
+
+
+def wait_ready(proc: Proc, path: str, deadline_s: float = 30.0) -> None:
+    """Poll `proc.url + path` until 200; raise with the log tail if it exits or times out."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        code = proc.popen.poll()
+        if code is not None:
+            raise RuntimeError(f"{proc.name} exited with {code}:\n{proc.log_tail()}")
+        try:
+            status, _ = http_get(proc.url + path, timeout=1.0)
+            if status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{proc.name} not ready on {path} after {deadline_s} s:\n{proc.log_tail()}")
+
+
+def _spawn(name: str, argv: Sequence[str], log_dir: Path, url: str) -> Proc:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("ab") as log:
+        popen = subprocess.Popen(
+            list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+    return Proc(name=name, popen=popen, log_path=log_path, url=url)
+
+
+def start_worker(
+    name: str,
+    mode: str,
+    log_dir: Path,
+    *,
+    model: str = "sim-model",
+    args: Sequence[str] = (),
+) -> Proc:
+    """Start one `python -m disagg.engines.sim` worker; does not wait for it."""
+    port = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "disagg.engines.sim",
+        "--host",
+        LOOPBACK,
+        "--port",
+        str(port),
+        "--model-path",
+        model,
+        "--disaggregation-mode",
+        "null" if mode == "aggregated" else mode,
+    ]
+    ports = {"http": port}
+    if mode == "prefill":
+        ports["bootstrap"] = free_port()
+        argv += ["--disaggregation-bootstrap-port", str(ports["bootstrap"])]
+    proc = _spawn(name, [*argv, *args], log_dir, f"http://{LOOPBACK}:{port}")
+    proc.ports = ports
+    return proc
+
+
+def start_router(
+    log_dir: Path,
+    *,
+    prefill: Sequence[Proc] = (),
+    decode: Sequence[Proc] = (),
+    aggregated: Sequence[Proc] = (),
+    policy: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Proc:
+    """Start the real sglang-router with the argv `router_argv` renders for a plan."""
+    ports = {"http": free_port(), "metrics": free_port()}
+    bindings: dict[str, dict[str, str]] = {
+        "run": {"python": sys.executable},
+        "router": {f"{k}_port": str(v) for k, v in ports.items()},
+    }
+    for worker in (*prefill, *decode, *aggregated):
+        bindings[worker.name] = {"url": worker.url, "host": LOOPBACK}
+        bindings[worker.name].update({f"{k}_port": str(v) for k, v in worker.ports.items()})
+    template = router_argv(
+        prefill=[w.name for w in prefill],
+        decode=[w.name for w in decode],
+        aggregated=[w.name for w in aggregated],
+        policy=policy,
+        extra=extra,
+        host=LOOPBACK,
+    )
+    argv = substitute_all(template, bindings, self_name="router")
+    proc = _spawn("router", argv, log_dir, f"http://{LOOPBACK}:{ports['http']}")
+    proc.ports = ports
+    return proc
+
+
+class SimCluster:
+    """`prefill` + `decode` workers (PD) or `aggregated` workers, behind the real router."""
+
+    def __init__(
+        self,
+        log_dir: Path,
+        *,
+        prefill: int = 0,
+        decode: int = 0,
+        aggregated: int = 0,
+        worker_args: Sequence[str] = (),
+        policy: str | None = "round_robin",
+        router: bool = True,
+    ) -> None:
+        self.log_dir = log_dir
+        self.counts = {"prefill": prefill, "decode": decode, "aggregated": aggregated}
+        self.worker_args = list(worker_args)
+        self.policy = policy
+        self.with_router = router
+        self.workers: dict[str, Proc] = {}
+        self.router: Proc | None = None
+
+    @property
+    def url(self) -> str:
+        """The router's URL (or the only worker's when started without a router)."""
+        if self.router is not None:
+            return self.router.url
+        return next(iter(self.workers.values())).url
+
+    @property
+    def procs(self) -> list[Proc]:
+        return [*self.workers.values(), *([self.router] if self.router else [])]
+
+    def __enter__(self) -> SimCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        for mode, count in self.counts.items():
+            for i in range(count):
+                name = f"{mode}-{i}"
+                self.workers[name] = start_worker(name, mode, self.log_dir, args=self.worker_args)
+        for worker in self.workers.values():
+            wait_ready(worker, "/health")
+        if self.with_router:
+            by_mode = {
+                m: [w for n, w in self.workers.items() if n.startswith(m)] for m in self.counts
+            }
+            self.router = start_router(
+                self.log_dir,
+                prefill=by_mode["prefill"],
+                decode=by_mode["decode"],
+                aggregated=by_mode["aggregated"],
+                policy=self.policy,
+            )
+            wait_ready(self.router, ROUTER_HEALTH_PATH)
+
+    def stop(self) -> None:
+        """Stop the router first (it holds connections), then the workers; by PID."""
+        for proc in reversed(self.procs):
+            proc.stop()
+
+    def stats(self, name: str) -> dict[str, Any]:
+        """A worker's `/sim/stats` counters."""
+        status, body = http_get(self.workers[name].url + "/sim/stats")
+        if status != 200:
+            raise RuntimeError(f"{name} /sim/stats answered {status}")
+        result: dict[str, Any] = json.loads(body)
+        return result

@@ -1,0 +1,146 @@
+"""The simulated engine's timing model: how long a forward pass takes, as pure functions.
+
+The scheduler asks it for the duration of each batch step; tests and the benchmark
+ask it for steady-state throughput. The shape is what matters for charts:
+
+- prefill costs a fixed base plus a per-token cost, split into chunks;
+- a decode step costs a base (reading weights) plus a per-sequence and a per-cached-
+  token share, so larger batches give more tokens per second per GPU but fewer per user;
+- tensor parallel size N divides compute by N**tp_efficiency;
+- a decode batch is padded up to the next CUDA-graph batch size, and batches above the
+  largest graph run eagerly (slower);
+- speculative decoding makes a step more expensive and emits 1 + accepted draft tokens.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+from dataclasses import dataclass
+
+from disagg.engines.sim.args import EngineArgs
+
+# SGLang's default capture list tops out around 160-256 on large GPUs.
+DEFAULT_CUDA_GRAPH_MAX_BS = 256
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """Expected throughput with `concurrency` requests always in flight."""
+
+    output_tokens_per_s: float
+    total_tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_user: float  # decode speed one user sees
+
+
+class TimingModel:
+    """Durations in seconds for one worker, derived from its engine args."""
+
+    def __init__(self, args: EngineArgs) -> None:
+        self.args = args
+        sim = args.sim
+        self.speedup = float(float(args.tp_size) ** sim.tp_efficiency)
+        # DP attention (or plain DP replicas) splits the per-sequence attention work.
+        self.attn_split = max(1, args.dp_size)
+        graphs = sorted(set(args.cuda_graph_bs))
+        max_bs = args.cuda_graph_max_bs or (graphs[-1] if graphs else DEFAULT_CUDA_GRAPH_MAX_BS)
+        self.graph_sizes = [bs for bs in graphs if bs <= max_bs] or []
+        self.graph_max_bs = max_bs
+        steps = args.speculative_num_steps if args.speculative else 0
+        self.draft_steps = steps
+        self.step_factor = 1.0 + sim.draft_step_cost * steps
+
+    def prefill_time(self, tokens: int) -> float:
+        """One prefill forward pass over `tokens` prompt tokens (one chunk)."""
+        sim = self.args.sim
+        us = sim.prefill_us_per_token * tokens / self.speedup
+        return (sim.prefill_base_ms * 1e-3) + us * 1e-6
+
+    def padded_batch(self, batch: int) -> int:
+        """CUDA graphs run at captured sizes: a batch of 5 with graphs [1, 2, 4, 8] costs 8."""
+        if not self.graph_sizes or batch > self.graph_max_bs:
+            return batch
+        i = bisect.bisect_left(self.graph_sizes, batch)
+        return self.graph_sizes[i] if i < len(self.graph_sizes) else batch
+
+    def decode_step_time(self, batch: int, kv_tokens: int) -> float:
+        """One decode step for `batch` running sequences holding `kv_tokens` cached tokens."""
+        if batch <= 0:
+            return 0.0
+        sim = self.args.sim
+        seqs = self.padded_batch(batch) / self.attn_split
+        kv = kv_tokens / self.attn_split
+        ms = (
+            sim.decode_base_ms
+            + sim.decode_ms_per_seq * seqs
+            + sim.decode_us_per_kv_token * kv * 1e-3
+        )
+        ms = ms / self.speedup * self.step_factor
+        if batch > self.graph_max_bs:
+            ms *= sim.eager_penalty
+        return ms * 1e-3
+
+    def kv_transfer_time(self, tokens: int) -> float:
+        return self.args.sim.kv_transfer_us_per_token * tokens * 1e-6
+
+    def tokens_this_step(self, rng: random.Random) -> int:
+        """Tokens one sequence emits in one step: 1, or 1 + accepted drafts when speculating."""
+        accepted = 0
+        rate = self.args.sim.accept_rate
+        while accepted < self.draft_steps and rng.random() < rate:
+            accepted += 1
+        return 1 + accepted
+
+    def expected_tokens_per_step(self) -> float:
+        rate = self.args.sim.accept_rate
+        return float(sum(rate**k for k in range(self.draft_steps + 1)))
+
+    def steady_state(self, concurrency: int, isl: int, osl: int) -> SteadyState:
+        """Closed-loop throughput of this worker with `concurrency` requests in flight.
+
+        Aggregated: each cycle of `osl` decode steps also runs the prefill of the
+        `batch` requests that replace the finished ones. Prefill workers only prefill,
+        decode workers only decode (the other side is assumed not to be the bottleneck).
+        """
+        batch = max(1, min(concurrency, self.args.running_limit))
+        per_step = self.expected_tokens_per_step()
+        steps = max(1.0, (osl - 1) / per_step)  # the first token comes from prefill
+        prefill = batch * self._prefill_request_time(isl)
+        kv = batch * (isl + osl // 2)
+        decode = steps * self.decode_step_time(batch, kv)
+        mode = self.args.mode
+        if mode == "prefill":
+            cycle, decode = prefill, 0.0
+        elif mode == "decode":
+            cycle = decode
+        else:
+            cycle = prefill + decode
+        output = batch * osl / cycle if mode != "prefill" else 0.0
+        total = batch * (isl + osl) / cycle
+        step = self.decode_step_time(batch, kv)
+        per_user = per_step / step if mode != "prefill" else 0.0
+        if mode == "aggregated":
+            per_user = osl / cycle  # prefill passes pause decoding for everyone
+        return SteadyState(
+            output_tokens_per_s=output,
+            total_tokens_per_s=total,
+            tokens_per_s_per_gpu=total / self.args.gpus,
+            tokens_per_s_per_user=per_user,
+        )
+
+    def _prefill_request_time(self, isl: int) -> float:
+        chunk = self.chunk_budget()
+        full, rest = divmod(isl, chunk)
+        passes = full + (1 if rest else 0)
+        return passes * self.args.sim.prefill_base_ms * 1e-3 + (
+            self.prefill_time(isl) - self.args.sim.prefill_base_ms * 1e-3
+        )
+
+    def chunk_budget(self) -> int:
+        """Prompt tokens one prefill pass may take (chunked prefill and max-prefill-tokens)."""
+        chunk = self.args.chunked_prefill_size
+        cap = self.args.max_prefill_tokens
+        if chunk <= 0:
+            return max(1, cap)
+        return max(1, min(chunk, cap))
