@@ -1,0 +1,193 @@
+"""Prefetch one repo into the shared cache: lock, reuse a legacy copy, download, validate.
+
+Order per repo:
+1. canonical entry complete? done, without a lock and without any network call;
+2. take the repo's cross-node lock (`locks.DirLock`) and look again (another stager
+   may have finished while we waited);
+3. a complete legacy copy? link it into `hub/` (no bytes copied);
+4. otherwise `huggingface_hub.snapshot_download` into `hub/` (it writes each blob to
+   `*.incomplete` and renames it when whole, and records the commit's file list first);
+5. validate with the checkpoint contract; anything missing is an error naming the repo.
+
+A crash at any point leaves either the previous state or files the contract rejects
+(short blobs, `.incomplete` blobs, files listed but absent), never a false "complete".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from disagg.errors import EXIT_FINDINGS, DisaggError
+from disagg.plan.model import ModelToStage
+from disagg.staging import checkpoint as ck
+from disagg.staging import hfcache
+from disagg.staging.locks import DirLock
+from disagg.staging.progress import Reporter, tqdm_class_for
+
+Action = Literal["present", "linked", "downloaded"]
+LOCKS_DIR = ".disagg-locks"
+
+
+class StagingError(DisaggError):
+    """A model could not be made complete; the message names each repo and every problem."""
+
+    exit_code = EXIT_FINDINGS
+
+
+@dataclass
+class RepoOutcome:
+    """What staging did for one repo and where its snapshot is."""
+
+    repo_id: str
+    revision: str
+    purpose: str
+    action: Action
+    path: str
+    commit: str | None
+    seconds: float
+    files_fetched: int = 0
+    bytes_fetched: int = 0
+    waited_for_lock_s: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    """Where to stage and how: cache root (HF_HOME-style), legacy roots, hub endpoint."""
+
+    root: Path
+    legacy_roots: tuple[Path, ...] = ()
+    allow_download: bool = True
+    endpoint: str | None = None  # None: HF_ENDPOINT or the public default
+    lock_stale_s: float = 120.0
+    lock_timeout_s: float | None = None
+    max_workers: int = 8
+
+    @property
+    def hub(self) -> Path:
+        return hfcache.hub_dir(self.root)
+
+
+def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -> RepoOutcome:
+    """Make `model` complete in the canonical cache; raise StagingError if it cannot be."""
+    started = time.monotonic()
+    repo, rev = model.repo_id, model.revision
+
+    def outcome(action: Action, report: ck.Report, **extra: float | int) -> RepoOutcome:
+        assert report.directory is not None
+        return RepoOutcome(
+            repo_id=repo,
+            revision=rev,
+            purpose=model.purpose,
+            action=action,
+            path=report.directory,
+            commit=report.commit,
+            seconds=time.monotonic() - started,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    report = hfcache.check_canonical(settings.hub, repo, rev)
+    if report.complete:
+        reporter.note(repo, f"complete in cache ({report.directory}); nothing to fetch")
+        return outcome("present", report)
+
+    lock = DirLock(
+        settings.hub / LOCKS_DIR / f"{ck.repo_folder_name(repo)}.lock",
+        stale_after_s=settings.lock_stale_s,
+        timeout_s=settings.lock_timeout_s,
+        on_wait=lambda line: reporter.note(repo, line),
+    )
+    with lock:
+        waited = lock.waited_s
+        report = hfcache.check_canonical(settings.hub, repo, rev)
+        if report.complete:
+            reporter.note(repo, f"completed by another stager while we waited ({waited:.1f}s)")
+            return outcome("present", report, waited_for_lock_s=waited)
+
+        legacy = hfcache.find_complete_legacy(settings.root, settings.legacy_roots, repo, rev)
+        if legacy is not None:
+            hfcache.link_legacy(legacy, settings.hub, repo, rev)
+            report = _validated(hfcache.check_canonical(settings.hub, repo, rev), "after linking")
+            reporter.note(repo, f"linked legacy copy {legacy.directory} (nothing copied)")
+            return outcome("linked", report, waited_for_lock_s=waited)
+
+        if not settings.allow_download:
+            raise StagingError(
+                _describe(repo, rev, report, "is not complete in the cache and downloads are off"),
+                hint="stage it where downloads are allowed (`disagg stage RECIPE`), "
+                "or add the directory that holds it to the cluster profile's legacy roots",
+            )
+        _download(model, settings, reporter)
+        report = _validated(hfcache.check_canonical(settings.hub, repo, rev), "after download")
+        files, nbytes = reporter.counts(repo)
+        return outcome(
+            "downloaded",
+            report,
+            files_fetched=files,
+            bytes_fetched=nbytes,
+            waited_for_lock_s=waited,
+        )
+
+
+def _download(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -> None:
+    """`snapshot_download` into the canonical hub directory, errors turned into StagingError."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    repo, rev = model.repo_id, model.revision
+    endpoint = settings.endpoint
+    where = endpoint or "the default hub endpoint"
+    reporter.begin_download(repo)
+    started = time.monotonic()
+    try:
+        snapshot_download(
+            repo,
+            revision=rev,
+            cache_dir=settings.hub,
+            endpoint=endpoint,
+            max_workers=settings.max_workers,
+            tqdm_class=tqdm_class_for(reporter, repo),
+        )
+    except GatedRepoError as exc:
+        raise StagingError(
+            f"{repo}: access to this gated repo was refused by {where}",
+            hint="accept its terms on the hub and export HF_TOKEN",
+        ) from exc
+    except RepositoryNotFoundError as exc:
+        raise StagingError(
+            f"{repo}: repository not found at {where}",
+            hint="check the repo id; for a private repo export HF_TOKEN",
+        ) from exc
+    except RevisionNotFoundError as exc:
+        raise StagingError(f"{repo}: revision {rev!r} not found at {where}") from exc
+    except LocalEntryNotFoundError as exc:
+        raise StagingError(
+            f"{repo}: cannot reach {where} and no complete copy is cached",
+            hint="check HF_ENDPOINT / HF_HUB_OFFLINE, or stage from a node with network access",
+        ) from exc
+    except Exception as exc:  # network, disk full, consistency checks: all name the repo
+        raise StagingError(f"{repo}: download failed: {type(exc).__name__}: {exc}") from exc
+    reporter.end_download(repo, time.monotonic() - started)
+
+
+def _validated(report: ck.Report, when: str) -> ck.Report:
+    if not report.complete:
+        raise StagingError(
+            _describe(report.target, report.revision or "main", report, f"is incomplete {when}"),
+            hint="; ".join(report.hints()) or None,
+        )
+    return report
+
+
+def _describe(repo: str, revision: str, report: ck.Report, what: str) -> str:
+    lines = [f"{repo}@{revision} {what}:"]
+    lines += [f"  - {problem}" for problem in report.problems]
+    return "\n".join(lines)
