@@ -1,5 +1,8 @@
 """Run directories built the way a real run leaves them: plan.json plus per-point result files.
 
+Imported by the tests of this folder (a uniquely named module, so it cannot clash with
+other areas' helpers); `conftest.py` exposes the `make_run` fixture.
+
 Numbers follow a plausible serving curve (TPOT and TTFT grow with concurrency,
 throughput saturates) so the charts and frontier have the shapes real runs have.
 """
@@ -24,6 +27,8 @@ from disagg.plan.model import (
 )
 
 CONCS = (1, 4, 16, 64, 256)
+# Invalid points get numbers no valid point has, so a test can search outputs for them.
+INVALID_SPEED = 0.0371
 
 
 def make_plan(
@@ -181,7 +186,7 @@ def make_run(tmp_path: Path) -> RunFactory:
                 conc=conc,
                 prefill_gpus=prefill_gpus,
                 decode_gpus=decode_gpus,
-                speed=speed,
+                speed=INVALID_SPEED if bad else speed,
                 run_name=name,
                 simulated=simulated,
                 valid=not bad,

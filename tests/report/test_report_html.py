@@ -1,0 +1,93 @@
+"""report.html: self-contained, interactive, with the series, latency view and configs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from report_fixtures import INVALID_SPEED, RunFactory, make_result
+
+from disagg.report.aggregate import load_runs
+from disagg.report.build import analyse
+from disagg.report.html import latency_figure, pareto_figure, render
+from disagg.report.model import YMetric
+
+
+def _without_plotly_js(html: str) -> str:
+    """The page minus the inline plotly.js bundle, whose 4 MB of code match any short number."""
+    start = html.rindex("<script", 0, html.index("plotly.js v"))
+    end = html.index("</script>", start)
+    return html[:start] + html[end:]
+
+
+def _html(paths: list[Path]) -> str:
+    report = analyse(load_runs(paths), YMetric.OUTPUT)
+    return render(report.runs, report.chart, report.changes)
+
+
+def test_the_page_needs_no_network(make_run: RunFactory) -> None:
+    html = _html([make_run("r1")])
+
+    assert not re.search(r"<script[^>]+src=", html, re.IGNORECASE)
+    assert not re.search(r"<link[^>]+href=[\"']?https?:", html, re.IGNORECASE)
+    assert not re.search(r"@import\s+url\(", html)
+    # plotly.js itself is inline, once.
+    assert html.count("Plotly.newPlot") == 2
+    assert len(re.findall(r"plotly\.js v\d", html)) == 1
+
+
+def test_series_latency_view_and_resolved_configs_are_on_the_page(make_run: RunFactory) -> None:
+    html = _html(
+        [make_run("dep8"), make_run("tp8", selector="recipes/h200/dsr1-1k1k.yaml:override_tp8")]
+    )
+
+    for name in ("dsr1-1k1k.yaml:override_dep8", "dsr1-1k1k.yaml:override_tp8"):
+        assert f'"name":"{name}"' in html
+    assert "Time to first token (ms)" in html and "Time per output token (ms)" in html
+    assert "<details>" in html and "mem-fraction-static: 0.85" in html
+    assert "recipes/h200/dsr1-1k1k.yaml:override_tp8" in html
+
+
+def test_latency_view_has_p50_p90_p99_of_ttft_and_tpot_per_variant(make_run: RunFactory) -> None:
+    report = analyse(load_runs([make_run("r1")]), YMetric.OUTPUT)
+    fig = latency_figure(report.chart)
+
+    assert len(fig.data) == 6
+    point = report.runs[0].points[0]
+    ttft = [trace.y[0] for trace in fig.data[:3]]
+    assert ttft == [point.metrics[f"{s}_ttft_ms"] for s in ("median", "p90", "p99")]
+    assert [trace.line.dash for trace in fig.data[:3]] == ["solid", "dash", "dot"]
+
+
+def test_an_invalid_point_appears_nowhere_on_the_page(make_run: RunFactory) -> None:
+    run_dir = make_run("r1", invalid=(64,))
+    invalid = make_result(conc=64, speed=INVALID_SPEED)
+    report = analyse(load_runs([run_dir]), YMetric.OUTPUT)
+    html = _without_plotly_js(render(report.runs, report.chart, report.changes))
+
+    for trace in pareto_figure(report.chart).data:
+        assert "64" not in [c[0] for c in (trace.customdata or [])]
+    for trace in latency_figure(report.chart).data:
+        assert 64 not in list(trace.x)
+    for field in ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "output_throughput"):
+        value = invalid[field]
+        for text in (f"{value:,.1f}", f"{value:,.2f}", json.dumps(value)[:8]):
+            assert text not in html, field
+    assert "1 result file(s) left out" in html  # said, without its numbers
+
+
+def test_simulated_results_are_flagged(make_run: RunFactory) -> None:
+    report = analyse(load_runs([make_run("sim", simulated=True)]), YMetric.OUTPUT)
+    fig = pareto_figure(report.chart)
+
+    assert [a.text for a in fig.layout.annotations] == ["SIMULATED"]
+    series = [t for t in fig.data if t.name != "Pareto frontier"]
+    assert series[0].name.endswith("(simulated)")
+    assert series[0].marker.symbol.endswith("-open")
+    assert "Contains SIMULATED results" in render(report.runs, report.chart, report.changes)
+
+
+def test_text_from_run_data_is_escaped(make_run: RunFactory) -> None:
+    html = _html([make_run("r1", selector="<b>evil</b>.yaml:override_x")])
+    assert "<b>evil</b>" not in html

@@ -1,0 +1,93 @@
+"""pareto.png: one series per variant, the frontier, simulated runs marked, a real image."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from PIL import Image
+from report_fixtures import RunFactory
+
+from disagg.report.aggregate import load_runs
+from disagg.report.chart import Chart, build_chart
+from disagg.report.model import YMetric
+from disagg.report.png import DPI, FRONTIER_LABEL, WATERMARK, build_figure, figure_size, write_png
+
+
+def _chart(paths: list[Path], y: YMetric = YMetric.OUTPUT) -> Chart:
+    return build_chart(load_runs(paths), y)
+
+
+def _texts(fig: object) -> list[str]:
+    return [text.get_text() for ax in fig.axes for text in ax.texts]  # type: ignore[attr-defined]
+
+
+def test_one_series_per_variant_plus_the_frontier(make_run: RunFactory) -> None:
+    chart = _chart(
+        [
+            make_run("dep8"),
+            make_run("tp8", selector="recipes/h200/dsr1-1k1k.yaml:override_tp8", speed=1.3),
+        ]
+    )
+    fig = build_figure(chart)
+    [ax] = fig.axes
+
+    _, labels = ax.get_legend_handles_labels()
+    assert labels == [
+        FRONTIER_LABEL,
+        "dsr1-1k1k.yaml:override_dep8",
+        "dsr1-1k1k.yaml:override_tp8",
+    ]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    frontier = lines[FRONTIER_LABEL]
+    assert list(frontier.get_xdata()) == [cp.x for cp in chart.frontier]
+    assert len(lines["dsr1-1k1k.yaml:override_dep8"].get_xdata()) == 5
+    assert WATERMARK not in _texts(fig)
+    assert "Interactivity" in ax.get_xlabel() and "per user" in ax.get_xlabel()
+    assert ax.get_ylabel() == "Output tokens/s per GPU (all GPUs)"
+    # Concurrency annotations at every point (few points).
+    assert {"1", "4", "16", "64", "256"} <= set(_texts(fig))
+
+
+def test_simulated_runs_are_labelled_drawn_open_and_watermarked(make_run: RunFactory) -> None:
+    chart = _chart([make_run("real"), make_run("sim", simulated=True, selector="r.yaml:base")])
+    fig = build_figure(chart)
+    [ax] = fig.axes
+
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    sim = lines["r.yaml:base (simulated)"]
+    assert sim.get_linestyle() == "--"
+    assert sim.get_markerfacecolor() == "white"
+    assert lines["dsr1-1k1k.yaml:override_dep8"].get_linestyle() == "-"
+    assert WATERMARK in _texts(fig)
+
+
+def test_an_invalid_point_is_not_plotted(make_run: RunFactory) -> None:
+    chart = _chart([make_run("r1", invalid=(64,))])
+    [ax] = build_figure(chart).axes
+
+    line = next(line for line in ax.get_lines() if line.get_label() != FRONTIER_LABEL)
+    assert len(line.get_xdata()) == 4
+    assert "64" not in _texts(build_figure(chart))
+
+
+def test_the_png_decodes_at_the_figure_size(make_run: RunFactory, tmp_path: Path) -> None:
+    chart = _chart([make_run("r1")])
+    path = write_png(chart, tmp_path / "out" / "pareto.png")
+
+    image = Image.open(io.BytesIO(path.read_bytes()))
+    image.load()
+    width, height = figure_size(chart)
+    assert image.format == "PNG"
+    assert image.size == (round(width * DPI), round(height * DPI))
+    assert sum(1 for count in image.convert("L").histogram() if count) > 20  # not blank
+
+
+def test_many_variants_move_the_legend_beside_the_plot(make_run: RunFactory) -> None:
+    runs = [make_run(f"r{i}", selector=f"x.yaml:override_{i}", concs=(8,)) for i in range(9)]
+    chart = _chart(runs)
+    fig = build_figure(chart)
+
+    assert figure_size(chart)[0] > 11.0
+    [legend] = fig.legends
+    assert len(legend.get_texts()) == 10  # nine series and the frontier
