@@ -1,4 +1,4 @@
-"""Finding runs and loading their points: only valid points get through, bad input is a clear error."""
+"""Finding runs and loading their points: only valid points pass, bad input is a clear error."""
 
 from __future__ import annotations
 
