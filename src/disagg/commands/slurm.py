@@ -1,9 +1,271 @@
-"""CLI commands for this area."""
+"""`disagg submit`, `status`, `cancel` and `collect`: runs as Slurm jobs, one job per variant."""
 
 from __future__ import annotations
 
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from disagg.atomic import write_bytes
+from disagg.errors import EXIT_FINDINGS, EXIT_USAGE, DisaggError
+
+SUBMIT_HELP = """Pre-flight, render job.sbatch into each variant's run directory, and sbatch it.
+
+Refused before anything is submitted when the recipe has lint errors, the model is
+neither complete nor listed for staging, a container image file is missing, or the
+partition cannot hold the job. --resume RUN_DIR submits an existing run again: points
+that already have a valid result are not measured twice.
+"""
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the app."""
+    """Add `submit`, `status`, `cancel` and `collect`."""
+    app.command("submit", help=SUBMIT_HELP)(submit_command)
+    app.command("status")(status_command)
+    app.command("cancel")(cancel_command)
+    app.command("collect")(collect_command)
+
+
+def submit_command(
+    recipe: Annotated[
+        str | None, typer.Argument(help="RECIPE.yaml[:SELECTOR]; omit with --resume")
+    ] = None,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", help="cluster profile (name or YAML path)")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="write plan.json and job.sbatch, submit nothing")
+    ] = False,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="submit this existing run directory again")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="run directory (one subdir per variant)")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print selector, job_id, run_dir per variant")
+    ] = False,
+) -> None:
+    from disagg.launch import slurm
+    from disagg.launch.slurm_preflight import check_plans
+    from disagg.plan.model import Plan
+
+    console = Console(stderr=True)
+    if resume is not None:
+        if recipe is not None:
+            raise DisaggError("give either a recipe or --resume RUN_DIR, not both")
+        run_dir = resume.resolve()
+        if not (run_dir / "plan.json").is_file():
+            raise DisaggError(f"{resume}: not a run directory (no plan.json)")
+        _refuse_if_active(run_dir)
+        plans = [Plan.read(run_dir)]
+        run_dirs = [run_dir]
+    elif recipe is None:
+        raise DisaggError("missing RECIPE[:SELECTOR]", hint="or resume a run: --resume RUN_DIR")
+    else:
+        from disagg.commands.run import run_dirs_for
+        from disagg.launch.runner import plan_recipe
+
+        plans = plan_recipe(recipe, cluster)
+        run_dirs = [path.resolve() for path in run_dirs_for(plans, out)]
+
+    reachable = _slurm_reachable()
+    if not reachable and not dry_run:
+        raise DisaggError(
+            "Slurm is not reachable (sinfo failed)",
+            hint="run on a login node, start the local test cluster (scripts/slurm-up), "
+            "or use --dry-run to only write the job files",
+        )
+    checked = check_plans(plans, cluster=reachable)
+    if not reachable:
+        checked.warnings.append("Slurm is not reachable: partition and node checks skipped")
+    for warning in checked.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    if checked.errors:
+        raise DisaggError(
+            "submission refused, nothing was submitted:\n  - " + "\n  - ".join(checked.errors),
+            hint="fix the recipe or the cluster profile, then submit again",
+            exit_code=EXIT_USAGE,
+        )
+
+    from disagg.launch.runner import prepare_run_dir
+
+    rows: list[dict[str, Any]] = []
+    for plan, run_dir in zip(plans, run_dirs, strict=True):
+        if resume is None:
+            prepare_run_dir(plan, run_dir)
+        slurm.write_job_script(plan, run_dir)
+        job_id = None if dry_run else slurm.submit(run_dir)
+        rows.append({"selector": plan.selector, "job_id": job_id, "run_dir": str(run_dir)})
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title="dry run: nothing submitted" if dry_run else "submitted")
+    for column in ("selector", "job", "run directory"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["selector"], row["job_id"] or "-", row["run_dir"])
+    Console().print(table)
+
+
+def _slurm_reachable() -> bool:
+    from disagg.launch import slurmctl
+
+    try:
+        slurmctl.run(["sinfo", "-h", "-o", "%P"], timeout_s=15.0)
+    except DisaggError:
+        return False
+    return True
+
+
+def _refuse_if_active(run_dir: Path) -> None:
+    """A run directory whose job still waits or runs must not get a second job."""
+    from disagg.launch import slurm
+
+    view = slurm.view(str(run_dir))
+    if view.job is not None and not view.job.finished:
+        raise DisaggError(
+            f"{run_dir}: job {view.job_id} is still {view.job.state.lower()}",
+            hint=f"wait for it, or stop it first: disagg cancel {run_dir}",
+        )
+
+
+def status_command(
+    targets: Annotated[
+        list[str] | None, typer.Argument(help="run directories or job ids (default: your jobs)")
+    ] = None,
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="refresh until all end")] = False,
+    interval: Annotated[float, typer.Option("--interval", help="seconds between refreshes")] = 2.0,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object per run")] = False,
+) -> None:
+    """Job state (with the pending reason), phase and points done; the failed role's log tail.
+
+    Exit status: 0 nothing failed, 1 a run failed or was cancelled.
+    """
+    from disagg.launch import slurm
+
+    names = targets or _own_runs()
+    if not names:
+        Console(stderr=True).print("no disagg jobs in the queue")
+        return
+    if watch and not as_json:
+        with Live(console=Console(), auto_refresh=False) as live:
+            while True:
+                views = [slurm.view(name) for name in names]
+                live.update(_render_views(views), refresh=True)
+                if all(v.finished for v in views):
+                    break
+                time.sleep(interval)
+    else:
+        while True:
+            views = [slurm.view(name) for name in names]
+            if not watch or all(v.finished for v in views):
+                break
+            time.sleep(interval)
+        if as_json:
+            rows = [v.to_json() for v in views]
+            print(json.dumps(rows if len(rows) != 1 else rows[0], indent=2))
+        else:
+            Console().print(_render_views(views))
+    if any(v.run_status in ("failed", "cancelled") for v in views):
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def _own_runs() -> list[str]:
+    """Run directories of queued or recent jobs that were submitted by disagg."""
+    from disagg.launch import slurmctl
+
+    data = json.loads(slurmctl.run(["squeue", "--json"]))
+    found = []
+    for job in data.get("jobs", []):
+        workdir = job.get("current_working_directory")
+        if workdir and (Path(workdir) / "plan.json").is_file():
+            found.append(str(workdir))
+    return found
+
+
+_STATUS_STYLE = {
+    "completed": "green",
+    "failed": "red",
+    "cancelled": "yellow",
+    "pending": "cyan",
+    "running": "blue",
+}
+
+
+def _render_views(views: list[Any]) -> Group:
+    table = Table()
+    for column in ("run", "job", "slurm state", "status", "phase", "points"):
+        table.add_column(column)
+    details: list[Any] = []
+    for view in views:
+        row = view.to_json()
+        state = row["job_state"] or "-"
+        if row["reason"]:
+            state += f" ({row['reason']})"
+        status = Text(row["status"], style=_STATUS_STYLE.get(row["status"], ""))
+        points = f"{row['points_done']}/{row['points_total']}" if row["points_total"] else "-"
+        run = row["run_dir"] or row["target"]
+        table.add_row(run, row["job_id"] or "-", state, status, row["phase"] or "-", points)
+        failure = row["failure"]
+        if failure and row["status"] in ("failed", "cancelled"):
+            role = f" role {failure['role']}" if failure.get("role") else ""
+            details.append(Text(f"{run}:{role} {failure['reason']}", style="red"))
+            if failure.get("log_tail"):
+                details.append(Text(f"last lines of {failure['log']}:", style="dim"))
+                details += [Text(f"  | {line}") for line in failure["log_tail"]]
+    return Group(table, *details)
+
+
+def cancel_command(
+    target: Annotated[str, typer.Argument(help="run directory or job id")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the run's status as JSON")] = False,
+) -> None:
+    """Cancel a run's job: the orchestrator stops the roles and keeps measured points."""
+    from disagg.launch import slurm
+
+    view = slurm.cancel(target)
+    if as_json:
+        print(json.dumps(view.to_json(), indent=2))
+        return
+    Console().print(f"cancelled job {view.job_id}" + (f" ({view.run_dir})" if view.run_dir else ""))
+
+
+def collect_command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="run directories")],
+    into: Annotated[Path, typer.Option("--into", help="directory to copy results into")],
+    as_json: Annotated[bool, typer.Option("--json", help="print what was copied")] = False,
+) -> None:
+    """Copy the valid point results of runs into one directory, under their InferenceX names."""
+    from disagg.bench.api import existing_valid_result
+    from disagg.plan.model import Plan
+
+    copied: list[dict[str, str]] = []
+    into.mkdir(parents=True, exist_ok=True)
+    for run_dir in run_dirs:
+        if not (run_dir / "plan.json").is_file():
+            raise DisaggError(f"{run_dir}: not a run directory (no plan.json)")
+        plan = Plan.read(run_dir)
+        for point in plan.bench.points:
+            found = existing_valid_result(run_dir / "results", point)
+            if found is None:
+                continue
+            dest = into / found.name
+            if dest.exists() and dest.read_bytes() != found.read_bytes():
+                raise DisaggError(
+                    f"{dest} already holds a different result ({found} has the same name)",
+                    hint="collect runs of the same recipe name into separate directories",
+                )
+            write_bytes(dest, found.read_bytes())
+            copied.append({"run_dir": str(run_dir), "point": point.key, "file": str(dest)})
+    if as_json:
+        print(json.dumps(copied, indent=2))
+        return
+    Console().print(f"copied {len(copied)} valid result(s) into {into}")

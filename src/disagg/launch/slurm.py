@@ -1,0 +1,217 @@
+"""Runs on Slurm: write a run directory's job files, submit it, watch it, cancel it.
+
+A run directory submitted to Slurm holds `plan.json`, `job.sbatch` and `slurm.json`
+(the job ids it was submitted as, newest last). `disagg status` joins what Slurm
+says about the job (state, pending reason) with what the orchestrator wrote
+(`state.json`: phase, points done, the failed role and its log tail).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from disagg.atomic import write_text
+from disagg.errors import DisaggError
+from disagg.launch import slurmctl
+from disagg.launch.sbatch import SBATCH_FILE, render
+from disagg.launch.state import RunState, RunStatus, RunSummary
+from disagg.plan.model import Plan
+
+SLURM_RECORD = "slurm.json"
+CANCEL_GRACE_S = 20.0
+
+
+class JobRecord(BaseModel):
+    """`slurm.json`: which Slurm jobs ran this run directory (ids only, never environment)."""
+
+    job_ids: list[str] = Field(default_factory=list)
+    submitted_at: list[float] = Field(default_factory=list)
+    cancelled_at: float | None = None
+
+    @property
+    def job_id(self) -> str | None:
+        return self.job_ids[-1] if self.job_ids else None
+
+    def write(self, run_dir: Path) -> None:
+        write_text(run_dir / SLURM_RECORD, self.model_dump_json(indent=2) + "\n")
+
+    @classmethod
+    def read(cls, run_dir: Path) -> JobRecord:
+        path = run_dir / SLURM_RECORD
+        if not path.is_file():
+            return cls()
+        return cls.model_validate_json(path.read_text())
+
+
+def write_job_script(plan: Plan, run_dir: Path, *, python: str | None = None) -> Path:
+    """Render `job.sbatch` into the run directory (atomically) and return its path."""
+    path = run_dir / SBATCH_FILE
+    write_text(path, render(plan, run_dir, python=python))
+    path.chmod(0o755)
+    return path
+
+
+def submit(run_dir: Path) -> str:
+    """`sbatch --parsable RUN_DIR/job.sbatch`; the job id is recorded in `slurm.json`.
+
+    The submitter's environment goes to the job as sbatch's default does, which is
+    how secrets (HF_TOKEN, registry credentials) reach the roles without being
+    written anywhere in the run directory.
+    """
+    script = run_dir / SBATCH_FILE
+    out = slurmctl.run(["sbatch", "--parsable", str(script)], env=os.environ)
+    job_id = out.strip().split(";", 1)[0]
+    if not job_id.isdigit():
+        raise DisaggError(f"sbatch answered {out.strip()!r}, not a job id", exit_code=1)
+    record = JobRecord.read(run_dir)
+    record.job_ids.append(job_id)
+    record.submitted_at.append(time.time())
+    record.cancelled_at = None
+    record.write(run_dir)
+    return job_id
+
+
+def is_job_id(text: str) -> bool:
+    return text.isdigit()
+
+
+@dataclass
+class RunView:
+    """One row of `disagg status`: a job, its run directory, or both."""
+
+    target: str
+    run_dir: Path | None
+    job_id: str | None
+    job: slurmctl.JobInfo | None
+    state: RunState | None
+    summary: RunSummary | None
+    cancelled: bool = False
+
+    @property
+    def run_status(self) -> str:
+        """What happened to the run, in one word a script can compare."""
+        if self.summary is not None:
+            return self.summary.status.value
+        if self.cancelled:
+            return RunStatus.CANCELLED.value
+        if self.job is not None and self.job.finished:
+            # The job ended without the orchestrator writing a summary (killed, timed out).
+            return "cancelled" if self.job.state.startswith("CANCELLED") else "failed"
+        if self.job is not None and self.job.state == "PENDING":
+            return "pending"
+        if self.job is None and self.job_id is None:
+            return "not submitted"
+        return RunStatus.RUNNING.value if self.job is not None else "unknown"
+
+    @property
+    def finished(self) -> bool:
+        return self.run_status not in ("pending", "running", "unknown")
+
+    def to_json(self) -> dict[str, Any]:
+        state, summary, job = self.state, self.summary, self.job
+        failure = (summary.failure if summary else None) or (state.failure if state else None)
+        points = (summary.points if summary else None) or (state.points if state else [])
+        done = sum(1 for p in points if p.status.value in ("measured", "skipped"))
+        return {
+            "target": self.target,
+            "run_dir": str(self.run_dir) if self.run_dir else None,
+            "job_id": self.job_id,
+            "job_state": job.state if job else None,
+            "reason": job.reason if job else None,
+            "nodes": job.nodes if job else None,
+            "exit_code": job.exit_code if job else None,
+            "source": job.source if job else None,
+            "status": self.run_status,
+            "phase": state.phase.value if state else None,
+            "points_done": done,
+            "points_total": len(points),
+            "points": [p.model_dump(mode="json") for p in points],
+            "failure": failure.model_dump(mode="json") if failure else None,
+        }
+
+
+def resolve(target: str) -> tuple[Path | None, str | None]:
+    """RUN_DIR or JOB_ID -> (run directory, newest job id); either may be unknown."""
+    path = Path(target)
+    if path.is_dir():
+        if not (path / "plan.json").is_file():
+            raise DisaggError(f"{target}: not a run directory (no plan.json)")
+        return path.resolve(), JobRecord.read(path).job_id
+    if is_job_id(target):
+        return None, target
+    raise DisaggError(
+        f"{target}: neither a run directory nor a Slurm job id",
+        hint="pass the run directory `disagg submit` printed, or a numeric job id",
+    )
+
+
+def view(target: str) -> RunView:
+    """Everything known about a run or job, asking Slurm once."""
+    run_dir, job_id = resolve(target)
+    job = slurmctl.job(job_id) if job_id else None
+    if run_dir is None and job is not None:
+        run_dir = _run_dir_of(job_id or "")
+    record = JobRecord.read(run_dir) if run_dir else JobRecord()
+    # Only what the newest submission wrote counts; older files are an earlier job's.
+    since = record.submitted_at[-1] if record.submitted_at else 0.0
+    state = RunState.read(run_dir) if run_dir else None
+    if state is not None and state.started_at < since:
+        state = None
+    summary = RunSummary.read(run_dir) if run_dir else None
+    if summary is not None and summary.started_at < since:
+        summary = None
+    return RunView(
+        target=target,
+        run_dir=run_dir,
+        job_id=job_id,
+        job=job,
+        state=state,
+        summary=summary,
+        cancelled=record.cancelled_at is not None and summary is None,
+    )
+
+
+def _run_dir_of(job_id: str) -> Path | None:
+    """The run directory of a job: its working directory when that holds a plan."""
+    try:
+        out = slurmctl.run(["scontrol", "-o", "show", "job", job_id])
+    except DisaggError:
+        return None
+    workdir = slurmctl.parse_one_liner(out.strip()).get("WorkDir")
+    if workdir and (Path(workdir) / "plan.json").is_file():
+        return Path(workdir)
+    return None
+
+
+def cancel(target: str) -> RunView:
+    """Stop a run: the orchestrator first (it tears roles down and keeps results), then the job."""
+    run_dir, job_id = resolve(target)
+    if job_id is None:
+        raise DisaggError(f"{target}: this run was never submitted", hint="nothing to cancel")
+    job = slurmctl.job(job_id)
+    if job is not None and job.state == "RUNNING":
+        # Only the batch shell (the orchestrator): roles are srun steps in their own sessions.
+        slurmctl.cancel(job_id, signal="TERM", batch_only=True)
+        deadline = time.monotonic() + CANCEL_GRACE_S
+        while time.monotonic() < deadline:
+            info = slurmctl.job(job_id)
+            if info is None or info.finished:
+                break
+            time.sleep(0.2)
+    if job is not None and not job.finished:
+        try:
+            slurmctl.cancel(job_id)
+        except slurmctl.SlurmCommandError as exc:
+            if "already completed" not in exc.stderr and "Invalid job id" not in exc.stderr:
+                raise
+    if run_dir is not None:
+        record = JobRecord.read(run_dir)
+        record.cancelled_at = time.time()
+        record.write(run_dir)
+    return view(target if run_dir is None else str(run_dir))

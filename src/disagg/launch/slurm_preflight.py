@@ -1,0 +1,148 @@
+"""Checks `disagg submit` runs before anything reaches `sbatch`.
+
+A job that cannot start (unknown partition, more nodes than the partition has, a
+recipe with lint errors, a checkpoint that is neither complete nor listed for
+staging, a missing container image) is refused here with its reason, instead of
+waiting in the queue or failing on the nodes an hour later.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from disagg.launch import slurmctl
+from disagg.plan.model import Plan
+
+
+@dataclass
+class Preflight:
+    """What was found: errors refuse the submission, warnings are printed."""
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def extend(self, other: Preflight) -> None:
+        self.errors += other.errors
+        self.warnings += other.warnings
+
+
+def check_recipes(files: Iterable[str]) -> Preflight:
+    """Lint each recipe file once; an error-severity finding refuses the submission."""
+    from disagg.recipe.lint import Severity, lint_paths
+
+    result = Preflight()
+    paths = sorted({Path(f) for f in files if f and Path(f).is_file()})
+    if not paths:
+        return result
+    for finding in lint_paths(paths).findings:
+        where = finding.where
+        text = f"{where}: {finding.rule} {finding.message}" if where else finding.message
+        if finding.severity is Severity.ERROR:
+            result.errors.append(f"lint: {text}")
+    return result
+
+
+def check_models(plan: Plan) -> Preflight:
+    """The model must be complete now, or listed for the job to download and validate."""
+    from disagg.staging.checkpoint import UnusableInput, check
+
+    result = Preflight()
+    staging = plan.staging
+    if staging.skip:
+        return result
+    targets: list[tuple[str, str | None]] = []
+    if staging.local_path:
+        targets.append((staging.local_path, None))
+    elif not staging.allow_download:
+        targets += [(m.repo_id, m.revision) for m in staging.models]
+    for target, revision in targets:
+        try:
+            report = check(target, revision=revision, cache=staging.hf_cache)
+        except UnusableInput as exc:
+            result.errors.append(f"model {target}: {exc}")
+            continue
+        if not report.complete:
+            first = "; ".join(str(p) for p in report.problems[:3])
+            more = f" (+{len(report.problems) - 3} more)" if len(report.problems) > 3 else ""
+            result.errors.append(f"model {target} is incomplete: {first}{more}")
+    return result
+
+
+def check_containers(plan: Plan) -> Preflight:
+    """A container image given as a file (squashfs) must exist on this filesystem."""
+    result = Preflight()
+    images = {plan.slurm.container_image, *(role.container_image for role in plan.roles)}
+    for image in sorted(i for i in images if i):
+        looks_like_file = image.startswith(("/", "./", "../")) or image.endswith(".sqsh")
+        if looks_like_file and not Path(image).is_file():
+            result.errors.append(f"container image {image} does not exist")
+    return result
+
+
+def check_secrets(plan: Plan, environ: Mapping[str, str] = os.environ) -> Preflight:
+    result = Preflight()
+    for name in plan.slurm.secret_env:
+        if not environ.get(name):
+            result.warnings.append(
+                f"{name} is not set here; the job inherits this environment and will lack it"
+            )
+    return result
+
+
+def check_cluster(plans: list[Plan]) -> Preflight:
+    """Partition exists and is up, and holds enough nodes with enough GPUs for each plan."""
+    result = Preflight()
+    parts = slurmctl.partitions()
+    node_gpus = {info.name: info.gpus for info in slurmctl.nodes()}
+    default = next((p.name for p in parts.values() if p.default), None)
+    for plan in plans:
+        slurm = plan.slurm
+        wanted = slurm.directives.get("partition") or slurm.partition or default
+        label = plan.selector
+        if wanted is None:
+            result.errors.append(f"{label}: no partition given and the cluster has no default")
+            continue
+        part = parts.get(wanted)
+        if part is None:
+            known = ", ".join(sorted(parts)) or "none"
+            result.errors.append(f"{label}: partition {wanted!r} does not exist (known: {known})")
+            continue
+        if part.state != "UP":
+            result.warnings.append(
+                f"{label}: partition {wanted} is {part.state}; the job will wait"
+            )
+        if slurm.nodes > len(part.nodes):
+            result.errors.append(
+                f"{label}: needs {slurm.nodes} node(s); partition {wanted} has {len(part.nodes)}"
+            )
+        elif part.max_nodes is not None and slurm.nodes > part.max_nodes:
+            result.errors.append(
+                f"{label}: needs {slurm.nodes} node(s); partition {wanted} allows at most "
+                f"{part.max_nodes} per job"
+            )
+        if slurm.gpus_per_node > 0 and slurm.gpu_directive != "none":
+            enough = [n for n in part.nodes if node_gpus.get(n, 0) >= slurm.gpus_per_node]
+            if len(enough) < slurm.nodes:
+                most = max((node_gpus.get(n, 0) for n in part.nodes), default=0)
+                result.errors.append(
+                    f"{label}: needs {slurm.nodes} node(s) with {slurm.gpus_per_node} GPUs; "
+                    f"partition {wanted} has {len(enough)} (most GPUs on a node: {most})"
+                )
+    return result
+
+
+def check_plans(plans: list[Plan], *, cluster: bool = True) -> Preflight:
+    """Every check for every plan; `cluster=False` skips the questions to Slurm."""
+    result = check_recipes(plan.recipe_file for plan in plans)
+    for plan in plans:
+        result.extend(check_models(plan))
+        result.extend(check_containers(plan))
+        result.extend(check_secrets(plan))
+    if cluster:
+        result.extend(check_cluster(plans))
+    result.errors = list(dict.fromkeys(result.errors))
+    result.warnings = list(dict.fromkeys(result.warnings))
+    return result
