@@ -7,6 +7,7 @@ one connection per (decode worker, prefill worker) pair, newline-delimited:
 
     decode -> prefill   WAIT <room>
     prefill -> decode   KV <room> <prompt_tokens>      (after the simulated transfer)
+    decode -> prefill   CANCEL <room>                  (the decode side gave up waiting)
 
 The decode request may arrive before or after the prefill finishes, so a room is
 kept on whichever side comes first. Transfers from one prefill worker are
@@ -76,6 +77,15 @@ class BootstrapServer:
         if entry.prompt_tokens is not None:
             self._deliver(room, entry)
 
+    def _cancel(self, room: int, writer: asyncio.StreamWriter) -> None:
+        entry = self.rooms.get(room)
+        if entry is None:
+            return
+        with contextlib.suppress(ValueError):
+            entry.waiters.remove(writer)
+        if not entry.waiters and entry.prompt_tokens is None:
+            del self.rooms[room]
+
     def _deliver(self, room: int, entry: _Room) -> None:
         del self.rooms[room]
         tokens = entry.prompt_tokens or 0
@@ -99,6 +109,8 @@ class BootstrapServer:
                 parts = line.split()
                 if len(parts) == 2 and parts[0] == b"WAIT":
                     self._request(int(parts[1]), writer)
+                elif len(parts) == 2 and parts[0] == b"CANCEL":
+                    self._cancel(int(parts[1]), writer)
                 else:
                     log.warning("bootstrap: ignoring malformed line %r", line[:80])
         except (ConnectionError, ValueError) as exc:
@@ -171,6 +183,7 @@ class HandoverClient:
         """Wait for `room`'s KV; return its prompt token count. Raises HandoverError."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout_s
+        link: _Link | None = None
         try:
             async with asyncio.timeout_at(deadline):
                 link = await self._link(host, port)
@@ -182,6 +195,8 @@ class HandoverClient:
                 finally:
                     link.pending.pop(room, None)
         except TimeoutError:
+            if link is not None and link.alive:
+                link.writer.write(b"CANCEL %d\n" % room)
             raise HandoverError(
                 f"no KV for bootstrap room {room} from {host}:{port} within {self.timeout_s:g} s"
             ) from None

@@ -263,3 +263,17 @@ class SimCluster:
             raise RuntimeError(f"{name} /sim/stats answered {status}")
         result: dict[str, Any] = json.loads(body)
         return result
+
+
+def sse_events(raw: bytes) -> list[Any]:
+    """Decode a whole SSE body's `data: ...` events; `[DONE]` comes back as that string."""
+    events: list[Any] = []
+    for block in raw.decode().split("\n\n"):
+        block = block.strip()
+        if not block:
+            continue
+        if not block.startswith("data: "):
+            raise ValueError(f"not an SSE data event: {block[:80]!r}")
+        payload = block[len("data: ") :]
+        events.append(payload if payload == "[DONE]" else json.loads(payload))
+    return events
