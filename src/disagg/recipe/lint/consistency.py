@@ -1,0 +1,409 @@
+"""DA005-DA008: per-variant sanity of roles, GPUs, concurrency points and models to stage.
+
+These catch recipes that load but cannot run as written: an engine asked for more
+(or fewer) GPUs than its worker gets, workers that do not divide their nodes, a
+sweep with an empty, unsorted or repeated concurrency list, or a draft model repo
+that the job will not fetch before the engines start.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from disagg.recipe.lint.context import FileContext
+from disagg.recipe.lint.model import Finding, Location, Severity
+
+PARALLELISM = ("DA005", "parallelism-vs-gpus")
+LAYOUT = ("DA006", "workers-vs-nodes")
+CONCURRENCY = ("DA007", "concurrency-list")
+DRAFT = ("DA008", "draft-model-not-staged")
+
+# resources prefix -> engine config section
+ROLES = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
+# engine -> (tensor, data, expert, pipeline, dp-attention) arg names, first match wins
+_ARGS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "sglang": (
+        ("tensor-parallel-size", "tp-size", "tp"),
+        ("data-parallel-size", "dp-size", "dp"),
+        ("expert-parallel-size", "ep-size", "ep"),
+        ("pipeline-parallel-size", "pp-size", "pp"),
+        ("enable-dp-attention",),
+    ),
+    "trtllm": (
+        ("tensor_parallel_size",),
+        (),
+        ("moe_expert_parallel_size",),
+        ("pipeline_parallel_size",),
+        ("enable_attention_dp",),
+    ),
+    "vllm": (
+        ("tensor-parallel-size", "tp"),
+        ("data-parallel-size", "dp"),
+        (),
+        ("pipeline-parallel-size", "pp"),
+        (),
+    ),
+}
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_DRAFT_KEYS = ("speculative-draft-model-path", "speculative_model_dir", "speculative_model")
+
+
+@dataclass(frozen=True, slots=True)
+class _Role:
+    name: str  # prefill | decode | agg
+    nodes: int
+    workers: int
+    gpus_per_node: int
+    gpus_per_worker: int | None  # explicit gpus_per_<role>, else derived
+    args: Mapping[str, Any]
+    args_path: tuple[str, ...]
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _engine(config: Mapping[str, Any]) -> str:
+    backend = config.get("backend")
+    kind = backend.get("type") if isinstance(backend, Mapping) else None
+    return str(kind) if kind else "sglang"
+
+
+def _roles(config: Mapping[str, Any]) -> Iterator[_Role]:
+    resources = config.get("resources")
+    backend = config.get("backend")
+    if not isinstance(resources, Mapping):
+        return
+    engine = _engine(config)
+    section = f"{engine}_config"
+    engine_config = backend.get(section) if isinstance(backend, Mapping) else None
+    per_node = _int(resources.get("gpus_per_node"))
+    for prefix, config_name in ROLES.items():
+        nodes = _int(resources.get(f"{prefix}_nodes"))
+        workers = _int(resources.get(f"{prefix}_workers"))
+        if nodes is None and workers is None:
+            continue
+        args = engine_config.get(config_name) if isinstance(engine_config, Mapping) else None
+        yield _Role(
+            name=prefix,
+            nodes=nodes if nodes is not None else 1,
+            workers=workers if workers is not None else 1,
+            gpus_per_node=per_node or 0,
+            gpus_per_worker=_int(resources.get(f"gpus_per_{prefix}")),
+            args=args if isinstance(args, Mapping) else {},
+            args_path=("backend", section, config_name),
+        )
+
+
+class _Checker:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.findings: dict[tuple[str, str, str], Finding] = {}
+
+    def loc(self, variant: str, path: tuple[str, ...], role: str) -> Location:
+        node = self.ctx.locate(variant, path)
+        if node is None:
+            return Location(self.ctx.path, role=role)
+        return Location(self.ctx.path, node.line, node.col, role, node.block)
+
+    def add(
+        self,
+        rule: tuple[str, str],
+        severity: Severity,
+        variant: str,
+        message: str,
+        locations: list[Location],
+        hint: str,
+    ) -> None:
+        """One finding per place and message, listing every variant that shares it."""
+        key = (rule[0], str(locations[0]), message)
+        old = self.findings.get(key)
+        variants = f"{old.message.rsplit('[variants: ', 1)[1][:-1]}, {variant}" if old else variant
+        self.findings[key] = Finding(
+            rule=rule[0],
+            name=rule[1],
+            severity=severity,
+            message=f"{message} [variants: {variants}]",
+            locations=old.locations if old else tuple(locations),
+            hint=hint,
+        )
+
+    def role_layout(self, variant: str, role: _Role, shared: bool) -> int | None:
+        """Check workers vs nodes; return the GPUs each worker gets when that is well defined.
+
+        `shared`: some role has `<role>_nodes: 0`, so its workers share the other roles'
+        nodes (srt-slurm's co-located layout); the pool is checked as a whole instead.
+        """
+        res = ("resources",)
+        total = role.nodes * role.gpus_per_node
+        where = [
+            self.loc(variant, (*res, f"{role.name}_workers"), "workers"),
+            self.loc(variant, (*res, f"{role.name}_nodes"), "nodes"),
+        ]
+        if role.workers <= 0 or role.nodes < 0 or (role.nodes == 0 and not shared):
+            self.add(
+                LAYOUT,
+                Severity.ERROR,
+                variant,
+                f"{role.name}: {role.workers} worker(s) on {role.nodes} node(s); both must be >= 1",
+                where,
+                f"set {role.name}_workers and {role.name}_nodes to positive counts",
+            )
+            return None
+        if role.gpus_per_node <= 0 or shared:
+            return role.gpus_per_worker
+        if role.gpus_per_worker is None:
+            if total % role.workers:
+                self.add(
+                    LAYOUT,
+                    Severity.ERROR,
+                    variant,
+                    f"{role.name}: {role.workers} workers cannot split {role.nodes} node(s) x "
+                    f"{role.gpus_per_node} GPUs evenly",
+                    where,
+                    f"make {role.name}_workers divide {total}, or set gpus_per_{role.name}",
+                )
+                return None
+            return total // role.workers
+        per = role.gpus_per_worker
+        where.append(self.loc(variant, (*res, f"gpus_per_{role.name}"), "gpus_per_worker"))
+        if per <= 0 or (
+            role.gpus_per_node % per if per <= role.gpus_per_node else per % role.gpus_per_node
+        ):
+            self.add(
+                LAYOUT,
+                Severity.ERROR,
+                variant,
+                f"{role.name}: gpus_per_{role.name}={per} neither divides nor is a multiple of "
+                f"gpus_per_node={role.gpus_per_node}",
+                where,
+                "a worker uses a whole number of nodes, or several workers share one node",
+            )
+            return None
+        self.capacity(variant, [role], {role.name: per}, where)
+        return per
+
+    def capacity(
+        self, variant: str, roles: list[_Role], per: dict[str, int], where: list[Location]
+    ) -> None:
+        """The workers' GPUs must fit the roles' nodes; unused GPUs are worth a note."""
+        need = sum(r.workers * per[r.name] for r in roles)
+        total = sum(r.nodes for r in roles) * roles[0].gpus_per_node
+        names = "+".join(r.name for r in roles)
+        detail = " + ".join(f"{r.workers} x {per[r.name]}" for r in roles)
+        if need > total:
+            self.add(
+                LAYOUT,
+                Severity.ERROR,
+                variant,
+                f"{names}: workers need {detail} = {need} GPUs, but "
+                f"{sum(r.nodes for r in roles)} node(s) x {roles[0].gpus_per_node} give only "
+                f"{total}",
+                where,
+                "add nodes or lower the worker count",
+            )
+        elif need < total:
+            self.add(
+                LAYOUT,
+                Severity.INFO,
+                variant,
+                f"{names}: workers use {detail} = {need} of {total} allocated GPUs",
+                where,
+                "lower the node count if the idle GPUs are not intended",
+            )
+
+    def shared_pool(self, variant: str, engine: str, roles: list[_Role]) -> None:
+        """Co-located roles: per-worker GPUs from gpus_per_<role> or the engine's parallelism."""
+        per: dict[str, int] = {}
+        for role in roles:
+            if role.gpus_per_worker is not None:
+                per[role.name] = role.gpus_per_worker
+            else:
+                world = _world(engine, role)
+                if world is None:
+                    return
+                per[role.name] = world
+        where = [self.loc(variant, ("resources", f"{r.name}_nodes"), "nodes") for r in roles]
+        if roles[0].gpus_per_node > 0:
+            self.capacity(variant, roles, per, where)
+
+    def parallelism(self, variant: str, engine: str, role: _Role, gpus: int | None) -> None:
+        found = _parallel_args(engine, role)
+        if found is None:
+            return
+        (tp_key, tp), (dp_key, dp), (ep_key, ep), (pp_key, pp), (_, dp_attention) = found
+        tp_n, dp_n, ep_n, pp_n = (_int(v) or 1 for v in (tp, dp, ep, pp))
+        replicas = 1 if dp_attention or engine == "trtllm" else dp_n
+        world = tp_n * pp_n * replicas
+        keys = [k for k in (tp_key, dp_key, ep_key, pp_key) if k]
+        where = [self.loc(variant, (*role.args_path, k), k) for k in keys]
+        where.append(self.loc(variant, ("resources", f"{role.name}_nodes"), "nodes"))
+        shown = ", ".join(f"{k}={role.args[k]}" for k in keys) or "no parallelism args (1 GPU)"
+        if gpus is not None and world != gpus:
+            formula = f"tp {tp_n} x pp {pp_n}" + (f" x dp {dp_n}" if replicas > 1 else "")
+            self.add(
+                PARALLELISM,
+                Severity.ERROR if world > gpus else Severity.WARNING,
+                variant,
+                f"{role.name} ({engine}): {shown} needs {formula} = {world} GPUs per worker, "
+                f"but each worker gets {gpus}" + (" (the rest stay idle)" if world < gpus else ""),
+                where,
+                "make the parallel sizes multiply to the worker's GPUs "
+                "(nodes x gpus_per_node / workers, or gpus_per_<role>)",
+            )
+        if dp_attention and dp_n > 1 and tp_n % dp_n:
+            self.add(
+                PARALLELISM,
+                Severity.ERROR,
+                variant,
+                f"{role.name} ({engine}): with DP attention the data-parallel size {dp_n} must "
+                f"divide the tensor-parallel size {tp_n}",
+                where,
+                "pick a dp size that divides tp",
+            )
+        if ep_n > 1 and (ep_n > tp_n * pp_n or (tp_n * pp_n) % ep_n):
+            self.add(
+                PARALLELISM,
+                Severity.ERROR,
+                variant,
+                f"{role.name} ({engine}): expert-parallel size {ep_n} must divide the "
+                f"{tp_n * pp_n} ranks of the worker",
+                where,
+                "use an expert-parallel size that divides tp x pp",
+            )
+
+    def concurrency(self, variant: str, config: Mapping[str, Any]) -> None:
+        bench = config.get("benchmark")
+        if not isinstance(bench, Mapping) or "concurrencies" not in bench:
+            return
+        raw = bench["concurrencies"]
+        where = [self.loc(variant, ("benchmark", "concurrencies"), "concurrencies")]
+        points = _points(raw)
+        hint = 'list each concurrency once, ascending, e.g. [1, 4, 16] or "1x4x16"'
+        if points is None:
+            self.add(
+                CONCURRENCY,
+                Severity.ERROR,
+                variant,
+                f"benchmark.concurrencies {raw!r} is not a list of positive integers",
+                where,
+                hint,
+            )
+        elif not points:
+            empty = "benchmark.concurrencies is empty"
+            self.add(CONCURRENCY, Severity.ERROR, variant, empty, where, hint)
+        else:
+            if len(set(points)) != len(points):
+                dups = sorted({p for p in points if points.count(p) > 1})
+                self.add(
+                    CONCURRENCY,
+                    Severity.WARNING,
+                    variant,
+                    f"benchmark.concurrencies {raw!r} repeats {dups}",
+                    where,
+                    hint,
+                )
+            if points != sorted(points):
+                self.add(
+                    CONCURRENCY,
+                    Severity.WARNING,
+                    variant,
+                    f"benchmark.concurrencies {raw!r} is not in ascending order",
+                    where,
+                    hint,
+                )
+
+    def draft_model(self, variant: str, config: Mapping[str, Any], role: _Role) -> None:
+        for key in _DRAFT_KEYS:
+            value = role.args.get(key)
+            if not isinstance(value, str) or not _REPO_ID.match(value):
+                continue
+            if value in _staged(config):
+                continue
+            self.add(
+                DRAFT,
+                Severity.ERROR,
+                variant,
+                f"{role.name}: draft model {value!r} is a repo id that is not listed for "
+                "staging, so no node will have it when the engine starts",
+                [self.loc(variant, (*role.args_path, key), key)],
+                "add it to model.stage_extra (or use the main model's local path)",
+            )
+
+
+def _parallel_args(engine: str, role: _Role) -> list[tuple[str, Any]] | None:
+    """(arg name, value) for tensor, data, expert, pipeline parallel and DP attention."""
+    names = _ARGS.get(engine)
+    if names is None:
+        return None
+    found: list[tuple[str, Any]] = []
+    for group in names:
+        hit = next((k for k in group if k in role.args), None)
+        found.append((hit or "", role.args.get(hit) if hit else None))
+    return found
+
+
+def _world(engine: str, role: _Role) -> int | None:
+    """GPUs one worker's engine uses: tp x pp, times dp unless DP attention shares the tp ranks."""
+    found = _parallel_args(engine, role)
+    if found is None:
+        return None
+    tp, dp, _, pp, dp_attention = (value for _, value in found)
+    replicas = 1 if dp_attention or engine == "trtllm" else (_int(dp) or 1)
+    return (_int(tp) or 1) * (_int(pp) or 1) * replicas
+
+
+def _points(raw: Any) -> list[int] | None:
+    """Concurrency points from `[1, 4]`, `"1x4"`, `4`, or `["16x128"]`; None when malformed."""
+    items = raw if isinstance(raw, list) else [raw]
+    points: list[int] = []
+    for item in items:
+        if isinstance(item, bool):
+            return None
+        if isinstance(item, int):
+            points.append(item)
+            continue
+        if not isinstance(item, str):
+            return None
+        for piece in item.replace(",", "x").split("x"):
+            if not piece.strip().isdigit():
+                return None
+            points.append(int(piece))
+    if any(p <= 0 for p in points):
+        return None
+    return points
+
+
+def _staged(config: Mapping[str, Any]) -> set[str]:
+    model = config.get("model")
+    if not isinstance(model, Mapping):
+        return set()
+    listed = {str(model.get("path", ""))}
+    extra = model.get("stage_extra")
+    if isinstance(extra, list):
+        listed.update(str(item) for item in extra)
+    identity = config.get("identity")
+    if isinstance(identity, Mapping):
+        for entry in identity.values():
+            if isinstance(entry, Mapping) and "repo" in entry:
+                listed.add(str(entry["repo"]))
+    return listed
+
+
+def check(ctx: FileContext) -> list[Finding]:
+    checker = _Checker(ctx)
+    for variant, config in ctx.variants.configs.items():
+        engine = _engine(config)
+        roles = [r for r in _roles(config) if r.workers or r.nodes]
+        shared = any(r.nodes == 0 for r in roles) and any(r.nodes > 0 for r in roles)
+        for role in roles:
+            gpus = checker.role_layout(variant, role, shared)
+            checker.parallelism(variant, engine, role, gpus)
+            checker.draft_model(variant, config, role)
+        if shared and roles:
+            checker.shared_pool(variant, engine, roles)
+        checker.concurrency(variant, config)
+    return list(checker.findings.values())

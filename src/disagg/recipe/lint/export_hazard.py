@@ -1,0 +1,98 @@
+"""DA004: a value with a comma that would travel through Slurm's `--export` list.
+
+Slurm splits `--export=ALL,K=V,...` on commas, so `UCX_TLS=rc,tcp` arrives as
+`UCX_TLS=rc` and a stray variable `tcp`; `MODEL_REPOS=a/x,b/y` arrives as `a/x`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from disagg.recipe.lint.context import FileContext
+from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.nodes import Node, walk
+
+RULE = "DA004"
+NAME = "export-hazard"
+_VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DIRECTIVE_BLOCKS = ("srun_options", "sbatch_directives")
+
+
+def _is_env_map(path: tuple[str, ...]) -> bool:
+    last = path[-1] if path else ""
+    return last.endswith("environment") or last in ("env", "export_env")
+
+
+def _strings(node: Node) -> list[Node]:
+    """The scalar string(s) a value node holds (zip lists hold one per variant)."""
+    if node.kind == "scalar":
+        return [node] if isinstance(node.value, str) else []
+    if node.kind == "seq":
+        return [i for i in node.items if i.kind == "scalar" and isinstance(i.value, str)]
+    return []
+
+
+def _split_export(value: str) -> list[str]:
+    """Pieces of an `--export` list that are neither `K=V`, a variable name, nor ALL/NONE/NIL."""
+    pieces = value.split(",")
+    return [
+        piece
+        for piece in pieces[1:]
+        if "=" not in piece and not (_VAR.match(piece) and piece.upper() == piece)
+    ]
+
+
+def check(ctx: FileContext) -> list[Finding]:
+    findings: list[Finding] = []
+    for node in walk(ctx.root):
+        if node.kind != "map":
+            continue
+        if _is_env_map(node.path):
+            for key, value in node.pairs:
+                for text in _strings(value):
+                    if "," in str(text.value):
+                        findings.append(_env_finding(ctx, node, str(key.value), text))
+        elif node.path and node.path[-1] in _DIRECTIVE_BLOCKS:
+            for key, value in node.pairs:
+                if str(key.value).lstrip("-") != "export":
+                    continue
+                for text in _strings(value):
+                    broken = _split_export(str(text.value))
+                    if broken:
+                        findings.append(_directive_finding(ctx, node, text, broken))
+    return findings
+
+
+def _env_finding(ctx: FileContext, env: Node, name: str, text: Node) -> Finding:
+    where = Location(ctx.path, text.line, text.col, "value", text.block)
+    head = str(text.value).split(",")[0]
+    return Finding(
+        rule=RULE,
+        name=NAME,
+        severity=Severity.ERROR,
+        message=(
+            f"{'.'.join(env.path)}.{name} = {text.value!r} at {where} contains a comma; "
+            f"passed through Slurm's comma-separated --export it arrives as {name}={head!r}"
+        ),
+        locations=(where,),
+        hint=(
+            "keep the value in the recipe's environment map (disagg sets it from plan.json, "
+            "not via --export); never forward it in an srun/sbatch --export list"
+        ),
+    )
+
+
+def _directive_finding(ctx: FileContext, owner: Node, text: Node, broken: list[str]) -> Finding:
+    where = Location(ctx.path, text.line, text.col, "value", text.block)
+    return Finding(
+        rule=RULE,
+        name=NAME,
+        severity=Severity.ERROR,
+        message=(
+            f"{'.'.join(owner.path)}.export = {text.value!r} at {where}: Slurm splits it on "
+            f"commas, so {', '.join(repr(p) for p in broken)} become separate entries instead "
+            "of part of the value before them"
+        ),
+        locations=(where,),
+        hint="move these variables into the recipe's environment map instead of --export",
+    )

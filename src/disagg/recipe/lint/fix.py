@@ -1,0 +1,162 @@
+"""`--fix` for DA001: hoist each cross-variant anchor into a top-level `x-shared` block.
+
+The anchored node is moved (ruamel round trip keeps comments and key order) into
+`x-shared`, placed right after `base`, and the block that defined it now aliases
+it like every other user. The fix is only written when every variant expands to
+exactly the same config before and after and the new text has no DA001 left;
+otherwise nothing changes and the result says why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap
+
+from disagg import atomic
+from disagg.errors import DisaggError
+from disagg.recipe.lint.context import FileContext
+from disagg.recipe.lint.cross_anchor import cross_variant_aliases
+from disagg.recipe.lint.nodes import Anchor, scan
+from disagg.recipe.overrides import BASE, expand_variants
+
+SHARED = "x-shared"
+
+
+@dataclass(slots=True)
+class FixResult:
+    """What `fix_file` did: `moved` anchors, or `reason` when it left the file alone."""
+
+    path: str
+    moved: list[str] = field(default_factory=list)
+    reason: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.moved) and self.reason is None
+
+
+def _yaml(text: str) -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap long flow lists
+    mapping, sequence, offset = _indentation(text)
+    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
+    return yaml
+
+
+def _indentation(text: str) -> tuple[int, int, int]:
+    """The file's own indentation, so the rewrite does not reflow untouched blocks."""
+    mapping = 2
+    nested = r"^[^\s#][^\n]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*( +)[^\s#-]"
+    for match in re.finditer(nested, text, re.M):
+        mapping = len(match.group(1))
+        break
+    offset = 0
+    pattern = r"^( *)[^\s#-][^\n]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*( *)- "
+    for match in re.finditer(pattern, text, re.M):
+        offset = max(0, len(match.group(2)) - len(match.group(1)))
+        break
+    return mapping, max(mapping, offset + 2), offset
+
+
+def _expand(yaml: YAML, text: str, file: str) -> dict[str, dict[str, Any]]:
+    return expand_variants(yaml.load(text), file=file)
+
+
+def _lookup(doc: Any, anchor: Anchor) -> Any:
+    node = doc
+    for key in (anchor.block or "", *anchor.path[1:]):
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    return node
+
+
+def fix_text(text: str, file: str) -> tuple[str | None, FixResult]:
+    """The fixed text (None when unchanged) and what happened."""
+    result = FixResult(file)
+    scanned = scan(file, text)
+    if scanned.syntax is not None or scanned.root is None or scanned.root.kind != "map":
+        result.reason = "the file does not parse as a recipe map; fix that first"
+        return None, result
+    if scanned.undefined:
+        result.reason = "the file has undefined aliases (DA002); fix those first"
+        return None, result
+    ctx = FileContext(file, scanned, scanned.root)
+    targets = [anchor for anchor, _ in cross_variant_aliases(ctx).values()]
+    if not targets:
+        return None, result
+    yaml = _yaml(text)
+    try:
+        before = _expand(yaml, text, file)
+        doc = yaml.load(text)
+    except (DisaggError, ValueError) as exc:
+        result.reason = f"the file does not expand into variants: {exc}"
+        return None, result
+    except Exception as exc:  # ruamel raises its own error types (duplicate keys...)
+        result.reason = f"the round-trip parser rejects the file: {exc}"
+        return None, result
+    shared = doc.get(SHARED)
+    if shared is None:
+        shared = CommentedMap()
+        keys = list(doc)
+        doc.insert(keys.index(BASE) + 1 if BASE in keys else 0, SHARED, shared)
+    elif not isinstance(shared, CommentedMap):
+        result.reason = f"`{SHARED}` exists but is not a map"
+        return None, result
+    for anchor in targets:
+        value = _lookup(doc, anchor)
+        if not hasattr(value, "yaml_set_anchor"):
+            result.reason = f"&{anchor.name} anchors a value the round-trip writer cannot move"
+            return None, result
+        key = anchor.name
+        suffix = 2
+        while key in shared and shared[key] is not value:
+            key, suffix = f"{anchor.name}_{suffix}", suffix + 1
+        shared[key] = value
+        value.yaml_set_anchor(anchor.name, always_dump=True)
+        result.moved.append(anchor.name)
+    out = StringIO()
+    yaml.dump(doc, out)
+    fixed = out.getvalue()
+    return _verify(fixed, before, file, result)
+
+
+def _verify(
+    fixed: str, before: dict[str, dict[str, Any]], file: str, result: FixResult
+) -> tuple[str | None, FixResult]:
+    rescanned = scan(file, fixed)
+    if rescanned.syntax is not None or rescanned.undefined or rescanned.root is None:
+        result.reason = "the rewritten file would not parse; left unchanged"
+        return None, result
+    left = cross_variant_aliases(FileContext(file, rescanned, rescanned.root))
+    if left:
+        names = ", ".join(sorted(a.name for a, _ in left.values()))
+        result.reason = f"anchors still cross variant blocks after the move ({names})"
+        return None, result
+    try:
+        after = _expand(_yaml(fixed), fixed, file)
+    except Exception as exc:
+        result.reason = f"the rewritten file does not expand ({exc}); left unchanged"
+        return None, result
+    if list(after) != list(before):
+        result.reason = "the rewritten file has different variants; left unchanged"
+        return None, result
+    for name, config in before.items():
+        if after[name] != config:
+            result.reason = f"variant {name} would expand differently; left unchanged"
+            return None, result
+    return fixed, result
+
+
+def fix_file(path: Path) -> FixResult:
+    """Fix one file in place (atomically) when the fix is proven safe."""
+    text = path.read_text(encoding="utf-8")
+    fixed, result = fix_text(text, str(path))
+    if fixed is not None and result.changed:
+        atomic.write_text(path, fixed)
+    return result

@@ -1,0 +1,109 @@
+"""What a lint run reports: findings with every location involved, and the exit code they imply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from disagg.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+
+
+class Severity(StrEnum):
+    """`error` and `warning` fail a lint run (exit 1); `info` is advice and never does."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """One place a finding involves. `role` says what the place is: anchor, alias, copy, value..."""
+
+    file: str
+    line: int | None = None
+    col: int | None = None
+    role: str = ""
+    block: str | None = None  # top-level block (base, override_x, x-shared...) when known
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.file
+        return f"{self.file}:{self.line}:{self.col or 1}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+            "role": self.role,
+            "block": self.block,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem. The first location is where a reader should look first."""
+
+    rule: str  # DA001...
+    name: str  # cross-variant-anchor...
+    severity: Severity
+    message: str
+    locations: tuple[Location, ...]
+    hint: str | None = None
+    fixable: bool = False
+
+    @property
+    def file(self) -> str:
+        return self.locations[0].file if self.locations else ""
+
+    @property
+    def where(self) -> Location | None:
+        return self.locations[0] if self.locations else None
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        where = self.where
+        line = where.line or 0 if where else 0
+        col = where.col or 0 if where else 0
+        return (self.file, line, col, self.rule)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "name": self.name,
+            "severity": str(self.severity),
+            "message": self.message,
+            "hint": self.hint,
+            "fixable": self.fixable,
+            "locations": [loc.to_json() for loc in self.locations],
+        }
+
+
+UNREADABLE = "DA000"
+
+
+@dataclass(slots=True)
+class LintReport:
+    """Findings for a set of files. Unreadable input (DA000) makes the exit code 2."""
+
+    files: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for finding in self.findings if finding.severity is severity)
+
+    def by_rule(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for finding in self.findings:
+            counts[finding.rule] = counts.get(finding.rule, 0) + 1
+        return dict(sorted(counts.items()))
+
+    @property
+    def exit_code(self) -> int:
+        if any(finding.rule == UNREADABLE for finding in self.findings):
+            return EXIT_USAGE
+        failing = (Severity.ERROR, Severity.WARNING)
+        if any(finding.severity in failing for finding in self.findings):
+            return EXIT_FINDINGS
+        return EXIT_OK

@@ -1,0 +1,255 @@
+"""One cheap pass over a YAML file's events (libyaml): a node tree that keeps what a load hides.
+
+A plain load resolves aliases and forgets anchors, so it cannot tell a variant that
+aliases its sibling from one that repeats a value. This composer keeps every
+anchor and alias with its position and the top-level block it sits in, builds
+plain Python values (YAML 1.2 core scalars, like ruamel's default), and does not
+stop at an undefined alias: it records it and keeps scanning, so the rule can say
+where an anchor of that name appears later.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_INT = re.compile(r"^[-+]?(?:[0-9][0-9_]*|0o[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+)$")
+_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?$")
+_SPECIAL_FLOAT = {
+    ".inf": math.inf,
+    ".Inf": math.inf,
+    ".INF": math.inf,
+    ".nan": math.nan,
+    ".NaN": math.nan,
+    ".NAN": math.nan,
+}
+_TAG = "tag:yaml.org,2002:"
+
+
+def resolve_plain(text: str) -> Any:
+    """The value of a plain (unquoted) scalar under the YAML 1.2 core schema."""
+    if _NULL.match(text):
+        return None
+    if text in _BOOL:
+        return _BOOL[text]
+    if _INT.match(text):
+        sign = -1 if text.startswith("-") else 1
+        body = text.lstrip("+-").replace("_", "")
+        return sign * int(body, 0) if body[:2] in ("0o", "0x", "0b") else sign * int(body)
+    if _FLOAT.match(text):
+        return float(text.replace("_", ""))
+    unsigned = text.lstrip("+-")
+    if unsigned in _SPECIAL_FLOAT:
+        return -_SPECIAL_FLOAT[unsigned] if text.startswith("-") else _SPECIAL_FLOAT[unsigned]
+    return text
+
+
+def _tagged(tag: str, text: str) -> Any:
+    """Scalars with an explicit core tag (`!!int 3`); anything else keeps its text."""
+    if tag == _TAG + "str":
+        return text
+    if tag in (_TAG + "int", _TAG + "float", _TAG + "bool", _TAG + "null"):
+        value = resolve_plain(text)
+        return text if isinstance(value, str) else value
+    return text
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    """A composed node: `kind` is map, seq or scalar; line/col are 1-based."""
+
+    kind: str
+    line: int
+    col: int
+    block: str | None  # top-level key this node is under (None for the root)
+    path: tuple[str, ...]
+    anchor: str | None = None
+    value: Any = None  # scalar value
+    items: list[Node] = field(default_factory=list)  # seq items
+    pairs: list[tuple[Node, Node]] = field(default_factory=list)  # map pairs
+
+    def get(self, key: str) -> Node | None:
+        """The value node of `key` in a map node (last wins, as in a load)."""
+        found = None
+        for k, v in self.pairs:
+            if k.kind == "scalar" and k.value == key:
+                found = v
+        return found
+
+    def key_node(self, key: str) -> Node | None:
+        found = None
+        for k, _ in self.pairs:
+            if k.kind == "scalar" and k.value == key:
+                found = k
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    name: str
+    line: int
+    col: int
+    block: str | None
+    path: tuple[str, ...]
+    node: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Alias:
+    name: str
+    line: int
+    col: int
+    block: str | None
+    path: tuple[str, ...]
+    target: Anchor | None  # None: undefined at this point of the document
+
+
+@dataclass(slots=True)
+class SyntaxProblem:
+    """The parser's own error, with its 1-based position."""
+
+    message: str
+    line: int | None
+    col: int | None
+
+
+@dataclass(slots=True)
+class ScannedFile:
+    """Everything one event pass learned about a file."""
+
+    path: str
+    text: str
+    root: Node | None = None
+    anchors: list[Anchor] = field(default_factory=list)
+    aliases: list[Alias] = field(default_factory=list)
+    syntax: SyntaxProblem | None = None
+    documents: int = 0
+
+    @property
+    def undefined(self) -> list[Alias]:
+        return [alias for alias in self.aliases if alias.target is None]
+
+
+class _Composer:
+    def __init__(self, scanned: ScannedFile, events: Iterator[yaml.Event]) -> None:
+        self.scanned = scanned
+        self.events = events
+        self.defined: dict[str, Anchor] = {}
+
+    def node(self, event: yaml.Event, block: str | None, path: tuple[str, ...]) -> Node:
+        mark = event.start_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
+        if isinstance(event, yaml.AliasEvent):
+            name = str(event.anchor)
+            target = self.defined.get(name)
+            self.scanned.aliases.append(Alias(name, line, col, block, path, target))
+            if target is not None:
+                return target.node
+            return Node("scalar", line, col, block, path)
+        anchor: str | None = getattr(event, "anchor", None)
+        if isinstance(event, yaml.ScalarEvent):
+            text = str(event.value)
+            tag = event.tag
+            if tag and tag != "!":
+                value = _tagged(str(tag), text)
+            elif event.implicit[0] and not event.style:
+                value = resolve_plain(text)
+            else:
+                value = text
+            made = Node("scalar", line, col, block, path, anchor, value)
+        elif isinstance(event, yaml.SequenceStartEvent):
+            made = Node("seq", line, col, block, path, anchor)
+            for child in self.until(yaml.SequenceEndEvent):
+                made.items.append(self.node(child, block, (*path, str(len(made.items)))))
+        elif isinstance(event, yaml.MappingStartEvent):
+            made = Node("map", line, col, block, path, anchor)
+            top = not path and block is None
+            for child in self.until(yaml.MappingEndEvent):
+                key = self.node(child, block, path)
+                name = str(key.value) if key.kind == "scalar" else "?"
+                value_event = next(self.events)
+                value = self.node(value_event, name if top else block, (*path, name))
+                made.pairs.append((key, value))
+        else:  # pragma: no cover - the parser emits nothing else inside a document
+            raise AssertionError(f"unexpected event {event!r}")
+        if anchor:
+            record = Anchor(str(anchor), line, col, block, path, made)
+            self.defined[record.name] = record
+            self.scanned.anchors.append(record)
+        return made
+
+    def until(self, end: type[yaml.Event]) -> Iterator[yaml.Event]:
+        for event in self.events:
+            if type(event) is end:
+                return
+            yield event
+
+
+def scan(path: str, text: str) -> ScannedFile:
+    """Compose `text` once; a syntax error is recorded (with what was seen before it)."""
+    scanned = ScannedFile(path, text)
+    events = iter(yaml.parse(text, Loader=yaml.CSafeLoader))
+    composer = _Composer(scanned, events)
+    try:
+        for event in events:
+            if isinstance(event, yaml.DocumentStartEvent):
+                scanned.documents += 1
+                first = next(events)
+                if isinstance(first, yaml.DocumentEndEvent):
+                    continue
+                root = composer.node(first, None, ())
+                if scanned.root is None:
+                    scanned.root = root
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(p for p in (exc.context, exc.problem) if p) or str(exc)
+        scanned.syntax = SyntaxProblem(
+            problem, mark.line + 1 if mark else None, mark.column + 1 if mark else None
+        )
+    except yaml.YAMLError as exc:
+        scanned.syntax = SyntaxProblem(str(exc), None, None)
+    return scanned
+
+
+def to_python(node: Node | None) -> Any:
+    """Plain dicts/lists/scalars for a node (aliases become copies; `<<` merge keys apply)."""
+    if node is None:
+        return None
+    if node.kind == "scalar":
+        return node.value
+    if node.kind == "seq":
+        return [to_python(item) for item in node.items]
+    out: dict[Any, Any] = {}
+    merged: dict[Any, Any] = {}
+    for key, value in node.pairs:
+        if key.kind == "scalar" and key.value == "<<" and key.anchor is None:
+            sources = value.items if value.kind == "seq" else [value]
+            for source in reversed(sources):
+                merged.update(to_python(source) if source.kind == "map" else {})
+            continue
+        name = key.value if key.kind == "scalar" else str(to_python(key))
+        out[name] = to_python(value)
+    return {**merged, **out} if merged else out
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node below `node` once, depth first (alias targets are not revisited)."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        stack.extend(reversed(current.items))
+        for key, value in reversed(current.pairs):
+            stack.append(value)
+            stack.append(key)

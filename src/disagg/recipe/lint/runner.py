@@ -1,0 +1,129 @@
+"""`lint_paths`: read each file once, scan its events once, run every rule, collect findings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from disagg.recipe.lint import (
+    consistency,
+    cross_anchor,
+    export_hazard,
+    repeated_literal,
+    undefined_alias,
+)
+from disagg.recipe.lint.context import FileContext
+from disagg.recipe.lint.model import UNREADABLE, Finding, LintReport, Location, Severity
+from disagg.recipe.lint.nodes import Anchor, ScannedFile, scan
+
+SUFFIXES = (".yaml", ".yml")
+
+
+def _unreadable(
+    path: str, message: str, line: int | None = None, col: int | None = None
+) -> Finding:
+    return Finding(
+        rule=UNREADABLE,
+        name="unreadable",
+        severity=Severity.ERROR,
+        message=message,
+        locations=(Location(path, line, col, "input"),),
+    )
+
+
+def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[Finding]]:
+    """Files to lint: each file as given, every *.yaml/*.yml below each directory."""
+    files: list[Path] = []
+    problems: list[Finding] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+            if not found:
+                problems.append(_unreadable(str(path), "directory holds no *.yaml/*.yml recipes"))
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        elif path.exists():
+            problems.append(_unreadable(str(path), "not a regular file"))
+        else:
+            problems.append(_unreadable(str(path), "no such file or directory"))
+    return files, problems
+
+
+def read_text(path: Path) -> str | Finding:
+    """The file's text, or a DA000 finding saying why it cannot be a recipe."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return _unreadable(str(path), f"cannot read: {exc.strerror or exc}")
+    if b"\0" in data[:8192]:
+        return _unreadable(str(path), "binary file, not YAML")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _unreadable(str(path), f"not UTF-8 text (byte {exc.start})")
+
+
+def lint_scanned(scanned: list[ScannedFile]) -> list[Finding]:
+    """Run every rule over already-scanned files (anchors are looked up across all of them)."""
+    anchors: dict[str, list[tuple[str, Anchor]]] = {}
+    for one in scanned:
+        for anchor in one.anchors:
+            anchors.setdefault(anchor.name, []).append((one.path, anchor))
+    findings: list[Finding] = []
+    for one in scanned:
+        elsewhere = {
+            name: [(f, a) for f, a in spots if f != one.path] for name, spots in anchors.items()
+        }
+        findings.extend(undefined_alias.check(one.path, one, elsewhere))
+        findings.extend(lint_one(one))
+    return findings
+
+
+def lint_one(scanned: ScannedFile) -> list[Finding]:
+    """The single-file rules (everything but DA002, which needs the other files' anchors)."""
+    path = scanned.path
+    if scanned.syntax is not None:
+        problem = scanned.syntax
+        return [
+            _unreadable(path, f"YAML syntax error: {problem.message}", problem.line, problem.col)
+        ]
+    root = scanned.root
+    if root is None:
+        return [_unreadable(path, "empty file: a recipe is a map of fields")]
+    if root.kind != "map":
+        kind = "a list" if root.kind == "seq" else "a single value"
+        message = f"a recipe is a map of fields, this file is {kind}"
+        return [_unreadable(path, message, root.line, root.col)]
+    ctx = FileContext(path, scanned, root)
+    findings = cross_anchor.check(ctx) + repeated_literal.check(ctx) + export_hazard.check(ctx)
+    if scanned.undefined:
+        return findings  # values behind a missing anchor are unknown; DA002 explains
+    variants = ctx.variants
+    if variants.error is not None:
+        where = variants.error.location
+        findings.append(
+            _unreadable(
+                path,
+                f"cannot expand variants: {variants.error.message}",
+                where.line if where else None,
+                where.column if where else None,
+            )
+        )
+        return findings
+    return findings + consistency.check(ctx)
+
+
+def lint_paths(paths: list[Path]) -> LintReport:
+    """Lint files and directories; the library entry the CLI and the benchmark call."""
+    files, findings = expand_paths(paths)
+    scanned: list[ScannedFile] = []
+    for path in files:
+        text = read_text(path)
+        if isinstance(text, Finding):
+            findings.append(text)
+        else:
+            scanned.append(scan(str(path), text))
+    findings.extend(lint_scanned(scanned))
+    findings.sort(key=Finding.sort_key)
+    return LintReport(files=[str(p) for p in files], findings=findings)
