@@ -7,7 +7,7 @@ import importlib
 import typer
 
 # One module per area, so that areas can grow without touching each other.
-AREAS = ("recipes", "staging", "run", "slurm", "bench", "report", "sim")
+AREAS = ("recipes", "staging", "run", "slurm", "bench", "report", "sim", "lint")
 
 
 def register_all(app: typer.Typer) -> None:
