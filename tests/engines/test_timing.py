@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from disagg.engines.sim.args import parse_args
+from disagg.engines.sim.testing import post_json, start_worker, wait_ready
 from disagg.engines.sim.timing import TimingModel
 
 CONCURRENCIES = [1, 2, 4, 8, 16, 32, 64]
@@ -70,3 +74,38 @@ def test_speculative_decoding_emits_several_tokens_per_costlier_step() -> None:
         spec.steady_state(8, 1024, 128).tokens_per_s_per_user
         > plain.steady_state(8, 1024, 128).tokens_per_s_per_user
     )
+
+
+def test_a_real_worker_follows_the_shape_end_to_end(tmp_path: Path) -> None:
+    """Measured over HTTP: batching 16 users raises throughput and slows each user down."""
+    proc = start_worker(
+        "aggregated-0",
+        "aggregated",
+        tmp_path,
+        args=["--sim-decode-base-ms", "4", "--sim-decode-ms-per-seq", "0.5"],
+    )
+    try:
+        wait_ready(proc, "/health")
+
+        def one(_: int) -> float:
+            start = time.monotonic()
+            status, _raw = post_json(
+                proc.url + "/v1/completions",
+                {"prompt": "x", "max_tokens": 30, "ignore_eos": True},
+            )
+            assert status == 200
+            return time.monotonic() - start
+
+        def measure(concurrency: int, requests: int) -> tuple[float, float]:
+            start = time.monotonic()
+            with ThreadPoolExecutor(concurrency) as pool:
+                latencies = list(pool.map(one, range(requests)))
+            wall = time.monotonic() - start
+            return requests * 30 / wall, 30 / (sum(latencies) / len(latencies))
+
+        tput_1, user_1 = measure(1, 4)
+        tput_16, user_16 = measure(16, 16)
+        assert tput_16 > 2 * tput_1
+        assert user_1 > 1.5 * user_16
+    finally:
+        proc.stop()
