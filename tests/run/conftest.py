@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from disagg.plan.model import (
@@ -95,3 +95,63 @@ def wait_gone(pids: Iterable[int], timeout_s: float = 5.0) -> list[int]:
         if pending:
             time.sleep(0.05)
     return pending
+
+
+def sim_worker(name: str, mode: str, *, extra: Iterable[str] = ()) -> RolePlan:
+    """A simulated SGLang worker role, the way a plan renders it."""
+    kind = {"prefill": RoleKind.PREFILL, "decode": RoleKind.DECODE}.get(mode, RoleKind.AGGREGATED)
+    ports = ["http", "bootstrap"] if mode == "prefill" else ["http"]
+    argv = [
+        "${run.python}",
+        "-m",
+        "disagg.engines.sim",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "${self.http_port}",
+        "--model-path",
+        "${model.path}",
+        "--served-model-name",
+        "sim-model",
+        "--disaggregation-mode",
+        "null" if mode == "aggregated" else mode,
+        *extra,
+    ]
+    if mode == "prefill":
+        argv += ["--disaggregation-bootstrap-port", "${self.bootstrap_port}"]
+    return RolePlan(
+        name=name,
+        kind=kind,
+        index=int(name.rsplit("-", 1)[1]),
+        node_ranks=[0],
+        gpus_per_node=1,
+        gpu_ids=[0],
+        ports=ports,
+        argv=argv,
+        health=HealthPlan(path="/health", deadline_s=30, interval_s=0.05),
+    )
+
+
+def router_role(
+    *, prefill: Sequence[str] = (), decode: Sequence[str] = (), aggregated: Sequence[str] = ()
+) -> RolePlan:
+    from disagg.engines.router import ROUTER_HEALTH_PATH, ROUTER_PORTS, router_argv
+
+    return RolePlan(
+        name="router",
+        kind=RoleKind.ROUTER,
+        node_ranks=[0],
+        ports=list(ROUTER_PORTS),
+        argv=router_argv(prefill=prefill, decode=decode, aggregated=aggregated, host="127.0.0.1"),
+        health=HealthPlan(path=ROUTER_HEALTH_PATH, deadline_s=30, interval_s=0.05),
+    )
+
+
+def sim_pd_roles(prefill: int, decode: int, *, extra: Iterable[str] = ()) -> list[RolePlan]:
+    workers = [sim_worker(f"prefill-{i}", "prefill", extra=extra) for i in range(prefill)]
+    workers += [sim_worker(f"decode-{i}", "decode", extra=extra) for i in range(decode)]
+    router = router_role(
+        prefill=[w.name for w in workers if w.kind is RoleKind.PREFILL],
+        decode=[w.name for w in workers if w.kind is RoleKind.DECODE],
+    )
+    return [*workers, router]

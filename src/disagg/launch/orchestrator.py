@@ -101,6 +101,8 @@ class Orchestrator:
         self._tasks: list[tuple[RolePlan, RoleProcess]] = []
         self._exit_codes: dict[tuple[str, int], int | None] = {}
         self._phase_seconds: dict[str, float] = {}
+        self._timeline: dict[str, float] = {}
+        self._started = time.time()
         self._bindings: Bindings = {}
         self.log = _make_logger(run_dir, echo=self.options.echo)
         self.state = RunState(
@@ -116,7 +118,7 @@ class Orchestrator:
     # ---- public -------------------------------------------------------------------
 
     def run(self) -> RunSummary:
-        started = time.time()
+        started = self._started = time.time()
         self._publish()
         monitor = threading.Thread(target=self._monitor, name="role-monitor", daemon=True)
         error_code = EXIT_FAILED
@@ -171,14 +173,19 @@ class Orchestrator:
             if r.kind not in WORKER_KINDS and r.kind is not RoleKind.BENCH and r.argv
         ]
         with self._phase(Phase.LAUNCH):
+            self._mark("workers_launch")
             self._launch(workers)
         with self._phase(Phase.HEALTH):
             self._wait_healthy(workers)
+            self._mark("workers_healthy")
             if others:
+                self._mark("router_launch")
                 self._launch(others)
                 self._wait_healthy(others)
+                self._mark("router_healthy")
         with self._phase(Phase.CANARY):
             self._canary()
+            self._mark("canary_ok")
         with self._phase(Phase.MEASURE):
             self._measure_points()
 
@@ -345,7 +352,7 @@ class Orchestrator:
         url = self._serving_url()
         bench = self._rendered_bench()
         gpus = GpuCounts(prefill=self.plan.prefill_gpus, decode=self.plan.decode_gpus)
-        invalid: list[str] = []
+        invalid: list[tuple[str, str | None]] = []
         for point, point_state in zip(self.plan.bench.points, self.state.points, strict=True):
             self._check_stop()
             found = existing_valid_result(self.results_dir, point)
@@ -390,12 +397,13 @@ class Orchestrator:
                 else:
                     point_state.status = PointStatus.INVALID
                     point_state.reason = outcome.reason
-                    invalid.append(f"{point.key}: {outcome.reason}")
+                    invalid.append((point.key, outcome.reason))
             self._publish()
             self.log.info("point %s: %s %s", point.key, point_state.status.value, _brief(outcome))
         self._check_stop()
         if invalid:
-            self._fail(f"{len(invalid)} invalid point(s): " + "; ".join(invalid))
+            keys = ", ".join(key for key, _ in invalid)
+            self._fail(f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0][1]})")
 
     def _rendered_bench(self) -> BenchPlan:
         bench = self.plan.bench
@@ -508,6 +516,7 @@ class Orchestrator:
                 started_at=started,
                 finished_at=time.time(),
                 phase_seconds=dict(self._phase_seconds),
+                timeline=dict(self._timeline),
                 role_exit_codes={
                     r.name: [t.exit_code for t in r.tasks] for r in self.state.roles if r.tasks
                 },
@@ -537,6 +546,9 @@ class Orchestrator:
         return summary
 
     # ---- helpers ------------------------------------------------------------------
+
+    def _mark(self, milestone: str) -> None:
+        self._timeline[milestone] = round(time.time() - self._started, 4)
 
     def _check_stop(self) -> None:
         if self.stop.is_set():

@@ -139,6 +139,8 @@ class RunSummary(BaseModel):
     started_at: float
     finished_at: float
     phase_seconds: dict[str, float] = Field(default_factory=dict)
+    # Seconds since start of each milestone (`workers_launched`, `workers_healthy`, ...).
+    timeline: dict[str, float] = Field(default_factory=dict)
     role_exit_codes: dict[str, list[int | None]] = Field(default_factory=dict)
     role_pids: dict[str, list[int]] = Field(default_factory=dict)
     points: list[PointState] = Field(default_factory=list)
