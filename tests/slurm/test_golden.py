@@ -1,0 +1,159 @@
+"""Golden files: the rendered job.sbatch and the srun command lines of a 1P2D variant.
+
+The recorded files are in tests/slurm/golden/. After an intended change, regenerate
+them and review the diff:
+
+    DISAGG_UPDATE_GOLDEN=1 .venv/bin/pytest tests/slurm/test_golden.py
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from disagg.errors import DisaggError
+from disagg.launch.bindings import build_bindings, render_task
+from disagg.launch.sbatch import render
+from disagg.launch.srun import srun_argv, step_name
+from disagg.plan.model import Plan, SlurmPlan
+
+from .conftest import one_p_two_d_plan
+
+GOLDEN = Path(__file__).parent / "golden"
+RUN_DIR = Path("/shared/runs/sim 1p2d/base-20250101T000000Z")
+PYTHON = "/opt/disagg/.venv/bin/python"
+NODES = ["gpu-a01", "gpu-a02", "gpu-b17"]
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("DISAGG_UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    recorded = path.read_text()
+    if recorded != text:
+        diff = "".join(
+            difflib.unified_diff(
+                recorded.splitlines(True), text.splitlines(True), str(path), "rendered"
+            )
+        )
+        pytest.fail(f"{name} differs from the recorded file:\n{diff}")
+
+
+def cluster_plan(**slurm: object) -> Plan:
+    defaults: dict[str, object] = {
+        "job_name": "sim-1p2d",
+        "nodes": 3,
+        "gpus_per_node": 8,
+        "partition": "batch",
+        "account": "perf team",
+        "time_limit": "01:30:00",
+        "directives": {"constraint": "h100&ib", "mem": "0", "comment": "it's a test; $HOME"},
+        "setup_script": "/shared/setup scripts/install-deps.sh",
+        "secret_env": ["HF_TOKEN"],
+    }
+    defaults.update(slurm)
+    return one_p_two_d_plan(
+        slurm=SlurmPlan.model_validate(defaults), argv_prefix=[PYTHON, "-m", "disagg"]
+    )
+
+
+def srun_lines(plan: Plan) -> str:
+    """What the orchestrator would start for every task, with fixed ports and addresses."""
+    ports = {
+        role.name: {f"{p}_port": 30000 + 10 * i + j for j, p in enumerate(role.ports)}
+        for i, role in enumerate(plan.roles)
+    }
+    bindings = build_bindings(
+        plan,
+        addresses=[f"10.0.0.{i + 1}" for i in range(len(NODES))],
+        ports=ports,
+        model_path="sim/tiny-model",
+        draft_path="",
+        run_dir=RUN_DIR,
+    )
+    lines = []
+    for role in plan.roles:
+        if not role.argv:
+            continue
+        for rank in role.node_ranks:
+            argv, env = render_task(plan, role, rank, bindings)
+            cmd = srun_argv(
+                job_id="4242",
+                node=NODES[rank],
+                name=step_name(role.name, rank),
+                argv=argv,
+                env=env,
+                slurm=plan.slurm,
+                container_image=role.container_image,
+                container_env=list(env),
+            )
+            lines.append(shlex.join(cmd))
+    return "\n".join(lines) + "\n"
+
+
+def test_job_sbatch_gres_exclusive() -> None:
+    check_golden("1p2d-gres.sbatch", render(cluster_plan(), RUN_DIR, python=PYTHON))
+
+
+def test_job_sbatch_gpus_per_node_shared_nodes() -> None:
+    plan = cluster_plan(
+        gpu_directive="gpus-per-node",
+        exclusive=False,
+        account=None,
+        directives={},
+        setup_script=None,
+    )
+    check_golden("1p2d-gpus-per-node.sbatch", render(plan, RUN_DIR, python=PYTHON))
+
+
+def test_srun_lines() -> None:
+    check_golden("1p2d-srun.txt", srun_lines(cluster_plan()))
+
+
+def test_srun_lines_with_pyxis_container() -> None:
+    plan = cluster_plan(
+        container_image="/shared/images/sglang v0.5.sqsh",
+        container_mounts={"/shared/models": "/models", str(RUN_DIR): str(RUN_DIR)},
+        srun_options={"cpu-bind": "none", "mpi": "pmix"},
+    )
+    for role in plan.roles:
+        if role.kind.value in ("prefill", "decode"):
+            role.container_image = plan.slurm.container_image
+    check_golden("1p2d-srun-pyxis.txt", srun_lines(plan))
+
+
+def test_sbatch_never_holds_environment_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_do_not_write")
+    text = render(cluster_plan(), RUN_DIR, python=PYTHON)
+    assert "hf_secret_do_not_write" not in text
+    assert "--export" not in text
+
+
+def test_comma_values_never_go_through_export() -> None:
+    text = srun_lines(cluster_plan())
+    assert "--export" not in text
+    assert "MODEL_REPOS" not in text  # the environment is set on the srun process instead
+
+
+@pytest.mark.parametrize(
+    ("directives", "message"),
+    [
+        ({"output": "/tmp/x"}, "cannot be overridden"),
+        ({"bad key": "1"}, "not an option name"),
+        ({"comment": "two\nlines"}, "line break"),
+    ],
+)
+def test_bad_directives_are_refused(directives: dict[str, str], message: str) -> None:
+    with pytest.raises(DisaggError, match=message):
+        render(cluster_plan(directives=directives), RUN_DIR, python=PYTHON)
+
+
+def test_container_mount_with_comma_is_refused() -> None:
+    plan = cluster_plan(container_image="img.sqsh", container_mounts={"/a,b": "/c"})
+    plan.roles[0].container_image = "img.sqsh"
+    with pytest.raises(DisaggError, match="contains ','"):
+        srun_lines(plan)
