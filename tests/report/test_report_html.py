@@ -78,14 +78,33 @@ def test_an_invalid_point_appears_nowhere_on_the_page(make_run: RunFactory) -> N
 
 
 def test_simulated_results_are_flagged(make_run: RunFactory) -> None:
-    report = analyse(load_runs([make_run("sim", simulated=True)]), YMetric.OUTPUT)
+    real = make_run("real")
+    sim = make_run("sim", simulated=True, selector="r.yaml:base")
+    report = analyse(load_runs([real, sim]), YMetric.OUTPUT)
     fig = pareto_figure(report.chart)
 
     assert [a.text for a in fig.layout.annotations] == ["SIMULATED"]
-    series = [t for t in fig.data if t.name != "Pareto frontier"]
-    assert series[0].name.endswith("(simulated)")
-    assert series[0].marker.symbol.endswith("-open")
+    names = {t.name: t for t in fig.data}
+    assert names["r.yaml:base (simulated)"].marker.symbol.endswith("-open")
+    assert names["r.yaml:base (simulated)"].line.dash == "dash"
+    assert not names["dsr1-1k1k.yaml:override_dep8"].marker.symbol.endswith("-open")
     assert "Contains SIMULATED results" in render(report.runs, report.chart, report.changes)
+
+
+def test_an_all_simulated_report_says_so_in_the_title(make_run: RunFactory) -> None:
+    report = analyse(load_runs([make_run("sim", simulated=True)]), YMetric.OUTPUT)
+    fig = pareto_figure(report.chart)
+
+    assert "(simulated)" in fig.layout.title.text
+    assert [a.text for a in fig.layout.annotations] == ["SIMULATED"]
+
+
+def test_real_results_carry_no_simulated_mark(make_run: RunFactory) -> None:
+    report = analyse(load_runs([make_run("real")]), YMetric.OUTPUT)
+    fig = pareto_figure(report.chart)
+
+    assert not fig.layout.annotations
+    assert "SIMULATED" not in _without_plotly_js(render(report.runs, report.chart, report.changes))
 
 
 def test_text_from_run_data_is_escaped(make_run: RunFactory) -> None:

@@ -52,10 +52,6 @@ class Series:
         return self.run.simulated
 
     @property
-    def legend_label(self) -> str:
-        return f"{self.label} (simulated)" if self.simulated else self.label
-
-    @property
     def mpl_marker(self) -> str:
         return MPL_MARKERS[(self.index // len(PALETTE)) % len(MPL_MARKERS)]
 
@@ -82,6 +78,12 @@ class Chart:
     @property
     def point_count(self) -> int:
         return sum(len(series.points) for series in self.series)
+
+    def legend_label(self, series: Series) -> str:
+        """The series' label, `(simulated)` added when real and simulated runs share the chart."""
+        if series.simulated and not self.all_simulated:
+            return f"{series.label} (simulated)"
+        return series.label
 
     def annotate(self, point: ChartPoint) -> bool:
         """Whether to print the concurrency next to this point (all when few, else the frontier)."""

@@ -68,7 +68,7 @@ def build_figure(chart: Chart) -> Figure:
             markeredgecolor=series.color,
             markeredgewidth=1.4,
             zorder=3,
-            label=series.legend_label,
+            label=chart.legend_label(series),
         )
         for cp in series.points:
             if chart.annotate(cp):
