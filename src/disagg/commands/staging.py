@@ -1,9 +1,234 @@
-"""CLI commands for this area."""
+"""`disagg check-model` and `disagg stage`: is a model complete, and make it so."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from disagg.errors import EXIT_USAGE, DisaggError
+from disagg.plan.model import Plan, StagingPlan
+from disagg.staging import checkpoint as ck
+from disagg.staging.progress import human_bytes
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def check_model(
+    target: Annotated[
+        str, typer.Argument(help="checkpoint directory, cache entry, or repo id org/name")
+    ],
+    revision: Annotated[
+        str | None, typer.Option("--revision", help="branch, tag or commit (default main)")
+    ] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option("--cache", help="HF_HOME-style cache root (default: HF_HUB_CACHE / HF_HOME)"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON report")] = False,
+) -> None:
+    """Check that a model checkpoint is complete. Exit 0 complete, 1 incomplete, 2 bad input."""
+    try:
+        report = ck.check(target, revision=revision, cache=str(cache) if cache else None)
+    except ck.UnusableInput as exc:
+        if as_json:
+            print(json.dumps({"target": target, "complete": False, "error": str(exc)}))
+            raise typer.Exit(EXIT_USAGE) from None
+        raise DisaggError(str(exc), hint="pass a checkpoint directory or a repo id") from None
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print_report(report)
+    raise typer.Exit(report.exit_code)
+
+
+def print_report(report: ck.Report) -> None:
+    where = report.directory or report.target
+    if report.complete:
+        console.print(
+            f"[bold green]complete[/] {where}\n"
+            f"  {report.safetensors_files} safetensors files, {human_bytes(report.weight_bytes)}"
+            f" (read {human_bytes(report.bytes_read)} of headers)",
+            highlight=False,
+        )
+        return
+    console.print(
+        f"[bold red]incomplete[/] {where}: {len(report.problems)} problem(s)", highlight=False
+    )
+    for problem in report.problems:
+        label = f"{problem.path}: " if problem.path else ""
+        console.print(
+            f"  [red]-[/] {label}{problem.detail} [dim]({problem.kind})[/]", highlight=False
+        )
+    for hint in report.hints():
+        console.print(f"[bold]hint:[/] {hint}", highlight=False)
+
+
+# --- stage ---------------------------------------------------------------------------
+
+
+def load_plans(target: str, cluster: str | None) -> list[Plan]:
+    """Plans for `RECIPE[:SELECTOR]`, or the plan of a run directory / plan.json."""
+    path = Path(target)
+    if path.is_dir() and (path / "plan.json").is_file():
+        return [Plan.read(path)]
+    if path.suffix == ".json" and path.is_file():
+        return [Plan.read(path.parent)] if path.name == "plan.json" else [_plan_file(path)]
+    return _plans_from_recipe(target, cluster)
+
+
+def _plans_from_recipe(target: str, cluster: str | None) -> list[Plan]:
+    import importlib
+
+    try:
+        placement = importlib.import_module("disagg.plan.placement")
+    except ModuleNotFoundError:
+        raise DisaggError("planning recipes is not available in this build") from None
+    plans: list[Plan] = placement.plans_for_target(target, cluster=cluster)
+    return plans
+
+
+def _plan_file(path: Path) -> Plan:
+    try:
+        return Plan.model_validate_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DisaggError(f"{path}: not a plan: {exc}") from exc
+
+
+def _group(plans: list[Plan]) -> list[tuple[StagingPlan, list[str]]]:
+    """Merge the variants' staging sections that share a cache, so each repo is staged once."""
+    groups: dict[str, tuple[StagingPlan, list[str]]] = {}
+    for plan in plans:
+        staging = plan.staging
+        if staging.skip:
+            continue
+        key = json.dumps([staging.hf_cache, staging.legacy_roots, staging.allow_download])
+        if staging.models and key not in groups:
+            groups[key] = (staging.model_copy(update={"models": [], "local_path": None}), [])
+        if staging.models:
+            merged, selectors = groups[key]
+            merged.models.extend(staging.models)
+            selectors.append(plan.selector)
+        if staging.local_path:
+            local = staging.model_copy(update={"models": []})
+            groups[f"local:{staging.local_path}"] = (local, [plan.selector])
+    return list(groups.values())
+
+
+def _dry_run_rows(plans: list[Plan]) -> list[dict[str, Any]]:
+    """Per variant, the repos it needs and what staging would do, from local state only."""
+    from disagg.staging import hfcache
+    from disagg.staging.stage import cache_settings
+
+    rows: list[dict[str, Any]] = []
+    for plan in plans:
+        staging = plan.staging
+        settings = cache_settings(staging)
+        models = []
+        for model in staging.models:
+            if staging.skip:
+                action = "skip (simulated engine)"
+            elif hfcache.check_canonical(settings.hub, model.repo_id, model.revision).complete:
+                action = "present"
+            elif hfcache.find_complete_legacy(
+                settings.root, settings.legacy_roots, model.repo_id, model.revision
+            ):
+                action = "link legacy copy"
+            elif staging.allow_download:
+                action = "download"
+            else:
+                action = "missing (downloads off)"
+            models.append({**model.model_dump(), "action": action})
+        rows.append(
+            {
+                "selector": plan.selector,
+                "cache": str(settings.hub),
+                "local_path": staging.local_path,
+                "models": models,
+            }
+        )
+    return rows
+
+
+def stage(
+    target: Annotated[
+        str, typer.Argument(help="RECIPE[:SELECTOR], a run directory or a plan.json")
+    ],
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", help="cluster profile (name or YAML path)")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="list the repos each variant needs; no network")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Stage (lock, link or download, validate) every model the selected variants need."""
+    plans = load_plans(target, cluster)
+    if dry_run:
+        rows = _dry_run_rows(plans)
+        if as_json:
+            print(json.dumps({"variants": rows}, indent=2))
+        else:
+            _print_dry_run(rows)
+        return
+    from disagg.staging.stage import stage_plan
+
+    log_console = err_console if as_json else console
+    staged: list[dict[str, Any]] = []
+    for staging, selectors in _group(plans):
+        names = ", ".join(selectors[:3]) + (
+            f" (+{len(selectors) - 3})" if len(selectors) > 3 else ""
+        )
+        log_console.print(f"[bold]staging[/] for {names}", highlight=False)
+        result = stage_plan(staging, log=lambda line: log_console.print(line, highlight=False))
+        staged += [
+            {
+                "repo_id": o.repo_id,
+                "revision": o.revision,
+                "purpose": o.purpose,
+                "action": o.action,
+                "path": o.path,
+                "commit": o.commit,
+                "files_fetched": o.files_fetched,
+                "bytes_fetched": o.bytes_fetched,
+                "seconds": round(o.seconds, 3),
+            }
+            for o in result.outcomes
+        ]
+        if staging.local_path and result.main_path:
+            staged.append({"local_path": result.main_path, "action": "present"})
+    if as_json:
+        print(json.dumps({"staged": staged}, indent=2))
+    elif not staged:
+        console.print("nothing to stage (the selected variants need no model weights)")
+
+
+def _print_dry_run(rows: list[dict[str, Any]]) -> None:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("variant", "repo", "revision", "purpose", "would"):
+        table.add_column(column)
+    for row in rows:
+        if row["local_path"]:
+            table.add_row(row["selector"], row["local_path"], "-", "main", "check directory")
+        for model in row["models"]:
+            table.add_row(
+                row["selector"],
+                model["repo_id"],
+                model["revision"],
+                model["purpose"],
+                model["action"],
+            )
+        if not row["models"] and not row["local_path"]:
+            table.add_row(row["selector"], "-", "-", "-", "nothing to stage")
+    console.print(table)
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the app."""
+    app.command("check-model")(check_model)
+    app.command("stage")(stage)
