@@ -172,7 +172,9 @@ class SrunLauncher(RoleLauncher):
         self._launched: list[SrunProcess] = []
 
     @classmethod
-    def from_environment(cls, plan: Plan, environ: Mapping[str, str] = os.environ) -> SrunLauncher:
+    def from_environment(
+        cls, slurm: SlurmPlan, environ: Mapping[str, str] = os.environ
+    ) -> SrunLauncher:
         job_id = environ.get("SLURM_JOB_ID")
         nodelist = environ.get("SLURM_JOB_NODELIST")
         if not job_id or not nodelist:
@@ -180,7 +182,7 @@ class SrunLauncher(RoleLauncher):
                 "the slurm executor runs inside a Slurm job (SLURM_JOB_ID is not set)",
                 hint="submit the run with `disagg submit`, or use `disagg run --local`",
             )
-        return cls(job_id=job_id, node_names=slurmctl.hostnames(nodelist), slurm=plan.slurm)
+        return cls(job_id=job_id, node_names=slurmctl.hostnames(nodelist), slurm=slurm)
 
     # ---- nodes ----------------------------------------------------------------------
 
@@ -211,11 +213,12 @@ class SrunLauncher(RoleLauncher):
         window, busy = self._busy.get(node_rank, (range(0), set()))
         if port not in window:
             window = range(port, min(port + PROBE_WINDOW, 65536))
-            busy = self._probe(node_rank, window)
+            busy = self.busy_ports(node_rank, window)
             self._busy[node_rank] = (window, busy)
         return port not in busy
 
-    def _probe(self, node_rank: int, window: range) -> set[int]:
+    def busy_ports(self, node_rank: int, window: range) -> set[int]:
+        """Ports of `window` that cannot be bound on the node, from one quick srun step."""
         argv = srun_argv(
             job_id=self.job_id,
             node=self._names[node_rank],
@@ -322,7 +325,7 @@ def _quietly(action: Callable[[], None]) -> None:
 
 
 def _factory(plan: Plan, run_dir: Path) -> RoleLauncher:
-    return SrunLauncher.from_environment(plan)
+    return SrunLauncher.from_environment(plan.slurm)
 
 
 register("slurm", _factory)
