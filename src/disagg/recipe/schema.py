@@ -264,11 +264,35 @@ class RecipeConfig(Section):
 
 
 def recipe_json_schema() -> dict[str, Any]:
-    """JSON Schema of one resolved variant (what `disagg schema` prints)."""
-    schema = RecipeConfig.model_json_schema()
-    schema["title"] = "disagg recipe (srt-slurm v1 compatible)"
-    schema["description"] = (
-        "One resolved recipe variant. Override files wrap this in `base:` plus "
-        "`override_<name>:` / `zip_override_<name>:` blocks; top-level `x-` keys are ignored."
-    )
-    return schema
+    """JSON Schema of one resolved variant."""
+    return RecipeConfig.model_json_schema()
+
+
+def recipe_file_json_schema() -> dict[str, Any]:
+    """JSON Schema of a recipe file (what `disagg schema` prints): a flat recipe, or an
+    override file whose `base` and variant blocks are partial recipes merged at load time."""
+    flat = recipe_json_schema()
+    defs = flat.pop("$defs", {})
+    defs["RecipeConfig"] = flat
+    block = {"type": ["object", "null"], "description": "partial recipe, merged onto `base`"}
+    override_file = {
+        "type": "object",
+        "required": ["base"],
+        "properties": {"base": block},
+        "patternProperties": {
+            "^override_": block,
+            "^zip_override_": {
+                **block,
+                "description": "partial recipe whose list leaves are zipped into variants",
+            },
+            "^x-": {"description": "ignored; holds YAML anchors shared by several variants"},
+        },
+        "additionalProperties": False,
+    }
+    return {
+        "title": "disagg recipe (srt-slurm v1 compatible)",
+        "description": "A flat recipe, or `base:` plus `override_<name>:` / "
+        "`zip_override_<name>:` blocks. Top-level `x-` keys are ignored.",
+        "anyOf": [{"$ref": "#/$defs/RecipeConfig"}, override_file],
+        "$defs": defs,
+    }

@@ -1,0 +1,520 @@
+"""Variant + cluster profile -> Plan: which role runs on which node and GPUs, with what command.
+
+Layout follows srt-slurm: prefill workers first from node rank 0, then decode workers
+on their own `decode_nodes` (or, with `decode_nodes: 0`, on the GPUs the prefill
+workers leave free). A worker needing at least a node's GPUs spans whole nodes
+(SGLang multi-node: `--nnodes`, `--node-rank`); smaller workers share a node on
+disjoint GPU subsets (`gpu_ids`). GPUs per worker are `gpus_per_prefill` /
+`gpus_per_decode` / `gpus_per_agg` when given, else nodes x GPUs-per-node / workers.
+The router and the in-process bench sit on node rank 0.
+
+Load points: `benchmark.concurrencies` ("1x2x4" or a list); each point sends
+`num_prompts` (else concurrency x `num_prompts_mult`, default 10, at least 16)
+after a warm-up of concurrency x `num_warmup_mult` (default 2) requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from disagg.cluster import ClusterProfile, ModelRef, is_repo_id, resolve_container, resolve_model
+from disagg.engines import router as router_engine
+from disagg.engines import sglang
+from disagg.errors import DisaggError
+from disagg.plan.model import (
+    BenchPlan,
+    GpuVendor,
+    HealthPlan,
+    ModelToStage,
+    Plan,
+    PointPlan,
+    RoleKind,
+    RolePlan,
+    SlurmPlan,
+    StagingPlan,
+)
+from disagg.recipe.schema import RecipeConfig
+from disagg.recipe.variants import Variant, ensure_supported
+
+DEFAULT_PROMPTS_MULT = 10
+MIN_PROMPTS = 16
+DEFAULT_WARMUP_MULT = 2
+SGLANG_HEALTH_DEADLINE_S = 600.0
+SIM_HEALTH_DEADLINE_S = 60.0
+ROUTER_HEALTH_DEADLINE_S = 120.0
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Workers of one kind: how many, GPUs each, and the nodes they may use."""
+
+    kind: RoleKind
+    workers: int
+    gpus_each: int
+    nodes: int | None  # declared nodes; None = share the previous group's nodes
+    field: str  # resources field that sets the node count, for messages
+
+
+class _Cursor:
+    """Walks GPUs node by node, handing out whole nodes or GPU subsets."""
+
+    def __init__(self, gpus_per_node: int) -> None:
+        self.gpn = gpus_per_node
+        self.node = 0
+        self.gpu = 0
+
+    def next_node(self) -> None:
+        """Move to the start of the next node unless already at a node's start."""
+        if self.gpu:
+            self.node += 1
+            self.gpu = 0
+
+    def take(self, gpus: int) -> tuple[list[int], list[int]]:
+        """(node ranks, gpu ids on each) for one worker of `gpus` GPUs."""
+        if gpus >= self.gpn:
+            self.next_node()
+            span = gpus // self.gpn
+            ranks = list(range(self.node, self.node + span))
+            self.node += span
+            return ranks, list(range(self.gpn))
+        if self.gpu + gpus > self.gpn:
+            self.next_node()
+        ids = list(range(self.gpu, self.gpu + gpus))
+        rank = self.node
+        self.gpu += gpus
+        if self.gpu == self.gpn:
+            self.next_node()
+        return [rank], ids
+
+    @property
+    def used_nodes(self) -> int:
+        return self.node + (1 if self.gpu else 0)
+
+
+def place(variant: Variant, profile: ClusterProfile | None = None) -> Plan:
+    """The Plan for one variant; unsupported or inconsistent variants raise DisaggError."""
+    ensure_supported(variant)
+    return _Placer(variant, profile).plan()
+
+
+class _Placer:
+    def __init__(self, variant: Variant, profile: ClusterProfile | None) -> None:
+        self.variant = variant
+        self.config: RecipeConfig = variant.config
+        self.profile = profile
+        self.engine = self.config.backend.engine
+        self.simulated = self.engine == "sim"
+
+    def fail(self, message: str, path: tuple[str, ...], hint: str | None = None) -> DisaggError:
+        return DisaggError(
+            f"{message} (variant {self.variant.name})" if self.variant.name != "base" else message,
+            location=self.variant.locate(path),
+            hint=hint,
+        )
+
+    # ---------------------------------------------------------------- layout
+
+    def gpus_per_node(self) -> int:
+        gpn = self.config.resources.gpus_per_node
+        if gpn is None and self.profile is not None:
+            gpn = self.profile.gpus_per_node
+        if gpn is None:
+            raise self.fail(
+                "GPUs per node unknown",
+                ("resources",),
+                "set resources.gpus_per_node or gpus_per_node in the cluster profile",
+            )
+        return gpn
+
+    def groups(self, gpn: int) -> list[_Group]:
+        res = self.config.resources
+        if res.disaggregated:
+            prefill = res.prefill_workers or 0
+            decode = res.decode_workers or 0
+            if prefill < 1 or decode < 1:
+                raise self.fail(
+                    "a disaggregated variant needs prefill_workers >= 1 and decode_workers >= 1",
+                    ("resources",),
+                    "or use agg_nodes/agg_workers for an aggregated variant",
+                )
+            if res.prefill_nodes is None:
+                raise self.fail(
+                    "resources.prefill_nodes is not set",
+                    ("resources",),
+                    "set how many nodes the prefill workers use",
+                )
+            gpp = res.gpus_per_prefill or _split(res.prefill_nodes, gpn, prefill)
+            if res.gpus_per_decode:
+                gpd = res.gpus_per_decode
+            elif not res.decode_nodes:  # 0 (or unset): decode shares the prefill nodes
+                gpd = gpp
+            else:
+                gpd = _split(res.decode_nodes, gpn, decode)
+            return [
+                _Group(RoleKind.PREFILL, prefill, gpp, res.prefill_nodes, "prefill_nodes"),
+                _Group(RoleKind.DECODE, decode, gpd, res.decode_nodes or None, "decode_nodes"),
+            ]
+        workers = res.agg_workers if res.agg_workers is not None else 1
+        if workers < 1:
+            raise self.fail("agg_workers must be at least 1", ("resources", "agg_workers"))
+        nodes = res.agg_nodes if res.agg_nodes is not None else 1
+        gpa = res.gpus_per_agg or _split(nodes, gpn, workers)
+        return [_Group(RoleKind.AGGREGATED, workers, gpa, nodes, "agg_nodes")]
+
+    def layout(self, gpn: int) -> tuple[list[tuple[RoleKind, int, list[int], list[int]]], int]:
+        """(kind, index, node ranks, gpu ids) per worker, and the number of nodes."""
+        cursor = _Cursor(gpn)
+        placed: list[tuple[RoleKind, int, list[int], list[int]]] = []
+        end = 0  # one past the last declared node so far
+        for group in self.groups(gpn):
+            if group.gpus_each > gpn and group.gpus_each % gpn:
+                raise self.fail(
+                    f"{group.kind.value} workers need {group.gpus_each} GPUs each, more than "
+                    f"one node ({gpn}) but not a whole number of nodes",
+                    ("resources",),
+                    "a worker either fits in one node or spans whole nodes",
+                )
+            first = end
+            if group.nodes is not None:  # own nodes: start on a fresh node
+                cursor.node, cursor.gpu = first, 0
+            for index in range(group.workers):
+                ranks, ids = cursor.take(group.gpus_each)
+                placed.append((group.kind, index, ranks, ids))
+            if group.nodes is not None:
+                used = cursor.used_nodes - first
+                if used > group.nodes:
+                    raise self.fail(
+                        f"{group.workers} {group.kind.value} worker(s) x {group.gpus_each} GPUs "
+                        f"need {used} node(s) of {gpn} GPUs, but {group.field} is {group.nodes}",
+                        ("resources", group.field),
+                        "raise the node count, or lower the workers or GPUs per worker",
+                    )
+                end = first + group.nodes
+            elif cursor.used_nodes > end:
+                raise self.fail(
+                    f"{group.workers} {group.kind.value} worker(s) x {group.gpus_each} GPUs do "
+                    f"not fit on the GPUs left free on the other workers' {end} node(s)",
+                    ("resources", group.field),
+                    f"give them their own nodes with {group.field} >= 1",
+                )
+        return placed, max(end, 1)
+
+    # ---------------------------------------------------------------- roles
+
+    def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
+        cfg = self.config.backend.sglang_config
+        args = getattr(cfg, kind.value) if cfg is not None else None
+        return args or {}
+
+    def role_env(self, kind: RoleKind) -> dict[str, str]:
+        backend = self.config.backend
+        per_kind = {
+            RoleKind.PREFILL: backend.prefill_environment,
+            RoleKind.DECODE: backend.decode_environment,
+            RoleKind.AGGREGATED: backend.aggregated_environment,
+        }[kind]
+        env = self.profile.worker_env() if self.profile else {}
+        env.update({key: _env_text(value) for key, value in self.config.environment.items()})
+        env.update({key: _env_text(value) for key, value in per_kind.items()})
+        return env
+
+    def worker_health(self) -> HealthPlan:
+        check = self.config.health_check
+        if check is not None:
+            deadline = float(check.max_attempts * check.interval_seconds)
+        else:
+            deadline = SIM_HEALTH_DEADLINE_S if self.simulated else SGLANG_HEALTH_DEADLINE_S
+        return HealthPlan(
+            path="/health", deadline_s=deadline, interval_s=0.2 if self.simulated else 1.0
+        )
+
+    def served_name(self, model: ModelRef) -> str:
+        for kind in (RoleKind.DECODE, RoleKind.AGGREGATED, RoleKind.PREFILL):
+            name = sglang.served_model_name(self.role_args(kind))
+            if name:
+                return name
+        return model.value if model.kind == "repo" else model.written
+
+    def check_mode(self, kind: RoleKind, args: Mapping[str, Any]) -> str | None:
+        wanted = None if kind is RoleKind.AGGREGATED else kind.value
+        written = sglang.arg(args, "disaggregation-mode")
+        if written is not None and written != "null" and written != wanted:
+            raise self.fail(
+                f"{kind.value} workers are configured with disaggregation-mode {written!r}",
+                ("backend", "sglang_config", kind.value, "disaggregation-mode"),
+                f"use {wanted!r}" if wanted else "remove it for aggregated workers",
+            )
+        return wanted
+
+    def workers(
+        self, placed: list[tuple[RoleKind, int, list[int], list[int]]], model: ModelRef
+    ) -> list[RolePlan]:
+        served = self.served_name(model)
+        image = None if self.simulated else self.container_image()
+        roles = []
+        for kind, index, ranks, ids in placed:
+            args = self.role_args(kind)
+            mode = self.check_mode(kind, args)
+            multi = len(ranks) > 1
+            argv = sglang.launch_prefix(self.engine) + sglang.worker_args(
+                args, disaggregation_mode=mode, served_name=served, multi_node=multi
+            )
+            ports = ["http", "bootstrap"] if kind is RoleKind.PREFILL else ["http"]
+            if multi:
+                ports.append("dist_init")
+            roles.append(
+                RolePlan(
+                    name=f"{kind.value}-{index}",
+                    kind=kind,
+                    index=index,
+                    node_ranks=ranks,
+                    gpus_per_node=len(ids),
+                    gpu_ids=ids,
+                    ports=ports,
+                    argv=argv,
+                    env=self.role_env(kind),
+                    health=self.worker_health(),
+                    container_image=image,
+                )
+            )
+        return roles
+
+    def router(self, workers: list[RolePlan]) -> RolePlan:
+        names = {kind: [r.name for r in workers if r.kind is kind] for kind in RoleKind}
+        frontend = self.config.frontend
+        extra = frontend.args if frontend is not None and frontend.type == "sglang" else None
+        argv = router_engine.router_argv(
+            prefill=names[RoleKind.PREFILL],
+            decode=names[RoleKind.DECODE],
+            aggregated=names[RoleKind.AGGREGATED],
+            extra=extra,
+            tokenizer_path=None if self.simulated else "${model.path}",
+        )
+        return RolePlan(
+            name="router",
+            kind=RoleKind.ROUTER,
+            node_ranks=[0],
+            ports=list(router_engine.ROUTER_PORTS),
+            argv=argv,
+            health=HealthPlan(
+                path=router_engine.ROUTER_HEALTH_PATH, deadline_s=ROUTER_HEALTH_DEADLINE_S
+            ),
+        )
+
+    def container_image(self) -> str | None:
+        written = self.config.model.container
+        return resolve_container(written, self.profile) if written else None
+
+    # ---------------------------------------------------------------- bench
+
+    def bench(self, model: ModelRef) -> BenchPlan:
+        b = self.config.benchmark
+        custom = b.type == "custom"
+        if custom and not b.command:
+            raise self.fail(
+                "benchmark type custom needs a command",
+                ("benchmark",),
+                "add `command: ...` (run with bash)",
+            )
+        if not custom and (b.isl is None or b.osl is None):
+            raise self.fail(
+                f"benchmark type {b.type} needs isl and osl",
+                ("benchmark",),
+                "add `isl:` and `osl:` (input and output tokens per request)",
+            )
+        rate = self.request_rate()
+        concurrencies = self.concurrencies()
+        if not concurrencies and rate is None and not custom:
+            raise self.fail(
+                "no load points: benchmark.concurrencies is empty and req_rate is inf",
+                ("benchmark",),
+                'add e.g. `concurrencies: "1x2x4x8"`',
+            )
+        points = [self.point(c, rate) for c in concurrencies] or [self.point(None, rate)]
+        slo: dict[str, float] = {}
+        if b.ttft_threshold_ms is not None:
+            slo["ttft"] = float(b.ttft_threshold_ms)
+        if b.itl_threshold_ms is not None:
+            slo["tpot"] = float(b.itl_threshold_ms)
+        return BenchPlan(
+            model_name=self.served_name(model),
+            isl=b.isl or 0,
+            osl=b.osl or 0,
+            random_range_ratio=b.random_range_ratio or 0.0,
+            use_chat_template=bool(b.use_chat_template),
+            tokenizer=None if self.simulated else "${model.path}",
+            arrival="poisson" if rate is not None else "constant",
+            slo=slo,
+            points=points,
+            custom_command=["bash", "-c", b.command] if custom and b.command else None,
+            custom_env={k: _env_text(v) for k, v in (b.env or {}).items()},
+        )
+
+    def request_rate(self) -> float | None:
+        raw = self.config.benchmark.req_rate
+        if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("inf", "")):
+            return None
+        try:
+            rate = float(raw)
+        except ValueError:
+            raise self.fail(
+                f"benchmark.req_rate {raw!r} is not a number or inf",
+                ("benchmark", "req_rate"),
+                'write requests per second, e.g. 10, or "inf"',
+            ) from None
+        if rate <= 0:
+            raise self.fail("benchmark.req_rate must be positive", ("benchmark", "req_rate"))
+        return None if rate == float("inf") else rate
+
+    def concurrencies(self) -> list[int]:
+        raw = self.config.benchmark.concurrencies
+        items: list[int | str] = raw if isinstance(raw, list) else [] if raw is None else [raw]
+        values: list[int] = []
+        for item in items:
+            parts = [item] if isinstance(item, int) else str(item).split("x")
+            for part in parts:
+                try:
+                    value = int(part)
+                except ValueError:
+                    raise self.fail(
+                        f"benchmark.concurrencies: {item!r} is not an integer or NxMx... list",
+                        ("benchmark", "concurrencies"),
+                        'write e.g. "1x2x4" or [1, 2, 4]',
+                    ) from None
+                if value < 1:
+                    raise self.fail(
+                        f"benchmark.concurrencies: {value} is below 1",
+                        ("benchmark", "concurrencies"),
+                    )
+                values.append(value)
+        return values
+
+    def point(self, concurrency: int | None, rate: float | None) -> PointPlan:
+        b = self.config.benchmark
+        c = concurrency or 1
+        if b.num_prompts is not None:
+            prompts = b.num_prompts
+        else:
+            prompts = max(c * (b.num_prompts_mult or DEFAULT_PROMPTS_MULT), MIN_PROMPTS)
+        warmup_mult = b.num_warmup_mult if b.num_warmup_mult is not None else DEFAULT_WARMUP_MULT
+        return PointPlan(
+            concurrency=concurrency,
+            request_rate=rate,
+            num_prompts=prompts,
+            warmup_requests=c * warmup_mult,
+        )
+
+    # ---------------------------------------------------------------- staging, slurm
+
+    def staging(self, model: ModelRef, workers: list[RolePlan]) -> StagingPlan:
+        revision = self.config.model.revision or "main"
+        models: list[ModelToStage] = []
+        if model.repo_id:
+            models.append(ModelToStage(repo_id=model.repo_id, revision=revision, purpose="main"))
+        drafts: dict[str, None] = {}
+        for kind in (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED):
+            if any(role.kind is kind for role in workers):
+                draft = sglang.draft_model(self.role_args(kind))
+                if draft and is_repo_id(draft):
+                    drafts[draft.removeprefix("hf:")] = None
+        if len(drafts) > 1:
+            raise self.fail(
+                f"roles name different draft models ({', '.join(drafts)})",
+                ("backend", "sglang_config"),
+                "one variant can stage one draft model (bound as ${model.draft})",
+            )
+        models += [ModelToStage(repo_id=repo, purpose="draft") for repo in drafts]
+        for extra in self.config.model.stage_extra:
+            models.append(ModelToStage(repo_id=extra.removeprefix("hf:"), purpose="extra"))
+        profile = self.profile
+        return StagingPlan(
+            models=models,
+            hf_cache=profile.hf_cache if profile else None,
+            legacy_roots=list(profile.legacy_cache_roots) if profile else [],
+            local_path=None if model.kind == "repo" else model.value,
+            allow_download=profile.allow_download if profile else True,
+            skip=self.simulated,
+        )
+
+    def slurm(self, nodes: int, gpn: int) -> SlurmPlan:
+        cfg = self.config
+        profile = self.profile
+        directives = dict(profile.sbatch_directives) if profile else {}
+        directives.update({k: _env_text(v) for k, v in cfg.sbatch_directives.items()})
+        srun = dict(profile.srun_options) if profile else {}
+        srun.update({k: _env_text(v) for k, v in cfg.srun_options.items()})
+        mounts = dict(profile.mounts) if profile else {}
+        mounts.update(cfg.container_mounts)
+        for pair in cfg.extra_mount:
+            host, sep, inside = pair.partition(":")
+            mounts[host] = inside if sep else host
+        return SlurmPlan(
+            job_name=cfg.name,
+            nodes=nodes,
+            gpus_per_node=gpn,
+            gpu_directive=profile.gpu_directive if profile else "gres",
+            partition=cfg.slurm.partition or (profile.partition if profile else None),
+            account=cfg.slurm.account or (profile.account if profile else None),
+            time_limit=cfg.slurm.time_limit or (profile.time_limit if profile else None),
+            exclusive=profile.exclusive if profile else True,
+            directives=directives,
+            srun_options=srun,
+            container_image=None if self.simulated else self.container_image(),
+            container_mounts=mounts,
+            secret_env=list(profile.secret_env) if profile else ["HF_TOKEN"],
+            setup_script=cfg.setup_script,
+        )
+
+    # ---------------------------------------------------------------- all
+
+    def plan(self) -> Plan:
+        try:
+            model = resolve_model(self.config.model.path, self.profile)
+        except DisaggError as exc:
+            raise DisaggError(
+                exc.message, location=self.variant.locate(("model", "path")), hint=exc.hint
+            ) from None
+        gpn = self.gpus_per_node()
+        placed, nodes = self.layout(gpn)
+        workers = self.workers(placed, model)
+        roles = [
+            *workers,
+            self.router(workers),
+            RolePlan(name="bench", kind=RoleKind.BENCH, node_ranks=[0]),
+        ]
+        prefill = sum(r.total_gpus for r in workers if r.kind is RoleKind.PREFILL)
+        decode = sum(r.total_gpus for r in workers if r.kind is not RoleKind.PREFILL)
+        return Plan(
+            name=self.config.name,
+            selector=self.variant.selector,
+            recipe_file=self.variant.file,
+            variant=self.variant.name,
+            engine=self.engine,
+            simulated=self.simulated,
+            gpu_vendor=self.profile.gpu_vendor if self.profile else GpuVendor.NVIDIA,
+            nodes=nodes,
+            gpus_per_node=gpn,
+            prefill_gpus=prefill,
+            decode_gpus=decode,
+            disaggregated=self.config.resources.disaggregated,
+            roles=roles,
+            bench=self.bench(model),
+            staging=self.staging(model, workers),
+            slurm=self.slurm(nodes, gpn),
+            config=self.variant.raw,
+        )
+
+
+def _split(nodes: int, gpus_per_node: int, workers: int) -> int:
+    """srt-slurm's default GPUs per worker: the group's GPUs shared evenly (at least 1)."""
+    if nodes <= 0:
+        return gpus_per_node
+    return max((nodes * gpus_per_node) // workers, 1)
+
+
+def _env_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

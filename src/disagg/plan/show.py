@@ -1,0 +1,100 @@
+"""Human view of plans: one rich table per variant, commands shell-quoted so they can be pasted."""
+
+from __future__ import annotations
+
+import shlex
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from disagg.plan.model import Plan, RoleKind, RolePlan
+
+
+def _gpus(role: RolePlan) -> str:
+    if not role.gpu_ids:
+        return "-"
+    ids = role.gpu_ids
+    contiguous = ids == list(range(ids[0], ids[0] + len(ids)))
+    span = f"{ids[0]}-{ids[-1]}" if contiguous and len(ids) > 1 else ",".join(map(str, ids))
+    total = f" ({role.total_gpus})" if role.nnodes > 1 else ""
+    return f"{len(ids)} [{span}]{total}"
+
+
+def _nodes(role: RolePlan) -> str:
+    ranks = role.node_ranks
+    if len(ranks) > 1 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ",".join(map(str, ranks))
+
+
+def _points(plan: Plan) -> str:
+    parts = []
+    for point in plan.bench.points:
+        if point.request_rate is not None:
+            rate = f"{point.request_rate:g} req/s"
+            parts.append(f"{rate} @ c={point.concurrency}" if point.concurrency else rate)
+        else:
+            parts.append(str(point.concurrency) if point.concurrency else "custom")
+    return ", ".join(parts) or "-"
+
+
+def _models(plan: Plan) -> str:
+    staging = plan.staging
+    listed = [f"{m.repo_id} ({m.purpose})" for m in staging.models]
+    if staging.local_path:
+        listed.insert(0, f"{staging.local_path} (local)")
+    text = ", ".join(listed) or "-"
+    return f"{text} [not staged: simulated]" if staging.skip else text
+
+
+def render_plan(plan: Plan) -> Panel:
+    """One variant: a summary grid above the role table."""
+    summary = Table.grid(padding=(0, 2))
+    summary.add_column(style="bold")
+    summary.add_column()
+    kind = "disaggregated" if plan.disaggregated else "aggregated"
+    engine = f"{plan.engine} (simulated)" if plan.simulated else plan.engine
+    summary.add_row("recipe", f"{plan.name}  [dim]{plan.selector}[/]")
+    summary.add_row("engine", f"{engine}, {kind}")
+    summary.add_row(
+        "nodes",
+        f"{plan.nodes} x {plan.gpus_per_node} GPUs; uses {plan.total_gpus} "
+        f"(prefill {plan.prefill_gpus}, decode {plan.decode_gpus})"
+        if plan.disaggregated
+        else f"{plan.nodes} x {plan.gpus_per_node} GPUs; uses {plan.total_gpus}",
+    )
+    summary.add_row("concurrency", _points(plan))
+    summary.add_row("models", _models(plan))
+    if plan.slurm.container_image:
+        summary.add_row("container", plan.slurm.container_image)
+
+    roles = Table(show_lines=True, expand=True)
+    roles.add_column("role", style="bold cyan", no_wrap=True)
+    roles.add_column("nodes", no_wrap=True)
+    roles.add_column("GPUs", no_wrap=True)
+    roles.add_column("ports")
+    roles.add_column("command", overflow="fold", ratio=1)
+    for role in plan.roles:
+        command = (
+            shlex.join(role.argv) if role.argv else "(in-process load generator, orchestrator)"
+        )
+        if role.kind is RoleKind.BENCH and plan.bench.custom_command:
+            command = shlex.join(plan.bench.custom_command)
+        env = f"\n[dim]+{len(role.env)} env vars[/]" if role.env else ""
+        roles.add_row(
+            role.name,
+            _nodes(role),
+            _gpus(role),
+            " ".join(role.ports) or "-",
+            Text(command, style="") + Text.from_markup(env),
+        )
+    return Panel(Group(summary, roles), title=f"[bold]{plan.variant}[/]", title_align="left")
+
+
+def print_plans(plans: list[Plan], console: Console) -> None:
+    for plan in plans:
+        console.print(render_plan(plan))
+    total = sum(plan.total_gpus for plan in plans)
+    console.print(f"[dim]{len(plans)} variant(s), {total} GPUs in total[/]")
