@@ -13,11 +13,23 @@ from pathlib import Path
 from typing import Any
 
 
+def _creation_mode() -> int:
+    """The mode `open()` gives a new file (0o666 less the umask); mkstemp alone gives 0o600,
+    which hides plans, results and reports from the rest of a team on a shared filesystem."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_MODE = _creation_mode()
+
+
 def write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), _MODE)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
