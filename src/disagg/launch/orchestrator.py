@@ -439,11 +439,14 @@ class Orchestrator:
                     )
             time.sleep(MONITOR_INTERVAL_S)
 
-    def _record_exit(self, role: str, node_rank: int, code: int | None) -> None:
+    def _record_exit(
+        self, role: str, node_rank: int, code: int | None, *, stopped: bool = False
+    ) -> None:
         with self._lock:
             for task in self.state.role(role).tasks:
                 if task.node_rank == node_rank:
                     task.exit_code = code
+                    task.stopped = stopped
 
     def _fail(self, reason: str, *, role: str | None = None, node_rank: int | None = None) -> None:
         """Record the first failure (later ones are consequences) and set the stop event."""
@@ -481,7 +484,7 @@ class Orchestrator:
                 key = (role.name, process.node_rank)
                 if key not in self._exit_codes:
                     self._exit_codes[key] = code
-                    self._record_exit(role.name, process.node_rank, code)
+                    self._record_exit(role.name, process.node_rank, code, stopped=True)
             try:
                 self.launcher.close()
             except Exception:

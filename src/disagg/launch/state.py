@@ -53,6 +53,7 @@ class TaskState(BaseModel):
     pid: int | None = None
     log: str
     exit_code: int | None = None
+    stopped: bool = False  # ended by the orchestrator's teardown, not on its own
 
 
 class RoleState(BaseModel):

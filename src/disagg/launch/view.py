@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 
+from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.table import Table
@@ -17,20 +18,16 @@ from rich.text import Text
 
 from disagg.launch.state import PointState, PointStatus, RoleState, RunState, RunStatus
 
-# Headline metrics, in display order, when the load generator reports them.
-HEADLINE_ORDER = (
-    "request_throughput",
-    "output_throughput",
-    "tput_per_gpu",
-    "output_tput_per_gpu",
-    "median_ttft_ms",
-    "p99_ttft_ms",
-    "median_tpot_ms",
-    "p99_tpot_ms",
-    "median_e2el_ms",
-    "completed",
-    "failed",
-)
+# Headline metrics (display order, short header) when the load generator reports them.
+# Kept narrow enough for an 80-column terminal; every number is in the report.
+HEADLINES = {
+    "request_throughput": "req/s",
+    "output_throughput": "tok/s",
+    "output_tput_per_gpu": "tok/s/gpu",
+    "median_ttft_ms": "TTFT ms",
+    "median_tpot_ms": "TPOT ms",
+    "failed": "failed",
+}
 _POINT_STYLE = {
     PointStatus.MEASURED: "green",
     PointStatus.SKIPPED: "cyan",
@@ -42,9 +39,11 @@ _POINT_STYLE = {
 
 
 def _role_status(role: RoleState) -> Text:
-    codes = [t.exit_code for t in role.tasks if t.exit_code is not None]
-    if codes:
-        return Text(f"exited {codes[0]}", style="red")
+    died = [t.exit_code for t in role.tasks if t.exit_code is not None and not t.stopped]
+    if died:
+        return Text(f"exited {died[0]}", style="red")
+    if any(t.stopped for t in role.tasks):
+        return Text("stopped", style="dim")
     if role.healthy:
         after = f" ({role.healthy_after_s:.1f} s)" if role.healthy_after_s is not None else ""
         return Text("healthy" + after, style="green")
@@ -58,7 +57,7 @@ def roles_table(state: RunState) -> Table:
     for column in ("role", "nodes", "ports", "pid", "status"):
         table.add_column(column)
     for role in state.roles:
-        if not role.tasks:
+        if not role.tasks or role.kind == "bench":  # the load generator runs in-process
             continue
         nodes = ",".join(t.node for t in role.tasks)
         ports = " ".join(f"{k.removesuffix('_port')}={v}" for k, v in role.ports.items())
@@ -69,7 +68,7 @@ def roles_table(state: RunState) -> Table:
 
 def _metric_columns(points: Iterable[PointState]) -> list[str]:
     present = {key for point in points for key in point.headline}
-    ordered = [key for key in HEADLINE_ORDER if key in present]
+    ordered = [key for key in HEADLINES if key in present]
     return ordered or sorted(present)[:8]
 
 
@@ -81,11 +80,13 @@ def _fmt(value: float) -> str:
 
 def points_table(points: Sequence[PointState], *, title: str | None = None) -> Table:
     columns = _metric_columns(points)
-    table = Table(title=title, title_justify="left", padding=(0, 1))
-    table.add_column("point")
-    table.add_column("status")
+    table = Table(title=title, title_justify="left", padding=(0, 1), box=box.SIMPLE_HEAD)
+    table.add_column("point", no_wrap=True)
+    table.add_column("status", no_wrap=True)
     for column in columns:
-        table.add_column(column.replace("_", " "), justify="right")
+        table.add_column(HEADLINES.get(column, column), justify="right", no_wrap=True)
+    if columns:
+        table.caption = "tok/s: output tokens per second; TTFT, TPOT: medians"
     for point in points:
         style = _POINT_STYLE.get(point.status, "")
         cells = [_fmt(point.headline[c]) if c in point.headline else "" for c in columns]
@@ -127,7 +128,7 @@ class LiveView:
             Text("starting..."),
             console=console,
             refresh_per_second=4,
-            transient=False,
+            transient=True,  # the results table printed afterwards replaces it
             get_renderable=self._render,
         )
 
