@@ -41,7 +41,7 @@ class ClusterProfile(BaseModel):
         default="gres", description="how job.sbatch asks for GPUs: --gres=gpu:N, --gpus-per-node"
     )
     exclusive: bool = True
-    gpu_vendor: GpuVendor = GpuVendor.NVIDIA
+    gpu_vendor: GpuVendor = Field(default=GpuVendor.NVIDIA, strict=False)
     network_interface: str | None = Field(
         default=None, description="sets NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME for workers"
     )
