@@ -35,6 +35,7 @@ def _print_human(report: LintReport, console: Console, show_info: bool) -> None:
         f"\n{len(report.files)} file(s): {errors} error(s), {warnings} warning(s), "
         f"{info} info{hidden}; by rule: {rules}",
         highlight=False,
+        soft_wrap=True,
     )
 
 
@@ -53,7 +54,7 @@ def _print_finding(finding: Finding, console: Console) -> None:
             f"    {escape(str(loc))}: {loc.role}{escape(block)}", highlight=False, soft_wrap=True
         )
     if finding.hint:
-        console.print(f"    [dim]hint: {escape(finding.hint)}[/]", highlight=False)
+        console.print(f"    [dim]hint: {escape(finding.hint)}[/]", highlight=False, soft_wrap=True)
 
 
 def _fix(paths: list[Path], console: Console) -> list[FixResult]:
@@ -69,9 +70,10 @@ def _fix(paths: list[Path], console: Console) -> list[FixResult]:
                 f"fixed {escape(str(path))}: moved {', '.join('&' + m for m in result.moved)} "
                 "into x-shared; every variant expands as before",
                 highlight=False,
+                soft_wrap=True,
             )
         elif result.reason:
-            console.print(f"not fixed {escape(str(path))}: {escape(result.reason)}")
+            console.print(f"not fixed {escape(str(path))}: {escape(result.reason)}", soft_wrap=True)
         results.append(result)
     return results
 

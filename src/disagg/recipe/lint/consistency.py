@@ -395,7 +395,11 @@ def _staged(config: Mapping[str, Any]) -> set[str]:
 
 def check(ctx: FileContext) -> list[Finding]:
     checker = _Checker(ctx)
-    for variant, config in ctx.variants.configs.items():
+    configs = dict(ctx.variants.configs)
+    if ctx.is_override_file and not configs:  # `file.yaml:base` is the only runnable selection
+        base = ctx.data.get("base")
+        configs["base"] = base if isinstance(base, dict) else {}
+    for variant, config in configs.items():
         engine = _engine(config)
         roles = [r for r in _roles(config) if r.workers or r.nodes]
         shared = any(r.nodes == 0 for r in roles) and any(r.nodes > 0 for r in roles)
