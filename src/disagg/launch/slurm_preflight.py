@@ -83,7 +83,10 @@ def check_containers(plan: Plan) -> Preflight:
 
 
 def check_secrets(plan: Plan, environ: Mapping[str, str] = os.environ) -> Preflight:
+    """Secrets travel in the submitter's environment; say so when one the job needs is unset."""
     result = Preflight()
+    if plan.staging.skip:
+        return result
     for name in plan.slurm.secret_env:
         if not environ.get(name):
             result.warnings.append(
@@ -123,7 +126,7 @@ def check_cluster(plans: list[Plan]) -> Preflight:
                 f"{label}: needs {slurm.nodes} node(s); partition {wanted} allows at most "
                 f"{part.max_nodes} per job"
             )
-        if slurm.gpus_per_node > 0 and slurm.gpu_directive != "none":
+        elif slurm.gpus_per_node > 0 and slurm.gpu_directive != "none":
             enough = [n for n in part.nodes if node_gpus.get(n, 0) >= slurm.gpus_per_node]
             if len(enough) < slurm.nodes:
                 most = max((node_gpus.get(n, 0) for n in part.nodes), default=0)
