@@ -69,6 +69,21 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     assert report.exit_code == 1
 
 
+def test_header_with_a_broken_tensor_entry_is_unreadable(tmp_path: Path) -> None:
+    write_checkpoint(tmp_path, shards=1)
+    path = tmp_path / "model.safetensors"
+    data = path.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + length])
+    name = next(k for k in header if k != "__metadata__")
+    header[name]["data_offsets"] = [header[name]["data_offsets"][0]]
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + length :])
+    [problem] = ck.check_directory(str(tmp_path)).problems
+    assert problem.kind == "unreadable-header"
+    assert name in problem.detail
+
+
 def test_missing_config_and_tokenizer_config(tmp_path: Path) -> None:
     write_checkpoint(tmp_path, shards=1)
     (tmp_path / "config.json").unlink()

@@ -11,7 +11,8 @@ A checkpoint is complete when:
 - weights: `model.safetensors.index.json` whose `weight_map` names at least one shard
   and every named shard exists, or a single `model.safetensors`;
 - every safetensors file is whole: size == 8 + header length + largest tensor end
-  offset (an aborted pull leaves a short file). Only headers are read;
+  offset (an aborted pull leaves a short file). Only headers are read, and a header
+  must be a JSON object with valid `data_offsets` for every tensor;
 - in a Hugging Face cache entry (`models--org--name/refs/REV -> snapshots/SHA/`):
   symlinks resolve, no `.incomplete` blob belongs to the snapshot, and every file of
   the commit's tree listing (`trees/SHA.json`, written by the download tool before it
@@ -318,8 +319,32 @@ def _check_safetensors(report: Report, root: str, name: str) -> None:
         )
 
 
+_END_OFFSET = re.compile(rb'"data_offsets"\s*:\s*\[\s*\d+\s*,\s*(\d+)\s*\]')
+_PER_TENSOR_KEYS = (b'"data_offsets"', b'"dtype"', b'"shape"')
+
+
 def _largest_end_offset(raw: bytes) -> int | str:
-    """The largest tensor end offset in a header, or a description of why it is unreadable."""
+    """The largest tensor end offset in a header, or a description of why it is unreadable.
+
+    Fast path: a header is one JSON object (space-padded) whose every tensor has a
+    dtype, a shape and a well-formed `data_offsets` pair; when the counts of those
+    keys agree with the pairs found, the largest end is read from the pairs, which is
+    several times faster than building ~92k dicts for a DeepSeek-sized checkpoint.
+    Anything else takes the full JSON parse, which also says what is wrong.
+    """
+    body = raw.rstrip(b" ")
+    ends = _END_OFFSET.findall(raw)
+    if (
+        ends
+        and body[:1] == b"{"
+        and body[-1:] == b"}"
+        and all(raw.count(key) == len(ends) for key in _PER_TENSOR_KEYS)
+    ):
+        return max(map(int, ends))
+    return _largest_end_offset_parsed(raw)
+
+
+def _largest_end_offset_parsed(raw: bytes) -> int | str:
     try:
         header = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
