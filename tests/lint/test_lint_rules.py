@@ -213,13 +213,29 @@ def test_concurrency_finding_lists_every_variant_once(tmp_path: Path) -> None:
 
 
 def test_draft_model_repo_must_be_staged(tmp_path: Path) -> None:
+    # SGLang drafts named by repo id are staged by the plan; one per variant.
     draft = "decode: {tensor-parallel-size: 8, speculative-draft-model-path: org/draft}"
     text = BASE.replace("decode: {tensor-parallel-size: 8}", draft)
-    [finding] = only(lint_text(tmp_path, text), "DA008")
-    assert "'org/draft'" in finding.message
-    staged = text.replace("precision: fp8}", "precision: fp8, stage_extra: [org/draft]}")
+    assert only(lint_text(tmp_path, text), "DA008") == []
+    other = "prefill: {tensor-parallel-size: 8, speculative-draft-model-path: org/other}"
+    two = text.replace("prefill: {tensor-parallel-size: 8}", other)
+    [finding] = only(lint_text(tmp_path, two), "DA008")
+    assert "decode: org/draft" in finding.message and "prefill: org/other" in finding.message
+    # Other engines' drafts are not staged unless listed.
+    trt = (
+        BASE.replace("type: sglang", "type: trtllm")
+        .replace("sglang_config", "trtllm_config")
+        .replace("tensor-parallel-size", "tensor_parallel_size")
+        .replace(
+            "decode: {tensor_parallel_size: 8}",
+            "decode: {tensor_parallel_size: 8, speculative_model_dir: org/eagle}",
+        )
+    )
+    [finding] = only(lint_text(tmp_path, trt), "DA008")
+    assert "'org/eagle'" in finding.message and "not listed for staging" in finding.message
+    staged = trt.replace("precision: fp8}", "precision: fp8, stage_extra: [org/eagle]}")
     assert only(lint_text(tmp_path, staged), "DA008") == []
-    local = text.replace("org/draft", "/models/draft")
+    local = trt.replace("org/eagle", "/models/eagle")
     assert only(lint_text(tmp_path, local), "DA008") == []
 
 

@@ -8,11 +8,12 @@ that the job will not fetch before the engines start.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from disagg.cluster import is_repo_id
+from disagg.engines import sglang
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
 
@@ -47,8 +48,8 @@ _ARGS: dict[str, tuple[tuple[str, ...], ...]] = {
         (),
     ),
 }
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-_DRAFT_KEYS = ("speculative-draft-model-path", "speculative_model_dir", "speculative_model")
+# draft-model args of engines whose drafts the plan does not stage by itself
+_OTHER_DRAFT_KEYS = ("speculative_model_dir", "speculative_model", "speculative-model")
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,12 +317,35 @@ class _Checker:
                     hint,
                 )
 
+    def one_draft(self, variant: str, roles: list[_Role]) -> None:
+        """The plan stages one draft repo per variant (bound as ${model.draft})."""
+        drafts = {r.name: d for r in roles if (d := _sglang_draft(r))}
+        if len(set(drafts.values())) < 2:
+            return
+        self.add(
+            DRAFT,
+            Severity.ERROR,
+            variant,
+            "roles name different draft model repos ("
+            + ", ".join(f"{name}: {repo}" for name, repo in drafts.items())
+            + "); only one draft model is staged per variant",
+            [
+                self.loc(variant, (*r.args_path, _draft_key(r)), _draft_key(r))
+                for r in roles
+                if r.name in drafts
+            ],
+            "use the same draft model in every role, or local paths",
+        )
+
     def draft_model(self, variant: str, config: Mapping[str, Any], role: _Role) -> None:
-        for key in _DRAFT_KEYS:
+        """SGLang drafts named by repo id are staged by the plan; other engines' are not."""
+        if _engine(config) == "sglang":
+            return
+        for key in _OTHER_DRAFT_KEYS:
             value = role.args.get(key)
-            if not isinstance(value, str) or not _REPO_ID.match(value):
+            if not isinstance(value, str) or not is_repo_id(value):
                 continue
-            if value in _staged(config):
+            if value.removeprefix("hf:") in _staged(config):
                 continue
             self.add(
                 DRAFT,
@@ -330,8 +354,13 @@ class _Checker:
                 f"{role.name}: draft model {value!r} is a repo id that is not listed for "
                 "staging, so no node will have it when the engine starts",
                 [self.loc(variant, (*role.args_path, key), key)],
-                "add it to model.stage_extra (or use the main model's local path)",
+                "add it to model.stage_extra, or point the arg at a local path",
             )
+
+
+def _sglang_draft(role: _Role) -> str | None:
+    draft = sglang.draft_model(role.args)
+    return draft.removeprefix("hf:") if draft and is_repo_id(draft) else None
 
 
 def _parallel_args(engine: str, role: _Role) -> list[tuple[str, Any]] | None:
@@ -340,8 +369,11 @@ def _parallel_args(engine: str, role: _Role) -> list[tuple[str, Any]] | None:
     if names is None:
         return None
     found: list[tuple[str, Any]] = []
+    normalised = engine == "sglang"  # SGLang accepts tp_size and tp-size alike
     for group in names:
-        hit = next((k for k in group if k in role.args), None)
+        hit = next(
+            (k for k in role.args if (sglang.flag_name(k) if normalised else k) in group), None
+        )
         found.append((hit or "", role.args.get(hit) if hit else None))
     return found
 
@@ -354,6 +386,10 @@ def _world(engine: str, role: _Role) -> int | None:
     tp, dp, _, pp, dp_attention = (value for _, value in found)
     replicas = 1 if dp_attention or engine == "trtllm" else (_int(dp) or 1)
     return (_int(tp) or 1) * (_int(pp) or 1) * replicas
+
+
+def _draft_key(role: _Role) -> str:
+    return next((k for k in role.args if sglang.flag_name(k) in sglang.DRAFT_FLAGS), "speculative")
 
 
 def _points(raw: Any) -> list[int] | None:
@@ -409,5 +445,7 @@ def check(ctx: FileContext) -> list[Finding]:
             checker.draft_model(variant, config, role)
         if shared and roles:
             checker.shared_pool(variant, engine, roles)
+        if engine == "sglang":
+            checker.one_draft(variant, roles)
         checker.concurrency(variant, config)
     return list(checker.findings.values())
