@@ -137,7 +137,9 @@ def validation_error(
 ) -> DisaggError:
     """One DisaggError for all problems: the first located, up to MAX_LISTED more listed."""
     seen: dict[str, tuple[SourceLocation, str, str | None]] = {}
-    for error in exc.errors(include_url=False):
+    # An unknown key first: a typo often explains a "missing" field reported beside it.
+    errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
+    for error in errors:
         where, message, hint = _one(error, data, root, locate, prefix)
         subject, _, detail = message.partition(": ")
         previous = seen.get(subject)

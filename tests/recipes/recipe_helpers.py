@@ -1,0 +1,69 @@
+"""Helpers shared by the recipe tests: the corpus location, a minimal recipe, the real CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "recipes" / "srt-slurm-v1.0.68"
+
+MINIMAL = """\
+name: tiny
+model:
+  path: hf:org/tiny
+  container: sglang
+  precision: bf16
+resources:
+  gpu_type: h100
+  gpus_per_node: 8
+  prefill_nodes: 1
+  prefill_workers: 1
+  decode_nodes: 1
+  decode_workers: 1
+backend:
+  sglang_config:
+    prefill:
+      tp-size: 8
+    decode:
+      tp-size: 8
+benchmark:
+  type: sa-bench
+  isl: 1024
+  osl: 128
+  concurrencies: "1x4"
+"""
+
+
+def disagg(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real `disagg` entry point in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "disagg", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    """Run the CLI in-process like `disagg.cli.main`: (exit code, stdout, error text).
+
+    Faster than a subprocess; `main`'s only extra is printing `error: <message>`.
+    """
+    from typer.testing import CliRunner
+
+    from disagg.cli import app
+    from disagg.commands import register_all
+    from disagg.errors import DisaggError
+
+    if not app.registered_commands or all(c.name != "plan" for c in app.registered_commands):
+        register_all(app)
+    result = CliRunner().invoke(app, list(args))
+    error = result.exception
+    if isinstance(error, DisaggError):
+        return error.exit_code, result.stdout, f"error: {error}"
+    if error is not None and not isinstance(error, SystemExit):
+        raise error
+    return result.exit_code, result.stdout, ""
