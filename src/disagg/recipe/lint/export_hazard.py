@@ -66,13 +66,17 @@ def check(ctx: FileContext) -> list[Finding]:
 def _env_finding(ctx: FileContext, env: Node, name: str, text: Node) -> Finding:
     where = Location(ctx.path, text.line, text.col, "value", text.block)
     head = str(text.value).split(",")[0]
+    # disagg itself never forwards environment maps through --export (roles get their
+    # environment from plan.json), so this is only a hazard for copies of the value that
+    # end up in an --export list elsewhere: informational, not a failure.
     return Finding(
         rule=RULE,
         name=NAME,
-        severity=Severity.ERROR,
+        severity=Severity.INFO,
         message=(
             f"{'.'.join(env.path)}.{name} = {text.value!r} at {where} contains a comma; "
-            f"passed through Slurm's comma-separated --export it arrives as {name}={head!r}"
+            f"safe here, but passed through Slurm's comma-separated --export it would arrive "
+            f"as {name}={head!r}"
         ),
         locations=(where,),
         hint=(
