@@ -183,3 +183,22 @@ def test_labels_tell_apart_runs_of_the_same_variant(make_run: RunFactory) -> Non
 def test_iter_valid_results_yields_only_valid_points(make_run: RunFactory) -> None:
     run_dir = make_run("r1", invalid=(1, 256))
     assert [p.conc for p in iter_valid_results(run_dir)] == [4, 16, 64]
+
+
+def test_request_rate_points_keep_their_rate_and_key(make_run: RunFactory) -> None:
+    run_dir = make_run("r1", concs=())
+    for rate in (2.0, 8.0):
+        result = make_result(conc=16) | {
+            "conc": None,
+            "max_concurrency": None,
+            "request_rate": rate,
+            "point": f"rate{rate:g}",
+        }
+        _write(run_dir, f"r1_rate{rate:g}_concinf_gpus_16_ctx_8_gen_8.json", result)
+
+    points = load_run(run_dir).points
+
+    assert [(p.request_rate, p.conc, p.key) for p in points] == [
+        (2.0, None, "rate2"),
+        (8.0, None, "rate8"),
+    ]

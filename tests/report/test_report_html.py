@@ -110,3 +110,17 @@ def test_real_results_carry_no_simulated_mark(make_run: RunFactory) -> None:
 def test_text_from_run_data_is_escaped(make_run: RunFactory) -> None:
     html = _html([make_run("r1", selector="<b>evil</b>.yaml:override_x")])
     assert "<b>evil</b>" not in html
+
+
+def test_a_rate_sweep_plots_latency_against_request_rate(make_run: RunFactory) -> None:
+    run_dir = make_run("r1", concs=())
+    for rate in (2, 8):
+        result = make_result(conc=16) | {"conc": None, "max_concurrency": None}
+        result |= {"request_rate": float(rate), "point": f"rate{rate}"}
+        (run_dir / "results" / f"r1_rate{rate}_concinf.json").write_text(json.dumps(result))
+    report = analyse(load_runs([run_dir]), YMetric.OUTPUT)
+
+    fig = latency_figure(report.chart)
+
+    assert fig.layout.xaxis.title.text == "request rate (req/s)"
+    assert list(fig.data[0].x) == [2.0, 8.0]

@@ -200,6 +200,7 @@ def load_point(path: Path, plan: Plan | None) -> ResultPoint | SkippedResult:
         decode_gpus=decode,
         simulated=bool(data.get("simulated", False)) or bool(plan and plan.simulated),
         metrics=_numeric_fields(data),
+        point_key=data["point"] if isinstance(data.get("point"), str) else None,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from disagg.atomic import write_text
 from disagg.report import table
 from disagg.report.chart import Chart, ChartPoint, Series
 from disagg.report.compare import Change
-from disagg.report.model import X_LABEL, RunResults
+from disagg.report.model import X_LABEL, ResultPoint, RunResults
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
 WATERMARK = "SIMULATED"
@@ -115,17 +115,18 @@ def latency_figure(chart: Chart) -> Any:
         subplot_titles=("Time to first token (ms)", "Time per output token (ms)"),
         horizontal_spacing=0.08,
     )
+    load_name, load = _load_axis(chart)
     for series in chart.series:
-        points = [cp for cp in series.points if cp.point.conc is not None]
+        points = [p for p in series.run.points if load(p) is not None]
         if not points:
             continue
-        conc = [cp.point.conc for cp in points]
+        xs = [load(p) for p in points]
         for col, metric in ((1, "ttft"), (2, "tpot")):
             for stat, short, dash in PERCENTILES:
                 fig.add_trace(
                     go.Scatter(
-                        x=conc,
-                        y=[cp.point.metric(f"{stat}_{metric}_ms") for cp in points],
+                        x=xs,
+                        y=[p.metric(f"{stat}_{metric}_ms") for p in points],
                         mode="lines+markers",
                         name=chart.legend_label(series),
                         legendgroup=series.label,
@@ -133,14 +134,14 @@ def latency_figure(chart: Chart) -> Any:
                         line={"color": series.color, "dash": dash, "width": 1.6},
                         marker={"symbol": series.plotly_marker, "size": 6, "color": series.color},
                         hovertemplate=(
-                            f"<b>{escape(series.label)}</b><br>concurrency %{{x}}<br>"
+                            f"<b>{escape(series.label)}</b><br>{load_name} %{{x}}<br>"
                             f"{metric.upper()} {short} %{{y:,.2f}} ms<extra></extra>"
                         ),
                     ),
                     row=1,
                     col=col,
                 )
-    fig.update_xaxes(type="log", title="concurrency")
+    fig.update_xaxes(type="log", title=load_name)
     fig.update_yaxes(rangemode="tozero", tickformat=",.0f", col=1)
     fig.update_yaxes(rangemode="tozero", col=2)
     fig.update_layout(
@@ -155,6 +156,14 @@ def latency_figure(chart: Chart) -> Any:
     )
     _watermark(fig, chart)
     return fig
+
+
+def _load_axis(chart: Chart) -> tuple[str, Callable[[ResultPoint], float | None]]:
+    """Concurrency on the x axis, unless the sweep is by request rate alone."""
+    points = [p for series in chart.series for p in series.run.points]
+    if points and all(p.conc is None and p.request_rate is not None for p in points):
+        return "request rate (req/s)", lambda p: p.request_rate
+    return "concurrency", lambda p: float(p.conc) if p.conc is not None else None
 
 
 def _watermark(fig: Any, chart: Chart) -> None:

@@ -32,6 +32,7 @@ class ResultPoint:
     decode_gpus: int
     simulated: bool
     metrics: Mapping[str, float]
+    point_key: str | None = None  # the load generator's `point` (PointPlan.key), when written
 
     @property
     def total_gpus(self) -> int:
@@ -40,6 +41,8 @@ class ResultPoint:
     @property
     def key(self) -> str:
         """The load level, as the result file names spell it (`conc64`, `rate8_conc64`)."""
+        if self.point_key:
+            return self.point_key
         if self.request_rate is not None and math.isfinite(self.request_rate):
             rate = f"rate{self.request_rate:g}"
             return f"{rate}_conc{self.conc}" if self.conc else rate
