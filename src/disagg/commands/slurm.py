@@ -203,7 +203,7 @@ _STATUS_STYLE = {
 def _render_views(views: list[Any]) -> Group:
     table = Table()
     for column in ("run", "job", "slurm state", "status", "phase", "points"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     details: list[Any] = []
     for view in views:
         row = view.to_json()
@@ -214,6 +214,11 @@ def _render_views(views: list[Any]) -> Group:
         points = f"{row['points_done']}/{row['points_total']}" if row["points_total"] else "-"
         run = row["run_dir"] or row["target"]
         table.add_row(run, row["job_id"] or "-", state, status, row["phase"] or "-", points)
+        if row["status"] == "pending" and (row["reason"] or row["unavailable_nodes"]):
+            why = row["reason"] or "waiting"
+            if row["unavailable_nodes"]:
+                why += "; unavailable: " + ", ".join(row["unavailable_nodes"])
+            details.append(Text(f"job {row['job_id']} waits: {why}", style="cyan"))
         failure = row["failure"]
         if failure and row["status"] in ("failed", "cancelled"):
             role = f" role {failure['role']}" if failure.get("role") else ""

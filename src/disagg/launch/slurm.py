@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,7 @@ class RunView:
     state: RunState | None
     summary: RunSummary | None
     cancelled: bool = False
+    unavailable: list[str] = field(default_factory=list)  # why a pending job may wait
 
     @property
     def run_status(self) -> str:
@@ -124,6 +126,7 @@ class RunView:
             "job_id": self.job_id,
             "job_state": job.state if job else None,
             "reason": job.reason if job else None,
+            "unavailable_nodes": self.unavailable,
             "nodes": job.nodes if job else None,
             "exit_code": job.exit_code if job else None,
             "source": job.source if job else None,
@@ -166,6 +169,14 @@ def view(target: str) -> RunView:
     summary = RunSummary.read(run_dir) if run_dir else None
     if summary is not None and summary.started_at < since:
         summary = None
+    unavailable: list[str] = []
+    if job is not None and job.state == "PENDING":
+        # Slurm's reason (`Resources`) does not say which nodes are missing; the nodes do.
+        with suppress(DisaggError):
+            unavailable = [
+                f"{n.name} {n.state.lower()}" + (f": {n.reason}" if n.reason else "")
+                for n in slurmctl.unavailable_nodes(job.partition)
+            ]
     return RunView(
         target=target,
         run_dir=run_dir,
@@ -174,6 +185,7 @@ def view(target: str) -> RunView:
         state=state,
         summary=summary,
         cancelled=record.cancelled_at is not None and summary is None,
+        unavailable=unavailable,
     )
 
 
@@ -204,11 +216,12 @@ def cancel(target: str) -> RunView:
             if info is None or info.finished:
                 break
             time.sleep(0.2)
+    job = slurmctl.job(job_id)
     if job is not None and not job.finished:
         try:
             slurmctl.cancel(job_id)
         except slurmctl.SlurmCommandError as exc:
-            if "already completed" not in exc.stderr and "Invalid job id" not in exc.stderr:
+            if "already complet" not in exc.stderr:  # it ended meanwhile: nothing to do
                 raise
     if run_dir is not None:
         record = JobRecord.read(run_dir)

@@ -12,7 +12,7 @@ import json
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from disagg.errors import DisaggError
 
@@ -118,6 +118,19 @@ def nodes(names: Sequence[str] | None = None) -> list[NodeInfo]:
     return found
 
 
+UNAVAILABLE_STATES = ("DRAIN", "DOWN", "FAIL", "MAINT", "NOT_RESPONDING", "REBOOT")
+
+
+def unavailable_nodes(partition: str | None) -> list[NodeInfo]:
+    """Nodes of a partition (all nodes when None) that cannot take a job now."""
+    return [
+        node
+        for node in nodes()
+        if (partition is None or partition in node.partitions)
+        and (node.state.endswith("*") or any(s in node.state for s in UNAVAILABLE_STATES))
+    ]
+
+
 def gres_gpus(gres: str) -> int:
     """GPU count in a node's `Gres=` value (`gpu:8`, `gpu:h100:8(S:0-1)`, `(null)` -> 0)."""
     total = 0
@@ -197,7 +210,7 @@ class JobInfo:
     nodes: str | None = None
     exit_code: str | None = None  # `code:signal`
     source: str = "squeue"
-    extra: dict[str, str] = field(default_factory=dict)
+    partition: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -234,6 +247,7 @@ def _job_from_squeue(job_id: str) -> JobInfo | None:
             nodes=str(rec.get("nodes") or "") or None,
             exit_code=_json_exit_code(rec.get("exit_code")),
             source="squeue",
+            partition=str(rec.get("partition") or "") or None,
         )
     return None
 
@@ -256,7 +270,7 @@ def _job_from_sacct(job_id: str) -> JobInfo | None:
     )
     for line in out.splitlines():
         parts = line.strip().split("|")
-        if len(parts) == 5 and parts[0] == job_id:
+        if len(parts) == 6 and parts[0] == job_id:
             state = parts[1].split(" ", 1)[0]  # `CANCELLED by 0`
             return JobInfo(
                 job_id=job_id,
@@ -265,6 +279,7 @@ def _job_from_sacct(job_id: str) -> JobInfo | None:
                 nodes=parts[3] or None,
                 exit_code=parts[4] or None,
                 source="sacct",
+                partition=parts[5] or None,
             )
     return None
 
@@ -288,6 +303,7 @@ def _job_from_scontrol(job_id: str) -> JobInfo | None:
         nodes=None if nodelist in (None, "(null)") else nodelist,
         exit_code=rec.get("ExitCode"),
         source="scontrol",
+        partition=rec.get("Partition"),
     )
 
 

@@ -1,0 +1,260 @@
+"""`disagg submit`, `status`, `cancel` on the local 3-node Slurm with the simulated engine.
+
+Each test submits a real job with the CLI, as a user would, and checks what the
+user relies on: the job state Slurm reports, the run directory's results, the
+status command's output, and that nothing is left running afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import REPO, job_state, job_steps, wait_job_end
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+DATA = Path(__file__).parent / "data"
+RECIPE = DATA / "sim-1p2d-3node.yaml"
+PROFILE = DATA / "local-slurm.yaml"
+
+
+def disagg(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "disagg", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        check=False,
+    )
+
+
+def submit(selector: str, out: Path, *extra: str, **kw: Any) -> str:
+    done = disagg(
+        "submit",
+        f"{RECIPE}:{selector}",
+        "--cluster",
+        str(PROFILE),
+        "--out",
+        str(out),
+        "--json",
+        *extra,
+        **kw,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [row["run_dir"] for row in rows] == [str(out.resolve())]
+    return str(rows[0]["job_id"])
+
+
+def status(target: str) -> tuple[int, dict[str, Any]]:
+    done = disagg("status", target, "--json")
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def wait_for(predicate: Any, timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data
+
+
+def role_processes(run_dir: Path) -> dict[str, list[int]]:
+    """PIDs of the run's role processes on this host, found by the ports they serve."""
+    state = read_json(run_dir / "state.json")
+    ports = {
+        str(port): role["name"]
+        for role in state.get("roles", [])
+        for name, port in role.get("ports", {}).items()
+        if name == "http_port"
+    }
+    found: dict[str, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        words = [a.decode(errors="replace") for a in argv]
+        for i, word in enumerate(words[:-1]):
+            if word == "--port" and words[i + 1] in ports:
+                found.setdefault(ports[words[i + 1]], []).append(int(proc.name))
+    return found
+
+
+def assert_nothing_left(run_dir: Path, job_id: str) -> None:
+    assert job_steps(job_id) == []
+    left = wait_for_gone(run_dir)
+    assert not left, f"role processes left running: {left}"
+
+
+def wait_for_gone(run_dir: Path, timeout_s: float = 5.0) -> dict[str, list[int]]:
+    deadline = time.monotonic() + timeout_s
+    left = role_processes(run_dir)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = role_processes(run_dir)
+    return left
+
+
+def test_1p2d_runs_on_three_nodes_to_completed(slurm_cluster: list[str], tmp_path: Path) -> None:
+    token = f"hf_{uuid.uuid4().hex}"
+    run_dir = tmp_path / "run"
+    job_id = submit("base", run_dir, env={"HF_TOKEN": token})
+    assert wait_job_end(job_id) == "COMPLETED", (run_dir / f"slurm-{job_id}.out").read_text()
+
+    summary = read_json(run_dir / "summary.json")
+    assert summary["status"] == "completed"
+    assert summary["executor"] == "slurm"
+    assert [p["status"] for p in summary["points"]] == ["measured"] * 3
+    for point in summary["points"]:
+        assert read_json(Path(point["result"]))["valid"] is True
+
+    state = read_json(run_dir / "state.json")
+    nodes = {role["name"]: [t["node"] for t in role["tasks"]] for role in state["roles"]}
+    assert nodes["prefill-0"] == [slurm_cluster[0]]
+    assert sorted(nodes["decode-0"] + nodes["decode-1"]) == slurm_cluster[1:]
+    assert nodes["router"] == [slurm_cluster[0]]
+
+    code, shown = status(str(run_dir))
+    assert code == 0
+    assert shown["job_state"] == "COMPLETED"
+    assert shown["status"] == "completed"
+    assert (shown["points_done"], shown["points_total"]) == (3, 3)
+    assert_nothing_left(run_dir, job_id)
+
+    # The token reached the job through the environment, never a file of the run.
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert token.encode() not in path.read_bytes(), f"{path} holds the secret"
+
+
+def test_killed_decode_worker_fails_fast_then_resume_measures_the_rest(
+    slurm_cluster: list[str], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    job_id = submit("override_slow", run_dir)
+
+    def first_point_done() -> bool:
+        points = read_json(run_dir / "state.json").get("points", [])
+        return bool(points) and points[0]["status"] == "measured"
+
+    wait_for(first_point_done, 90, "the first point to be measured")
+    victims = wait_for(lambda: role_processes(run_dir).get("decode-1"), 10, "decode-1's process")
+    killed_at = time.monotonic()
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    assert wait_job_end(job_id, timeout_s=60) == "FAILED"
+    ended_after = time.monotonic() - killed_at
+    assert ended_after < 15, f"the job took {ended_after:.1f} s to end after the kill"
+
+    code, shown = status(str(run_dir))
+    assert code == 1
+    assert shown["status"] == "failed"
+    assert shown["failure"]["role"] == "decode-1"
+    assert shown["failure"]["log_tail"], "status shows the end of the failed role's log"
+    human = disagg("status", str(run_dir))
+    assert "decode-1" in human.stdout
+    statuses = [p["status"] for p in shown["points"]]
+    assert statuses[0] == "measured", statuses
+    kept = [Path(p["result"]) for p in shown["points"] if p["status"] == "measured"]
+    assert all(path.is_file() for path in kept)
+    assert_nothing_left(run_dir, job_id)
+
+    resumed = disagg("submit", "--resume", str(run_dir), "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    second = str(json.loads(resumed.stdout)[0]["job_id"])
+    assert second != job_id
+    assert wait_job_end(second) == "COMPLETED", (run_dir / f"slurm-{second}.out").read_text()
+    summary = read_json(run_dir / "summary.json")
+    assert summary["status"] == "completed"
+    after = [p["status"] for p in summary["points"]]
+    assert after[: len(kept)] == ["skipped"] * len(kept)
+    assert after[len(kept) :] == ["measured"] * (len(after) - len(kept))
+    assert_nothing_left(run_dir, second)
+
+
+def test_pending_reason_on_a_drained_node_then_cancel(
+    slurm_cluster: list[str], tmp_path: Path
+) -> None:
+    node = slurm_cluster[-1]
+    run_dir = tmp_path / "run"
+    drain = ["scontrol", "update", f"NodeName={node}", "State=DRAIN", "Reason=disagg test"]
+    subprocess.run(drain, check=True)
+    try:
+        job_id = submit("override_slow", run_dir)
+
+        def pending_with_reason() -> dict[str, Any] | None:
+            _, shown = status(str(run_dir))
+            ok = shown["job_state"] == "PENDING" and shown["reason"] not in (None, "None")
+            return shown if ok else None
+
+        shown = wait_for(pending_with_reason, 20, "a pending reason")
+        assert shown["status"] == "pending"
+        assert [n for n in shown["unavailable_nodes"] if n.startswith(node) and "drain" in n]
+        assert any(n.endswith(": disagg test") for n in shown["unavailable_nodes"])
+        human = " ".join(disagg("status", job_id).stdout.split())
+        assert shown["reason"] in human
+        assert "disagg test" in human
+        _, by_job = status(job_id)
+        assert by_job["run_dir"] == str(run_dir.resolve())  # a job id finds its run directory
+    finally:
+        resume = ["scontrol", "update", f"NodeName={node}", "State=RESUME"]
+        subprocess.run(resume, check=True)
+
+    # Back in service, the job starts; cancelling it stops the run cleanly.
+    wait_for(lambda: read_json(run_dir / "state.json").get("phase") == "measure", 60, "measure")
+    cancelled = disagg("cancel", str(run_dir), "--json")
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert json.loads(cancelled.stdout)["status"] == "cancelled"
+    assert job_state(job_id) not in ("PENDING", "RUNNING")
+    assert read_json(run_dir / "summary.json")["status"] == "cancelled"
+    assert_nothing_left(run_dir, job_id)
+
+
+@pytest.mark.parametrize(
+    ("recipe", "profile", "reason"),
+    [
+        (
+            "sim-1p2d-3node.yaml:base",
+            "unknown-partition.yaml",
+            "partition 'nope' does not exist (known: debug)",
+        ),
+        ("sim-4node.yaml:base", "local-slurm.yaml", "needs 4 node(s); partition debug has 3"),
+        ("bad-anchor.yaml:override_b", "local-slurm.yaml", "DA001"),
+    ],
+)
+def test_bad_input_is_refused_before_sbatch(
+    slurm_cluster: list[str], tmp_path: Path, recipe: str, profile: str, reason: str
+) -> None:
+    out = tmp_path / "run"
+    done = disagg("submit", str(DATA / recipe), "--cluster", str(DATA / profile), "--out", str(out))
+    assert done.returncode == 2
+    assert "submission refused, nothing was submitted" in done.stderr
+    assert reason in " ".join(done.stderr.split())
+    assert "Traceback" not in done.stderr
+    assert not out.exists()  # nothing written, nothing submitted
