@@ -95,7 +95,9 @@ def test_killing_a_decode_worker_fails_the_run_fast_and_keeps_earlier_points(
             killed_at.append(0.0)  # arm once
             threading.Timer(0.5, kill_decode_1, args=(state,)).start()
 
-    summary = orchestrate(tmp_path, pd_plan((1, 2, 4), num_prompts=64), hook)
+    plan = pd_plan((1, 2, 4), num_prompts=4)
+    plan.bench.points[1].num_prompts = 64  # long enough to be killed in the middle
+    summary = orchestrate(tmp_path, plan, hook)
     stopped = time.monotonic()
 
     assert summary.status is RunStatus.FAILED
@@ -113,7 +115,7 @@ def test_killing_a_decode_worker_fails_the_run_fast_and_keeps_earlier_points(
 
 
 def test_rerun_measures_only_the_missing_points(tmp_path: Path) -> None:
-    plan = pd_plan((1, 2, 4))
+    plan = pd_plan((1, 2, 4), num_prompts=4)
     holder: list[Orchestrator] = []
 
     def cancel_after_first_point(state: RunState) -> None:
