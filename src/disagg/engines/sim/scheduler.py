@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 from disagg.engines.sim.timing import TimingModel
 
-# Oversleep or per-step CPU below this is absorbed: the next step starts at the
-# previous step's deadline, not "now", so simulated time does not drift.
-_JITTER_S = 0.003
+# Timer oversleep and the CPU time of emitting a step's chunks are absorbed: the next
+# step starts at the previous step's deadline, not "now", so simulated time does not
+# drift. A lag beyond this (a stall) is dropped rather than caught up in a burst.
+_MAX_CATCH_UP_S = 0.05
 
 
 class Stream:
@@ -97,6 +98,8 @@ class Stats:
     decode_steps: int = 0
     busy_s: float = 0.0
     max_batch: int = 0
+    first_step_at: float | None = None  # loop time the first step started
+    last_step_at: float = 0.0  # loop time the last step ended
     extra: dict[str, int] = field(default_factory=dict)
 
 
@@ -159,14 +162,17 @@ class Scheduler:
                 continue
             duration, apply = step
             now = loop.time()
-            start = t_next if now - t_next < _JITTER_S else now
+            start = max(t_next, now - _MAX_CATCH_UP_S)
             end = start + duration
+            if self.stats.first_step_at is None:
+                self.stats.first_step_at = now
             delay = end - now
             if delay > 0:
                 await asyncio.sleep(delay)
             self.stats.busy_s += duration
             apply()
             t_next = end
+            self.stats.last_step_at = loop.time()
 
     def _plan(self) -> tuple[float, Callable[[], None]] | None:
         if self.waiting and self.mode != "decode":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import time
@@ -175,6 +176,8 @@ class SimWorker:
             "decode_steps": s.decode_steps,
             "max_batch": s.max_batch,
             "busy_s": round(s.busy_s, 6),
+            # wall time from the first step's start to the last step's end
+            "active_s": round(s.last_step_at - s.first_step_at, 6) if s.first_step_at else 0.0,
             "running": len(self.scheduler.running),
             "queued": self.scheduler.queued,
             "rooms_published": self.bootstrap.published if self.bootstrap else 0,
@@ -326,6 +329,8 @@ async def serve(args: EngineArgs, *, ready: asyncio.Event | None = None) -> None
     await runner.setup()
     site = web.TCPSite(runner, args.host, args.port, backlog=4096, shutdown_timeout=0.5)
     await site.start()
+    # Start-up objects never die; keep the collector from re-scanning them on every pass.
+    gc.freeze()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
