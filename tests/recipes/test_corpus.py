@@ -1,0 +1,49 @@
+"""The whole srt-slurm corpus: every file loads into typed variants; each variant either plans
+or is reported with a one-line `unsupported: <what>`. Nothing else, and never a traceback."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from recipe_helpers import CORPUS
+
+from disagg.errors import UnsupportedRecipe
+from disagg.plan.model import Plan
+from disagg.plan.placement import place
+from disagg.recipe.variants import load_variants
+
+
+def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> None:
+    files = sorted(CORPUS.rglob("*.yaml"))
+    assert len(files) == 555
+    planned = 0
+    unsupported: Counter[str] = Counter()
+    for path in files:
+        for variant in load_variants(path):  # any other DisaggError fails the test
+            try:
+                plan = place(variant)
+            except UnsupportedRecipe as exc:
+                text = str(exc)
+                assert "\n" not in text and "unsupported: " in text, text
+                unsupported[exc.what.split(" (")[0].split(" in variant")[0]] += 1
+                continue
+            assert isinstance(plan, Plan) and plan.total_gpus > 0
+            planned += 1
+    total = planned + sum(unsupported.values())
+    print(
+        f"\ncorpus: {len(files)} files, {total} variants: {planned} supported, "
+        f"{total - planned} unsupported"
+    )
+    for what, count in unsupported.most_common():
+        print(f"  unsupported: {what}: {count}")
+    assert planned >= 290
+    assert set(unsupported) <= {
+        "backend type trtllm",
+        "backend type vllm",
+        "backend type mocker",
+        "benchmark type gsm8k",
+        "benchmark type gsm8k-bench",
+        "benchmark type gpqa",
+        "benchmark type mooncake-router",
+        "benchmark type manual",
+    }
