@@ -88,6 +88,23 @@ class EngineArgs:
         return bool(self.speculative_algorithm) and self.speculative_num_steps > 0
 
 
+_SIM_HELP = {
+    "prefill_us_per_token": "prefill cost per prompt token on one GPU, microseconds",
+    "prefill_base_ms": "fixed cost of one prefill pass, ms",
+    "decode_base_ms": "decode step time at batch 1 (weights read), ms",
+    "decode_ms_per_seq": "extra decode step time per running sequence, ms",
+    "decode_us_per_kv_token": "extra decode step time per cached token in the batch, us",
+    "kv_transfer_us_per_token": "PD hand-over time per prompt token (one link per prefill), us",
+    "tp_efficiency": "tensor parallel size N speeds compute by N**this",
+    "eager_penalty": "slow-down of decode batches above the largest CUDA graph",
+    "draft_step_cost": "extra share of a decode step per speculative draft step",
+    "accept_rate": "probability each speculative draft token is accepted",
+    "handover_timeout_s": "how long a decode worker waits for a room's KV, s",
+    "default_max_tokens": "max_tokens when a request sets none",
+    "seed": "seed of the pseudo-random EOS and speculative acceptance",
+}
+
+
 def _mode(value: str) -> Mode:
     value = value.lower()
     if value in ("null", "none", "aggregated", ""):
@@ -141,7 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     for name, value in vars(defaults).items():
         flag = "--sim-" + name.replace("_", "-")
         sim.add_argument(
-            flag, dest=f"sim_{name}", type=type(value), default=value, help=f"[{value}]"
+            flag,
+            dest=f"sim_{name}",
+            type=type(value),
+            default=value,
+            help=f"{_SIM_HELP[name]} [{value}]",
         )
     return parser
 
