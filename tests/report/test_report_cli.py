@@ -64,7 +64,8 @@ def test_several_runs_default_to_report_in_the_working_directory(
 
     assert proc.returncode == EXIT_OK, proc.stderr
     assert (work / "report" / "compare.csv").is_file()
-    assert "Runs sharing a variant" in proc.stdout
+    assert "dsr1-1k1k.yaml:override_dep8: against a" in proc.stdout
+    assert "+0.0%" in proc.stdout  # the same numbers in both runs
 
 
 def test_no_valid_point_exits_1_and_writes_nothing(make_run: RunFactory, tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from disagg.report.build import Report
+    from disagg.report.compare import Change
     from disagg.report.model import RunResults
 
 
@@ -126,30 +127,56 @@ def _print_summary(console: Console, result: Report) -> None:
         console.print(grid)
 
 
+SIDE_BY_SIDE = ("tokens_per_s_per_user", "median_ttft_ms", "median_tpot_ms")
+
+
 def _print_changes(console: Console, result: Report) -> None:
+    """Per shared variant: each point's baseline row, then each other run with its change."""
     if not result.changes:
         return
+    from rich import box
     from rich.table import Table
 
-    grid = Table(title="Runs sharing a variant, against the first one given", title_justify="left")
-    for header in ("variant", "point", "metric", "baseline", "run", "value", "change"):
-        grid.add_column(
-            header, justify="right" if header in ("baseline", "value", "change") else "left"
-        )
+    y_name = f"y:{result.chart.y_metric.value}"
+    shown = (y_name, *SIDE_BY_SIDE)
+    headers = {y_name: "out tok/s/GPU", "tokens_per_s_per_user": "tok/s/user"}
+    headers |= {"median_ttft_ms": "TTFT p50", "median_tpot_ms": "TPOT p50"}
+    by_variant: dict[str, list[Change]] = {}
     for change in result.changes:
-        pct = change.change_pct
-        color = {True: "green", False: "red", None: ""}[change.improved]
-        text = "-" if pct is None else f"{pct:+.1f}%"
-        grid.add_row(
-            change.variant,
-            change.point,
-            change.label,
-            _num(change.baseline),
-            change.run,
-            _num(change.value),
-            f"[{color}]{text}[/]" if color else text,
+        if change.metric in shown:
+            by_variant.setdefault(change.variant, []).append(change)
+    for variant, changes in by_variant.items():
+        grid = Table(
+            title=f"[bold]{variant}[/]: against {changes[0].baseline_name} (latencies in ms)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            padding=(0, 0, 0, 1),
         )
-    console.print(grid)
+        grid.add_column("point", no_wrap=True)
+        grid.add_column("run", no_wrap=True)
+        for name in shown:
+            grid.add_column(headers[name], justify="right", no_wrap=True)
+        cells: dict[tuple[str, str], dict[str, Change]] = {}
+        for change in changes:
+            cells.setdefault((change.point, change.run_name), {})[change.metric] = change
+        last_point = None
+        for (point, run), row in cells.items():
+            if point != last_point:
+                base = row[shown[0]]
+                grid.add_row(point, base.baseline_name, *(_num(row[m].baseline) for m in shown))
+                last_point = point
+            grid.add_row("", run, *(_with_change(row[m]) for m in shown))
+        console.print()
+        console.print(grid)
+
+
+def _with_change(change: Change) -> str:
+    pct = change.change_pct
+    if pct is None:
+        return _num(change.value)
+    color = {True: "green", False: "red", None: "dim"}[change.improved]
+    return f"{_num(change.value)} [{color}]{pct:+.1f}%[/]"
 
 
 def _num(value: float | None) -> str:

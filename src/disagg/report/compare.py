@@ -62,6 +62,8 @@ class Change:
     baseline: float | None
     run: str
     value: float | None
+    baseline_name: str = ""  # run directory names, for compact side-by-side tables
+    run_name: str = ""
 
     @property
     def change_pct(self) -> float | None:
@@ -110,6 +112,8 @@ def compare(runs: Sequence[RunResults], y_metric: YMetric) -> list[Change]:
                             baseline=metric.value(base_points[key]),
                             run=other.label or other.name,
                             value=metric.value(other_points[key]),
+                            baseline_name=baseline.name,
+                            run_name=other.name,
                         )
                     )
     return changes
