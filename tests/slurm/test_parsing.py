@@ -1,0 +1,92 @@
+"""Parsing of Slurm's machine output and the status a run directory reports, without Slurm."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from disagg.errors import DisaggError
+from disagg.launch import slurm, slurmctl
+from disagg.launch.state import RunState, RunStatus
+
+from .conftest import one_p_two_d_plan
+
+NODE_LINE = (
+    "NodeName=node3 Arch=x86_64 CoresPerSocket=16 CPUAlloc=0 CPUTot=16 Gres=gpu:h100:8(S:0-1) "
+    "NodeAddr=10.1.2.3 NodeHostName=gpu-b17 Partitions=debug,long State=IDLE+DRAIN "
+    "OS=Linux 6.1.0 #1 SMP Reason=bad dimm, replaced soon [root@2025-01-01T00:00:00]"
+)
+
+
+def test_scontrol_one_liner_keeps_values_with_spaces() -> None:
+    fields = slurmctl.parse_one_liner(NODE_LINE)
+    assert fields["NodeAddr"] == "10.1.2.3"
+    assert fields["OS"] == "Linux 6.1.0 #1 SMP"
+    assert fields["Reason"] == "bad dimm, replaced soon [root@2025-01-01T00:00:00]"
+
+
+@pytest.mark.parametrize(
+    ("gres", "gpus"),
+    [("gpu:8", 8), ("gpu:h100:8(S:0-1)", 8), ("gpu:a:2,gpu:b:2", 4), ("(null)", 0), ("", 0)],
+)
+def test_gpu_count_from_gres(gres: str, gpus: int) -> None:
+    assert slurmctl.gres_gpus(gres) == gpus
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0, "0:0"), (256, "1:0"), (9, "0:9"), ({"return_code": 3, "signal": {"id": 0}}, "3:0")],
+)
+def test_exit_code_from_squeue_json(value: object, text: str) -> None:
+    assert slurmctl._json_exit_code(value) == text
+
+
+def test_missing_command_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(DisaggError, match="sbatch not found") as info:
+        slurmctl.run(["sbatch", "--parsable", "x"])
+    assert "slurm-up" in str(info.value)
+
+
+def test_status_of_a_dry_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slurmctl, "job", lambda job_id: None)
+    one_p_two_d_plan().write(tmp_path)
+    view = slurm.view(str(tmp_path))
+    assert view.run_status == "not submitted"
+    assert view.to_json()["points_total"] == 0
+
+
+def test_state_from_an_earlier_job_is_not_reported_as_current(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pending = slurmctl.JobInfo(job_id="2", state="PENDING", reason="Priority")
+    monkeypatch.setattr(slurmctl, "job", lambda job_id: pending if job_id == "2" else None)
+    plan = one_p_two_d_plan()
+    plan.write(tmp_path)
+    old = RunState(
+        name=plan.name,
+        selector=plan.selector,
+        run_dir=str(tmp_path),
+        simulated=True,
+        executor="slurm",
+        orchestrator_pid=1,
+        status=RunStatus.FAILED,
+        started_at=time.time() - 60,
+    )
+    old.write(tmp_path)
+    record = slurm.JobRecord(job_ids=["1", "2"], submitted_at=[time.time() - 70, time.time()])
+    record.write(tmp_path)
+    view = slurm.view(str(tmp_path))
+    assert view.job_id == "2"
+    assert view.state is None  # the failed state.json belongs to job 1
+    assert view.run_status == "pending"
+    assert view.to_json()["reason"] == "Priority"
+
+
+def test_target_that_is_neither_run_dir_nor_job_id(tmp_path: Path) -> None:
+    with pytest.raises(DisaggError, match="neither a run directory nor a Slurm job id"):
+        slurm.resolve("no-such-thing")
+    with pytest.raises(DisaggError, match="not a run directory"):
+        slurm.resolve(str(tmp_path))
