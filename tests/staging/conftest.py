@@ -10,17 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from .ckpt import write_checkpoint
+from .ckpt import write_checkpoint, write_tokenizer
 from .hub_server import HubRepo, HubServer
 
 MAIN = "org-a/tiny-main"
 DRAFT = "org-b/tiny-draft"
+TOKENIZER = "org-c/tiny-tokenizer"  # not a checkpoint: staged as an explicit extra
 
 
 @pytest.fixture(scope="session")
 def repo_sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("repos")
+    (root / "tokenizer").mkdir()
+    write_tokenizer(root / "tokenizer", "json")
     return {
+        TOKENIZER: root / "tokenizer",
         MAIN: write_checkpoint(root / "main", shards=3, tokenizer="json", hidden=64),
         DRAFT: write_checkpoint(root / "draft", shards=1, tokenizer="tiktoken", seed=7),
     }

@@ -13,7 +13,7 @@ import pytest
 
 from disagg.staging import checkpoint as ck
 
-from .ckpt import shard_names, write_cache_entry, write_checkpoint
+from .ckpt import shard_names, write_cache_entry, write_checkpoint, write_tokenizer
 
 SCRIPT = Path(ck.__file__)
 
@@ -108,6 +108,17 @@ def test_no_weights_at_all(tmp_path: Path) -> None:
     write_checkpoint(tmp_path, shards=1)
     (tmp_path / "model.safetensors").unlink()
     assert kinds(ck.check_directory(str(tmp_path))) == [("missing-weights", "")]
+
+
+def test_a_repo_that_is_not_a_checkpoint_only_has_to_be_whole(tmp_path: Path) -> None:
+    write_tokenizer(tmp_path, "json")
+    assert ("missing-weights", "") in kinds(ck.check_directory(str(tmp_path)))
+    assert ck.check_directory(str(tmp_path), model_files=False).complete
+    write_checkpoint(tmp_path, shards=1)
+    os.truncate(tmp_path / "model.safetensors", 200)
+    assert kinds(ck.check_directory(str(tmp_path), model_files=False)) == [
+        ("truncated", "model.safetensors")
+    ]
 
 
 def test_extra_bytes_after_last_tensor(tmp_path: Path) -> None:

@@ -2,27 +2,45 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
+from unittest.mock import patch
 
+from disagg.cli import main
 from disagg.plan.model import ModelToStage, StagingPlan
 
 from .ckpt import shard_names, write_cache_entry, write_checkpoint
-from .conftest import DRAFT, MAIN
+from .conftest import DRAFT, MAIN, TOKENIZER
 from .hub_server import HubServer
 
 
-def disagg(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "disagg", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def disagg(*args: str, env: dict[str, str] | None = None) -> Result:
+    """Run the CLI in this process (its real entry point), capturing output and exit code."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with (
+        patch.dict(os.environ, env or {}),
+        patch.object(sys, "argv", ["disagg", *args]),
+        redirect_stdout(out),
+        redirect_stderr(err),
+    ):
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return Result(code, out.getvalue(), err.getvalue())
 
 
 def test_check_model_exit_codes_and_messages(tmp_path: Path) -> None:
@@ -117,3 +135,39 @@ def test_stage_a_run_directory_dry_run_then_for_real(
 
     dry = disagg("stage", str(run_dir), "--dry-run", env=hf_env)
     assert dry.stdout.count("present") == 2
+
+
+RECIPE = Path(__file__).with_name("data") / "spec-decode.yaml"
+
+
+def test_stage_a_recipe_fetches_main_draft_and_extra_once(
+    tmp_path: Path, hub: HubServer, hf_env: dict[str, str]
+) -> None:
+    profile = tmp_path / "cluster.yaml"
+    profile.write_text(f"name: test\ngpus_per_node: 8\nhf_cache: {tmp_path / 'cache'}\n")
+    dry = disagg("stage", str(RECIPE), "--cluster", str(profile), "--dry-run", "--json", env=hf_env)
+    assert dry.returncode == 0, dry.stderr
+    variants = json.loads(dry.stdout)["variants"]
+    assert [v["selector"].split(":")[1] for v in variants] == [
+        "zip_override_conc[0]",
+        "zip_override_conc[1]",
+    ]
+    for variant in variants:
+        assert [(m["purpose"], m["repo_id"]) for m in variant["models"]] == [
+            ("main", MAIN),
+            ("draft", DRAFT),
+            ("extra", TOKENIZER),
+        ]
+
+    real = disagg("stage", f"{RECIPE}:*", "--cluster", str(profile), "--json", env=hf_env)
+    assert real.returncode == 0, real.stderr
+    staged = json.loads(real.stdout)["staged"]
+    assert sorted(s["repo_id"] for s in staged) == sorted([MAIN, DRAFT, TOKENIZER])
+    assert all(s["action"] == "downloaded" for s in staged)
+    assert all(n == 1 for repo in (MAIN, DRAFT, TOKENIZER) for n in hub.per_file(repo).values())
+
+
+def test_stage_reports_bad_recipe_without_traceback(tmp_path: Path) -> None:
+    result = disagg("stage", str(tmp_path / "absent.yaml"), "--dry-run")
+    assert result.returncode == 2
+    assert "absent.yaml" in result.stderr and "Traceback" not in result.stderr

@@ -38,7 +38,8 @@ def test_stages_main_and_draft_then_fetches_nothing_when_complete(
     assert [o.action for o in staged.outcomes] == ["downloaded", "downloaded"]
     assert staged.main_path == staged.paths[MAIN]
     assert staged.draft_path == staged.paths[DRAFT]
-    for repo_id, source in repo_sources.items():
+    for repo_id in (MAIN, DRAFT):
+        source = repo_sources[repo_id]
         path = Path(staged.paths[repo_id])
         assert path.parent.parent == cache / "hub" / ck.repo_folder_name(repo_id)
         assert ck.check_directory(str(path)).complete

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from disagg.errors import EXIT_USAGE, DisaggError
 from disagg.plan.model import Plan, StagingPlan
@@ -83,14 +82,9 @@ def load_plans(target: str, cluster: str | None) -> list[Plan]:
 
 
 def _plans_from_recipe(target: str, cluster: str | None) -> list[Plan]:
-    import importlib
+    from disagg.commands.recipes import plans_for
 
-    try:
-        placement = importlib.import_module("disagg.plan.placement")
-    except ModuleNotFoundError:
-        raise DisaggError("planning recipes is not available in this build") from None
-    plans: list[Plan] = placement.plans_for_target(target, cluster=cluster)
-    return plans
+    return plans_for([target], Path(cluster) if cluster else None)
 
 
 def _plan_file(path: Path) -> Plan:
@@ -131,12 +125,19 @@ def _dry_run_rows(plans: list[Plan]) -> list[dict[str, Any]]:
         settings = cache_settings(staging)
         models = []
         for model in staging.models:
+            is_checkpoint = model.purpose != "extra"
             if staging.skip:
                 action = "skip (simulated engine)"
-            elif hfcache.check_canonical(settings.hub, model.repo_id, model.revision).complete:
+            elif hfcache.check_canonical(
+                settings.hub, model.repo_id, model.revision, model_files=is_checkpoint
+            ).complete:
                 action = "present"
             elif hfcache.find_complete_legacy(
-                settings.root, settings.legacy_roots, model.repo_id, model.revision
+                settings.root,
+                settings.legacy_roots,
+                model.repo_id,
+                model.revision,
+                model_files=is_checkpoint,
             ):
                 action = "link legacy copy"
             elif staging.allow_download:
@@ -160,7 +161,7 @@ def stage(
         str, typer.Argument(help="RECIPE[:SELECTOR], a run directory or a plan.json")
     ],
     cluster: Annotated[
-        str | None, typer.Option("--cluster", help="cluster profile (name or YAML path)")
+        str | None, typer.Option("--cluster", "-c", help="cluster profile YAML")
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="list the repos each variant needs; no network")
@@ -209,23 +210,16 @@ def stage(
 
 
 def _print_dry_run(rows: list[dict[str, Any]]) -> None:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("variant", "repo", "revision", "purpose", "would"):
-        table.add_column(column)
+    """One block per variant: purpose, repo@revision, what staging would do."""
     for row in rows:
+        console.print(f"[bold]{row['selector']}[/]  [dim]cache {row['cache']}[/]", highlight=False)
         if row["local_path"]:
-            table.add_row(row["selector"], row["local_path"], "-", "main", "check directory")
+            console.print(f"  main   {row['local_path']}  check directory", highlight=False)
         for model in row["models"]:
-            table.add_row(
-                row["selector"],
-                model["repo_id"],
-                model["revision"],
-                model["purpose"],
-                model["action"],
-            )
+            repo = f"{model['repo_id']}@{model['revision']}"
+            console.print(f"  {model['purpose']:<6} {repo}  {model['action']}", highlight=False)
         if not row["models"] and not row["local_path"]:
-            table.add_row(row["selector"], "-", "-", "-", "nothing to stage")
-    console.print(table)
+            console.print("  nothing to stage", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

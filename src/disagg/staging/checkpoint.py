@@ -158,8 +158,12 @@ class Report:
 # --- plain directory -------------------------------------------------------------------
 
 
-def check_directory(path: str, *, report: Report | None = None) -> Report:
-    """Check a checkpoint directory (plain or a cache snapshot) against the contract."""
+def check_directory(path: str, *, report: Report | None = None, model_files: bool = True) -> Report:
+    """Check a checkpoint directory (plain or a cache snapshot) against the contract.
+
+    `model_files=False` is for repos that are not checkpoints (a tokenizer repo staged
+    as an extra): only what is there must be whole, nothing is required.
+    """
     report = report or Report(target=path)
     report.directory = path
     try:
@@ -185,6 +189,11 @@ def check_directory(path: str, *, report: Report | None = None) -> Report:
             return False
         return entry.is_file()
 
+    if not model_files:
+        for name in sorted(n for n in list(names) if n.endswith(SAFETENSORS_SUFFIX)):
+            if present(name):
+                _check_safetensors(report, path, name)
+        return report
     if not present(CONFIG):
         _missing(report, names, CONFIG, "config.json is missing")
     _check_tokenizer(report, names, present)
@@ -413,7 +422,9 @@ def resolve_commit(entry: str, revision: str) -> str | None:
     return commit if COMMIT_RE.match(commit) else None
 
 
-def check_cache_entry(entry: str, revision: str = "main", *, target: str | None = None) -> Report:
+def check_cache_entry(
+    entry: str, revision: str = "main", *, target: str | None = None, model_files: bool = True
+) -> Report:
     """Check `models--org--name` at a revision: resolve refs -> snapshot, then the contract."""
     entry = entry.rstrip("/") or entry
     report = Report(
@@ -432,7 +443,7 @@ def check_cache_entry(entry: str, revision: str = "main", *, target: str | None 
         report.directory = snapshot
         report.add(MISSING_FILE, "", f"snapshot {commit} of revision {revision!r} does not exist")
         return report
-    check_directory(snapshot, report=report)
+    check_directory(snapshot, report=report, model_files=model_files)
     _check_snapshot_links(report, snapshot)
     _check_blobs_and_listing(report, entry, snapshot, commit)
     return report

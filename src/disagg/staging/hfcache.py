@@ -27,14 +27,16 @@ def entry_dir(hub: Path, repo_id: str) -> Path:
     return hub / ck.repo_folder_name(repo_id)
 
 
-def check_canonical(hub: Path, repo_id: str, revision: str) -> ck.Report:
+def check_canonical(
+    hub: Path, repo_id: str, revision: str, *, model_files: bool = True
+) -> ck.Report:
     """The contract applied to the canonical entry (a `not-in-cache` report if absent)."""
     entry = entry_dir(hub, repo_id)
     if not entry.is_dir():
         report = ck.Report(target=repo_id, repo_id=repo_id, revision=revision)
         report.add(ck.NOT_IN_CACHE, "", f"{repo_id} is not in {hub}")
         return report
-    return ck.check_cache_entry(str(entry), revision, target=repo_id)
+    return ck.check_cache_entry(str(entry), revision, target=repo_id, model_files=model_files)
 
 
 def legacy_entries(cache_root: Path, legacy_roots: Iterable[Path], repo_id: str) -> list[Path]:
@@ -58,11 +60,16 @@ def legacy_entries(cache_root: Path, legacy_roots: Iterable[Path], repo_id: str)
 
 
 def find_complete_legacy(
-    cache_root: Path, legacy_roots: Iterable[Path], repo_id: str, revision: str
+    cache_root: Path,
+    legacy_roots: Iterable[Path],
+    repo_id: str,
+    revision: str,
+    *,
+    model_files: bool = True,
 ) -> ck.Report | None:
     """The first legacy entry that passes the contract at `revision`, if any."""
     for entry in legacy_entries(cache_root, legacy_roots, repo_id):
-        report = ck.check_cache_entry(str(entry), revision, target=repo_id)
+        report = ck.check_cache_entry(str(entry), revision, target=repo_id, model_files=model_files)
         if report.complete:
             return report
     return None

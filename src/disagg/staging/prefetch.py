@@ -75,6 +75,8 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
     """Make `model` complete in the canonical cache; raise StagingError if it cannot be."""
     started = time.monotonic()
     repo, rev = model.repo_id, model.revision
+    # Main and draft models are checkpoints; an extra repo (e.g. a tokenizer) only has to be whole.
+    is_checkpoint = model.purpose != "extra"
 
     def outcome(action: Action, report: ck.Report, **extra: float | int) -> RepoOutcome:
         assert report.directory is not None
@@ -89,7 +91,7 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
             **extra,  # type: ignore[arg-type]
         )
 
-    report = hfcache.check_canonical(settings.hub, repo, rev)
+    report = hfcache.check_canonical(settings.hub, repo, rev, model_files=is_checkpoint)
     if report.complete:
         reporter.note(repo, f"complete in cache ({report.directory}); nothing to fetch")
         return outcome("present", report)
@@ -102,15 +104,20 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
     )
     with lock:
         waited = lock.waited_s
-        report = hfcache.check_canonical(settings.hub, repo, rev)
+        report = hfcache.check_canonical(settings.hub, repo, rev, model_files=is_checkpoint)
         if report.complete:
             reporter.note(repo, f"completed by another stager while we waited ({waited:.1f}s)")
             return outcome("present", report, waited_for_lock_s=waited)
 
-        legacy = hfcache.find_complete_legacy(settings.root, settings.legacy_roots, repo, rev)
+        legacy = hfcache.find_complete_legacy(
+            settings.root, settings.legacy_roots, repo, rev, model_files=is_checkpoint
+        )
         if legacy is not None:
             hfcache.link_legacy(legacy, settings.hub, repo, rev)
-            report = _validated(hfcache.check_canonical(settings.hub, repo, rev), "after linking")
+            report = _validated(
+                hfcache.check_canonical(settings.hub, repo, rev, model_files=is_checkpoint),
+                "after linking",
+            )
             reporter.note(repo, f"linked legacy copy {legacy.directory} (nothing copied)")
             return outcome("linked", report, waited_for_lock_s=waited)
 
@@ -121,7 +128,10 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
                 "or add the directory that holds it to the cluster profile's legacy roots",
             )
         _download(model, settings, reporter)
-        report = _validated(hfcache.check_canonical(settings.hub, repo, rev), "after download")
+        report = _validated(
+            hfcache.check_canonical(settings.hub, repo, rev, model_files=is_checkpoint),
+            "after download",
+        )
         files, nbytes = reporter.counts(repo)
         return outcome(
             "downloaded",
