@@ -91,3 +91,12 @@ def test_many_variants_move_the_legend_beside_the_plot(make_run: RunFactory) -> 
     assert figure_size(chart)[0] > 11.0
     [legend] = fig.legends
     assert len(legend.get_texts()) == 10  # nine series and the frontier
+
+
+def test_simulated_points_do_not_set_the_frontier_of_real_runs(make_run: RunFactory) -> None:
+    real = make_run("real")
+    sim = make_run("sim", simulated=True, selector="r.yaml:base", speed=3.0)  # beats real
+    chart = _chart([real, sim])
+
+    assert chart.frontier and all(not cp.point.simulated for cp in chart.frontier)
+    assert all(cp.point.simulated for cp in _chart([sim]).frontier)

@@ -1,7 +1,8 @@
 """The Pareto chart as plain data, shared by the PNG and the HTML renderers.
 
-One series per run (each run is one variant), the global frontier over every
-plotted point, and a stable style per series so both files look alike.
+One series per run (each run is one variant), one frontier across all series (over
+measured points only when real and simulated runs share a chart), and a stable style
+per series so both files look alike.
 """
 
 from __future__ import annotations
@@ -114,5 +115,7 @@ def build_chart(runs: list[RunResults], y_metric: YMetric) -> Chart:
         series.append(
             Series(run.label or run.name, run, points, PALETTE[index % len(PALETTE)], index)
         )
-    every = [cp for s in series for cp in s.points]
-    return Chart(series, frontier(every, lambda cp: cp.x, lambda cp: cp.y), y_metric)
+    # Simulated points never set the frontier of measured hardware; alone, they have their own.
+    real = [cp for s in series if not s.simulated for cp in s.points]
+    basis = real or [cp for s in series for cp in s.points]
+    return Chart(series, frontier(basis, lambda cp: cp.x, lambda cp: cp.y), y_metric)
