@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from disagg.errors import DisaggError
 from disagg.launch.state import RunStatus, RunSummary
@@ -83,7 +84,7 @@ def run_locally(
             summary = Orchestrator(run_dir, plan, launcher, options, on_update=view.update).run()
     else:
         summary = Orchestrator(run_dir, plan, launcher, options).run()
-    console.print(points_table(summary.points, title=f"{plan.name} [{plan.selector}]"))
+    console.print(points_table(summary.points, title=f"{plan.name} ({plan.selector})"))
     _print_outcome(console, summary, run_dir)
     has_points = summary.points_measured or summary.points_skipped
     report = render_report([run_dir], run_dir / "report", console) if has_points else None
@@ -93,16 +94,19 @@ def run_locally(
 def _print_outcome(console: Console, summary: RunSummary, run_dir: Path) -> None:
     label = " (simulated engine)" if summary.simulated else ""
     if summary.status is RunStatus.COMPLETED:
-        console.print(f"[green]completed[/]{label}: {run_dir}")
+        console.print(f"[green]completed[/]{label}: {escape(str(run_dir))}")
         return
     colour = "yellow" if summary.status is RunStatus.CANCELLED else "red"
-    console.print(f"[{colour}]{summary.status.value}[/]: {summary.reason}", highlight=False)
+    reason = escape(summary.reason or "")
+    console.print(f"[{colour}]{summary.status.value}[/]: {reason}", highlight=False)
     failure = summary.failure
     if failure and failure.log_tail:
-        console.print(f"last lines of {failure.log}:", style="dim")
+        console.print(f"last lines of {failure.log}:", style="dim", markup=False)
         for line in failure.log_tail:
             console.print(f"  | {line}", highlight=False, markup=False)
-    console.print(f"run directory: {run_dir}  (logs: disagg logs {run_dir} --role all)")
+    console.print(
+        f"run directory: {run_dir}  (logs: disagg logs {run_dir} --role all)", markup=False
+    )
 
 
 def render_report(run_dirs: list[Path], out: Path, console: Console) -> Path | None:
@@ -118,8 +122,8 @@ def render_report(run_dirs: list[Path], out: Path, console: Console) -> Path | N
             return None
         files = write_report(report, out)
     except DisaggError as exc:
-        console.print(f"[yellow]report not rendered:[/] {exc}", highlight=False)
+        console.print(f"[yellow]report not rendered:[/] {escape(str(exc))}", highlight=False)
         return None
     page = files.get("report_html", out)
-    console.print(f"report: {page}", highlight=False)
+    console.print(f"report: {page}", highlight=False, markup=False)
     return out

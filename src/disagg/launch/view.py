@@ -80,7 +80,12 @@ def _fmt(value: float) -> str:
 
 def points_table(points: Sequence[PointState], *, title: str | None = None) -> Table:
     columns = _metric_columns(points)
-    table = Table(title=title, title_justify="left", padding=(0, 1), box=box.SIMPLE_HEAD)
+    table = Table(
+        title=Text(title) if title else None,
+        title_justify="left",
+        padding=(0, 1),
+        box=box.SIMPLE_HEAD,
+    )
     table.add_column("point", no_wrap=True)
     table.add_column("status", no_wrap=True)
     for column in columns:
