@@ -151,6 +151,7 @@ class SlurmPlan(_Strict):
     srun_options: dict[str, str] = Field(default_factory=dict)
     container_image: str | None = None  # pyxis image (squashfs path or registry ref)
     container_mounts: dict[str, str] = Field(default_factory=dict)  # host -> container
+    pyxis: bool = False  # srun gets --container-* flags for roles with an image only when set
     secret_env: list[str] = Field(default_factory=list)  # names only, never values
     setup_script: str | None = None
 
