@@ -118,6 +118,7 @@ def test_srun_lines_with_pyxis_container() -> None:
     plan = cluster_plan(
         container_image="/shared/images/sglang v0.5.sqsh",
         container_mounts={"/shared/models": "/models", str(RUN_DIR): str(RUN_DIR)},
+        pyxis=True,
         srun_options={"cpu-bind": "none", "mpi": "pmix"},
     )
     for role in plan.roles:
@@ -131,6 +132,12 @@ def test_sbatch_never_holds_environment_values(monkeypatch: pytest.MonkeyPatch) 
     text = render(cluster_plan(), RUN_DIR, python=PYTHON)
     assert "hf_secret_do_not_write" not in text
     assert "--export" not in text
+
+
+def test_no_container_flags_without_pyxis() -> None:
+    plan = cluster_plan(container_image="/shared/images/sglang.sqsh")
+    plan.roles[0].container_image = plan.slurm.container_image
+    assert "--container" not in srun_lines(plan)
 
 
 def test_comma_values_never_go_through_export() -> None:
@@ -153,7 +160,7 @@ def test_bad_directives_are_refused(directives: dict[str, str], message: str) ->
 
 
 def test_container_mount_with_comma_is_refused() -> None:
-    plan = cluster_plan(container_image="img.sqsh", container_mounts={"/a,b": "/c"})
+    plan = cluster_plan(container_image="img.sqsh", container_mounts={"/a,b": "/c"}, pyxis=True)
     plan.roles[0].container_image = "img.sqsh"
     with pytest.raises(DisaggError, match="contains ','"):
         srun_lines(plan)

@@ -72,8 +72,10 @@ def check_models(plan: Plan) -> Preflight:
 
 
 def check_containers(plan: Plan) -> Preflight:
-    """A container image given as a file (squashfs) must exist on this filesystem."""
+    """With pyxis, a container image given as a file (squashfs) must exist on this filesystem."""
     result = Preflight()
+    if not plan.slurm.pyxis:
+        return result
     images = {plan.slurm.container_image, *(role.container_image for role in plan.roles)}
     for image in sorted(i for i in images if i):
         looks_like_file = image.startswith(("/", "./", "../")) or image.endswith(".sqsh")

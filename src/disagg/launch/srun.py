@@ -86,7 +86,7 @@ def srun_argv(
     ]
     for key, value in sorted(slurm.srun_options.items()):
         cmd.append(f"--{key}={value}" if value != "" else f"--{key}")
-    if container_image:
+    if container_image and slurm.pyxis:
         cmd.append(f"--container-image={container_image}")
         mounts = []
         for host, target in slurm.container_mounts.items():
