@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -12,10 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from disagg.plan.model import ModelToStage, StagingPlan
 from disagg.staging import StagingError, stage_plan
 from disagg.staging import checkpoint as ck
+from disagg.staging.progress import RichReporter
 
 from .ckpt import shard_names, write_cache_entry
 from .conftest import DRAFT, MAIN
@@ -140,6 +143,26 @@ def test_incomplete_legacy_copy_is_not_linked(
     assert not Path(staged.main_path or "").is_symlink()
 
 
+def test_a_linked_legacy_copy_that_broke_is_replaced_by_a_download(
+    tmp_path: Path, hub: HubServer, repo_sources: dict[str, Path]
+) -> None:
+    cache = tmp_path / "cache"
+    legacy = write_cache_entry(cache, MAIN, repo_sources[MAIN])
+    staging = plan(cache, (MAIN, "main"))
+    stage_plan(staging, log=lambda _: None, endpoint=hub.endpoint)
+    shard = shard_names(repo_sources[MAIN])[0]
+    original = (legacy / shard).resolve()
+    os.truncate(original, 64)  # someone damaged the legacy copy after it was linked
+
+    log: list[str] = []
+    staged = stage_plan(staging, log=log.append, endpoint=hub.endpoint)
+    assert staged.outcomes[0].action == "downloaded"
+    assert not Path(staged.paths[MAIN]).is_symlink()
+    assert any("dropped link" in line for line in log)
+    assert original.stat().st_size == 64  # nothing was written into the legacy tree
+    assert ck.check_repo(MAIN, cache=str(cache)).complete
+
+
 def test_crash_mid_download_is_never_taken_as_complete(
     tmp_path: Path, hub: HubServer, hf_env: dict[str, str]
 ) -> None:
@@ -217,3 +240,22 @@ def test_skip_stages_nothing(tmp_path: Path) -> None:
     staged = stage_plan(staging, log=log.append)
     assert staged.skipped and staged.paths == {}
     assert not (tmp_path / "cache").exists()
+
+
+def test_terminal_progress_counts_every_file_and_byte(tmp_path: Path, hub: HubServer) -> None:
+    screen = io.StringIO()
+    reporter = RichReporter(Console(file=screen, force_terminal=True, width=120))
+    staged = stage_plan(
+        plan(tmp_path / "cache", (MAIN, "main")),
+        log=lambda _: None,
+        reporter=reporter,
+        endpoint=hub.endpoint,
+    )
+    reporter.close()
+    files = hub.state.repos[MAIN].files
+    [outcome] = staged.outcomes
+    assert outcome.files_fetched == len(files)
+    assert outcome.bytes_fetched == sum(len(f.data) for f in files.values())
+    assert reporter.counts(MAIN) == (len(files), outcome.bytes_fetched)
+    text = screen.getvalue()
+    assert MAIN in text and f"{len(files)}/{len(files)} files" in text

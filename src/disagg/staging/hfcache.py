@@ -108,5 +108,21 @@ def link_legacy(legacy: ck.Report, hub: Path, repo_id: str, revision: str) -> Pa
     return link
 
 
+def unlink_linked_snapshots(hub: Path, repo_id: str) -> list[str]:
+    """Remove snapshot links into legacy copies (the links only, never their targets).
+
+    Called before a download, so that the download tool never writes through a link
+    into someone else's legacy tree. A complete legacy copy is linked again on demand.
+    """
+    snapshots = entry_dir(hub, repo_id) / "snapshots"
+    removed: list[str] = []
+    with contextlib.suppress(FileNotFoundError):
+        for child in snapshots.iterdir():
+            if child.is_symlink():
+                child.unlink()
+                removed.append(child.name)
+    return removed
+
+
 def _real(path: Path) -> str:
     return os.path.realpath(path)

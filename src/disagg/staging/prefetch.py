@@ -127,6 +127,8 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
                 hint="stage it where downloads are allowed (`disagg stage RECIPE`), "
                 "or add the directory that holds it to the cluster profile's legacy roots",
             )
+        for commit in hfcache.unlink_linked_snapshots(settings.hub, repo):
+            reporter.note(repo, f"dropped link to an incomplete legacy snapshot {commit}")
         _download(model, settings, reporter)
         report = _validated(
             hfcache.check_canonical(settings.hub, repo, rev, model_files=is_checkpoint),
