@@ -521,7 +521,9 @@ class Orchestrator:
                 phase_seconds=dict(self._phase_seconds),
                 timeline=dict(self._timeline),
                 role_exit_codes={
-                    r.name: [t.exit_code for t in r.tasks] for r in self.state.roles if r.tasks
+                    r.name: [t.exit_code for t in r.tasks]
+                    for r in self.state.roles
+                    if any(t.pid for t in r.tasks)
                 },
                 role_pids={
                     r.name: [t.pid for t in r.tasks if t.pid is not None]

@@ -73,9 +73,11 @@ def _metric_columns(points: Iterable[PointState]) -> list[str]:
 
 
 def _fmt(value: float) -> str:
-    if value == int(value) and abs(value) < 1e6:
-        return str(int(value))
-    return f"{value:.3g}" if abs(value) < 100 else f"{value:.1f}"
+    """Three significant figures, no exponent: 0.653, 45.3, 731, 13816."""
+    size = abs(value)
+    if size >= 100 or value == int(value):
+        return f"{value:.0f}"
+    return f"{value:.1f}" if size >= 10 else f"{value:.2f}"
 
 
 def points_table(points: Sequence[PointState], *, title: str | None = None) -> Table:
