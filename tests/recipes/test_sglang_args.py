@@ -1,0 +1,57 @@
+"""SGLang flag rendering exactly as DESIGN.md states it, and the helpers the linter uses."""
+
+from __future__ import annotations
+
+from disagg.engines.sglang import parallelism, render_args, worker_args
+
+
+def test_render_rules() -> None:
+    args = {
+        "tp-size": 4,
+        "trust-remote-code": True,
+        "disable-radix-cache": False,
+        "chunked-prefill-size": None,
+        "cuda-graph-bs": [1, 2, 4],
+        "empty-list": [],
+        "json-model-override-args": {"rope": {"factor": 4.0}},
+        "mem_fraction_static": 0.85,
+        "served-model-name": "org/name",
+    }
+    assert render_args(args) == [
+        "--tp-size", "4",
+        "--trust-remote-code",
+        "--cuda-graph-bs", "1", "2", "4",
+        "--json-model-override-args", '{"rope": {"factor": 4.0}}',
+        "--mem-fraction-static", "0.85",
+        "--served-model-name", "org/name",
+    ]  # fmt: skip
+
+
+def test_parallelism_accepts_every_spelling() -> None:
+    assert parallelism({"tensor-parallel-size": 8, "dp-size": 2}) == {
+        "tp": 8,
+        "dp": 2,
+        "ep": 1,
+        "pp": 1,
+    }
+    assert parallelism({"ep_size": 4})["ep"] == 4
+
+
+def test_worker_args_replace_placement_flags_and_keep_local_drafts() -> None:
+    argv = worker_args(
+        {
+            "host": "1.2.3.4",
+            "model": "/x",
+            "nnodes": 9,
+            "speculative-draft-model-path": "/local/draft",
+            "served-model-name": "mine",
+        },
+        disaggregation_mode="decode",
+        served_name="ignored",
+        multi_node=False,
+    )
+    assert argv.count("--host") == 1 and argv[argv.index("--host") + 1] == "0.0.0.0"
+    assert "--nnodes" not in argv and "/x" not in argv
+    assert argv[argv.index("--speculative-draft-model-path") + 1] == "/local/draft"
+    assert argv[argv.index("--served-model-name") + 1] == "mine"
+    assert "--disaggregation-bootstrap-port" not in argv
