@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
 def report(
     run_dirs: list[Path] = typer.Argument(
         ...,
-        metavar="RUN_DIR...",
+        metavar="RUN_DIR",
         help="Run directories (plan.json + results/), or directories holding runs.",
         show_default=False,
     ),
@@ -39,8 +39,8 @@ def report(
         None,
         "--out",
         "-o",
-        help="Where to write the report files [default: RUN_DIR/report for one run, "
-        "./report for several].",
+        help="Where to write the report files (default: RUN_DIR/report for one run, "
+        "./report for several).",
         show_default=False,
     ),
     y: YMetric = typer.Option(
@@ -56,6 +56,7 @@ def report(
 
     Invalid points (failed requests above the threshold, no output tokens) are left
     out and listed. Runs sharing a variant are compared against the first one given.
+    Exit status: 0 report written, 1 no valid point at all, 2 bad input.
     """
     from rich.console import Console
 
