@@ -285,7 +285,7 @@ def test_cluster_profile_resolves_aliases_and_slurm_settings(write: Write) -> No
         "partition: gpu\naccount: team\ngpus_per_node: 8\ngpu_directive: gpus-per-node\n"
         "gpu_vendor: amd\nmodels:\n  dsr1: hf:deepseek-ai/DeepSeek-R1\n  local: /data/m\n"
         "containers:\n  sglang: /sq/sglang.sqsh\nhf_cache: /shared/hf\nnetwork_interface: ib0\n"
-        "mounts:\n  /data: /data\n",
+        "mounts:\n  /data: /data\npyxis: true\n",
         name="cluster.yaml",
     )
     profile = load_profile(profile_path)
@@ -299,7 +299,7 @@ def test_cluster_profile_resolves_aliases_and_slurm_settings(write: Write) -> No
     assert plan.slurm.directives == {"mem": "0"} and plan.slurm.container_mounts == {
         "/data": "/data"
     }
-    assert plan.slurm.container_image == "/sq/sglang.sqsh"
+    assert plan.slurm.container_image == "/sq/sglang.sqsh" and plan.slurm.pyxis
     assert plan.role("prefill-0").container_image == "/sq/sglang.sqsh"
     assert plan.role("prefill-0").env["NCCL_SOCKET_IFNAME"] == "ib0"
     local = plan_of(write, recipe.replace("path: dsr1", "path: local"), profile)
@@ -312,7 +312,7 @@ def test_cluster_profile_resolves_aliases_and_slurm_settings(write: Write) -> No
 def test_without_a_profile_aliases_are_kept(write: Write) -> None:
     plan = plan_of(write, MINIMAL.replace("hf:org/tiny", "dsr1"))
     assert plan.staging.local_path == "dsr1" and plan.staging.models == []
-    assert plan.slurm.container_image == "sglang"
+    assert plan.slurm.container_image == "sglang" and not plan.slurm.pyxis
 
 
 def test_frontend_args_reach_the_router_only_for_the_sglang_frontend(write: Write) -> None:

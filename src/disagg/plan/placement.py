@@ -463,6 +463,7 @@ class _Placer:
             srun_options=srun,
             container_image=None if self.simulated else self.container_image(),
             container_mounts=mounts,
+            pyxis=bool(profile and profile.pyxis) and not self.simulated,
             secret_env=list(profile.secret_env) if profile else ["HF_TOKEN"],
             setup_script=cfg.setup_script,
         )
