@@ -90,3 +90,21 @@ def test_regular_mode_routes_to_aggregated_workers(tmp_path: Path) -> None:
         served = [cluster.stats(n)["requests"] for n in ("aggregated-0", "aggregated-1")]
         assert sum(served) == 6 and min(served) > 0
     assert not any(_alive(p.pid) for p in cluster.procs)
+
+
+def test_pd_batch_of_prompts_gets_per_prompt_bootstrap_fields(pd: SimCluster) -> None:
+    """The router sends bootstrap_host/port/room as lists for a list of prompts."""
+    status, raw = post_json(
+        pd.url + "/v1/completions",
+        {"model": "sim-model", "prompt": [" tok tok", " tok"], "max_tokens": 3, "ignore_eos": True},
+    )
+    assert status == 200, raw[:300]
+    body = json.loads(raw)
+    assert [c["index"] for c in body["choices"]] == [0, 1]
+    assert body["usage"]["prompt_tokens"] == 3
+
+
+def test_router_refuses_token_id_prompts(pd: SimCluster) -> None:
+    """A fact the load generator must respect: send text through the router, not token ids."""
+    status, _ = post_json(pd.url + "/v1/completions", {"model": "sim-model", "prompt": [1, 2]})
+    assert status == 422

@@ -24,6 +24,11 @@ Facts about sglang-router 0.3.2, observed by running it in front of logging serv
   that is not a local directory is fetched from the hub, which offline only logs a
   warning. `--tokenizer-path DIR` points it at a local tokenizer instead.
 - Logging at `info` writes two lines per request; `warn` keeps long sweeps quiet.
+- `/v1/completions` through the router needs `model`, and `prompt` must be a string
+  or a list of strings: token-id prompts are refused with 422 (`StringOrArray`).
+  For a list of prompts the added `bootstrap_*` fields are lists, one per prompt.
+  `/generate` with `input_ids` passes through.
+- On SIGTERM it exits within a fraction of a second when idle.
 """
 
 from __future__ import annotations

@@ -51,8 +51,8 @@ class GenRequest:
     model: str
     seed: int | None
     rooms: list[int] | None
-    bootstrap_host: str | None
-    bootstrap_port: int | None
+    bootstrap_hosts: list[str] | None  # one per prompt (the router sends lists for batches)
+    bootstrap_ports: list[int] | None
 
     def stop_at(self, index: int, default_seed: int) -> int:
         """Where EOS falls for prompt `index`: uniform in [max(1, min_tokens), max_tokens]."""
@@ -156,13 +156,23 @@ def parse(kind: Kind, body: Any, *, default_max_tokens: int, model: str) -> GenR
         model=str(body.get("model") or model),
         seed=_int(body, "seed", None),
         rooms=_rooms(body.get("bootstrap_room"), len(prompts)),
-        bootstrap_host=_str_or_none(body.get("bootstrap_host")),
-        bootstrap_port=_int(body, "bootstrap_port", None),
+        bootstrap_hosts=_per_prompt(
+            body.get("bootstrap_host"), len(prompts), str, "bootstrap_host"
+        ),
+        bootstrap_ports=_per_prompt(
+            body.get("bootstrap_port"), len(prompts), int, "bootstrap_port"
+        ),
     )
 
 
-def _str_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)
+def _per_prompt(value: Any, count: int, kind: type, key: str) -> list[Any] | None:
+    """A scalar applies to every prompt; a list gives one value per prompt."""
+    if value is None:
+        return None
+    values = value if isinstance(value, list) else [value] * count
+    if len(values) != count or not all(isinstance(v, kind) for v in values):
+        raise BadRequest(f"{key} must be a {kind.__name__} or one {kind.__name__} per prompt")
+    return values
 
 
 def _rooms(value: Any, count: int) -> list[int] | None:

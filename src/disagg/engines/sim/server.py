@@ -210,7 +210,7 @@ class SimWorker:
                 model=self.args.model_name,
             )
             if self.args.mode == "decode" and (
-                req.rooms is None or req.bootstrap_host is None or req.bootstrap_port is None
+                req.rooms is None or req.bootstrap_hosts is None or req.bootstrap_ports is None
             ):
                 raise BadRequest(
                     "a decode worker needs bootstrap_host, bootstrap_port and bootstrap_room "
@@ -262,10 +262,10 @@ class SimWorker:
         return seqs
 
     async def _receive_kv(self, req: GenRequest, seqs: list[SimRequest]) -> None:
-        assert self.handover is not None and req.bootstrap_host and req.bootstrap_port
-        host, port = req.bootstrap_host, req.bootstrap_port
+        handover, hosts, ports = self.handover, req.bootstrap_hosts, req.bootstrap_ports
+        assert handover is not None and hosts is not None and ports is not None
         counts = await asyncio.gather(
-            *(self.handover.fetch(host, port, seq.room or 0) for seq in seqs)
+            *(handover.fetch(hosts[i], ports[i], seq.room or 0) for i, seq in enumerate(seqs))
         )
         for seq, tokens in zip(seqs, counts, strict=True):
             seq.prompt_tokens = tokens
