@@ -103,6 +103,8 @@ def main() -> None:
             row = one_run(Path(tmp) / f"run{i}")
             rows.append(row)
             print(f"run {i}: " + "  ".join(f"{k}={v:.2f}" for k, v in row.items()), flush=True)
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("note: PYTHONDONTWRITEBYTECODE is set, so every process compiles its imports")
     print(f"\nmedian of {len(rows)} run(s) (target < 5 s for the two overheads):")
     for key in rows[0]:
         print(f"  {key:36s} {statistics.median(r[key] for r in rows):7.2f}")

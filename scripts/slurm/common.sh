@@ -28,3 +28,10 @@ rig_pid_alive() {
 rig_pid() { tr -dc '0-9' <"$1"; }
 
 log() { printf 'slurm rig: %s\n' "$*" >&2; }
+
+# One slurm-up or slurm-down at a time: concurrent test runs share the rig.
+lock_rig() {
+  mkdir -p "$STATE"
+  exec 9>"$STATE/.lock"
+  flock 9
+}
