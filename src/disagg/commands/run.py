@@ -100,6 +100,7 @@ def logs_command(
     lines: Annotated[int, typer.Option("--lines", "-n", help="lines from the end", min=0)] = 50,
 ) -> None:
     """Show a run's logs: the orchestrator's by default, or one role's (every node)."""
+    from disagg.launch.follow import cursors_for
     from disagg.launch.follow import follow as follow_logs
     from disagg.launch.logs import role_logs, tail
 
@@ -125,11 +126,13 @@ def logs_command(
             hint=f"roles with logs: {', '.join(sorted(available))}",
         )
     prefixed = len(paths) > 1
+    # Positions first: a line written while the tails print is followed, not lost.
+    cursors = cursors_for(paths, prefixed=prefixed)
     out = sys.stdout
-    for path in paths:
+    for cursor in cursors:
         if prefixed:
-            out.write(f"==> {path} <==\n")
-        for line in tail(path, lines):
+            out.write(f"==> {cursor.path} <==\n")
+        for line in tail(cursor.path, lines, end=cursor.offset):
             out.write(line + "\n")
     out.flush()
     if follow:
@@ -139,6 +142,6 @@ def logs_command(
             out.flush()
 
         try:
-            follow_logs(run_dir, paths, emit, prefixed=prefixed)
+            follow_logs(run_dir, cursors, emit)
         except KeyboardInterrupt:
             return

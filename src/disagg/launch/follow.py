@@ -15,8 +15,10 @@ from disagg.launch.state import RunState, RunStatus
 POLL_S = 0.2
 
 
-class _Cursor:
-    def __init__(self, path: Path, prefix: str) -> None:
+class Cursor:
+    """A read position in one log file; starts at the file's current end."""
+
+    def __init__(self, path: Path, prefix: str = "") -> None:
         self.path = path
         self.prefix = prefix
         self.offset = path.stat().st_size if path.exists() else 0
@@ -48,16 +50,18 @@ def run_ended(run_dir: Path) -> bool:
     return state is not None and state.status is not RunStatus.RUNNING
 
 
+def cursors_for(paths: Sequence[Path], *, prefixed: bool) -> list[Cursor]:
+    return [Cursor(p, f"[{p.stem}] " if prefixed else "") for p in paths]
+
+
 def follow(
     run_dir: Path,
-    paths: Sequence[Path],
+    cursors: Sequence[Cursor],
     emit: Callable[[str], None],
     *,
-    prefixed: bool,
     until_ended: bool = True,
 ) -> None:
-    """Print new lines of `paths` until the run ends (or forever without `until_ended`)."""
-    cursors = [_Cursor(p, f"[{p.stem}] " if prefixed else "") for p in paths]
+    """Print what the files gain after each cursor until the run ends (or forever)."""
     while True:
         ended = until_ended and run_ended(run_dir)
         for cursor in cursors:

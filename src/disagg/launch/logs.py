@@ -21,14 +21,15 @@ def task_log_path(run_dir: Path, role: str, node_rank: int, nnodes: int) -> Path
     return log_dir(run_dir) / name
 
 
-def tail(path: Path, lines: int = 30, *, max_bytes: int = 256 * 1024) -> list[str]:
-    """The last `lines` lines of a text file (reads at most `max_bytes` from its end)."""
+def tail(
+    path: Path, lines: int = 30, *, end: int | None = None, max_bytes: int = 256 * 1024
+) -> list[str]:
+    """The last `lines` lines of a text file, up to byte `end` (reads at most `max_bytes`)."""
     try:
         with path.open("rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
+            size = handle.seek(0, 2) if end is None else end
             handle.seek(max(0, size - max_bytes))
-            data = handle.read()
+            data = handle.read(size - handle.tell())
     except OSError:
         return []
     text = data.decode("utf-8", errors="replace")

@@ -55,6 +55,7 @@ EXIT_CANCELLED = 3
 
 RESULTS_DIR = "results"
 MONITOR_INTERVAL_S = 0.1
+MEASURE_STOP_GRACE_S = 10.0  # the load generator promises to end within ~1 s of `stop`
 LOG_TAIL_LINES = 30
 WORKER_KINDS = (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
 
@@ -382,7 +383,7 @@ class Orchestrator:
                     quiet=self.options.quiet_bench,
                     stop=self.stop,
                 ),
-                abandon=False,
+                grace_s=MEASURE_STOP_GRACE_S,
             )
             with self._lock:
                 point_state.seconds = round(time.monotonic() - started, 3)
@@ -579,8 +580,12 @@ class Orchestrator:
         finally:
             self._phase_seconds[phase.value] = round(time.monotonic() - started, 3)
 
-    def _interruptible(self, fn: Callable[[], T], *, abandon: bool = True) -> T:
-        """Run `fn` in a worker thread; with `abandon`, give up on it once the run stops."""
+    def _interruptible(self, fn: Callable[[], T], *, grace_s: float = 0.0) -> T:
+        """Run `fn` in a worker thread; once the run stops, wait `grace_s` for it, then give up.
+
+        The load generator ends a point within a second of the stop event, so it gets a
+        grace period to write what it measured; a canary stuck on a dead router does not.
+        """
         box: list[T] = []
         errors: list[BaseException] = []
 
@@ -593,9 +598,10 @@ class Orchestrator:
         worker = threading.Thread(target=target, name="phase-worker", daemon=True)
         worker.start()
         while worker.is_alive():
-            worker.join(0.05)
-            if abandon and self.stop.is_set():
-                raise _Stop
+            if self.stop.wait(0.05):
+                worker.join(grace_s)
+                if worker.is_alive():
+                    raise _Stop
         if errors:
             raise errors[0]
         return box[0]
