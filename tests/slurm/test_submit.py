@@ -145,7 +145,17 @@ def test_1p2d_runs_on_three_nodes_to_completed(slurm_cluster: list[str], tmp_pat
     assert shown["job_state"] == "COMPLETED"
     assert shown["status"] == "completed"
     assert (shown["points_done"], shown["points_total"]) == (3, 3)
+    watched = disagg("status", job_id, "--watch", "--json")  # an ended job: returns at once
+    assert watched.returncode == 0
+    assert json.loads(watched.stdout)["run_dir"] == str(run_dir.resolve())
     assert_nothing_left(run_dir, job_id)
+
+    into = tmp_path / "collected"
+    collected = disagg("collect", str(run_dir), "--into", str(into), "--json")
+    assert collected.returncode == 0, collected.stderr
+    names = sorted(path.name for path in into.iterdir())
+    assert names == sorted(Path(p["result"]).name for p in summary["points"])
+    assert all(name.endswith("_gpus_24_ctx_8_gen_16.json") for name in names)
 
     # The token reached the job through the environment, never a file of the run.
     for path in run_dir.rglob("*"):

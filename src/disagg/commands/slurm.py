@@ -153,7 +153,10 @@ def status_command(
 
     names = targets or _own_runs()
     if not names:
-        Console(stderr=True).print("no disagg jobs in the queue")
+        if as_json:
+            print("[]")
+        else:
+            Console(stderr=True).print("no disagg jobs in the queue")
         return
     if watch and not as_json:
         with Live(console=Console(), auto_refresh=False) as live:
@@ -171,7 +174,8 @@ def status_command(
             time.sleep(interval)
         if as_json:
             rows = [v.to_json() for v in views]
-            print(json.dumps(rows if len(rows) != 1 else rows[0], indent=2))
+            single = targets is not None and len(targets) == 1
+            print(json.dumps(rows[0] if single else rows, indent=2))
         else:
             Console().print(_render_views(views))
     if any(v.run_status in ("failed", "cancelled") for v in views):

@@ -207,7 +207,13 @@ def cancel(target: str) -> RunView:
     if job_id is None:
         raise DisaggError(f"{target}: this run was never submitted", hint="nothing to cancel")
     job = slurmctl.job(job_id)
-    if job is not None and job.state == "RUNNING":
+    if job is None:
+        raise DisaggError(
+            f"job {job_id} is not known to Slurm",
+            hint="it may have ended long ago; `disagg status` shows what the run directory says",
+            exit_code=1,
+        )
+    if job.state == "RUNNING":
         # Only the batch shell (the orchestrator): roles are srun steps in their own sessions.
         slurmctl.cancel(job_id, signal="TERM", batch_only=True)
         deadline = time.monotonic() + CANCEL_GRACE_S
