@@ -90,9 +90,10 @@ def srun_argv(
         cmd.append(f"--container-image={container_image}")
         mounts = []
         for host, target in slurm.container_mounts.items():
-            if "," in host or "," in target or ":" in host or ":" in target:
+            # `target` may carry pyxis options (`/data:ro`); a comma would start a new mount.
+            if "," in host or "," in target or ":" in host:
                 raise DisaggError(
-                    f"container mount {host}:{target} contains ',' or ':'",
+                    f"container mount {host}:{target} contains ',' (or ':' in the host path)",
                     hint="pyxis splits --container-mounts on both; use a path without them",
                 )
             mounts.append(f"{host}:{target}")
