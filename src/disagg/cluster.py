@@ -24,6 +24,18 @@ _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 HF_PREFIX = "hf:"
 
 
+class ContainerSource(BaseModel):
+    """A container kept as a squashfs file, imported from `image` when the file is missing."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    image: str = Field(description="what to import, e.g. docker://rocm/sgl-dev:TAG")
+    squashfs: str = Field(description="the file on the shared filesystem that roles start from")
+
+
+DEFAULT_CONTAINER_IMPORT = "enroot import --output {output} {image}"
+
+
 class ClusterProfile(BaseModel):
     """One cluster. Every field is optional so a profile states only what differs."""
 
@@ -47,8 +59,10 @@ class ClusterProfile(BaseModel):
     )
     rdma_devices: list[str] = Field(default_factory=list, description="sets NCCL_IB_HCA")
     mounts: dict[str, str] = Field(default_factory=dict, description="host path -> container path")
-    containers: dict[str, str] = Field(
-        default_factory=dict, description="container alias -> image reference or squashfs path"
+    containers: dict[str, str | ContainerSource] = Field(
+        default_factory=dict,
+        description="container alias -> image reference or squashfs path, or "
+        "{image, squashfs} to import the image into that file when it is missing",
     )
     models: dict[str, str] = Field(
         default_factory=dict, description="model alias -> directory, `hf:org/name` or `org/name`"
@@ -59,8 +73,9 @@ class ClusterProfile(BaseModel):
     )
     results_root: str | None = None
     pyxis: bool = Field(default=False, description="run roles in containers via srun --container-*")
-    container_import: str | None = Field(
-        default=None, description="command that turns an image into a squashfs, e.g. enroot import"
+    container_import: str = Field(
+        default=DEFAULT_CONTAINER_IMPORT,
+        description="command that turns {image} into the squashfs file {output}",
     )
     allow_download: bool = True
     sbatch_directives: dict[str, str] = Field(default_factory=dict)
@@ -164,4 +179,11 @@ def resolve_container(text: str, profile: ClusterProfile | None) -> str:
     """A container alias -> image or squashfs path; unknown names are used as written."""
     if profile is None:
         return text
-    return profile.containers.get(text, text)
+    entry = profile.containers.get(text, text)
+    return entry.squashfs if isinstance(entry, ContainerSource) else entry
+
+
+def container_source(text: str, profile: ClusterProfile | None) -> ContainerSource | None:
+    """The import recipe for a container alias, when the profile gives one."""
+    entry = profile.containers.get(text) if profile else None
+    return entry if isinstance(entry, ContainerSource) else None

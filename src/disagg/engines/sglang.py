@@ -109,8 +109,14 @@ def worker_args(
     disaggregation_mode: str | None,
     served_name: str,
     multi_node: bool,
+    ib_devices: list[str] | None = None,
 ) -> list[str]:
-    """The full flag list of one worker: recipe flags, then the ones the plan owns."""
+    """The full flag list of one worker: recipe flags, then the ones the plan owns.
+
+    `ib_devices` (the cluster's RDMA devices) become `--disaggregation-ib-device` for
+    disaggregated workers unless the recipe names devices itself: the KV transfer
+    backend (MoRI, Mooncake, NIXL) reads them from there, not from NCCL's variables.
+    """
     kept: dict[str, Any] = {}
     for key, value in args.items():
         name = flag_name(key)
@@ -122,6 +128,8 @@ def worker_args(
     if disaggregation_mode is not None:
         kept["disaggregation-mode"] = disaggregation_mode
     kept.setdefault("served-model-name", served_name)
+    if ib_devices and disaggregation_mode is not None:
+        kept.setdefault("disaggregation-ib-device", ",".join(ib_devices))
     argv = ["--model-path", "${model.path}", *render_args(kept)]
     argv += ["--host", "0.0.0.0", "--port", "${self.http_port}"]
     if disaggregation_mode == "prefill":

@@ -2,6 +2,7 @@
 
 from disagg.plan.model import (
     BenchPlan,
+    ContainerToStage,
     GpuVendor,
     HealthPlan,
     ModelToStage,
@@ -15,6 +16,7 @@ from disagg.plan.model import (
 
 __all__ = [
     "BenchPlan",
+    "ContainerToStage",
     "GpuVendor",
     "HealthPlan",
     "ModelToStage",

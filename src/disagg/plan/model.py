@@ -42,7 +42,7 @@ class RoleKind(StrEnum):
 
 
 class HealthPlan(_Strict):
-    """How the orchestrator decides a role is up: an HTTP GET that returns 200 before the deadline."""
+    """How the orchestrator decides a role is up: a GET that answers 200 before the deadline."""
 
     path: str = "/health"
     deadline_s: float = 600.0
@@ -125,6 +125,20 @@ class ModelToStage(_Strict):
     purpose: Literal["main", "draft", "extra"] = "main"
 
 
+class ContainerToStage(_Strict):
+    """A squashfs image the job needs, and how to make it when it does not exist yet.
+
+    `import_command` is an argv template: `{image}` is the source reference,
+    `{output}` the temporary file to write (never the final path).
+    """
+
+    squashfs: str
+    image: str
+    import_command: list[str] = Field(
+        default_factory=lambda: ["enroot", "import", "--output", "{output}", "{image}"]
+    )
+
+
 class StagingPlan(_Strict):
     """Where models live. `local_path` set means the main model is a directory, not a repo."""
 
@@ -134,6 +148,7 @@ class StagingPlan(_Strict):
     local_path: str | None = None
     allow_download: bool = True
     skip: bool = False  # the simulated engine needs no weights: listed for display, not staged
+    containers: list[ContainerToStage] = Field(default_factory=list)
 
 
 class SlurmPlan(_Strict):

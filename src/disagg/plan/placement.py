@@ -15,16 +15,25 @@ after a warm-up of concurrency x `num_warmup_mult` (default 2) requests.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from disagg.cluster import ClusterProfile, ModelRef, is_repo_id, resolve_container, resolve_model
+from disagg.cluster import (
+    ClusterProfile,
+    ModelRef,
+    container_source,
+    is_repo_id,
+    resolve_container,
+    resolve_model,
+)
 from disagg.engines import router as router_engine
 from disagg.engines import sglang
 from disagg.errors import DisaggError
 from disagg.plan.model import (
     BenchPlan,
+    ContainerToStage,
     GpuVendor,
     HealthPlan,
     ModelToStage,
@@ -259,7 +268,11 @@ class _Placer:
             mode = self.check_mode(kind, args)
             multi = len(ranks) > 1
             argv = sglang.launch_prefix(self.engine) + sglang.worker_args(
-                args, disaggregation_mode=mode, served_name=served, multi_node=multi
+                args,
+                disaggregation_mode=mode,
+                served_name=served,
+                multi_node=multi,
+                ib_devices=self.profile.rdma_devices if self.profile else None,
             )
             ports = ["http", "bootstrap"] if kind is RoleKind.PREFILL else ["http"]
             if multi:
@@ -436,7 +449,23 @@ class _Placer:
             local_path=None if model.kind == "repo" else model.value,
             allow_download=profile.allow_download if profile else True,
             skip=self.simulated,
+            containers=self.containers_to_stage(),
         )
+
+    def containers_to_stage(self) -> list[ContainerToStage]:
+        """The squashfs image to import when the profile says how and pyxis will use it."""
+        written = self.config.model.container
+        source = container_source(written, self.profile) if written else None
+        if source is None or self.simulated or not (self.profile and self.profile.pyxis):
+            return []
+        assert self.profile is not None
+        return [
+            ContainerToStage(
+                squashfs=source.squashfs,
+                image=source.image,
+                import_command=shlex.split(self.profile.container_import),
+            )
+        ]
 
     def slurm(self, nodes: int, gpn: int) -> SlurmPlan:
         cfg = self.config

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from disagg.errors import DisaggError
 from disagg.plan.model import ModelToStage, StagingPlan
 from disagg.staging import checkpoint as ck
+from disagg.staging.container import ensure_container
 from disagg.staging.prefetch import CacheSettings, RepoOutcome, StagingError, prefetch
 from disagg.staging.progress import Reporter, default_reporter
 
@@ -22,6 +24,7 @@ class StagedModels:
     paths: dict[str, str] = field(default_factory=dict)  # repo_id -> snapshot directory
     outcomes: list[RepoOutcome] = field(default_factory=list)
     skipped: bool = False
+    containers: list[str] = field(default_factory=list)  # squashfs images present or imported
 
 
 def cache_settings(staging: StagingPlan, *, endpoint: str | None = None) -> CacheSettings:
@@ -68,6 +71,11 @@ def stage_plan(
         return result
 
     failures: list[str] = []
+    for container in staging.containers:
+        try:
+            result.containers.append(str(ensure_container(container, log=log)))
+        except DisaggError as exc:
+            failures.append(str(exc))
     if staging.local_path:
         try:
             report = ck.check(staging.local_path)
