@@ -51,8 +51,27 @@ def measure_point(
     stop: threading.Event | None = None,
 ) -> PointOutcome:
     """Measure one point. `stop` set (a role died) ends it within a second, marked invalid."""
-    raise NotImplementedError
+    from disagg.bench.results import PointContext
+    from disagg.bench.runner import headline, run_point
+
+    ctx = PointContext(
+        run_name=run_name,
+        point=point,
+        prefill_gpus=gpus.prefill,
+        decode_gpus=gpus.decode,
+        disaggregated=disaggregated,
+        simulated=simulated,
+    )
+    run = run_point(
+        base_url=base_url, bench=bench, ctx=ctx, out_dir=out_dir, quiet=quiet, stop=stop
+    )
+    return PointOutcome(
+        path=run.path, valid=run.valid, reason=run.reason, summary=headline(run.result)
+    )
 
 
 def existing_valid_result(out_dir: Path, point: PointPlan) -> Path | None:
-    raise NotImplementedError
+    """A valid result already written for this point (same key and prompt count), if any."""
+    from disagg.bench.results import find_valid
+
+    return find_valid(out_dir, point)

@@ -1,0 +1,314 @@
+"""The streaming HTTP client: one event loop, one shared connection pool, absolute schedule.
+
+Hot path per request: one pre-built JSON body, one `session.post`, then raw reads
+fed to `StreamParser` with a `time.monotonic()` stamp per read. No per-host
+connection cap, no cookie jar, no decompression, no line splitting by aiohttp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from time import monotonic
+from typing import Any
+
+import aiohttp
+
+from disagg.bench.records import RequestRecord
+from disagg.bench.sse import StreamParser
+
+_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+STOP_POLL_S = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSpec:
+    """One prepared request: the exact bytes to send and the lengths they stand for."""
+
+    index: int
+    body: bytes
+    input_len: int
+    output_len: int
+
+
+@dataclass
+class Load:
+    """Everything one event loop needs to run a point (picklable, sent to worker processes)."""
+
+    url: str  # full endpoint URL, e.g. http://host:port/v1/completions
+    chat: bool
+    requests: list[RequestSpec]
+    warmup: list[RequestSpec] = field(default_factory=list)
+    concurrency: int | None = None  # streams (or the cap in rate mode)
+    offsets: list[float] | None = None  # rate mode: send times after t0, one per request
+    request_timeout_s: float = 900.0
+    tokenizer: str | None = None  # re-tokenises output when the server sends no usage
+
+
+@dataclass
+class Counters:
+    """Progress counters updated on the hot path (plain ints, read by a progress poller)."""
+
+    done: int = 0
+    failed: int = 0
+
+
+class TokenCounter:
+    """Counts tokens of generated text with a local tokenizer, loaded on first use."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._encode: Callable[[str], int] | None = None
+
+    def __call__(self, text: str) -> int | None:
+        if self.path is None:
+            return None
+        if self._encode is None:
+            from disagg.bench.prompts import load_tokenizer
+
+            tok = load_tokenizer(self.path)
+            self._encode = lambda s: len(tok.encode(s, add_special_tokens=False).ids)
+        return self._encode(text)
+
+
+def make_session(timeout_s: float) -> aiohttp.ClientSession:
+    """One pool for every stream: unlimited connections, keep-alive, no extras."""
+    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=120)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s),
+        auto_decompress=False,
+        read_bufsize=256 * 1024,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        headers=_HEADERS,
+    )
+
+
+def raise_fd_limit() -> None:
+    """Thousands of streams need thousands of sockets: lift the soft limit to the hard one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _finish(
+    rec: RequestRecord, parser: StreamParser, count: TokenCounter, counters: Counters
+) -> None:
+    rec.finished = monotonic()
+    parser_error = parser.error
+    if rec.error is None and parser_error is not None:
+        rec.error = parser_error
+    rec.chunks = parser.chunks
+    rec.server_prompt_tokens = parser.prompt_tokens
+    if rec.error is None:
+        if parser.chunks == 0:
+            rec.error = "stream ended without any generated text"
+        elif not parser.done and parser.usage_tokens is None:
+            rec.error = "stream ended before [DONE]"
+    if rec.error is not None:
+        counters.done += 1
+        counters.failed += 1
+        parser.release()
+        return
+    rec.success = True
+    rec.ttft = parser.first - rec.send
+    rec.e2el = parser.last - rec.send
+    rec.itls = parser.itls
+    if parser.usage_tokens is not None:
+        rec.output_len = parser.usage_tokens
+        rec.output_source = "usage"
+    else:
+        text = parser.text()
+        counted = count(text) if text is not None else None
+        if counted is not None:
+            rec.output_len = counted
+            rec.output_source = "tokenizer"
+        else:
+            rec.output_len = parser.chunks
+            rec.output_source = "chunks"
+    parser.release()
+    counters.done += 1
+
+
+async def send_one(
+    session: aiohttp.ClientSession,
+    load: Load,
+    spec: RequestSpec,
+    rec: RequestRecord,
+    count: TokenCounter,
+    counters: Counters,
+) -> None:
+    """Send one request and fill its record. Never raises except for cancellation."""
+    parser = StreamParser(load.chat)
+    rec.send = monotonic()
+    try:
+        async with session.post(load.url, data=spec.body) as resp:
+            rec.status = resp.status
+            if resp.status != 200:
+                body = await resp.read()
+                text = body[:300].decode("utf-8", "replace").strip()
+                rec.error = f"HTTP {resp.status}: {text}"
+            else:
+                read = resp.content.readany
+                feed = parser.feed
+                while True:
+                    data = await read()
+                    if not data:
+                        break
+                    feed(data, monotonic())
+    except asyncio.CancelledError:
+        rec.error = "stopped before the response ended"
+        _finish(rec, parser, count, counters)
+        raise
+    except TimeoutError:
+        rec.error = f"timeout: no data for {load.request_timeout_s:g} s"
+    except aiohttp.ClientResponseError as exc:
+        rec.error = f"HTTP {exc.status}: {exc.message}"
+    except (aiohttp.ClientError, OSError, ValueError) as exc:
+        rec.error = f"{type(exc).__name__}: {exc}".strip()
+    _finish(rec, parser, count, counters)
+
+
+async def run_phase(
+    session: aiohttp.ClientSession,
+    load: Load,
+    specs: list[RequestSpec],
+    offsets: list[float] | None,
+    t0: float,
+    stop: Callable[[], bool],
+    counters: Counters,
+) -> list[RequestRecord]:
+    """Run requests from absolute time `t0` (monotonic): fixed concurrency, or a schedule.
+
+    With `offsets`, request i is due at `t0 + offsets[i]`; `load.concurrency` (if set)
+    caps in-flight requests. Without, `load.concurrency` streams each send the next
+    request as soon as their previous one ends. `stop()` polled every 0.1 s ends the
+    phase early; unsent requests are recorded as failed.
+    """
+    count = TokenCounter(load.tokenizer)
+    records = [RequestRecord(s.index, s.input_len, s.output_len) for s in specs]
+    if not specs:
+        return records
+    if offsets is None:
+        main: Coroutine[Any, Any, None] = _fixed_concurrency(
+            session, load, specs, records, t0, count, counters
+        )
+    else:
+        main = _scheduled(session, load, specs, records, offsets, t0, count, counters)
+    task = asyncio.ensure_future(main)
+    while not task.done():
+        await asyncio.wait({task}, timeout=STOP_POLL_S)
+        if not task.done() and stop():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            break
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]
+    for rec in records:
+        if rec.send == 0.0 and rec.error is None:
+            rec.error = "not sent: the point was stopped"
+    return records
+
+
+async def _sleep_until(when: float) -> None:
+    delay = when - monotonic()
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+async def _fixed_concurrency(
+    session: aiohttp.ClientSession,
+    load: Load,
+    specs: list[RequestSpec],
+    records: list[RequestRecord],
+    t0: float,
+    count: TokenCounter,
+    counters: Counters,
+) -> None:
+    position = 0
+    total = len(specs)
+
+    async def stream() -> None:
+        nonlocal position
+        ready = t0
+        while position < total:
+            i = position
+            position += 1
+            rec = records[i]
+            rec.ready = ready
+            await send_one(session, load, specs[i], rec, count, counters)
+            ready = monotonic()
+
+    await _sleep_until(t0)
+    streams = min(load.concurrency or total, total)
+    tasks = [asyncio.ensure_future(stream()) for _ in range(streams)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _scheduled(
+    session: aiohttp.ClientSession,
+    load: Load,
+    specs: list[RequestSpec],
+    records: list[RequestRecord],
+    offsets: list[float],
+    t0: float,
+    count: TokenCounter,
+    counters: Counters,
+) -> None:
+    cap = asyncio.Semaphore(load.concurrency) if load.concurrency else None
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(i: int) -> None:
+        try:
+            await send_one(session, load, specs[i], records[i], count, counters)
+        finally:
+            if cap is not None:
+                cap.release()
+
+    try:
+        for i, offset in enumerate(offsets):
+            due = t0 + offset
+            await _sleep_until(due)
+            rec = records[i]
+            if cap is not None:
+                waited = cap.locked()
+                await cap.acquire()
+                rec.ready = monotonic() if waited else due
+            else:
+                rec.ready = due
+            task = asyncio.ensure_future(one(i))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        if tasks:
+            await asyncio.gather(*tasks)
+    finally:
+        for t in list(tasks):
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def cpu_seconds() -> float:
+    """CPU (user + system) this process has used so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """A uvloop loop when present (it roughly halves the client's CPU per request)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    return loop

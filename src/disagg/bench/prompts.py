@@ -1,0 +1,187 @@
+"""Synthetic prompts with exact lengths, and the request bodies built from them.
+
+By default a prompt is a list of random token ids: `/v1/completions` accepts token
+ids, so the server sees exactly `isl` tokens and no tokenizer is needed. Text
+prompts (the chat endpoint, or `--chat-template`) need a tokenizer: random ids are
+decoded to text and re-encoded until the text has the wanted token count.
+Bodies are serialised once, before the measured window, so the hot path only sends bytes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from disagg.bench.client import RequestSpec
+from disagg.errors import DisaggError
+
+# Ids every common vocabulary (>= 32k entries) has, away from special tokens at the ends.
+DEFAULT_ID_RANGE = (1000, 30000)
+
+
+@dataclass(frozen=True)
+class PromptSettings:
+    """How to build prompts and request bodies for one run."""
+
+    model: str
+    isl: int
+    osl: int
+    range_ratio: float = 0.0
+    endpoint: str = "completions"  # or "chat"
+    tokenizer: str | None = None
+    chat_template: bool = False
+    ignore_eos: bool = True
+    seed: int = 0
+
+
+def load_tokenizer(path: str) -> Any:
+    """A `tokenizers.Tokenizer` from a model directory or a `tokenizer.json` file."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise DisaggError(
+            "a tokenizer was asked for but the `tokenizers` package is not installed",
+            hint="install it in this environment, or drop --tokenizer to use token-id prompts",
+        ) from exc
+    file = Path(path)
+    if file.is_dir():
+        file = file / "tokenizer.json"
+    if not file.is_file():
+        raise DisaggError(
+            f"no tokenizer.json at {file}",
+            hint="pass the model directory that holds tokenizer.json",
+        )
+    try:
+        return Tokenizer.from_file(str(file))
+    except Exception as exc:
+        raise DisaggError(f"{file}: cannot load the tokenizer: {exc}") from exc
+
+
+def _lengths(rng: random.Random, mean: int, ratio: float, count: int) -> list[int]:
+    """Uniform integer lengths in [mean*(1-ratio), mean*(1+ratio)], at least 1."""
+    if not 0.0 <= ratio < 1.0:
+        raise DisaggError(f"range ratio must be in [0, 1), got {ratio:g}")
+    low = max(1, round(mean * (1 - ratio)))
+    high = max(low, round(mean * (1 + ratio)))
+    return [rng.randint(low, high) for _ in range(count)]
+
+
+def _random_ids(rng: random.Random, length: int, low: int, high: int) -> list[int]:
+    return rng.choices(range(low, high), k=length)
+
+
+def _text_of_length(tokenizer: Any, rng: random.Random, length: int, low: int, high: int) -> str:
+    """Text that re-encodes to `length` tokens (or as close as a few rounds get)."""
+    ids = _random_ids(rng, length, low, high)
+    text: str = tokenizer.decode(ids)
+    for _ in range(8):
+        got = tokenizer.encode(text, add_special_tokens=False).ids
+        if len(got) == length:
+            break
+        if len(got) > length:
+            got = got[:length]
+        else:
+            got = got + _random_ids(rng, length - len(got), low, high)
+        text = tokenizer.decode(got)
+    return text
+
+
+class PromptFactory:
+    """Builds the request specs for warm-up and measured requests of a run."""
+
+    def __init__(self, settings: PromptSettings) -> None:
+        self.settings = settings
+        self.tokenizer: Any = None
+        low, high = DEFAULT_ID_RANGE
+        if settings.tokenizer is not None:
+            self.tokenizer = load_tokenizer(settings.tokenizer)
+            high = max(low + 1, min(high, int(self.tokenizer.get_vocab_size()) - 256))
+            low = min(low, high - 1)
+        elif settings.endpoint == "chat" or settings.chat_template:
+            raise DisaggError(
+                "text prompts (the chat endpoint or --chat-template) need a tokenizer",
+                hint="pass --tokenizer MODEL_DIR (a directory with tokenizer.json)",
+            )
+        self.id_range = (low, high)
+        self.template = _chat_template(settings.tokenizer) if settings.chat_template else None
+
+    def build(self, count: int, *, start_index: int = 0, seed_offset: int = 0) -> list[RequestSpec]:
+        s = self.settings
+        rng = random.Random(s.seed * 1_000_003 + seed_offset)
+        inputs = _lengths(rng, s.isl, s.range_ratio, count)
+        outputs = _lengths(rng, s.osl, s.range_ratio, count)
+        return [self._spec(start_index + i, rng, inputs[i], outputs[i]) for i in range(count)]
+
+    def _spec(self, index: int, rng: random.Random, isl: int, osl: int) -> RequestSpec:
+        s = self.settings
+        low, high = self.id_range
+        body: dict[str, Any] = {"model": s.model}
+        if s.endpoint == "chat":
+            text = _text_of_length(self.tokenizer, rng, isl, low, high)
+            body["messages"] = [{"role": "user", "content": text}]
+            body["max_completion_tokens"] = osl
+        elif self.tokenizer is not None and self.template is not None:
+            text = _text_of_length(self.tokenizer, rng, isl, low, high)
+            body["prompt"] = self.template(text)
+        else:
+            body["prompt"] = _random_ids(rng, isl, low, high)
+        body["max_tokens"] = osl
+        body["temperature"] = 0.0
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        if s.ignore_eos:
+            body["ignore_eos"] = True
+        data = json.dumps(body, separators=(",", ":")).encode()
+        return RequestSpec(index=index, body=data, input_len=isl, output_len=osl)
+
+
+def _chat_template(path: str | None) -> Any:
+    """Render a user message with the model's chat template (tokenizer_config.json)."""
+    if path is None:
+        raise DisaggError("--chat-template needs --tokenizer MODEL_DIR")
+    config_file = Path(path) / "tokenizer_config.json"
+    try:
+        config = json.loads(config_file.read_text())
+    except (OSError, ValueError) as exc:
+        raise DisaggError(f"{config_file}: cannot read the chat template: {exc}") from exc
+    source = config.get("chat_template")
+    if not isinstance(source, str):
+        raise DisaggError(
+            f"{config_file}: no chat_template string",
+            hint="use --endpoint chat to let the server apply its template",
+        )
+    try:
+        jinja2 = importlib.import_module("jinja2")  # optional: only this flag needs it
+    except ImportError as exc:
+        raise DisaggError(
+            "--chat-template needs the `jinja2` package",
+            hint="install it, or use --endpoint chat to let the server apply its template",
+        ) from exc
+    template = jinja2.Environment(trim_blocks=True, lstrip_blocks=True).from_string(source)
+
+    def render(text: str) -> str:
+        return str(
+            template.render(
+                messages=[{"role": "user", "content": text}],
+                add_generation_prompt=True,
+                bos_token=_special(config.get("bos_token")),
+                eos_token=_special(config.get("eos_token")),
+                raise_exception=_raise,
+            )
+        )
+
+    return render
+
+
+def _raise(message: str) -> None:
+    raise DisaggError(f"the chat template refused the prompt: {message}")
+
+
+def _special(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("content", ""))
+    return str(value or "")

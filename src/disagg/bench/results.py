@@ -1,0 +1,240 @@
+"""Per-point result files: the JSON downstream tools read, the JSONL of requests, the gate.
+
+The JSON keeps vLLM's benchmark field names, adds the InferenceX fields and
+disagg's own (`valid`, `invalid_reason`, `simulated`, `point`, ...). docs/results.md
+is the reference. Both files are written atomically, the JSONL first, so a result
+JSON on disk always has its records beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from disagg.atomic import write_json, write_text
+from disagg.bench.metrics import STATS
+from disagg.bench.records import RequestRecord
+from disagg.plan.model import BenchPlan, PointPlan
+
+RESULT_VERSION = 1
+LENGTH_TOLERANCE = 0.10  # with ignore_eos, output within 10% (or 1 token) of the request
+INTVTY_STATS = tuple(s for s in STATS if s != "std")
+
+
+@dataclass(frozen=True)
+class PointContext:
+    """Who measured what: labels that go into the file name and the JSON."""
+
+    run_name: str
+    point: PointPlan
+    prefill_gpus: int
+    decode_gpus: int
+    disaggregated: bool
+    simulated: bool
+
+    @property
+    def total_gpus(self) -> int:
+        return self.prefill_gpus + self.decode_gpus
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "bench"
+
+
+def result_stem(ctx: PointContext) -> str:
+    """`{run}[_rate{R}]_conc{C|inf}` + `_gpus_{N}_ctx_{P}_gen_{D}` (disaggregated),
+    `_gpus_{N}_agg` (aggregated), or nothing more when the GPU count is unknown (0)."""
+    point = ctx.point
+    stem = _safe(ctx.run_name)
+    if point.request_rate is not None:
+        stem += f"_rate{point.request_rate:g}"
+    stem += f"_conc{point.concurrency}" if point.concurrency else "_concinf"
+    if ctx.total_gpus > 0:
+        if ctx.disaggregated:
+            stem += f"_gpus_{ctx.total_gpus}_ctx_{ctx.prefill_gpus}_gen_{ctx.decode_gpus}"
+        else:
+            stem += f"_gpus_{ctx.total_gpus}_agg"
+    return stem
+
+
+def judge(
+    metrics: dict[str, Any],
+    records: Sequence[RequestRecord],
+    bench: BenchPlan,
+    stopped_reason: str | None = None,
+) -> str | None:
+    """Why the point is invalid, or None when it is a result people may trust."""
+    total = len(records)
+    failed = int(metrics["failed"])
+    first_error = next((r.error for r in records if r.error), None)
+    if stopped_reason:
+        return stopped_reason
+    if total == 0:
+        return "no requests were sent"
+    if metrics["completed"] == 0:
+        return f"no request completed; first error: {first_error}"
+    if failed / total > bench.max_failure_ratio:
+        return (
+            f"{failed} of {total} requests failed ({100 * failed / total:.1f}% > "
+            f"{100 * bench.max_failure_ratio:g}% allowed); first error: {first_error}"
+        )
+    if metrics["total_output_tokens"] == 0:
+        return "the server produced no output tokens"
+    if bench.ignore_eos:
+        exact = [r for r in records if r.success and r.output_source in ("usage", "tokenizer")]
+        off = [
+            r
+            for r in exact
+            if abs(r.output_len - r.requested_output_len)
+            > max(1.0, LENGTH_TOLERANCE * r.requested_output_len)
+        ]
+        if exact and len(off) / len(exact) > bench.max_failure_ratio:
+            r = off[0]
+            return (
+                f"{len(off)} of {len(exact)} requests returned output lengths far from the "
+                f"requested length (e.g. {r.output_len} tokens for {r.requested_output_len}); "
+                "the server may not honour ignore_eos"
+            )
+    return None
+
+
+def _per_gpu(value: float, gpus: int) -> float | None:
+    return value / gpus if gpus > 0 else None
+
+
+def inferencex_fields(
+    metrics: dict[str, Any], ctx: PointContext, bench: BenchPlan
+) -> dict[str, Any]:
+    """`tput_per_gpu` over all GPUs, output over decode GPUs, input over prefill GPUs
+    (aggregated: every throughput over all GPUs); `*_intvty` = 1000 / tpot_ms."""
+    total = float(metrics["total_token_throughput"])
+    output = float(metrics["output_throughput"])
+    out_gpus = ctx.decode_gpus if ctx.disaggregated else ctx.total_gpus
+    in_gpus = ctx.prefill_gpus if ctx.disaggregated else ctx.total_gpus
+    fields: dict[str, Any] = {
+        "conc": ctx.point.concurrency,
+        "isl": bench.isl,
+        "osl": bench.osl,
+        "num_prefill_gpu": ctx.prefill_gpus,
+        "num_decode_gpu": ctx.decode_gpus,
+        "num_gpus": ctx.total_gpus,
+        "disagg": ctx.disaggregated,
+        "tput_per_gpu": _per_gpu(total, ctx.total_gpus),
+        "output_tput_per_gpu": _per_gpu(output, out_gpus),
+        "input_tput_per_gpu": _per_gpu(total - output, in_gpus),
+    }
+    for stat in INTVTY_STATS:
+        tpot = float(metrics[f"{stat}_tpot_ms"])
+        fields[f"{stat}_intvty"] = 1000.0 / tpot if tpot > 0 else None
+    return fields
+
+
+def output_source(records: Sequence[RequestRecord]) -> str:
+    sources = {r.output_source for r in records if r.success}
+    if not sources:
+        return "none"
+    return sources.pop() if len(sources) == 1 else "mixed"
+
+
+def build_result(
+    *,
+    metrics: dict[str, Any],
+    records: Sequence[RequestRecord],
+    ctx: PointContext,
+    bench: BenchPlan,
+    invalid_reason: str | None,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """The per-point JSON object, in a stable field order."""
+    point = ctx.point
+    source = output_source(records)
+    result: dict[str, Any] = {
+        "date": datetime.now().strftime("%Y%m%d-%H%M%S"),
+        "backend": "openai-chat" if bench.endpoint == "chat" else "openai",
+        "endpoint_type": "openai-chat" if bench.endpoint == "chat" else "openai",
+        "model_id": bench.model_name,
+        "tokenizer_id": bench.tokenizer or bench.model_name,
+        "num_prompts": point.num_prompts,
+        "request_rate": point.request_rate if point.request_rate is not None else "inf",
+        "burstiness": bench.burstiness,
+        "max_concurrency": point.concurrency,
+    }
+    result.update(metrics)
+    result.update(inferencex_fields(metrics, ctx, bench))
+    result.update(
+        {
+            "result_version": RESULT_VERSION,
+            "run_name": ctx.run_name,
+            "point": point.key,
+            "valid": invalid_reason is None,
+            "invalid_reason": invalid_reason,
+            "simulated": ctx.simulated,
+            "endpoint": bench.endpoint,
+            "arrival": bench.arrival if point.request_rate is not None else None,
+            "random_range_ratio": bench.random_range_ratio,
+            "ignore_eos": bench.ignore_eos,
+            "warmup_requests": point.warmup_requests,
+            "slo": dict(bench.slo),
+            "max_failure_ratio": bench.max_failure_ratio,
+            "output_tokens_source": source,
+            "output_tokens_approximate": source in ("chunks", "mixed"),
+        }
+    )
+    result.update(extra)
+    result["input_lens"] = [r.input_len for r in records]
+    result["output_lens"] = [r.output_len for r in records]
+    result["ttfts"] = [round(r.ttft, 6) if r.success else 0.0 for r in records]
+    result["itls"] = [[round(x, 6) for x in r.itls] for r in records]
+    result["errors"] = [r.error or "" for r in records]
+    return result
+
+
+def write_point(
+    out_dir: Path,
+    stem: str,
+    result: dict[str, Any],
+    records: Sequence[RequestRecord],
+    origin: float,
+) -> Path:
+    """Write `{stem}.jsonl` (one request a line) then `{stem}.json`; return the JSON path."""
+    lines = "".join(json.dumps(r.to_json(origin), separators=(",", ":")) + "\n" for r in records)
+    write_text(out_dir / f"{stem}.jsonl", lines)
+    path = out_dir / f"{stem}.json"
+    write_json(path, result)
+    return path
+
+
+def read_result(path: Path) -> dict[str, Any] | None:
+    """A result JSON, or None if unreadable or not a disagg result."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or "point" not in data or "valid" not in data:
+        return None
+    return data
+
+
+def find_valid(out_dir: Path, point: PointPlan) -> Path | None:
+    """The newest valid result for this point (same key and prompt count), if any."""
+    if not out_dir.is_dir():
+        return None
+    marker = f"_conc{point.concurrency}" if point.concurrency else "_concinf"
+    found: list[Path] = []
+    for path in out_dir.glob("*.json"):
+        if marker not in path.name:
+            continue
+        data = read_result(path)
+        if (
+            data is not None
+            and data.get("valid") is True
+            and data.get("point") == point.key
+            and data.get("num_prompts") == point.num_prompts
+        ):
+            found.append(path)
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None

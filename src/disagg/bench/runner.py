@@ -1,0 +1,137 @@
+"""One point end to end: prompts -> schedule -> warm-up + measured window -> metrics -> files."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from disagg.bench import metrics as metric_calc
+from disagg.bench.client import Load
+from disagg.bench.progress import PointProgress
+from disagg.bench.prompts import PromptFactory, PromptSettings
+from disagg.bench.results import PointContext, build_result, judge, result_stem, write_point
+from disagg.bench.schedule import arrival_offsets
+from disagg.bench.workers import execute
+from disagg.plan.model import BenchPlan, PointPlan
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """Knobs of the generator itself, not of the workload."""
+
+    workers: int = 0  # 0 = automatic (in-process up to 256 streams)
+    request_timeout_s: float = 900.0  # longest silence on one stream before it fails
+
+
+@dataclass
+class PointRun:
+    """What a measured point produced."""
+
+    path: Path
+    result: dict[str, Any]
+
+    @property
+    def valid(self) -> bool:
+        return bool(self.result["valid"])
+
+    @property
+    def reason(self) -> str | None:
+        reason = self.result.get("invalid_reason")
+        return str(reason) if reason is not None else None
+
+
+def endpoint_url(base_url: str, endpoint: str) -> str:
+    """`http://h:p` or `http://h:p/v1` -> the full completions or chat URL."""
+    base = base_url.rstrip("/")
+    if not base.endswith("/v1"):
+        base += "/v1"
+    return base + ("/chat/completions" if endpoint == "chat" else "/completions")
+
+
+def build_load(base_url: str, bench: BenchPlan, point: PointPlan, options: ClientOptions) -> Load:
+    factory = PromptFactory(
+        PromptSettings(
+            model=bench.model_name,
+            isl=bench.isl,
+            osl=bench.osl,
+            range_ratio=bench.random_range_ratio,
+            endpoint=bench.endpoint,
+            tokenizer=bench.tokenizer,
+            chat_template=bench.use_chat_template,
+            ignore_eos=bench.ignore_eos,
+            seed=bench.seed,
+        )
+    )
+    offsets = None
+    if point.request_rate is not None:
+        offsets = arrival_offsets(
+            point.num_prompts,
+            point.request_rate,
+            bench.arrival,
+            burstiness=bench.burstiness,
+            seed=bench.seed,
+        )
+    return Load(
+        url=endpoint_url(base_url, bench.endpoint),
+        chat=bench.endpoint == "chat",
+        requests=factory.build(point.num_prompts),
+        warmup=factory.build(point.warmup_requests, seed_offset=1),
+        concurrency=point.concurrency,
+        offsets=offsets,
+        request_timeout_s=options.request_timeout_s,
+        tokenizer=bench.tokenizer,
+    )
+
+
+def run_point(
+    *,
+    base_url: str,
+    bench: BenchPlan,
+    ctx: PointContext,
+    out_dir: Path,
+    options: ClientOptions | None = None,
+    quiet: bool = False,
+    stop: threading.Event | None = None,
+) -> PointRun:
+    """Measure one point and write its files; a bad server makes it invalid, never raises."""
+    options = options or ClientOptions()
+    point = ctx.point
+    load = build_load(base_url, bench, point, options)
+    with PointProgress(point.key, point.num_prompts, quiet=quiet) as progress:
+        run = execute(load, workers=options.workers, stop=stop, progress=progress.update)
+    stopped = "stopped before the point finished (a role exited or the run was cancelled)"
+    numbers = metric_calc.compute(run.records, run.t0, bench.slo or None)
+    reason = judge(numbers, run.records, bench, stopped if run.stopped else None)
+    sent = sum(1 for r in run.records if r.send)
+    extra = {
+        "client_workers": run.workers,
+        "client_cpu_s": run.cpu_s,
+        "client_cpu_ms_per_request": 1000.0 * run.cpu_s / sent if sent else None,
+    }
+    result = build_result(
+        metrics=numbers,
+        records=run.records,
+        ctx=ctx,
+        bench=bench,
+        invalid_reason=reason,
+        extra=extra,
+    )
+    path = write_point(out_dir, result_stem(ctx), result, run.records, run.t0)
+    return PointRun(path=path, result=result)
+
+
+def headline(result: dict[str, Any]) -> dict[str, float]:
+    """The few numbers progress output shows for a finished point."""
+    keys = (
+        "request_throughput",
+        "output_throughput",
+        "median_ttft_ms",
+        "median_tpot_ms",
+        "p99_ttft_ms",
+        "p99_tpot_ms",
+        "completed",
+        "failed",
+    )
+    return {k: float(result[k]) for k in keys if isinstance(result.get(k), int | float)}

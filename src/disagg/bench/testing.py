@@ -1,0 +1,288 @@
+"""Local OpenAI-compatible streaming servers with known timing, for tests and benchmarks.
+
+The server is a raw asyncio protocol (no framework) so that it costs little CPU and
+leaves the machine to the client being measured. Each streamed token chunk is
+written at an absolute time: `arrival + ttft + i * itl`, so the truth is known.
+Modes cover what a real server does wrong: no `usage`, several tokens per chunk
+(speculative decoding), a stream cut mid-way, HTTP errors, and never answering.
+
+Run it alone with `python -m disagg.bench.testing --ttft-ms 50 --itl-ms 10`; it
+prints `PORT <n>` once listening. `serve_in_subprocess` does that for tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from typing import Any, cast
+
+__all__ = ["ServerConfig", "serve_in_subprocess"]
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """What the test server does for each completion request."""
+
+    ttft_ms: float = 0.0  # first chunk this long after the request arrived
+    itl_ms: float = 0.0  # then one chunk every itl_ms; 0 and 0 = write everything at once
+    output_tokens: int = 0  # 0 = the request's max_tokens
+    tokens_per_chunk: int = 1  # >1 imitates speculative decoding
+    usage: bool = True  # send the final usage chunk when asked (stream_options.include_usage)
+    fail_status: int = 0  # answer every `fail_every`-th request with this HTTP status
+    fail_every: int = 1
+    break_after_chunks: int = 0  # >0: drop the connection after this many chunks
+    hang: bool = False  # read requests but never answer
+
+
+_TOKEN = " tok"
+_HEALTH = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
+_STREAM_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+    b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+
+
+def _frame(payload: bytes) -> bytes:
+    """One HTTP chunk holding one SSE event."""
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+
+def _event(obj: dict[str, Any] | str) -> bytes:
+    data = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
+    return _frame(b"data: " + data.encode() + b"\n\n")
+
+
+class _Server:
+    """Shared state: pre-built chunks so the per-token path only calls transport.write."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.requests = 0
+        self.loop = asyncio.get_running_loop()
+        text = _TOKEN * config.tokens_per_chunk
+        self.chunk = {
+            "completions": _event(
+                {
+                    "id": "cmpl-test",
+                    "object": "text_completion",
+                    "model": "test",
+                    "choices": [{"index": 0, "text": text, "finish_reason": None}],
+                    "usage": None,
+                }
+            ),
+            "chat": _event(
+                {
+                    "id": "chat-test",
+                    "object": "chat.completion.chunk",
+                    "model": "test",
+                    "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+                    "usage": None,
+                }
+            ),
+        }
+        self.role_chunk = _event(
+            {
+                "id": "chat-test",
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
+                "usage": None,
+            }
+        )
+        self.done = _event("[DONE]") + b"0\r\n\r\n"
+
+    def usage(self, prompt_tokens: int, completion_tokens: int) -> bytes:
+        return _event(
+            {
+                "id": "cmpl-test",
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        )
+
+
+class _Stream:
+    """One streamed response, emitted chunk by chunk at absolute times."""
+
+    __slots__ = ("arrival", "chunk", "conn", "n_chunks", "sent", "tail")
+
+    def __init__(self, conn: _Conn, chunk: bytes, n_chunks: int, tail: bytes) -> None:
+        self.conn = conn
+        self.chunk = chunk
+        self.n_chunks = n_chunks
+        self.tail = tail
+        self.sent = 0
+        self.arrival = 0.0
+
+
+class _Conn(asyncio.Protocol):
+    def __init__(self, server: _Server) -> None:
+        self.server = server
+        self.buf = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while True:
+            head_end = self.buf.find(b"\r\n\r\n")
+            if head_end < 0:
+                return
+            head = self.buf[:head_end].decode("latin-1")
+            lines = head.split("\r\n")
+            length = 0
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            end = head_end + 4 + length
+            if len(self.buf) < end:
+                return
+            body = self.buf[head_end + 4 : end]
+            self.buf = self.buf[end:]
+            parts = lines[0].split(" ")
+            self.handle(parts[0], parts[1] if len(parts) > 1 else "/", body)
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None:
+            self.transport.write(data)
+
+    def handle(self, method: str, path: str, body: bytes) -> None:
+        server = self.server
+        config = server.config
+        if method == "GET":
+            self.write(_HEALTH)
+            return
+        server.requests += 1
+        if config.hang:
+            return
+        if config.fail_status and server.requests % config.fail_every == 0:
+            message = json.dumps({"error": {"message": "injected failure", "code": 1}}).encode()
+            self.write(
+                b"HTTP/1.1 %d Error\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (config.fail_status, len(message), message)
+            )
+            return
+        request = json.loads(body)
+        kind = "chat" if path.endswith("/chat/completions") else "completions"
+        max_tokens = int(request.get("max_completion_tokens") or request.get("max_tokens") or 16)
+        out_tokens = config.output_tokens or max_tokens
+        prompt = request.get("prompt") if kind == "completions" else request.get("messages")
+        prompt_tokens = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
+        per = config.tokens_per_chunk
+        n_chunks = -(-out_tokens // per)
+        want_usage = bool((request.get("stream_options") or {}).get("include_usage"))
+        tail = server.usage(prompt_tokens, out_tokens) if (want_usage and config.usage) else b""
+        tail += server.done
+        self.write(_STREAM_HEAD)
+        if kind == "chat":
+            self.write(server.role_chunk)
+        stream = _Stream(self, server.chunk[kind], n_chunks, tail)
+        if config.ttft_ms <= 0 and config.itl_ms <= 0 and not config.break_after_chunks:
+            self.write(stream.chunk * n_chunks + tail)
+            return
+        stream.arrival = time.monotonic()
+        self._schedule(stream)
+
+    def _schedule(self, stream: _Stream) -> None:
+        config = self.server.config
+        due = stream.arrival + (config.ttft_ms + stream.sent * config.itl_ms) / 1000.0
+        loop = self.server.loop
+        loop.call_at(loop.time() + (due - time.monotonic()), self._emit, stream)
+
+    def _emit(self, stream: _Stream) -> None:
+        if self.transport is None:
+            return
+        config = self.server.config
+        if config.break_after_chunks and stream.sent >= config.break_after_chunks:
+            self.transport.abort()
+            return
+        stream.sent += 1
+        if stream.sent >= stream.n_chunks:
+            self.write(stream.chunk + stream.tail)
+            return
+        self.write(stream.chunk)
+        self._schedule(stream)
+
+
+async def _serve(config: ServerConfig, port: int) -> None:
+    loop = asyncio.get_running_loop()
+    state = _Server(config)
+    server = await loop.create_server(lambda: _Conn(state), "127.0.0.1", port, backlog=4096)
+    bound = server.sockets[0].getsockname()[1]
+    print(f"PORT {bound}", flush=True)
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with server:
+        await stop.wait()
+
+
+def _install_uvloop() -> None:
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Streaming test server with known timing")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--config", default="{}", help="ServerConfig fields as JSON")
+    args = parser.parse_args(argv)
+    config = ServerConfig(**json.loads(args.config))
+    _install_uvloop()
+    asyncio.run(_serve(config, args.port))
+
+
+@contextlib.contextmanager
+def serve_in_subprocess(
+    config: ServerConfig | None = None, *, cpu: int | None = None
+) -> Iterator[str]:
+    """Start the server in its own process on a free loopback port; yield its base URL.
+
+    The process is stopped by PID on exit. `cpu` pins it to one core (benchmarks).
+    """
+    config = config or ServerConfig()
+    known = {f.name for f in fields(ServerConfig)}
+    payload = json.dumps({k: v for k, v in asdict(config).items() if k in known})
+    argv = [sys.executable, "-m", "disagg.bench.testing", "--config", payload]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        if cpu is not None and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(proc.pid, {cpu})
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"test server did not start (exit {proc.poll()})")
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+if __name__ == "__main__":
+    main()

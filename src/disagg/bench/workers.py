@@ -1,0 +1,247 @@
+"""Run a `Load` in this process or spread over worker processes, and merge the records.
+
+Above a few hundred streams one Python event loop becomes the bottleneck of the
+measurement, so the load is split round-robin over worker processes. Each worker
+owns its event loop and its own connection pool (shared nothing). The parent picks
+absolute start times on CLOCK_MONOTONIC (the same clock in every process), so all
+workers start the warm-up and then the measured window together, and merges the
+records afterwards. Workers are started with `spawn`, which is safe even when the
+caller (the orchestrator) runs threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection, wait
+from time import monotonic
+from typing import Any
+
+from disagg.bench.client import (
+    Counters,
+    Load,
+    cpu_seconds,
+    make_session,
+    new_loop,
+    raise_fd_limit,
+    run_phase,
+)
+from disagg.bench.records import RequestRecord
+
+STREAMS_PER_WORKER = 256
+START_MARGIN_S = 0.05  # time between announcing a start time and that time
+ProgressFn = Callable[[int, int], None]  # (done, failed)
+
+
+@dataclass
+class Execution:
+    """Merged records of the measured window and what the generator itself cost."""
+
+    records: list[RequestRecord]
+    t0: float  # the measured window's scheduled start (monotonic)
+    cpu_s: float  # client CPU (all its processes) during the measured window
+    workers: int
+    stopped: bool = False
+
+
+def auto_workers(load: Load) -> int:
+    """1 (in-process) up to 256 streams, then one process per 256 streams, at most the CPUs."""
+    streams = load.concurrency or 0
+    if streams == 0 and load.offsets:
+        streams = len(load.offsets)  # uncapped rate: in-flight count unknown, assume the worst
+    wanted = math.ceil(streams / STREAMS_PER_WORKER) if streams > STREAMS_PER_WORKER else 1
+    return max(1, min(wanted, os.cpu_count() or 1))
+
+
+def execute(
+    load: Load,
+    *,
+    workers: int = 0,
+    stop: threading.Event | None = None,
+    progress: ProgressFn | None = None,
+) -> Execution:
+    """Warm up, then measure. `workers` 0 = automatic; 1 = in this process."""
+    count = workers or auto_workers(load)
+    count = max(1, min(count, load.concurrency or count, len(load.requests) or 1))
+    if count == 1:
+        return _in_process(load, stop, progress)
+    return _multi_process(load, count, stop, progress)
+
+
+def _warmup_load(load: Load) -> Load:
+    return replace(load, offsets=None)
+
+
+async def _run_local(
+    load: Load, stop: Callable[[], bool], counters: Counters, progress: ProgressFn | None
+) -> Execution:
+    raise_fd_limit()
+
+    async def report() -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            if progress is not None:
+                progress(counters.done, counters.failed)
+
+    reporter = asyncio.ensure_future(report())
+    try:
+        async with make_session(load.request_timeout_s) as session:
+            if load.warmup:
+                await run_phase(
+                    session, _warmup_load(load), load.warmup, None, monotonic(), stop, Counters()
+                )
+            cpu0 = cpu_seconds()
+            t0 = monotonic() + 0.01
+            records = await run_phase(
+                session, load, load.requests, load.offsets, t0, stop, counters
+            )
+            cpu = cpu_seconds() - cpu0
+    finally:
+        reporter.cancel()
+    if progress is not None:
+        progress(counters.done, counters.failed)
+    return Execution(records=records, t0=t0, cpu_s=cpu, workers=1, stopped=stop())
+
+
+def _in_process(load: Load, stop: threading.Event | None, progress: ProgressFn | None) -> Execution:
+    flag = stop.is_set if stop is not None else (lambda: False)
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        return runner.run(_run_local(load, flag, Counters(), progress))
+
+
+def _split(load: Load, parts: int) -> list[Load]:
+    """Round-robin shares: request i goes to worker i % parts, with its scheduled offset."""
+    shares = []
+    for k in range(parts):
+        conc = None
+        if load.concurrency:
+            conc = load.concurrency // parts + (1 if k < load.concurrency % parts else 0)
+        shares.append(
+            replace(
+                load,
+                requests=load.requests[k::parts],
+                warmup=load.warmup[k::parts],
+                offsets=load.offsets[k::parts] if load.offsets is not None else None,
+                concurrency=conc,
+            )
+        )
+    return shares
+
+
+def _worker_main(conn: Connection, load: Load, stop: Any, shared: Any, slot: int) -> None:
+    """Entry point of one worker process: obey `warmup`/`measure` start times from the parent."""
+
+    async def main() -> None:
+        raise_fd_limit()
+        counters = Counters()
+
+        def flag() -> bool:
+            return bool(stop.is_set())
+
+        async def report() -> None:
+            while True:
+                shared[2 * slot] = counters.done
+                shared[2 * slot + 1] = counters.failed
+                await asyncio.sleep(0.2)
+
+        async with make_session(load.request_timeout_s) as session:
+            conn.send(("ready",))
+            kind, start = conn.recv()  # blocking is fine: nothing else runs yet
+            if kind == "warmup":
+                await run_phase(
+                    session, _warmup_load(load), load.warmup, None, start, flag, Counters()
+                )
+                conn.send(("warm",))
+                kind, start = conn.recv()
+            if kind != "measure":
+                return
+            reporter = asyncio.ensure_future(report())
+            cpu0 = cpu_seconds()
+            records = await run_phase(
+                session, load, load.requests, load.offsets, start, flag, counters
+            )
+            cpu = cpu_seconds() - cpu0
+            reporter.cancel()
+            shared[2 * slot] = counters.done
+            shared[2 * slot + 1] = counters.failed
+            conn.send(("records", records, cpu))
+
+    try:
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            runner.run(main())
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass  # the parent went away or stopped the point
+    finally:
+        conn.close()
+
+
+def _multi_process(
+    load: Load, parts: int, stop: threading.Event | None, progress: ProgressFn | None
+) -> Execution:
+    ctx = multiprocessing.get_context("spawn")
+    mp_stop = ctx.Event()
+    shared = ctx.RawArray("q", 2 * parts)
+    pipes: list[Connection] = []
+    procs = []
+    for k, share in enumerate(_split(load, parts)):
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(
+            target=_worker_main, args=(child, share, mp_stop, shared, k), daemon=True
+        )
+        proc.start()
+        child.close()
+        pipes.append(parent)
+        procs.append(proc)
+
+    def poll() -> None:
+        if stop is not None and stop.is_set():
+            mp_stop.set()
+        if progress is not None:
+            progress(sum(shared[0::2]), sum(shared[1::2]))
+
+    def gather(expect: str) -> list[tuple[Any, ...]]:
+        replies: dict[int, tuple[Any, ...]] = {}
+        while len(replies) < len(pipes):
+            waiting = {id(p): (i, p) for i, p in enumerate(pipes) if i not in replies}
+            for ready in wait([p for _, p in waiting.values()], timeout=0.25):
+                i, conn = waiting[id(ready)]
+                try:
+                    msg: tuple[Any, ...] = conn.recv()
+                except EOFError as exc:
+                    raise RuntimeError(f"bench worker {i} exited unexpectedly") from exc
+                if msg[0] != expect:
+                    raise RuntimeError(f"bench worker {i} sent {msg[0]!r}, expected {expect!r}")
+                replies[i] = msg
+            poll()
+        return [replies[i] for i in range(len(pipes))]
+
+    try:
+        gather("ready")
+        if load.warmup:
+            start = monotonic() + START_MARGIN_S
+            for conn in pipes:
+                conn.send(("warmup", start))
+            gather("warm")
+        cpu_parent = cpu_seconds()
+        t0 = monotonic() + START_MARGIN_S
+        for conn in pipes:
+            conn.send(("measure", t0))
+        replies = gather("records")
+        cpu = sum(r[2] for r in replies) + cpu_seconds() - cpu_parent
+        records = sorted((rec for r in replies for rec in r[1]), key=lambda rec: rec.index)
+        poll()
+        return Execution(records=records, t0=t0, cpu_s=cpu, workers=parts, stopped=mp_stop.is_set())
+    finally:
+        mp_stop.set()
+        for conn in pipes:
+            conn.close()  # a worker waiting for a start time sees EOF and exits
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
