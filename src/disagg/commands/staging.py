@@ -102,14 +102,18 @@ def _group(plans: list[Plan]) -> list[tuple[StagingPlan, list[str]]]:
         if staging.skip:
             continue
         key = json.dumps([staging.hf_cache, staging.legacy_roots, staging.allow_download])
-        if staging.models and key not in groups:
-            groups[key] = (staging.model_copy(update={"models": [], "local_path": None}), [])
-        if staging.models:
+        wanted = staging.models or staging.containers
+        if wanted and key not in groups:
+            empty = {"models": [], "local_path": None, "containers": []}
+            groups[key] = (staging.model_copy(update=empty), [])
+        if wanted:
             merged, selectors = groups[key]
             merged.models.extend(staging.models)
+            known = {c.squashfs for c in merged.containers}
+            merged.containers.extend(c for c in staging.containers if c.squashfs not in known)
             selectors.append(plan.selector)
         if staging.local_path:
-            local = staging.model_copy(update={"models": []})
+            local = staging.model_copy(update={"models": [], "containers": []})
             groups[f"local:{staging.local_path}"] = (local, [plan.selector])
     return list(groups.values())
 
@@ -117,6 +121,7 @@ def _group(plans: list[Plan]) -> list[tuple[StagingPlan, list[str]]]:
 def _dry_run_rows(plans: list[Plan]) -> list[dict[str, Any]]:
     """Per variant, the repos it needs and what staging would do, from local state only."""
     from disagg.staging import hfcache
+    from disagg.staging.container import is_squashfs
     from disagg.staging.stage import cache_settings
 
     rows: list[dict[str, Any]] = []
@@ -145,12 +150,21 @@ def _dry_run_rows(plans: list[Plan]) -> list[dict[str, Any]]:
             else:
                 action = "missing (downloads off)"
             models.append({**model.model_dump(), "action": action})
+        containers = [
+            {
+                "squashfs": c.squashfs,
+                "image": c.image,
+                "action": "present" if is_squashfs(Path(c.squashfs)) else "import",
+            }
+            for c in staging.containers
+        ]
         rows.append(
             {
                 "selector": plan.selector,
                 "cache": str(settings.hub),
                 "local_path": staging.local_path,
                 "models": models,
+                "containers": containers,
             }
         )
     return rows
@@ -203,6 +217,7 @@ def stage(
         ]
         if staging.local_path and result.main_path:
             staged.append({"local_path": result.main_path, "action": "present"})
+        staged += [{"container": path, "action": "present"} for path in result.containers]
     if as_json:
         print(json.dumps({"staged": staged}, indent=2))
     elif not staged:
@@ -218,7 +233,12 @@ def _print_dry_run(rows: list[dict[str, Any]]) -> None:
         for model in row["models"]:
             repo = f"{model['repo_id']}@{model['revision']}"
             console.print(f"  {model['purpose']:<6} {repo}  {model['action']}", highlight=False)
-        if not row["models"] and not row["local_path"]:
+        for image in row["containers"]:
+            line = f"  image  {image['squashfs']}  {image['action']}"
+            if image["action"] == "import":
+                line += f" from {image['image']}"
+            console.print(line, highlight=False)
+        if not row["models"] and not row["local_path"] and not row["containers"]:
             console.print("  nothing to stage", highlight=False)
 
 
