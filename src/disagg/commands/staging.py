@@ -104,7 +104,7 @@ def _group(plans: list[Plan]) -> list[tuple[StagingPlan, list[str]]]:
         key = json.dumps([staging.hf_cache, staging.legacy_roots, staging.allow_download])
         wanted = staging.models or staging.containers
         if wanted and key not in groups:
-            empty = {"models": [], "local_path": None, "containers": []}
+            empty: dict[str, Any] = {"models": [], "local_path": None, "containers": []}
             groups[key] = (staging.model_copy(update=empty), [])
         if wanted:
             merged, selectors = groups[key]
