@@ -115,3 +115,18 @@ def test_roles_get_their_bindings_and_gpu_visibility(tmp_path: Path) -> None:
     assert int(bootstrap) == ports["bootstrap_port"] != ports["http_port"]
     assert (run_dir, gpus, host) == (str(tmp_path), "2,3", "127.0.0.1")
     assert summary.status is RunStatus.FAILED  # it exited: a server must keep running
+
+
+def test_custom_benchmark_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    plan = make_plan([python_role("decode-0", "import time; time.sleep(60)")])
+    plan.bench.custom_command = ["./my-bench.sh"]
+    plan.write(tmp_path)
+    summary = Orchestrator(tmp_path, plan, LocalLauncher(), OPTIONS).run()
+
+    assert summary.status is RunStatus.FAILED
+    assert summary.exit_code == 2
+    assert (
+        summary.reason
+        == "unsupported: benchmark.type custom (the orchestrator measures sa-bench points)"
+    )
+    assert summary.role_pids == {}

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TypeVar
 
-from disagg.errors import DisaggError
+from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.launch.base import RoleLauncher, RoleProcess
 from disagg.launch.bindings import Bindings, build_bindings, render_task
 from disagg.launch.health import canary, probe
@@ -159,6 +159,10 @@ class Orchestrator:
             self.options.executor,
             ", simulated engine" if self.plan.simulated else "",
         )
+        if self.plan.bench.custom_command is not None:
+            raise UnsupportedRecipe(
+                "benchmark.type custom (the orchestrator measures sa-bench points)"
+            )
         if self._all_points_done():
             self.log.info("every point already has a valid result; nothing to run")
             return
