@@ -171,6 +171,8 @@ def test_killed_decode_worker_fails_fast_then_resume_measures_the_rest(
 
     def first_point_done() -> bool:
         points = read_json(run_dir / "state.json").get("points", [])
+        if points and points[0]["status"] in ("invalid", "aborted"):
+            raise AssertionError(f"the first point ended {points[0]['status']}: {points[0]}")
         return bool(points) and points[0]["status"] == "measured"
 
     wait_for(first_point_done, 90, "the first point to be measured")
