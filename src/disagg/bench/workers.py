@@ -32,10 +32,17 @@ from disagg.bench.client import (
     run_phase,
 )
 from disagg.bench.records import RequestRecord
+from disagg.errors import EXIT_FINDINGS, DisaggError
 
 STREAMS_PER_WORKER = 256
 START_MARGIN_S = 0.05  # time between announcing a start time and that time
 ProgressFn = Callable[[int, int], None]  # (done, failed)
+
+
+class WorkerFailure(DisaggError):
+    """A worker process of the generator died: the measurement cannot be trusted."""
+
+    exit_code = EXIT_FINDINGS
 
 
 @dataclass
@@ -213,10 +220,16 @@ def _multi_process(
                 try:
                     msg: tuple[Any, ...] = conn.recv()
                 except EOFError as exc:
-                    raise RuntimeError(f"bench worker {i} exited unexpectedly") from exc
+                    raise WorkerFailure(f"load generator worker {i} exited unexpectedly") from exc
                 if msg[0] != expect:
-                    raise RuntimeError(f"bench worker {i} sent {msg[0]!r}, expected {expect!r}")
+                    raise WorkerFailure(f"worker {i} sent {msg[0]!r}, not {expect!r}")
                 replies[i] = msg
+            for i, proc in enumerate(procs):
+                if i not in replies and not proc.is_alive():
+                    raise WorkerFailure(
+                        f"load generator worker {i} exited with status {proc.exitcode}",
+                        hint="run with --workers 1 to see the error in this process",
+                    )
             poll()
         return [replies[i] for i in range(len(pipes))]
 

@@ -1,9 +1,230 @@
-"""CLI commands for this area."""
+"""`disagg bench`: measure one point against any OpenAI-compatible endpoint."""
 
 from __future__ import annotations
 
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlparse
+
 import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from disagg.errors import EXIT_FINDINGS, DisaggError
+
+LIST_FIELDS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
+
+
+class Endpoint(StrEnum):
+    COMPLETIONS = "completions"
+    CHAT = "chat"
+
+
+class Arrival(StrEnum):
+    CONSTANT = "constant"
+    POISSON = "poisson"
+    GAMMA = "gamma"
+
+
+def parse_slo(text: str | None) -> dict[str, float]:
+    """`ttft=200,tpot=20,e2el=5000` (milliseconds) -> {"ttft": 200.0, ...}."""
+    if not text:
+        return {}
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip().lower()
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not sep or key not in ("ttft", "tpot", "e2el") or number <= 0:
+            raise DisaggError(
+                f"--slo: cannot read {part.strip()!r}",
+                hint="use ttft=MS,tpot=MS,e2el=MS in positive milliseconds, e.g. ttft=2000,tpot=50",
+            )
+        out[key] = number
+    return out
+
+
+def check_url(url: str) -> str:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise DisaggError(
+            f"--url: {url!r} is not an http(s) URL",
+            hint="pass the server's base URL, e.g. http://127.0.0.1:8000",
+        )
+    try:
+        _ = parsed.port
+    except ValueError as exc:
+        raise DisaggError(f"--url: bad port in {url!r}") from exc
+    return url
+
+
+def _print_human(result: dict[str, Any], path: Path) -> None:
+    console = Console()
+    valid = bool(result["valid"])
+    title = f"{result['point']}: {'valid' if valid else 'INVALID'}"
+    table = Table(title=title, show_header=False, title_style="bold green" if valid else "bold red")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("completed / failed", f"{result['completed']} / {result['failed']}"),
+        ("duration (s)", f"{result['duration']:.2f}"),
+        ("request throughput (req/s)", f"{result['request_throughput']:.2f}"),
+        ("output throughput (tok/s)", f"{result['output_throughput']:.1f}"),
+        ("total throughput (tok/s)", f"{result['total_token_throughput']:.1f}"),
+    ]
+    if result.get("request_goodput") is not None:
+        rows.append(("goodput (req/s)", f"{result['request_goodput']:.2f}"))
+    for name in ("ttft", "tpot", "itl", "e2el"):
+        rows.append(
+            (
+                f"{name.upper()} mean / median / p99 (ms)",
+                f"{result[f'mean_{name}_ms']:.2f} / {result[f'median_{name}_ms']:.2f}"
+                f" / {result[f'p99_{name}_ms']:.2f}",
+            )
+        )
+    rows.append(
+        (
+            "client queue median / p99 (ms)",
+            f"{result['median_client_queue_ms']:.2f} / {result['p99_client_queue_ms']:.2f}",
+        )
+    )
+    if result.get("client_cpu_ms_per_request") is not None:
+        rows.append(("client CPU per request (ms)", f"{result['client_cpu_ms_per_request']:.3f}"))
+    rows.append(("output tokens from", str(result["output_tokens_source"])))
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+    if not valid:
+        console.print(f"[bold red]invalid:[/] {result['invalid_reason']}", highlight=False)
+    console.print(f"result: {path}", highlight=False)
+
+
+def bench(
+    url: Annotated[str, typer.Option("--url", help="Server base URL, e.g. http://127.0.0.1:8000")],
+    model: Annotated[str, typer.Option("--model", help="Served model name sent in each request")],
+    isl: Annotated[int, typer.Option("--isl", min=1, help="Input tokens per request")],
+    osl: Annotated[int, typer.Option("--osl", min=1, help="Output tokens per request")],
+    num_prompts: Annotated[int, typer.Option("--num-prompts", min=1, help="Measured requests")],
+    out: Annotated[Path, typer.Option("--out", help="Directory for the result files")],
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", min=1, help="Streams (or the cap with a rate)")
+    ] = None,
+    request_rate: Annotated[
+        float | None, typer.Option("--request-rate", help="Requests/s on an absolute schedule")
+    ] = None,
+    endpoint: Annotated[Endpoint, typer.Option("--endpoint")] = Endpoint.COMPLETIONS,
+    tokenizer: Annotated[
+        str | None, typer.Option("--tokenizer", help="Model dir with tokenizer.json (text prompts)")
+    ] = None,
+    chat_template: Annotated[
+        bool, typer.Option("--chat-template", help="Wrap prompts in the model's chat template")
+    ] = False,
+    ignore_eos: Annotated[bool, typer.Option("--ignore-eos/--no-ignore-eos")] = True,
+    range_ratio: Annotated[
+        float, typer.Option("--range-ratio", min=0.0, max=0.99, help="Length spread +-ratio")
+    ] = 0.0,
+    arrival: Annotated[Arrival, typer.Option("--arrival")] = Arrival.POISSON,
+    burstiness: Annotated[float, typer.Option("--burstiness", help="Gamma shape")] = 1.0,
+    warmup: Annotated[int, typer.Option("--warmup", min=0, help="Unmeasured requests first")] = 0,
+    slo: Annotated[
+        str | None, typer.Option("--slo", help="Goodput SLOs in ms: ttft=..,tpot=..,e2el=..")
+    ] = None,
+    max_failure_ratio: Annotated[
+        float, typer.Option("--max-failure-ratio", min=0.0, max=1.0)
+    ] = 0.01,
+    run_name: Annotated[str, typer.Option("--run-name", help="File name prefix")] = "bench",
+    prefill_gpus: Annotated[int, typer.Option("--prefill-gpus", min=0)] = 0,
+    decode_gpus: Annotated[
+        int, typer.Option("--decode-gpus", min=0, help="Decode (or aggregated worker) GPUs")
+    ] = 0,
+    workers: Annotated[
+        int, typer.Option("--workers", min=0, help="Client processes; 0 = automatic")
+    ] = 0,
+    request_timeout: Annotated[
+        float, typer.Option("--request-timeout", min=0.001, help="Longest silence per stream (s)")
+    ] = 900.0,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result summary as JSON")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display")] = False,
+) -> None:
+    """Measure one load point (fixed concurrency or request rate) and write its result JSON.
+
+    Exits 1 when the point is invalid (too many failures, no output, wrong output lengths).
+    """
+    from disagg.bench.results import PointContext
+    from disagg.bench.runner import ClientOptions, run_point
+    from disagg.plan.model import BenchPlan, PointPlan
+
+    check_url(url)
+    if concurrency is None and request_rate is None:
+        raise DisaggError(
+            "give --concurrency C, --request-rate R, or both (a rate capped at C in flight)"
+        )
+    if request_rate is not None and request_rate <= 0:
+        raise DisaggError(f"--request-rate must be positive, got {request_rate:g}")
+    if burstiness <= 0:
+        raise DisaggError(f"--burstiness must be positive, got {burstiness:g}")
+    if out.exists() and not out.is_dir():
+        raise DisaggError(f"--out: {out} exists and is not a directory")
+    try:
+        point = PointPlan(
+            concurrency=concurrency,
+            request_rate=request_rate,
+            num_prompts=num_prompts,
+            warmup_requests=warmup,
+        )
+        plan = BenchPlan(
+            endpoint=endpoint.value,
+            model_name=model,
+            isl=isl,
+            osl=osl,
+            random_range_ratio=range_ratio,
+            ignore_eos=ignore_eos,
+            use_chat_template=chat_template,
+            tokenizer=tokenizer,
+            arrival=arrival.value,
+            burstiness=burstiness,
+            max_failure_ratio=max_failure_ratio,
+            slo=parse_slo(slo),
+            seed=seed,
+            points=[point],
+        )
+    except ValidationError as exc:
+        raise DisaggError(f"bad bench settings: {exc}") from exc
+    ctx = PointContext(
+        run_name=run_name,
+        point=point,
+        prefill_gpus=prefill_gpus,
+        decode_gpus=decode_gpus,
+        disaggregated=prefill_gpus > 0,
+        simulated=False,
+    )
+    run = run_point(
+        base_url=url,
+        bench=plan,
+        ctx=ctx,
+        out_dir=out,
+        options=ClientOptions(workers=workers, request_timeout_s=request_timeout),
+        quiet=quiet or as_json,
+    )
+    if as_json:
+        summary = {k: v for k, v in run.result.items() if k not in LIST_FIELDS}
+        summary["path"] = str(run.path)
+        print(json.dumps(summary, indent=2))
+    else:
+        _print_human(run.result, run.path)
+    if not run.valid:
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to the app."""
+    """Add `disagg bench` to the app."""
+    app.command("bench")(bench)
