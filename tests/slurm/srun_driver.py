@@ -15,8 +15,10 @@ from disagg.launch.srun import SrunLauncher
 from disagg.plan.model import SlurmPlan
 
 SHOW_ENV = (
-    "import json, os; print('RESULT ' + json.dumps({k: os.environ.get(k) for k in "
-    "('SLURMD_NODENAME', 'CUDA_VISIBLE_DEVICES', 'MODEL_REPOS')}))"
+    "import json, os; shown = {k: os.environ.get(k) for k in "
+    "('SLURMD_NODENAME', 'CUDA_VISIBLE_DEVICES', 'MODEL_REPOS')}; "
+    "shown['HF_TOKEN_LENGTH'] = len(os.environ.get('HF_TOKEN', '')); "
+    "print('RESULT ' + json.dumps(shown))"
 )
 # A task with a child of its own, so that teardown must reach the whole tree.
 TREE = (

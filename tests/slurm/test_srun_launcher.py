@@ -5,6 +5,7 @@ leaves no step and no process behind."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -28,12 +29,14 @@ def test_launcher_in_a_three_node_job(slurm_cluster: list[str], tmp_path: Path) 
         f"#SBATCH --nodes=3 --gres=gpu:8 --exclusive --output={tmp_path}/slurm-%j.out\n"
         f"exec {shlex.quote(sys.executable)} {shlex.quote(str(driver))} {out} {token}\n"
     )
+    secret = f"hf_{uuid.uuid4().hex}"
     job_id = subprocess.run(
         ["sbatch", "--parsable", str(script)],
         capture_output=True,
         text=True,
         check=True,
         cwd=REPO,
+        env={**os.environ, "HF_TOKEN": secret},  # reaches the task through the environment
     ).stdout.strip()
     state = wait_job_end(job_id, timeout_s=90)
     log = (tmp_path / f"slurm-{job_id}.out").read_text()
@@ -49,6 +52,7 @@ def test_launcher_in_a_three_node_job(slurm_cluster: list[str], tmp_path: Path) 
         "SLURMD_NODENAME": slurm_cluster[1],
         "CUDA_VISIBLE_DEVICES": "2,3",  # Slurm's own value for the step is overridden
         "MODEL_REPOS": "a/x,b/y",  # arrives whole: nothing was split on commas
+        "HF_TOKEN_LENGTH": len(secret),  # the submitter's secret, inherited, never written
     }
     assert result["probe_busy"] == [result["probe_port"]]
     assert result["local_probe_free"] is False
@@ -58,3 +62,5 @@ def test_launcher_in_a_three_node_job(slurm_cluster: list[str], tmp_path: Path) 
     assert job_steps(job_id) == []
     left = subprocess.run(["pgrep", "-f", token], capture_output=True, text=True).stdout
     assert left == "", f"processes left running: {left}"
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert written == []
