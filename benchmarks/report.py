@@ -49,7 +49,7 @@ def _plan(index: int, prefill: int, decode: int, concs: list[int]) -> Plan:
     )
 
 
-def _result(conc: int, prefill: int, decode: int, speed: float) -> dict[str, Any]:
+def _result(conc: int, prefill: int, decode: int, speed: float, requests: int) -> dict[str, Any]:
     tpot = (9.0 + 0.11 * conc) / speed
     ttft = (70.0 + 3.5 * conc) / speed
     e2el = ttft + tpot * 1023
@@ -77,10 +77,16 @@ def _result(conc: int, prefill: int, decode: int, speed: float) -> dict[str, Any
     for metric, median in (("ttft", ttft), ("tpot", tpot), ("itl", tpot), ("e2el", e2el)):
         for stat, factor in (("mean", 1.02), ("median", 1.0), ("p90", 1.3), ("p99", 1.8)):
             result[f"{stat}_{metric}_ms"] = median * factor
+    result["point"] = f"conc{conc}"
+    if requests:  # per-request arrays, as the load generator writes them after the metrics
+        result["input_lens"] = [1024] * requests
+        result["output_lens"] = [1024] * requests
+        result["ttfts"] = [round(ttft / 1000, 6)] * requests
+        result["itls"] = [[round(tpot / 1000 + i * 1e-6, 6) for i in range(1023)]] * requests
     return result
 
 
-def build_sweep(root: Path, runs: int, points: int) -> None:
+def build_sweep(root: Path, runs: int, points: int, requests: int = 0) -> None:
     concs = [2**i for i in range(points)]
     for index in range(runs):
         prefill, decode = 8 * (1 + index % 2), 8 * (1 + index % 3)
@@ -89,8 +95,8 @@ def build_sweep(root: Path, runs: int, points: int) -> None:
         _plan(index, prefill, decode, concs).write(run_dir)
         for conc in concs:
             name = f"run-{index:03d}_conc{conc}_gpus_{prefill + decode}_ctx_{prefill}_gen_{decode}"
-            result = _result(conc, prefill, decode, 0.6 + 0.02 * index)
-            (run_dir / "results" / f"{name}.json").write_text(json.dumps(result))
+            result = _result(conc, prefill, decode, 0.6 + 0.02 * index, requests)
+            (run_dir / "results" / f"{name}.json").write_text(json.dumps(result, indent=2))
 
 
 def timed(label: str, fn: Callable[[], T]) -> T:
@@ -105,13 +111,20 @@ def main() -> None:
     parser.add_argument("runs", nargs="?", type=int, default=50)
     parser.add_argument("points", nargs="?", type=int, default=10)
     parser.add_argument("--keep", type=Path, help="write the sweep and report here and keep them")
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=0,
+        help="add per-request arrays (lengths, TTFTs, 1023 ITLs each) for this many requests",
+    )
     args = parser.parse_args()
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="disagg-report-bench-"))
     try:
         shutil.rmtree(root / "sweep", ignore_errors=True)
-        build_sweep(root / "sweep", args.runs, args.points)
-        print(f"{args.runs} runs x {args.points} points")
+        build_sweep(root / "sweep", args.runs, args.points, args.requests)
+        size = sum(p.stat().st_size for p in (root / "sweep").rglob("*.json")) / 1e6
+        print(f"{args.runs} runs x {args.points} points, {size:.1f} MB of JSON")
         total = time.perf_counter()
         from disagg.report import csv, html, png
         from disagg.report.aggregate import load_runs

@@ -107,9 +107,8 @@ def test_unreadable_and_foreign_json_files_are_skipped_not_fatal(make_run: RunFa
 
     assert [p.conc for p in run.points] == [4]
     reasons = {s.path.name: s.reason for s in run.skipped}
-    assert reasons["broken_conc8.json"] == "not valid JSON at broken_conc8.json:2:8"
-    assert "not a point result" in reasons["manifest.json"]
-    assert "not a point result" in reasons["list.json"]
+    assert set(reasons) == {"broken_conc8.json", "manifest.json", "list.json"}
+    assert all("not a point result" in reason for reason in reasons.values())
 
 
 def test_without_plan_gpu_counts_and_concurrency_come_from_the_result(

@@ -174,17 +174,18 @@ def _assign_labels(runs: list[RunResults]) -> None:
 
 
 def load_point(path: Path, plan: Plan | None) -> ResultPoint | SkippedResult:
-    """One result file as a valid point, or the reason it is left out."""
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        return SkippedResult(path, f"not valid JSON at {path.name}:{exc.lineno}:{exc.colno}")
-    except (OSError, UnicodeDecodeError) as exc:
-        return SkippedResult(path, f"cannot read: {exc}")
-    if not isinstance(data, dict) or not (
-        "valid" in data or "output_throughput" in data or "completed" in data
-    ):
-        return SkippedResult(path, "not a point result (no valid/completed/output_throughput)")
+    """One result file as a valid point, or the reason it is left out.
+
+    Reading goes through the load generator's own reader, so what counts as a result
+    file is defined in one place.
+    """
+    from disagg.bench.results import read_result
+
+    data = read_result(path)
+    if data is None:
+        return SkippedResult(
+            path, "unreadable, or not a point result (invalid JSON, or no `point`/`valid`)"
+        )
     reason = _invalid_reason(data, plan)
     if reason is not None:
         return SkippedResult(path, reason)
