@@ -101,8 +101,10 @@ def _print_human(result: dict[str, Any], path: Path) -> None:
         table.add_row(key, value)
     console.print(table)
     if not valid:
-        console.print(f"[bold red]invalid:[/] {result['invalid_reason']}", highlight=False)
-    console.print(f"result: {path}", highlight=False)
+        console.print(
+            f"[bold red]invalid:[/] {result['invalid_reason']}", highlight=False, soft_wrap=True
+        )
+    console.print(f"result: {path}", highlight=False, soft_wrap=True)
 
 
 def bench(

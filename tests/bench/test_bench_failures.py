@@ -1,0 +1,137 @@
+"""What real servers do wrong is counted and reported, and nothing hangs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from disagg.bench.testing import ServerConfig, serve_in_subprocess
+
+from .support import measure, plan
+
+
+@pytest.mark.timeout(30)
+def test_multi_token_chunks_count_tokens_from_usage(out: Path) -> None:
+    # speculative decoding: 3 tokens per chunk; usage says 16 tokens, 6 chunks arrive
+    with serve_in_subprocess(ServerConfig(ttft_ms=5, itl_ms=3, tokens_per_chunk=3)) as url:
+        run = measure(url, plan(osl=16), out)
+    r = run.result
+    assert run.valid, r["invalid_reason"]
+    assert r["output_lens"] == [16] * 16
+    assert all(len(itls) == 5 for itls in r["itls"])  # one gap per chunk, not per token
+    # TPOT spreads the 5 chunk gaps over 15 tokens: 5 * 3 ms / 15 = 1 ms
+    assert r["median_tpot_ms"] == pytest.approx(1.0, abs=0.7)
+    assert r["output_tokens_source"] == "usage" and not r["output_tokens_approximate"]
+
+
+@pytest.mark.timeout(30)
+def test_missing_usage_falls_back_to_counting_chunks_and_says_so(out: Path) -> None:
+    with serve_in_subprocess(ServerConfig(usage=False, tokens_per_chunk=2)) as url:
+        run = measure(url, plan(osl=16), out)
+    r = run.result
+    assert r["completed"] == 16
+    assert r["output_tokens_source"] == "chunks"
+    assert r["output_tokens_approximate"] is True
+    assert r["output_lens"] == [8] * 16  # 8 chunks of 2 tokens: an undercount, flagged
+
+
+@pytest.mark.timeout(30)
+def test_missing_usage_with_a_tokenizer_re_tokenises_the_text(out: Path, tmp_path: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0, "tok": 1}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok_dir = tmp_path / "tok"
+    tok_dir.mkdir()
+    tok.save(str(tok_dir / "tokenizer.json"))
+    with serve_in_subprocess(ServerConfig(usage=False, tokens_per_chunk=2)) as url:
+        run = measure(url, plan(osl=16, tokenizer=str(tok_dir)), out)
+    r = run.result
+    assert run.valid, r["invalid_reason"]
+    assert r["output_tokens_source"] == "tokenizer" and not r["output_tokens_approximate"]
+    assert r["output_lens"] == [16] * 16
+
+
+@pytest.mark.timeout(30)
+def test_stream_broken_midway_fails_the_requests(out: Path) -> None:
+    with serve_in_subprocess(ServerConfig(ttft_ms=2, itl_ms=1, break_after_chunks=4)) as url:
+        run = measure(url, plan(osl=16), out)
+    r = run.result
+    assert r["failed"] == 16 and r["completed"] == 0
+    assert not run.valid
+    assert all(e for e in r["errors"])
+    assert "Payload" in r["errors"][0] or "ended" in r["errors"][0]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("status", [400, 503])
+def test_http_errors_are_counted_with_their_status(status: int, out: Path) -> None:
+    # every 4th request fails: 25% > the 1% allowed, so the point is invalid
+    with serve_in_subprocess(ServerConfig(fail_status=status, fail_every=4)) as url:
+        run = measure(url, plan(num_prompts=40), out)
+    r = run.result
+    assert r["failed"] == 10 and r["completed"] == 30
+    assert sum(e.startswith(f"HTTP {status}") for e in r["errors"]) == 10
+    assert not run.valid and "10 of 40 requests failed" in (run.reason or "")
+
+
+@pytest.mark.timeout(30)
+def test_failures_under_the_threshold_keep_the_point_valid(out: Path) -> None:
+    with serve_in_subprocess(ServerConfig(fail_status=500, fail_every=20)) as url:
+        run = measure(url, plan(num_prompts=40, max_failure_ratio=0.1), out)
+    assert run.result["failed"] == 2
+    assert run.valid
+
+
+@pytest.mark.timeout(30)
+def test_a_server_that_never_answers_times_out(out: Path) -> None:
+    with serve_in_subprocess(ServerConfig(hang=True)) as url:
+        start = time.monotonic()
+        run = measure(url, plan(num_prompts=8), out, timeout_s=0.5)
+        elapsed = time.monotonic() - start
+    r = run.result
+    assert r["failed"] == 8
+    assert all(e.startswith("timeout") for e in r["errors"])
+    assert not run.valid
+    assert elapsed < 10
+
+
+@pytest.mark.timeout(30)
+def test_no_server_at_all_is_an_invalid_point_not_a_crash(out: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    run = measure(f"http://127.0.0.1:{port}", plan(num_prompts=4), out)
+    assert not run.valid and run.result["failed"] == 4
+    assert run.path.is_file()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_stop_event_ends_the_point_within_a_second(workers: int, out: Path) -> None:
+    stop = threading.Event()
+    with serve_in_subprocess(ServerConfig(ttft_ms=50, itl_ms=50)) as url:
+        timer = threading.Timer(0.5, stop.set)
+        timer.start()
+        start = time.monotonic()
+        run = measure(
+            url, plan(num_prompts=400, osl=100, concurrency=8), out, workers=workers, stop=stop
+        )
+        elapsed = time.monotonic() - start
+        timer.cancel()
+    assert not run.valid and "stopped" in (run.reason or "")
+    assert elapsed < 0.5 + 1.0 + (2.0 if workers > 1 else 0.5)  # worker start-up is extra
+
+
+@pytest.mark.timeout(30)
+def test_output_lengths_far_from_requested_make_the_point_invalid(out: Path) -> None:
+    # the server stops at 4 tokens although ignore_eos asked for 16
+    with serve_in_subprocess(ServerConfig(output_tokens=4)) as url:
+        run = measure(url, plan(osl=16), out)
+    assert not run.valid
+    assert "far from the requested length" in (run.reason or "")
