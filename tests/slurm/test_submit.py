@@ -100,6 +100,8 @@ def role_processes(run_dir: Path) -> dict[str, list[int]]:
         except OSError:
             continue
         words = [a.decode(errors="replace") for a in argv]
+        if Path(words[0]).name in ("srun", "env"):
+            continue  # the launcher's side of the step, not the role's own process
         for i, word in enumerate(words[:-1]):
             if word == "--port" and words[i + 1] in ports:
                 found.setdefault(ports[words[i + 1]], []).append(int(proc.name))

@@ -225,8 +225,9 @@ def _render_views(views: list[Any]) -> Group:
             details.append(Text(f"job {row['job_id']} waits: {why}", style="cyan"))
         failure = row["failure"]
         if failure and row["status"] in ("failed", "cancelled"):
-            role = f" role {failure['role']}" if failure.get("role") else ""
-            details.append(Text(f"{run}:{role} {failure['reason']}", style="red"))
+            reason, role = failure["reason"], failure.get("role")
+            named = f" (role {role})" if role and role not in reason else ""
+            details.append(Text(f"{run}: {reason}{named}", style="red"))
             if failure.get("log_tail"):
                 details.append(Text(f"last lines of {failure['log']}:", style="dim"))
                 details += [Text(f"  | {line}") for line in failure["log_tail"]]

@@ -113,7 +113,9 @@ class RunView:
 
     @property
     def finished(self) -> bool:
-        return self.run_status not in ("pending", "running", "unknown")
+        """The run ended and Slurm no longer runs its job (what `--watch` waits for)."""
+        job_done = self.job is None or self.job.finished
+        return job_done and self.run_status not in ("pending", "running", "unknown")
 
     def to_json(self) -> dict[str, Any]:
         state, summary, job = self.state, self.summary, self.job
