@@ -72,6 +72,8 @@ def one_run(out: Path) -> dict[str, float]:
     summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
     timeline: dict[str, float] = summary.get("timeline", {})
     points = summary["points"]
+    if not all(p.get("started_at") and p.get("finished_at") for p in points):
+        raise RuntimeError(f"the run ended before its points: {summary.get('reason')}")
     engines = (timeline["workers_healthy"] - timeline["workers_launch"]) + (
         timeline.get("router_healthy", 0.0) - timeline.get("router_launch", 0.0)
     )
@@ -100,11 +102,17 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="disagg-slurm-bench-") as tmp:
         for i in range(args.runs):
-            row = one_run(Path(tmp) / f"run{i}")
+            try:
+                row = one_run(Path(tmp) / f"run{i}")
+            except RuntimeError as exc:
+                print(f"run {i}: skipped, {exc}", flush=True)
+                continue
             rows.append(row)
             print(f"run {i}: " + "  ".join(f"{k}={v:.2f}" for k, v in row.items()), flush=True)
+    if not rows:
+        raise SystemExit("no run reached its points")
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-        print("note: PYTHONDONTWRITEBYTECODE is set, so every process compiles its imports")
+        print("note: PYTHONDONTWRITEBYTECODE is set: without cached bytecode, imports compile")
     print(f"\nmedian of {len(rows)} run(s) (target < 5 s for the two overheads):")
     for key in rows[0]:
         print(f"  {key:36s} {statistics.median(r[key] for r in rows):7.2f}")
