@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.console import Console
 
+from disagg.console import make_console
 from disagg.errors import DisaggError
 
 app = typer.Typer(
@@ -18,7 +18,7 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-err_console = Console(stderr=True)
+err_console = make_console(stderr=True)
 
 
 @app.command()

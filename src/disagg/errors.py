@@ -58,7 +58,7 @@ class DisaggError(Exception):
 
 
 class UnsupportedRecipe(DisaggError):
-    """A valid recipe that asks for something this project does not run (one line: `unsupported: <what>`)."""
+    """A valid recipe asking for something this project does not run: `unsupported: <what>`."""
 
     def __init__(self, what: str, *, location: SourceLocation | None = None) -> None:
         super().__init__(f"unsupported: {what}", location=location)

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from disagg.console import make_console
 from disagg.recipe.lint import Finding, LintReport, Severity, lint_paths
 from disagg.recipe.lint.fix import FixResult, fix_file
 from disagg.recipe.lint.runner import expand_paths
@@ -92,12 +93,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Lint recipes: anchors across variants, undefined aliases, copies, --export commas,
         and GPU/parallelism/concurrency consistency. Exit 0 clean, 1 findings, 2 unreadable."""
-        stderr = Console(stderr=True)
+        stderr = make_console(stderr=True)
         if fix:
-            _fix(paths, stderr if as_json else Console())
+            _fix(paths, stderr if as_json else make_console())
         report = lint_paths(paths)
         if as_json:
             print(json.dumps([f.to_json() for f in report.findings], indent=2))
         else:
-            _print_human(report, Console(), show_info)
+            _print_human(report, make_console(), show_info)
         raise typer.Exit(report.exit_code)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from disagg.console import make_console
+
 if TYPE_CHECKING:
     from disagg.plan.model import Plan
 
@@ -50,11 +52,10 @@ def register(app: typer.Typer) -> None:
             payload = {"variants": [p.model_dump(mode="json") for p in plans]}
             typer.echo(json.dumps(payload, indent=2))
             return
-        from rich.console import Console
 
         from disagg.plan.show import print_plans
 
-        print_plans(plans, Console())
+        print_plans(plans, make_console())
 
     @app.command("schema")
     def schema(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS
 from disagg.report.model import YMetric
 
@@ -58,13 +59,12 @@ def report(
     out and listed. Runs sharing a variant are compared against the first one given.
     Exit status: 0 report written, 1 no valid point at all, 2 bad input.
     """
-    from rich.console import Console
 
     from disagg.report.aggregate import load_runs
     from disagg.report.build import analyse, write_report
 
-    console = Console()
-    err = Console(stderr=True)
+    console = make_console()
+    err = make_console(stderr=True)
     runs = load_runs(run_dirs)
     result = analyse(runs, y)
     if result.point_count == 0:

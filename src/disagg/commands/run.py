@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from disagg.console import make_console
 from disagg.errors import DisaggError
 
 RUN_HELP = """Plan a recipe's variants and run each on this machine with the local executor.
@@ -64,7 +64,7 @@ def run_command(
             "this recipe runs a real engine; `disagg run` needs --local to run it on this machine",
             hint="submit it to a cluster with `disagg submit`, or pass --local",
         )
-    console = Console(stderr=as_json)
+    console = make_console(stderr=as_json)
     results: list[dict[str, Any]] = []
     worst = 0
     for plan, run_dir in zip(plans, run_dirs_for(plans, out), strict=True):

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from disagg.atomic import write_bytes
+from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS, EXIT_USAGE, DisaggError
 
 SUBMIT_HELP = """Pre-flight, render job.sbatch into each variant's run directory, and sbatch it.
@@ -57,7 +58,7 @@ def submit_command(
     from disagg.launch.slurm_preflight import check_plans
     from disagg.plan.model import Plan
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if resume is not None:
         if recipe is not None:
             raise DisaggError("give either a recipe or --resume RUN_DIR, not both")
@@ -112,7 +113,7 @@ def submit_command(
         table.add_column(column)
     for row in rows:
         table.add_row(row["selector"], row["job_id"] or "-", row["run_dir"])
-    Console().print(table)
+    make_console().print(table)
 
 
 def _slurm_reachable() -> bool:
@@ -156,10 +157,10 @@ def status_command(
         if as_json:
             print("[]")
         else:
-            Console(stderr=True).print("no disagg jobs in the queue")
+            make_console(stderr=True).print("no disagg jobs in the queue")
         return
     if watch and not as_json:
-        with Live(console=Console(), auto_refresh=False) as live:
+        with Live(console=make_console(), auto_refresh=False) as live:
             while True:
                 views = [slurm.view(name) for name in names]
                 live.update(_render_views(views), refresh=True)
@@ -177,7 +178,7 @@ def status_command(
             single = targets is not None and len(targets) == 1
             print(json.dumps(rows[0] if single else rows, indent=2))
         else:
-            Console().print(_render_views(views))
+            make_console().print(_render_views(views))
     if any(v.run_status in ("failed", "cancelled") for v in views):
         raise typer.Exit(EXIT_FINDINGS)
 
@@ -245,7 +246,8 @@ def cancel_command(
     if as_json:
         print(json.dumps(view.to_json(), indent=2))
         return
-    Console().print(f"cancelled job {view.job_id}" + (f" ({view.run_dir})" if view.run_dir else ""))
+    where = f" ({view.run_dir})" if view.run_dir else ""
+    make_console().print(f"cancelled job {view.job_id}{where}")
 
 
 def collect_command(
@@ -278,4 +280,4 @@ def collect_command(
     if as_json:
         print(json.dumps(copied, indent=2))
         return
-    Console().print(f"copied {len(copied)} valid result(s) into {into}")
+    make_console().print(f"copied {len(copied)} valid result(s) into {into}")

@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from disagg.console import make_console
 from disagg.errors import EXIT_USAGE, DisaggError
 from disagg.plan.model import Plan, StagingPlan
 from disagg.staging import checkpoint as ck
 from disagg.staging.progress import human_bytes
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+console = make_console(soft_wrap=True)
+err_console = make_console(stderr=True, soft_wrap=True)
 
 
 def check_model(

@@ -70,5 +70,5 @@ class RoleLauncher(ABC):
                 return False
         return True
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, most launchers hold nothing
         """Release anything the launcher holds (for example cancel leftover steps)."""

@@ -23,6 +23,8 @@ from rich.progress import (
 )
 from tqdm import tqdm as std_tqdm  # type: ignore[import-untyped]
 
+from disagg.console import make_console
+
 
 def human_bytes(n: int) -> str:
     size = float(n)
@@ -90,7 +92,7 @@ class RichReporter(Reporter):
     """A live bar per repo on a terminal; notes are printed above the bars."""
 
     def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or make_console(stderr=True)
         super().__init__(lambda line: self.console.print(line, highlight=False))
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
