@@ -32,6 +32,7 @@ def measure(
     timeout_s: float = 30.0,
     stop: threading.Event | None = None,
     gpus: tuple[int, int] = (1, 2),
+    http: str = "fast",
 ) -> PointRun:
     ctx = PointContext(
         run_name="t",
@@ -46,7 +47,7 @@ def measure(
         bench=bench,
         ctx=ctx,
         out_dir=out,
-        options=ClientOptions(workers=workers, request_timeout_s=timeout_s),
+        options=ClientOptions(workers=workers, request_timeout_s=timeout_s, http=http),  # type: ignore[arg-type]
         quiet=True,
         stop=stop,
     )

@@ -24,17 +24,23 @@ TRUE_E2EL_MS = TTFT_MS + (OSL - 1) * ITL_MS
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(
-    ("concurrency", "workers", "tolerance_ms"), [(4, 1, 15.0), (256, 1, 30.0), (64, 2, 30.0)]
+    ("concurrency", "workers", "tolerance_ms", "http"),
+    [
+        (4, 1, 15.0, "fast"),
+        (4, 1, 15.0, "aiohttp"),
+        (256, 1, 30.0, "fast"),
+        (64, 2, 30.0, "fast"),
+    ],
 )
 def test_latencies_match_the_server_schedule(
-    concurrency: int, workers: int, tolerance_ms: float, out: Path
+    concurrency: int, workers: int, tolerance_ms: float, http: str, out: Path
 ) -> None:
     with serve_in_subprocess(ServerConfig(ttft_ms=TTFT_MS, itl_ms=ITL_MS)) as url:
         # warm-up opens every connection; three waves spread the streams' phases apart
         bench = plan(
             concurrency=concurrency, num_prompts=3 * concurrency, osl=OSL, warmup=concurrency
         )
-        run = measure(url, bench, out, workers=workers)
+        run = measure(url, bench, out, workers=workers, http=http)
     r = run.result
     assert run.valid, r["invalid_reason"]
     assert r["completed"] == bench.points[0].num_prompts and r["failed"] == 0

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import resource
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from time import monotonic
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 
+from disagg.bench.http1 import HttpError, Pool, describe
 from disagg.bench.records import RequestRecord
 from disagg.bench.sse import StreamParser
 
@@ -46,6 +47,7 @@ class Load:
     offsets: list[float] | None = None  # rate mode: send times after t0, one per request
     request_timeout_s: float = 900.0
     tokenizer: str | None = None  # re-tokenises output when the server sends no usage
+    http: Literal["fast", "aiohttp"] = "fast"
 
 
 @dataclass
@@ -134,48 +136,94 @@ def _finish(
     counters.done += 1
 
 
-async def send_one(
-    session: aiohttp.ClientSession,
-    load: Load,
-    spec: RequestSpec,
-    rec: RequestRecord,
-    count: TokenCounter,
-    counters: Counters,
-) -> None:
-    """Send one request and fill its record. Never raises except for cancellation."""
-    parser = StreamParser(load.chat)
-    rec.send = monotonic()
-    try:
-        async with session.post(load.url, data=spec.body) as resp:
-            rec.status = resp.status
-            if resp.status != 200:
-                body = await resp.read()
-                text = body[:300].decode("utf-8", "replace").strip()
-                rec.error = f"HTTP {resp.status}: {text}"
-            else:
-                read = resp.content.readany
-                feed = parser.feed
-                while True:
-                    data = await read()
-                    if not data:
-                        break
-                    feed(data, monotonic())
-    except asyncio.CancelledError:
-        rec.error = "stopped before the response ended"
-        _finish(rec, parser, count, counters)
-        raise
-    except TimeoutError:
-        rec.error = f"timeout: no data for {load.request_timeout_s:g} s"
-    except aiohttp.ClientResponseError as exc:
-        rec.error = f"HTTP {exc.status}: {exc.message}"
-    except (aiohttp.ClientError, OSError, ValueError) as exc:
-        rec.error = f"{type(exc).__name__}: {exc}".strip()
-    _finish(rec, parser, count, counters)
+class Client:
+    """Sends one request and fills its record; never raises except for cancellation."""
+
+    def __init__(self, load: Load) -> None:
+        self.load = load
+        self.count = TokenCounter(load.tokenizer)
+
+    async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
+        raise NotImplementedError
+
+
+class FastClient(Client):
+    """The default: disagg's own HTTP/1.1 protocol (see `disagg.bench.http1`)."""
+
+    def __init__(self, load: Load, pool: Pool) -> None:
+        super().__init__(load)
+        self.pool = pool
+
+    async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
+        parser = StreamParser(self.load.chat)
+        rec.send = monotonic()
+        try:
+            rec.headers_at = await self.pool.request(spec.body, parser)
+            rec.status = 200
+        except asyncio.CancelledError:
+            rec.error = "stopped before the response ended"
+            _finish(rec, parser, self.count, counters)
+            raise
+        except HttpError as exc:
+            rec.error = str(exc)
+            rec.status = exc.status
+        except (OSError, ValueError) as exc:
+            rec.error = describe(exc)
+        _finish(rec, parser, self.count, counters)
+
+
+class AiohttpClient(Client):
+    """The same measurement through aiohttp (a cross-check and a comparison baseline)."""
+
+    def __init__(self, load: Load, session: aiohttp.ClientSession) -> None:
+        super().__init__(load)
+        self.session = session
+
+    async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
+        parser = StreamParser(self.load.chat)
+        rec.send = monotonic()
+        try:
+            async with self.session.post(self.load.url, data=spec.body) as resp:
+                rec.headers_at = monotonic()
+                rec.status = resp.status
+                if resp.status != 200:
+                    body = await resp.read()
+                    text = body[:300].decode("utf-8", "replace").strip()
+                    rec.error = f"HTTP {resp.status}: {text}"
+                else:
+                    read = resp.content.readany
+                    feed = parser.feed
+                    while True:
+                        data = await read()
+                        if not data:
+                            break
+                        feed(data, monotonic())
+        except asyncio.CancelledError:
+            rec.error = "stopped before the response ended"
+            _finish(rec, parser, self.count, counters)
+            raise
+        except TimeoutError:
+            rec.error = f"timeout: no data for {self.load.request_timeout_s:g} s"
+        except aiohttp.ClientResponseError as exc:
+            rec.error = f"HTTP {exc.status}: {exc.message}"
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            rec.error = f"{type(exc).__name__}: {exc}".strip()
+        _finish(rec, parser, self.count, counters)
+
+
+@contextlib.asynccontextmanager
+async def open_client(load: Load) -> AsyncIterator[Client]:
+    """The client for `load.http`, with its connection pool open for the whole point."""
+    if load.http == "aiohttp":
+        async with make_session(load.request_timeout_s) as session:
+            yield AiohttpClient(load, session)
+    else:
+        async with Pool(load.url, load.request_timeout_s) as pool:
+            yield FastClient(load, pool)
 
 
 async def run_phase(
-    session: aiohttp.ClientSession,
-    load: Load,
+    client: Client,
     specs: list[RequestSpec],
     offsets: list[float] | None,
     t0: float,
@@ -189,16 +237,16 @@ async def run_phase(
     request as soon as their previous one ends. `stop()` polled every 0.1 s ends the
     phase early; unsent requests are recorded as failed.
     """
-    count = TokenCounter(load.tokenizer)
+    load = client.load
     records = [RequestRecord(s.index, s.input_len, s.output_len) for s in specs]
     if not specs:
         return records
     if offsets is None:
         main: Coroutine[Any, Any, None] = _fixed_concurrency(
-            session, load, specs, records, t0, count, counters
+            client, load.concurrency, specs, records, t0, counters
         )
     else:
-        main = _scheduled(session, load, specs, records, offsets, t0, count, counters)
+        main = _scheduled(client, load.concurrency, specs, records, offsets, t0, counters)
     task = asyncio.ensure_future(main)
     while not task.done():
         await asyncio.wait({task}, timeout=STOP_POLL_S)
@@ -222,12 +270,11 @@ async def _sleep_until(when: float) -> None:
 
 
 async def _fixed_concurrency(
-    session: aiohttp.ClientSession,
-    load: Load,
+    client: Client,
+    concurrency: int | None,
     specs: list[RequestSpec],
     records: list[RequestRecord],
     t0: float,
-    count: TokenCounter,
     counters: Counters,
 ) -> None:
     position = 0
@@ -241,11 +288,11 @@ async def _fixed_concurrency(
             position += 1
             rec = records[i]
             rec.ready = ready
-            await send_one(session, load, specs[i], rec, count, counters)
+            await client.send(specs[i], rec, counters)
             ready = monotonic()
 
     await _sleep_until(t0)
-    streams = min(load.concurrency or total, total)
+    streams = min(concurrency or total, total)
     tasks = [asyncio.ensure_future(stream()) for _ in range(streams)]
     try:
         await asyncio.gather(*tasks)
@@ -256,21 +303,20 @@ async def _fixed_concurrency(
 
 
 async def _scheduled(
-    session: aiohttp.ClientSession,
-    load: Load,
+    client: Client,
+    concurrency: int | None,
     specs: list[RequestSpec],
     records: list[RequestRecord],
     offsets: list[float],
     t0: float,
-    count: TokenCounter,
     counters: Counters,
 ) -> None:
-    cap = asyncio.Semaphore(load.concurrency) if load.concurrency else None
+    cap = asyncio.Semaphore(concurrency) if concurrency else None
     tasks: set[asyncio.Task[None]] = set()
 
     async def one(i: int) -> None:
         try:
-            await send_one(session, load, specs[i], records[i], count, counters)
+            await client.send(specs[i], records[i], counters)
         finally:
             if cap is not None:
                 cap.release()

@@ -21,6 +21,7 @@ class RequestRecord:
     requested_output_len: int
     ready: float = 0.0  # when the schedule (and the concurrency cap) allowed the send
     send: float = 0.0  # just before the request was handed to the HTTP client
+    headers_at: float = 0.0  # when the response status line and headers arrived
     finished: float = 0.0  # when the response ended (or failed)
     ttft: float = 0.0  # seconds, first content event - send
     e2el: float = 0.0  # seconds, last content event - send
@@ -53,6 +54,7 @@ class RequestRecord:
             "chunks": self.chunks,
             "ready_ms": round((self.ready - origin) * 1000, 3),
             "send_ms": round((self.send - origin) * 1000, 3),
+            "headers_ms": round((self.headers_at - origin) * 1000, 3) if self.headers_at else None,
             "finished_ms": round((self.finished - origin) * 1000, 3),
             "queue_ms": round(self.queue_time * 1000, 3),
             "ttft_ms": round(self.ttft * 1000, 3) if self.success else None,

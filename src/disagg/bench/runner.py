@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from disagg.bench import metrics as metric_calc
 from disagg.bench.client import Load
@@ -23,6 +23,7 @@ class ClientOptions:
 
     workers: int = 0  # 0 = automatic (in-process up to 256 streams)
     request_timeout_s: float = 900.0  # longest silence on one stream before it fails
+    http: Literal["fast", "aiohttp"] = "fast"  # the HTTP implementation on the hot path
 
 
 @dataclass
@@ -82,6 +83,7 @@ def build_load(base_url: str, bench: BenchPlan, point: PointPlan, options: Clien
         offsets=offsets,
         request_timeout_s=options.request_timeout_s,
         tokenizer=bench.tokenizer,
+        http=options.http,
     )
 
 

@@ -6,6 +6,9 @@ written at an absolute time: `arrival + ttft + i * itl`, so the truth is known.
 Modes cover what a real server does wrong: no `usage`, several tokens per chunk
 (speculative decoding), a stream cut mid-way, HTTP errors, and never answering.
 
+`GET /stats` returns how late the server itself emitted chunks against that
+schedule, so a benchmark can tell the server's error from the client's.
+
 Run it alone with `python -m disagg.bench.testing --ttft-ms 50 --itl-ms 10`; it
 prints `PORT <n>` once listening. `serve_in_subprocess` does that for tests.
 """
@@ -67,6 +70,11 @@ class _Server:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.requests = 0
+        # lateness of emitted chunks against their schedule (seconds): the server's own error
+        self.first_late_sum = 0.0
+        self.first_count = 0
+        self.late_sum = 0.0
+        self.late_count = 0
         self.loop = asyncio.get_running_loop()
         text = _TOKEN * config.tokens_per_chunk
         self.chunk = {
@@ -113,6 +121,25 @@ class _Server:
         )
 
 
+def _read_request(body: bytes) -> tuple[int, int, bool]:
+    """(max_tokens, prompt tokens, include_usage), without decoding token-id prompts."""
+    at = body.find(b'"prompt":[')
+    if at >= 0 and body.find(b'"max_tokens":') >= 0:
+        end = body.find(b"]", at)
+        prompt_tokens = body.count(b",", at, end) + 1
+        key = body.find(b'"max_tokens":') + len(b'"max_tokens":')
+        stop = key
+        while stop < len(body) and body[stop : stop + 1] in b" 0123456789":
+            stop += 1
+        return int(body[key:stop]), prompt_tokens, b'"include_usage":true' in body
+    request = json.loads(body)
+    max_tokens = int(request.get("max_completion_tokens") or request.get("max_tokens") or 16)
+    prompt = request.get("prompt") if "prompt" in request else request.get("messages")
+    prompt_tokens = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
+    usage = bool((request.get("stream_options") or {}).get("include_usage"))
+    return max_tokens, prompt_tokens, usage
+
+
 class _Stream:
     """One streamed response, emitted chunk by chunk at absolute times."""
 
@@ -131,6 +158,7 @@ class _Conn(asyncio.Protocol):
     def __init__(self, server: _Server) -> None:
         self.server = server
         self.buf = b""
+        self.arrived = 0.0
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -140,6 +168,7 @@ class _Conn(asyncio.Protocol):
         self.transport = None
 
     def data_received(self, data: bytes) -> None:
+        self.arrived = time.monotonic()  # the schedule counts from when the bytes came in
         self.buf += data
         while True:
             head_end = self.buf.find(b"\r\n\r\n")
@@ -168,7 +197,7 @@ class _Conn(asyncio.Protocol):
         server = self.server
         config = server.config
         if method == "GET":
-            self.write(_HEALTH)
+            self.write(self._stats() if path == "/stats" else _HEALTH)
             return
         server.requests += 1
         if config.hang:
@@ -180,15 +209,11 @@ class _Conn(asyncio.Protocol):
                 b"Content-Length: %d\r\n\r\n%s" % (config.fail_status, len(message), message)
             )
             return
-        request = json.loads(body)
         kind = "chat" if path.endswith("/chat/completions") else "completions"
-        max_tokens = int(request.get("max_completion_tokens") or request.get("max_tokens") or 16)
+        max_tokens, prompt_tokens, want_usage = _read_request(body)
         out_tokens = config.output_tokens or max_tokens
-        prompt = request.get("prompt") if kind == "completions" else request.get("messages")
-        prompt_tokens = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
         per = config.tokens_per_chunk
         n_chunks = -(-out_tokens // per)
-        want_usage = bool((request.get("stream_options") or {}).get("include_usage"))
         tail = server.usage(prompt_tokens, out_tokens) if (want_usage and config.usage) else b""
         tail += server.done
         self.write(_STREAM_HEAD)
@@ -198,8 +223,20 @@ class _Conn(asyncio.Protocol):
         if config.ttft_ms <= 0 and config.itl_ms <= 0 and not config.break_after_chunks:
             self.write(stream.chunk * n_chunks + tail)
             return
-        stream.arrival = time.monotonic()
+        stream.arrival = self.arrived
         self._schedule(stream)
+
+    def _stats(self) -> bytes:
+        s = self.server
+        body = json.dumps(
+            {
+                "requests": s.requests,
+                "first_chunk_lateness_ms": 1000 * s.first_late_sum / max(1, s.first_count),
+                "chunk_lateness_ms": 1000 * s.late_sum / max(1, s.late_count),
+            }
+        ).encode()
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+        return head % len(body) + body
 
     def _schedule(self, stream: _Stream) -> None:
         config = self.server.config
@@ -214,6 +251,15 @@ class _Conn(asyncio.Protocol):
         if config.break_after_chunks and stream.sent >= config.break_after_chunks:
             self.transport.abort()
             return
+        server = self.server
+        late = (
+            time.monotonic() - stream.arrival - (config.ttft_ms + stream.sent * config.itl_ms) / 1e3
+        )
+        if stream.sent == 0:
+            server.first_late_sum += late
+            server.first_count += 1
+        server.late_sum += late
+        server.late_count += 1
         stream.sent += 1
         if stream.sent >= stream.n_chunks:
             self.write(stream.chunk + stream.tail)

@@ -26,8 +26,8 @@ from disagg.bench.client import (
     Counters,
     Load,
     cpu_seconds,
-    make_session,
     new_loop,
+    open_client,
     raise_fd_limit,
     run_phase,
 )
@@ -80,10 +80,6 @@ def execute(
     return _multi_process(load, count, stop, progress)
 
 
-def _warmup_load(load: Load) -> Load:
-    return replace(load, offsets=None)
-
-
 async def _run_local(
     load: Load, stop: Callable[[], bool], counters: Counters, progress: ProgressFn | None
 ) -> Execution:
@@ -97,16 +93,12 @@ async def _run_local(
 
     reporter = asyncio.ensure_future(report())
     try:
-        async with make_session(load.request_timeout_s) as session:
+        async with open_client(load) as client:
             if load.warmup:
-                await run_phase(
-                    session, _warmup_load(load), load.warmup, None, monotonic(), stop, Counters()
-                )
+                await run_phase(client, load.warmup, None, monotonic(), stop, Counters())
             cpu0 = cpu_seconds()
             t0 = monotonic() + 0.01
-            records = await run_phase(
-                session, load, load.requests, load.offsets, t0, stop, counters
-            )
+            records = await run_phase(client, load.requests, load.offsets, t0, stop, counters)
             cpu = cpu_seconds() - cpu0
     finally:
         reporter.cancel()
@@ -156,22 +148,18 @@ def _worker_main(conn: Connection, load: Load, stop: Any, shared: Any, slot: int
                 shared[2 * slot + 1] = counters.failed
                 await asyncio.sleep(0.2)
 
-        async with make_session(load.request_timeout_s) as session:
+        async with open_client(load) as client:
             conn.send(("ready",))
             kind, start = conn.recv()  # blocking is fine: nothing else runs yet
             if kind == "warmup":
-                await run_phase(
-                    session, _warmup_load(load), load.warmup, None, start, flag, Counters()
-                )
+                await run_phase(client, load.warmup, None, start, flag, Counters())
                 conn.send(("warm",))
                 kind, start = conn.recv()
             if kind != "measure":
                 return
             reporter = asyncio.ensure_future(report())
             cpu0 = cpu_seconds()
-            records = await run_phase(
-                session, load, load.requests, load.offsets, start, flag, counters
-            )
+            records = await run_phase(client, load.requests, load.offsets, start, flag, counters)
             cpu = cpu_seconds() - cpu0
             reporter.cancel()
             shared[2 * slot] = counters.done
