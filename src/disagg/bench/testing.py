@@ -121,6 +121,14 @@ class _Server:
         )
 
 
+def _content_length(head: bytes) -> int:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return 0
+
+
 def _read_request(body: bytes) -> tuple[int, int, bool]:
     """(max_tokens, prompt tokens, include_usage), without decoding token-id prompts."""
     at = body.find(b'"prompt":[')
@@ -143,7 +151,7 @@ def _read_request(body: bytes) -> tuple[int, int, bool]:
 class _Stream:
     """One streamed response, emitted chunk by chunk at absolute times."""
 
-    __slots__ = ("arrival", "chunk", "conn", "n_chunks", "sent", "tail")
+    __slots__ = ("arrival", "chunk", "conn", "head", "n_chunks", "sent", "tail")
 
     def __init__(self, conn: _Conn, chunk: bytes, n_chunks: int, tail: bytes) -> None:
         self.conn = conn
@@ -152,6 +160,7 @@ class _Stream:
         self.tail = tail
         self.sent = 0
         self.arrival = 0.0
+        self.head = b""
 
 
 class _Conn(asyncio.Protocol):
@@ -171,23 +180,24 @@ class _Conn(asyncio.Protocol):
         self.arrived = time.monotonic()  # the schedule counts from when the bytes came in
         self.buf += data
         while True:
-            head_end = self.buf.find(b"\r\n\r\n")
+            buf = self.buf
+            head_end = buf.find(b"\r\n\r\n")
             if head_end < 0:
                 return
-            head = self.buf[:head_end].decode("latin-1")
-            lines = head.split("\r\n")
-            length = 0
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value)
+            at = buf.find(b"\r\nContent-Length: ", 0, head_end)  # the common spelling first
+            if at >= 0:
+                line_end = buf.find(b"\r\n", at + 2)
+                length = int(buf[at + 18 : line_end if line_end >= 0 else head_end])
+            else:
+                length = _content_length(buf[:head_end])
             end = head_end + 4 + length
-            if len(self.buf) < end:
+            if len(buf) < end:
                 return
-            body = self.buf[head_end + 4 : end]
-            self.buf = self.buf[end:]
-            parts = lines[0].split(" ")
-            self.handle(parts[0], parts[1] if len(parts) > 1 else "/", body)
+            first = buf[: buf.find(b"\r\n")].split(b" ")
+            body = buf[head_end + 4 : end]
+            self.buf = buf[end:]
+            path = first[1].decode("latin-1") if len(first) > 1 else "/"
+            self.handle(first[0].decode("latin-1"), path, body)
 
     def write(self, data: bytes) -> None:
         if self.transport is not None:
@@ -216,12 +226,13 @@ class _Conn(asyncio.Protocol):
         n_chunks = -(-out_tokens // per)
         tail = server.usage(prompt_tokens, out_tokens) if (want_usage and config.usage) else b""
         tail += server.done
-        self.write(_STREAM_HEAD)
-        if kind == "chat":
-            self.write(server.role_chunk)
+        # the status line and headers leave with the first chunk: one write fewer per
+        # request while a burst of requests arrives (what the first token waits for)
+        head = _STREAM_HEAD + (server.role_chunk if kind == "chat" else b"")
         stream = _Stream(self, server.chunk[kind], n_chunks, tail)
+        stream.head = head
         if config.ttft_ms <= 0 and config.itl_ms <= 0 and not config.break_after_chunks:
-            self.write(stream.chunk * n_chunks + tail)
+            self.write(head + stream.chunk * n_chunks + tail)
             return
         stream.arrival = self.arrived
         self._schedule(stream)
@@ -261,10 +272,14 @@ class _Conn(asyncio.Protocol):
         server.late_sum += late
         server.late_count += 1
         stream.sent += 1
+        chunk = stream.chunk
+        if stream.head:
+            chunk = stream.head + chunk
+            stream.head = b""
         if stream.sent >= stream.n_chunks:
-            self.write(stream.chunk + stream.tail)
+            self.write(chunk + stream.tail)
             return
-        self.write(stream.chunk)
+        self.write(chunk)
         self._schedule(stream)
 
 

@@ -23,6 +23,11 @@ class Endpoint(StrEnum):
     CHAT = "chat"
 
 
+class Http(StrEnum):
+    FAST = "fast"
+    AIOHTTP = "aiohttp"
+
+
 class Arrival(StrEnum):
     CONSTANT = "constant"
     POISSON = "poisson"
@@ -152,6 +157,9 @@ def bench(
         float, typer.Option("--request-timeout", min=0.001, help="Longest silence per stream (s)")
     ] = 900.0,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    http: Annotated[
+        Http, typer.Option("--http", help="HTTP client on the hot path (aiohttp to cross-check)")
+    ] = Http.FAST,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the result summary as JSON")
     ] = False,
@@ -214,7 +222,7 @@ def bench(
         bench=plan,
         ctx=ctx,
         out_dir=out,
-        options=ClientOptions(workers=workers, request_timeout_s=request_timeout),
+        options=ClientOptions(workers=workers, request_timeout_s=request_timeout, http=http.value),
         quiet=quiet or as_json,
     )
     if as_json:
