@@ -15,7 +15,12 @@ disagg on aiohttp (`disagg-aio`), and with a naive single-process aiohttp client
 Client CPU is `getrusage` of the client's processes only (the server is separate).
 
     .venv/bin/python benchmarks/client.py            # full run, a few minutes
-    .venv/bin/python benchmarks/client.py --quick    # smaller request counts
+    .venv/bin/python benchmarks/client.py --quick    # fewer requests on the instant rows
+
+Fixed concurrency against a deterministic server keeps all streams in lockstep:
+every wave of requests reaches the single-threaded test server at once and queues
+there before it stamps arrival, which the client rightly sees as TTFT. The last
+row offers the same load with Poisson arrivals to separate that from client error.
 """
 
 from __future__ import annotations
@@ -67,8 +72,13 @@ def _server_stats(url: str) -> dict[str, Any]:
         return data
 
 
-def run_disagg(url: str, server: str, conc: int, n: int, workers: int, http: str) -> Row:
-    point = PointPlan(concurrency=conc, num_prompts=n, warmup_requests=conc)
+def run_disagg(
+    url: str, server: str, conc: int, n: int, workers: int, http: str, rate: float | None = None
+) -> Row:
+    if rate is None:
+        point = PointPlan(concurrency=conc, num_prompts=n, warmup_requests=conc)
+    else:  # Poisson arrivals, no cap: about `conc` in flight without lockstep waves
+        point = PointPlan(request_rate=rate, num_prompts=n, warmup_requests=conc)
     bench = BenchPlan(model_name="m", isl=ISL, osl=OSL, points=[point])
     ctx = PointContext("bench", point, 0, 0, False, simulated=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -175,7 +185,7 @@ def run_naive(url: str, server: str, conc: int, n: int) -> Row:
 
 def _print_header() -> None:
     head = (
-        f"{'client':<14} {'server':<9} {'conc':>5} {'reqs':>6} {'fail':>4} {'req/s':>8} "
+        f"{'client':<22} {'server':<9} {'conc':>5} {'reqs':>6} {'fail':>4} {'req/s':>8} "
         f"{'out tok/s':>10} {'cpu ms/req':>10} {'TTFT p50':>9} {'TPOT p50':>9} "
         f"{'ITL p50':>8} {'ITL p99':>8} {'srv late':>8}"
     )
@@ -189,7 +199,7 @@ def _print_row(r: Row) -> None:
     tpot = f"{r.tpot_ms - ITL_MS:+.3f}" if timing else f"{r.tpot_ms:.3f}"
     itl = f"{r.itl_p50_ms - ITL_MS:+.2f}" if timing else f"{r.itl_p50_ms:.2f}"
     print(
-        f"{r.client:<14} {r.server:<9} {r.concurrency:>5} {r.requests:>6} {r.failed:>4} "
+        f"{r.client:<22} {r.server:<9} {r.concurrency:>5} {r.requests:>6} {r.failed:>4} "
         f"{r.req_s:>8.1f} {r.tok_s:>10.0f} {r.cpu_ms_per_req:>10.3f} {ttft:>9} {tpot:>9} "
         f"{itl:>8} {r.itl_p99_ms:>8.2f} {r.server_late_ms:>8.2f}",
         flush=True,
@@ -208,21 +218,28 @@ def main() -> None:
     rows: list[Row] = []
     print("instant server (64 tokens/request): latency columns are absolute ms")
     print("50/10ms server: TTFT/TPOT/ITL p50 columns are errors against the truth (ms)\n")
-    plan: list[tuple[str, ServerConfig, int, int]] = []
+    plan: list[tuple[str, ServerConfig, int, int, float | None]] = []
     for conc in (64, 512, 2048):
-        plan.append(("instant", ServerConfig(), conc, int(max(5000, 5 * conc) * scale)))
+        plan.append(("instant", ServerConfig(), conc, int(max(5000, 5 * conc) * scale), None))
+    timed = ServerConfig(ttft_ms=TTFT_MS, itl_ms=ITL_MS)
     for conc in (16, 256, 1024):
         n = max(3 * conc, 200)  # three waves at least: timing rows are not shortened
-        plan.append(("50/10ms", ServerConfig(ttft_ms=TTFT_MS, itl_ms=ITL_MS), conc, n))
+        plan.append(("50/10ms", timed, conc, n, None))
+    # the same load as concurrency 256 (~370 req/s) but Poisson: no lockstep bursts
+    plan.append(("50/10ms", timed, 256, 768, 256 / (TTFT_MS + (OSL - 1) * ITL_MS) * 1000))
     _print_header()
-    for server_name, config, conc, n in plan:
-        clients = ["fast", "aiohttp"] + ([] if args.no_naive else ["naive"])
+    for server_name, config, conc, n, rate in plan:
+        clients = ["fast", "aiohttp"]
+        if not args.no_naive and rate is None:
+            clients.append("naive")
         for client in clients:
             with serve_in_subprocess(config) as url:
                 if client == "naive":
                     row = run_naive(url, server_name, conc, n)
                 else:
-                    row = run_disagg(url, server_name, conc, n, args.workers, client)
+                    row = run_disagg(url, server_name, conc, n, args.workers, client, rate)
+                if rate is not None:
+                    row.client += " poisson"
                 if server_name != "instant":
                     row.server_late_ms = float(_server_stats(url)["first_chunk_lateness_ms"])
             rows.append(row)

@@ -99,8 +99,9 @@ class PromptFactory:
         low, high = DEFAULT_ID_RANGE
         if settings.tokenizer is not None:
             self.tokenizer = load_tokenizer(settings.tokenizer)
-            high = max(low + 1, min(high, int(self.tokenizer.get_vocab_size()) - 256))
-            low = min(low, high - 1)
+            vocab = int(self.tokenizer.get_vocab_size())
+            # keep clear of special tokens, which sit at the ends of most vocabularies
+            low, high = (min(low, vocab // 4), vocab - 256) if vocab > 2048 else (0, vocab)
         elif settings.endpoint == "chat" or settings.chat_template:
             raise DisaggError(
                 "text prompts (the chat endpoint or --chat-template) need a tokenizer",
