@@ -57,10 +57,14 @@ class Execution:
 
 
 def auto_workers(load: Load) -> int:
-    """1 (in-process) up to 256 streams, then one process per 256 streams, at most the CPUs."""
+    """1 (in-process) up to 256 streams, then one process per 256 streams, at most the CPUs.
+
+    An uncapped rate point has no stream count: its rate stands in for it (requests
+    lasting about a second keep `rate` of them in flight).
+    """
     streams = load.concurrency or 0
-    if streams == 0 and load.offsets:
-        streams = len(load.offsets)  # uncapped rate: in-flight count unknown, assume the worst
+    if streams == 0 and load.offsets and len(load.offsets) > 1 and load.offsets[-1] > 0:
+        streams = math.ceil(len(load.offsets) / load.offsets[-1])
     wanted = math.ceil(streams / STREAMS_PER_WORKER) if streams > STREAMS_PER_WORKER else 1
     return max(1, min(wanted, os.cpu_count() or 1))
 
