@@ -1,4 +1,4 @@
-"""Shared helpers: a bench plan builder and a point runner against the local test server."""
+"""Shared test code: a bench plan builder and a point runner against the local test server."""
 
 from __future__ import annotations
 
