@@ -33,6 +33,7 @@ def measure(
     stop: threading.Event | None = None,
     gpus: tuple[int, int] = (1, 2),
     http: str = "fast",
+    detailed: bool = False,
 ) -> PointRun:
     ctx = PointContext(
         run_name="t",
@@ -47,7 +48,12 @@ def measure(
         bench=bench,
         ctx=ctx,
         out_dir=out,
-        options=ClientOptions(workers=workers, request_timeout_s=timeout_s, http=http),  # type: ignore[arg-type]
+        options=ClientOptions(
+            workers=workers,
+            request_timeout_s=timeout_s,
+            http=http,  # type: ignore[arg-type]
+            save_detailed=detailed,
+        ),
         quiet=True,
         stop=stop,
     )

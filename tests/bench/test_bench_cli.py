@@ -45,7 +45,7 @@ def test_invalid_point_exits_1_and_names_the_reason(tmp_path: Path) -> None:
     [
         ((), "give --concurrency"),
         (("--concurrency", "2", "--slo", "ttft=fast"), "--slo"),
-        (("--concurrency", "2", "--endpoint", "chat"), "need a tokenizer"),
+        (("--concurrency", "2", "--chat-template"), "needs a tokenizer"),
     ],
 )
 def test_bad_input_exits_2_without_traceback(

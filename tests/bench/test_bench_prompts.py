@@ -65,8 +65,32 @@ def test_chat_endpoint_end_to_end(tokenizer_dir: Path, out: Path) -> None:
     assert r["output_lens"] == [16] * 16  # the role chunk with empty content is not a token
 
 
-def test_text_prompts_without_a_tokenizer_are_a_user_error() -> None:
-    with pytest.raises(DisaggError, match="need a tokenizer"):
-        PromptFactory(PromptSettings(model="m", isl=8, osl=8, endpoint="chat"))
+def test_a_chat_template_without_a_tokenizer_is_a_user_error() -> None:
+    with pytest.raises(DisaggError, match="needs a tokenizer"):
+        PromptFactory(PromptSettings(model="m", isl=8, osl=8, chat_template=True))
     with pytest.raises(DisaggError, match=r"no tokenizer\.json"):
         PromptFactory(PromptSettings(model="m", isl=8, osl=8, tokenizer="/nonexistent"))
+
+
+@pytest.mark.parametrize(
+    ("settings", "where"),
+    [
+        (PromptSettings(model="m", isl=300, osl=8, prompt_format="text"), "prompt"),
+        (PromptSettings(model="m", isl=300, osl=8, endpoint="chat"), "messages"),
+    ],
+)
+def test_text_prompts_without_a_tokenizer_are_synthetic_words(
+    settings: PromptSettings, where: str
+) -> None:
+    """Behind the sglang-router prompts must be text; without a tokenizer each word is a token."""
+    specs = PromptFactory(settings).build(5)
+    texts = []
+    for spec in specs:
+        body = json.loads(spec.body)
+        text = body["prompt"] if where == "prompt" else body["messages"][0]["content"]
+        assert isinstance(text, str)
+        words = text.split(" ")
+        assert len(words) == 300
+        assert all(1 <= len(word) <= 3 and word.isalpha() for word in words)
+        texts.append(text)
+    assert len(set(texts)) == 5  # different prompts, so no prefix cache hides prefill cost

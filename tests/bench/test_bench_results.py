@@ -18,9 +18,9 @@ VLLM_FIELDS = {
     "date", "backend", "model_id", "tokenizer_id", "num_prompts", "request_rate",
     "burstiness", "max_concurrency", "duration", "completed", "failed",
     "total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput",
-    "output_throughput", "total_token_throughput", "input_lens", "output_lens", "ttfts",
-    "itls", "errors",
+    "output_throughput", "total_token_throughput",
 }  # fmt: skip
+DETAILED_FIELDS = {"input_lens", "output_lens", "ttfts", "itls", "errors"}  # --save-detailed
 INFERENCEX_FIELDS = {
     "tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu", "conc", "isl", "osl",
     "num_prefill_gpu", "num_decode_gpu", "disagg",
@@ -39,9 +39,13 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, obje
 def test_fields_follow_vllm_inferencex_and_disagg_names(
     good: tuple[Path, dict[str, object]],
 ) -> None:
-    _, r = good
+    path, r = good
     missing = (VLLM_FIELDS | INFERENCEX_FIELDS | DISAGG_FIELDS) - set(r)
     assert not missing
+    # as in vLLM without --save-detailed: per-request lists live in the .jsonl only
+    assert not DETAILED_FIELDS & set(r)
+    lines = path.with_suffix(".jsonl").read_text().splitlines()
+    assert len(lines) == 12 and all(json.loads(line)["itls_ms"] for line in lines)
     for metric in ("ttft", "tpot", "itl", "e2el"):
         for stat in ("mean", "median", "std", "p90", "p95", "p99"):
             assert isinstance(r[f"{stat}_{metric}_ms"], float)
@@ -100,7 +104,8 @@ def test_invalid_point_is_written_but_never_resumed(out: Path) -> None:
         bad = measure(url, bench, out)
     data = json.loads(bad.path.read_text())
     assert data["valid"] is False and data["invalid_reason"]
-    assert all(e.startswith("HTTP 500") for e in data["errors"])
+    assert data["error_counts"] and all(e.startswith("HTTP 500") for e in data["error_counts"])
+    assert sum(data["error_counts"].values()) == 8
     assert existing_valid_result(out, point) is None
     with serve_in_subprocess(ServerConfig()) as url:
         good = measure(url, bench, out)
@@ -109,3 +114,11 @@ def test_invalid_point_is_written_but_never_resumed(out: Path) -> None:
     # a different prompt count or point is not the same measurement
     assert existing_valid_result(out, PointPlan(concurrency=4, num_prompts=9)) is None
     assert existing_valid_result(out, PointPlan(concurrency=8, num_prompts=8)) is None
+
+
+def test_save_detailed_keeps_per_request_lists(tmp_path: Path) -> None:
+    with serve_in_subprocess(ServerConfig(ttft_ms=2, itl_ms=1)) as url:
+        run = measure(url, plan(concurrency=2, num_prompts=4), tmp_path, detailed=True)
+    data = json.loads(run.path.read_text())
+    assert set(data) >= DETAILED_FIELDS
+    assert len(data["itls"]) == 4 and data["errors"] == [""] * 4

@@ -1,9 +1,12 @@
 """Synthetic prompts with exact lengths, and the request bodies built from them.
 
-By default a prompt is a list of random token ids: `/v1/completions` accepts token
-ids, so the server sees exactly `isl` tokens and no tokenizer is needed. Text
-prompts (the chat endpoint, or `--chat-template`) need a tokenizer: random ids are
-decoded to text and re-encoded until the text has the wanted token count.
+A prompt is either a list of random token ids (`/v1/completions` on SGLang and vLLM
+accepts them: the server sees exactly `isl` tokens and no tokenizer is needed) or
+text. Text is needed for the chat endpoint, chat templates and the sglang-router
+(which rejects token-id prompts). With a tokenizer, random ids are decoded to text
+and re-encoded until the text has the wanted token count; without one, the text is
+`isl` short common words, one token each in the usual BPE vocabularies (exact for
+the simulated engine, close for real ones).
 Bodies are serialised once, before the measured window, so the hot path only sends bytes.
 """
 
@@ -22,6 +25,17 @@ from disagg.errors import DisaggError
 # Ids every common vocabulary (>= 32k entries) has, away from special tokens at the ends.
 DEFAULT_ID_RANGE = (1000, 30000)
 
+# Words of at most three letters: with their leading space each is a single token in
+# common BPE vocabularies, and at most four characters, so a server that can only
+# estimate (words, or characters / 4) counts exactly one token per word.
+_WORDS = """
+the of and to in is it on at by we he be as or an do go so up if no my me us am oh ox
+ax ah hi ha yes not but for you all any can had her was one our out day get has him his
+how man new now old see two way who boy did its let put say she too use sun sea sky red
+big top run cat dog car bus sit cup pen box
+"""
+SYNTHETIC_WORDS = tuple(" " + word for word in _WORDS.split())
+
 
 @dataclass(frozen=True)
 class PromptSettings:
@@ -36,6 +50,7 @@ class PromptSettings:
     chat_template: bool = False
     ignore_eos: bool = True
     seed: int = 0
+    prompt_format: str = "token_ids"  # or "text"
 
 
 def load_tokenizer(path: str) -> Any:
@@ -74,6 +89,10 @@ def _random_ids(rng: random.Random, length: int, low: int, high: int) -> list[in
     return rng.choices(range(low, high), k=length)
 
 
+def _synthetic_text(rng: random.Random, length: int) -> str:
+    return "".join(rng.choices(SYNTHETIC_WORDS, k=length)).lstrip()
+
+
 def _text_of_length(tokenizer: Any, rng: random.Random, length: int, low: int, high: int) -> str:
     """Text that re-encodes to `length` tokens (or as close as a few rounds get)."""
     ids = _random_ids(rng, length, low, high)
@@ -102,11 +121,14 @@ class PromptFactory:
             vocab = int(self.tokenizer.get_vocab_size())
             # keep clear of special tokens, which sit at the ends of most vocabularies
             low, high = (min(low, vocab // 4), vocab - 256) if vocab > 2048 else (0, vocab)
-        elif settings.endpoint == "chat" or settings.chat_template:
+        elif settings.chat_template:
             raise DisaggError(
-                "text prompts (the chat endpoint or --chat-template) need a tokenizer",
-                hint="pass --tokenizer MODEL_DIR (a directory with tokenizer.json)",
+                "--chat-template needs a tokenizer (the template is in tokenizer_config.json)",
+                hint="pass --tokenizer MODEL_DIR, or use --endpoint chat to let the server "
+                "apply its template",
             )
+        if settings.prompt_format not in ("token_ids", "text"):
+            raise DisaggError(f"unknown prompt format {settings.prompt_format!r}")
         self.id_range = (low, high)
         self.template = _chat_template(settings.tokenizer) if settings.chat_template else None
 
@@ -122,12 +144,12 @@ class PromptFactory:
         low, high = self.id_range
         body: dict[str, Any] = {"model": s.model}
         if s.endpoint == "chat":
-            text = _text_of_length(self.tokenizer, rng, isl, low, high)
-            body["messages"] = [{"role": "user", "content": text}]
+            body["messages"] = [{"role": "user", "content": self._text(rng, isl)}]
             body["max_completion_tokens"] = osl
-        elif self.tokenizer is not None and self.template is not None:
-            text = _text_of_length(self.tokenizer, rng, isl, low, high)
-            body["prompt"] = self.template(text)
+        elif self.template is not None:
+            body["prompt"] = self.template(self._text(rng, isl))
+        elif s.prompt_format == "text":
+            body["prompt"] = self._text(rng, isl)
         else:
             body["prompt"] = _random_ids(rng, isl, low, high)
         body["max_tokens"] = osl
@@ -138,6 +160,12 @@ class PromptFactory:
             body["ignore_eos"] = True
         data = json.dumps(body, separators=(",", ":")).encode()
         return RequestSpec(index=index, body=data, input_len=isl, output_len=osl)
+
+    def _text(self, rng: random.Random, length: int) -> str:
+        if self.tokenizer is None:
+            return _synthetic_text(rng, length)
+        low, high = self.id_range
+        return _text_of_length(self.tokenizer, rng, length, low, high)
 
 
 def _chat_template(path: str | None) -> Any:

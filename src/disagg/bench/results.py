@@ -194,18 +194,41 @@ def build_result(
     return result
 
 
+# Per-request lists: in the point JSON only with `save_detailed` (as vLLM does), since
+# `itls` alone grows with prompts x output length (tens of MB per point at ISL/OSL 8k/1k);
+# the `.jsonl` next to each point always has every request.
+DETAILED_FIELDS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
+
+
+def error_counts(errors: Sequence[str]) -> dict[str, int]:
+    """Distinct error messages (first 200 characters) and how often each occurred."""
+    counts: dict[str, int] = {}
+    for error in errors:
+        if error:
+            key = error[:200]
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
 def write_point(
     out_dir: Path,
     stem: str,
     result: dict[str, Any],
     records: Sequence[RequestRecord],
     origin: float,
+    *,
+    detailed: bool = False,
 ) -> Path:
     """Write `{stem}.jsonl` (one request a line) then `{stem}.json`; return the JSON path."""
     lines = "".join(json.dumps(r.to_json(origin), separators=(",", ":")) + "\n" for r in records)
     write_text(out_dir / f"{stem}.jsonl", lines)
     path = out_dir / f"{stem}.json"
-    write_json(path, result)
+    written = dict(result)
+    written["error_counts"] = error_counts(result.get("errors", []))
+    if not detailed:
+        for name in DETAILED_FIELDS:
+            written.pop(name, None)
+    write_json(path, written)
     return path
 
 

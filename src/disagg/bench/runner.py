@@ -24,6 +24,7 @@ class ClientOptions:
     workers: int = 0  # 0 = automatic (in-process up to 256 streams)
     request_timeout_s: float = 900.0  # longest silence on one stream before it fails
     http: Literal["fast", "aiohttp"] = "fast"  # the HTTP implementation on the hot path
+    save_detailed: bool = False  # keep per-request lists in the point JSON too (vLLM's flag)
 
 
 @dataclass
@@ -63,6 +64,7 @@ def build_load(base_url: str, bench: BenchPlan, point: PointPlan, options: Clien
             chat_template=bench.use_chat_template,
             ignore_eos=bench.ignore_eos,
             seed=bench.seed,
+            prompt_format=bench.prompt_format,
         )
     )
     offsets = None
@@ -120,7 +122,9 @@ def run_point(
         invalid_reason=reason,
         extra=extra,
     )
-    path = write_point(out_dir, result_stem(ctx), result, run.records, run.t0)
+    path = write_point(
+        out_dir, result_stem(ctx), result, run.records, run.t0, detailed=options.save_detailed
+    )
     return PointRun(path=path, result=result)
 
 

@@ -132,6 +132,20 @@ def bench(
     chat_template: Annotated[
         bool, typer.Option("--chat-template", help="Wrap prompts in the model's chat template")
     ] = False,
+    save_detailed: Annotated[
+        bool,
+        typer.Option(
+            "--save-detailed",
+            help="Also keep per-request lists (ttfts, itls, ...) in the point JSON",
+        ),
+    ] = False,
+    text_prompts: Annotated[
+        bool,
+        typer.Option(
+            "--text-prompts/--token-id-prompts",
+            help="Completions prompts as text (needed behind the sglang-router) or token ids",
+        ),
+    ] = False,
     ignore_eos: Annotated[bool, typer.Option("--ignore-eos/--no-ignore-eos")] = True,
     range_ratio: Annotated[
         float, typer.Option("--range-ratio", min=0.0, max=0.99, help="Length spread +-ratio")
@@ -200,6 +214,7 @@ def bench(
             ignore_eos=ignore_eos,
             use_chat_template=chat_template,
             tokenizer=tokenizer,
+            prompt_format="text" if text_prompts else "token_ids",
             arrival=arrival.value,
             burstiness=burstiness,
             max_failure_ratio=max_failure_ratio,
@@ -222,7 +237,12 @@ def bench(
         bench=plan,
         ctx=ctx,
         out_dir=out,
-        options=ClientOptions(workers=workers, request_timeout_s=request_timeout, http=http.value),
+        options=ClientOptions(
+            workers=workers,
+            request_timeout_s=request_timeout,
+            http=http.value,
+            save_detailed=save_detailed,
+        ),
         quiet=quiet or as_json,
     )
     if as_json:

@@ -100,6 +100,9 @@ class BenchPlan(_Strict):
     """The load generator's settings shared by every point of the run."""
 
     endpoint: Literal["completions", "chat"] = "completions"
+    # The sglang-router accepts only text prompts (token-id lists get HTTP 422), so
+    # plans send text: exact-length with a tokenizer, synthetic words without one.
+    prompt_format: Literal["text", "token_ids"] = "text"
     model_name: str
     isl: int
     osl: int

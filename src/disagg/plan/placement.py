@@ -356,7 +356,10 @@ class _Placer:
             isl=b.isl or 0,
             osl=b.osl or 0,
             random_range_ratio=b.random_range_ratio or 0.0,
-            use_chat_template=bool(b.use_chat_template),
+            # Without a tokenizer (the simulated engine) the chat endpoint stands in for
+            # a client-side chat template: the server applies its own.
+            endpoint="chat" if b.use_chat_template and self.simulated else "completions",
+            use_chat_template=bool(b.use_chat_template) and not self.simulated,
             tokenizer=None if self.simulated else "${model.path}",
             arrival="poisson" if rate is not None else "constant",
             slo=slo,
