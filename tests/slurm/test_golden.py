@@ -8,39 +8,16 @@ them and review the diff:
 
 from __future__ import annotations
 
-import difflib
-import os
-import shlex
-from pathlib import Path
-
 import pytest
 
 from disagg.errors import DisaggError
-from disagg.launch.bindings import build_bindings, render_task
 from disagg.launch.sbatch import render
-from disagg.launch.srun import srun_argv, step_name
 from disagg.plan.model import Plan, SlurmPlan
 
 from .conftest import one_p_two_d_plan
+from .golden_support import RUN_DIR, check_golden, srun_lines
 
-GOLDEN = Path(__file__).parent / "golden"
-RUN_DIR = Path("/shared/runs/sim 1p2d/base-20250101T000000Z")
 PYTHON = "/opt/disagg/.venv/bin/python"
-NODES = ["gpu-a01", "gpu-a02", "gpu-b17"]
-
-
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("DISAGG_UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    recorded = path.read_text()
-    if recorded != text:
-        diff = "".join(
-            difflib.unified_diff(
-                recorded.splitlines(True), text.splitlines(True), str(path), "rendered"
-            )
-        )
-        pytest.fail(f"{name} differs from the recorded file:\n{diff}")
 
 
 def cluster_plan(**slurm: object) -> Plan:
@@ -59,40 +36,6 @@ def cluster_plan(**slurm: object) -> Plan:
     return one_p_two_d_plan(
         slurm=SlurmPlan.model_validate(defaults), argv_prefix=[PYTHON, "-m", "disagg"]
     )
-
-
-def srun_lines(plan: Plan) -> str:
-    """What the orchestrator would start for every task, with fixed ports and addresses."""
-    ports = {
-        role.name: {f"{p}_port": 30000 + 10 * i + j for j, p in enumerate(role.ports)}
-        for i, role in enumerate(plan.roles)
-    }
-    bindings = build_bindings(
-        plan,
-        addresses=[f"10.0.0.{i + 1}" for i in range(len(NODES))],
-        ports=ports,
-        model_path="sim/tiny-model",
-        draft_path="",
-        run_dir=RUN_DIR,
-    )
-    lines = []
-    for role in plan.roles:
-        if not role.argv:
-            continue
-        for rank in role.node_ranks:
-            argv, env = render_task(plan, role, rank, bindings)
-            cmd = srun_argv(
-                job_id="4242",
-                node=NODES[rank],
-                name=step_name(role.name, rank),
-                argv=argv,
-                env=env,
-                slurm=plan.slurm,
-                container_image=role.container_image,
-                container_env=list(env),
-            )
-            lines.append(shlex.join(cmd))
-    return "\n".join(lines) + "\n"
 
 
 def test_job_sbatch_gres_exclusive() -> None:

@@ -25,10 +25,11 @@ def build_bindings(
     model_path: str,
     draft_path: str,
     run_dir: Path,
+    python: str = sys.executable,
 ) -> Bindings:
     bindings: Bindings = {
         "model": {"path": model_path, "draft": draft_path},
-        "run": {"dir": str(run_dir), "python": sys.executable},
+        "run": {"dir": str(run_dir), "python": python},
     }
     for role in plan.roles:
         host = addresses[role.node_ranks[0] if role.node_ranks else 0]
