@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from slurm.golden_support import check_golden, srun_lines
 
 from disagg.commands.recipes import plans_for
 from disagg.launch.sbatch import render
+from slurm.golden_support import check_golden, srun_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY = ROOT / "examples" / "mi355x" / "dsr1-fp4-disagg.yaml"

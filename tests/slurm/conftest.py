@@ -1,21 +1,14 @@
 """Fixtures for the Slurm tests: the local cluster started by scripts/slurm-up, and plans.
 
-Tests marked `slurm` use the `slurm_cluster` fixture; it skips them (with the
-reason) when `sinfo` cannot reach a cluster. The rig's config is found through
-SLURM_CONF, which the fixture points at the rig's directory when it exists there.
+Tests marked `slurm` use the `slurm_cluster` fixture from tests/conftest.py.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from disagg.plan.model import (
     BenchPlan,
@@ -28,32 +21,7 @@ from disagg.plan.model import (
     StagingPlan,
 )
 
-RIG_DIR = Path(os.environ.get("DISAGG_SLURM_DIR", "/tmp/disagg-slurm"))
-RIG_CONF = RIG_DIR / "etc" / "slurm.conf"
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def slurm_cluster() -> Iterator[list[str]]:
-    """The rig's node names; skips when no Slurm answers."""
-    if not os.environ.get("SLURM_CONF") and RIG_CONF.is_file():
-        os.environ["SLURM_CONF"] = str(RIG_CONF)
-    if shutil.which("sinfo") is None:
-        pytest.skip("Slurm client commands are not installed: run scripts/slurm-up")
-    try:
-        out = subprocess.run(
-            ["sinfo", "-h", "-N", "-o", "%N %t"],
-            capture_output=True,
-            text=True,
-            timeout=15,
-            check=True,
-        ).stdout
-    except (subprocess.SubprocessError, OSError) as exc:
-        pytest.skip(f"sinfo cannot reach a Slurm cluster ({exc}): run scripts/slurm-up")
-    nodes = sorted({line.split()[0] for line in out.splitlines() if line.strip()})
-    if len(nodes) < 3:
-        pytest.skip(f"the local Slurm needs 3 nodes, sinfo lists {nodes}: run scripts/slurm-up")
-    yield nodes
 
 
 def job_state(job_id: str) -> str:

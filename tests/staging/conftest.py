@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,29 +49,7 @@ def hf_env(tmp_path: Path, hub: HubServer, monkeypatch: pytest.MonkeyPatch) -> d
     return env
 
 
-SLURM_RIG_CONF = (
-    Path(os.environ.get("DISAGG_SLURM_DIR", "/tmp/disagg-slurm")) / "etc" / "slurm.conf"
-)
-
-
 @pytest.fixture(scope="session")
-def slurm_nodes() -> list[str]:
-    """Node names of the local Slurm (scripts/slurm-up); skips with the reason when unreachable."""
-    if not os.environ.get("SLURM_CONF") and SLURM_RIG_CONF.is_file():
-        os.environ["SLURM_CONF"] = str(SLURM_RIG_CONF)
-    if shutil.which("sinfo") is None:
-        pytest.skip("Slurm client commands are not installed: run scripts/slurm-up")
-    try:
-        out = subprocess.run(
-            ["sinfo", "-h", "-N", "-o", "%N"],
-            capture_output=True,
-            text=True,
-            timeout=15,
-            check=True,
-        ).stdout
-    except (subprocess.SubprocessError, OSError) as exc:
-        pytest.skip(f"sinfo cannot reach a Slurm cluster ({exc}): run scripts/slurm-up")
-    nodes = sorted({line.strip() for line in out.splitlines() if line.strip()})
-    if len(nodes) < 2:
-        pytest.skip(f"these tests need 2 Slurm nodes, sinfo lists {nodes}: run scripts/slurm-up")
-    return nodes
+def slurm_nodes(slurm_cluster: list[str]) -> list[str]:
+    """Node names of the local Slurm (see tests/conftest.py)."""
+    return slurm_cluster

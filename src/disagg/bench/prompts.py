@@ -44,7 +44,7 @@ class PromptSettings:
     model: str
     isl: int
     osl: int
-    range_ratio: float = 0.0
+    range_ratio: float = 1.0  # lengths uniform in [ratio * n, n]; 1 = exact
     endpoint: str = "completions"  # or "chat"
     tokenizer: str | None = None
     chat_template: bool = False
@@ -77,12 +77,18 @@ def load_tokenizer(path: str) -> Any:
 
 
 def _lengths(rng: random.Random, mean: int, ratio: float, count: int) -> list[int]:
-    """Uniform integer lengths in [mean*(1-ratio), mean*(1+ratio)], at least 1."""
-    if not 0.0 <= ratio < 1.0:
-        raise DisaggError(f"range ratio must be in [0, 1), got {ratio:g}")
-    low = max(1, round(mean * (1 - ratio)))
-    high = max(low, round(mean * (1 + ratio)))
-    return [rng.randint(low, high) for _ in range(count)]
+    """Integer lengths uniform in [n * ratio, n], at least 1 (sa-bench's random dataset).
+
+    This is the meaning `random_range_ratio` has in the recipes users already have
+    (srt-slurm's sa-bench, InferenceX): 1.0 pins every request to exactly n tokens.
+    """
+    if not 0.0 <= ratio <= 1.0:
+        raise DisaggError(
+            f"range ratio must be in [0, 1], got {ratio:g}",
+            hint="lengths are drawn from [ratio * n, n]; 1 means exactly n",
+        )
+    low = max(1, round(mean * ratio))
+    return [rng.randint(low, mean) for _ in range(count)]
 
 
 def _random_ids(rng: random.Random, length: int, low: int, high: int) -> list[int]:

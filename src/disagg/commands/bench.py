@@ -148,8 +148,14 @@ def bench(
     ] = False,
     ignore_eos: Annotated[bool, typer.Option("--ignore-eos/--no-ignore-eos")] = True,
     range_ratio: Annotated[
-        float, typer.Option("--range-ratio", min=0.0, max=0.99, help="Length spread +-ratio")
-    ] = 0.0,
+        float,
+        typer.Option(
+            "--range-ratio",
+            min=0.0,
+            max=1.0,
+            help="Lengths uniform in [ratio*N, N] as in sa-bench; 1 = exact",
+        ),
+    ] = 1.0,
     arrival: Annotated[Arrival, typer.Option("--arrival")] = Arrival.POISSON,
     burstiness: Annotated[float, typer.Option("--burstiness", help="Gamma shape")] = 1.0,
     warmup: Annotated[int, typer.Option("--warmup", min=0, help="Unmeasured requests first")] = 0,

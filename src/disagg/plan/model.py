@@ -106,7 +106,9 @@ class BenchPlan(_Strict):
     model_name: str
     isl: int
     osl: int
-    random_range_ratio: float = 0.0
+    # As sa-bench and InferenceX (and so the recipe corpus): lengths are uniform in
+    # [ratio * isl, isl]; 1.0 means every request has exactly isl/osl tokens.
+    random_range_ratio: float = Field(default=1.0, ge=0.0, le=1.0)
     ignore_eos: bool = True
     use_chat_template: bool = False
     tokenizer: str | None = None  # path or `${model.path}`; needed for chat templates

@@ -355,7 +355,7 @@ class _Placer:
             model_name=self.served_name(model),
             isl=b.isl or 0,
             osl=b.osl or 0,
-            random_range_ratio=b.random_range_ratio or 0.0,
+            random_range_ratio=1.0 if b.random_range_ratio is None else b.random_range_ratio,
             # Without a tokenizer (the simulated engine) the chat endpoint stands in for
             # a client-side chat template: the server applies its own.
             endpoint="chat" if b.use_chat_template and self.simulated else "completions",

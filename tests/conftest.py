@@ -1,0 +1,49 @@
+"""Fixtures shared by every test area: the local multi-node Slurm started by scripts/slurm-up.
+
+Tests that need Slurm take the `slurm_cluster` fixture. On a machine without the
+rig they are skipped with the reason; under the test command (scripts/test sets
+DISAGG_REQUIRE_SLURM=1 after starting the rig) an unreachable cluster is a failure,
+so a broken rig can never turn the Slurm tests into silent skips.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+RIG_DIR = Path(os.environ.get("DISAGG_SLURM_DIR", "/tmp/disagg-slurm"))
+RIG_CONF = RIG_DIR / "etc" / "slurm.conf"
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("DISAGG_REQUIRE_SLURM") == "1":
+        pytest.fail(f"the local Slurm is required but {reason}", pytrace=False)
+    pytest.skip(f"{reason}: run scripts/slurm-up")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[list[str]]:
+    """The rig's node names (three nodes, eight GRES GPUs each)."""
+    if not os.environ.get("SLURM_CONF") and RIG_CONF.is_file():
+        os.environ["SLURM_CONF"] = str(RIG_CONF)
+    if shutil.which("sinfo") is None:
+        _unavailable("Slurm client commands are not installed")
+    try:
+        out = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %t"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=True,
+        ).stdout
+    except (subprocess.SubprocessError, OSError) as exc:
+        _unavailable(f"sinfo cannot reach a Slurm cluster ({exc})")
+    nodes = sorted({line.split()[0] for line in out.splitlines() if line.strip()})
+    if len(nodes) < 3:
+        _unavailable(f"the local Slurm needs 3 nodes, sinfo lists {nodes}")
+    yield nodes
