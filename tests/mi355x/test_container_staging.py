@@ -144,3 +144,20 @@ def test_a_non_squashfs_file_at_the_target_is_refused(tmp_path: Path) -> None:
     target.write_text("not an image")
     with pytest.raises(DisaggError, match="is not a squashfs image"):
         ensure_container(spec, log=lambda line: None)
+
+
+def test_submit_preflight_accepts_an_importable_image_and_refuses_an_unknown_one() -> None:
+    from disagg.commands.recipes import plans_for
+    from disagg.launch.slurm_preflight import check_containers
+
+    root = Path(__file__).resolve().parents[2]
+    [plan] = plans_for(
+        [f"{root}/examples/mi355x/dsr1-fp4-disagg.yaml:override_stp_1p1d_tp8"],
+        root / "examples" / "clusters" / "mi355x.yaml",
+    )
+    importable = check_containers(plan)
+    assert importable.errors == []
+    assert "the job imports it from docker://rocm/sgl-dev" in importable.warnings[0]
+    plan.staging.containers = []  # a squashfs path the profile gives no source for
+    missing = check_containers(plan)
+    assert missing.errors == [f"container image {plan.slurm.container_image} does not exist"]

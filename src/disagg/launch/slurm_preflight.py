@@ -77,9 +77,17 @@ def check_containers(plan: Plan) -> Preflight:
     if not plan.slurm.pyxis:
         return result
     images = {plan.slurm.container_image, *(role.container_image for role in plan.roles)}
+    importable = {c.squashfs: c.image for c in plan.staging.containers}
     for image in sorted(i for i in images if i):
         looks_like_file = image.startswith(("/", "./", "../")) or image.endswith(".sqsh")
-        if looks_like_file and not Path(image).is_file():
+        if not looks_like_file or Path(image).is_file():
+            continue
+        if image in importable:
+            result.warnings.append(
+                f"container image {image} does not exist yet: the job imports it from "
+                f"{importable[image]} first (`disagg stage` does it now, outside GPU time)"
+            )
+        else:
             result.errors.append(f"container image {image} does not exist")
     return result
 
