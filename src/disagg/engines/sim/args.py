@@ -21,14 +21,15 @@ Mode = Literal["prefill", "decode", "aggregated"]
 class SimConstants:
     """Model constants (the `--sim-*` flags). Defaults give realistic shapes, fast runs."""
 
-    # A small, fast model on a fast GPU: a 1024-token prompt prefills in ~6 ms, batch 1
-    # decodes at ~480 tokens/s and batch 64 at ~190 tokens/s per user, so an example
-    # sweep (ISL 1024, OSL 128, concurrency 1..64, a few hundred requests) takes seconds.
-    prefill_us_per_token: float = 5.0  # one GPU
-    prefill_base_ms: float = 1.0  # fixed cost of one prefill forward pass
-    decode_base_ms: float = 2.0  # one decode step at batch 1 (reading the weights)
-    decode_ms_per_seq: float = 0.04  # extra step time per running sequence
-    decode_us_per_kv_token: float = 0.01  # extra step time per cached token in the batch
+    # A mid-size model on one GPU: a 1024-token prompt prefills in ~50 ms, a decode step
+    # takes 10 ms at batch 1 (100 tokens/s per user) and ~20 ms at batch 64; tensor
+    # parallelism divides both. Steps stay well above the event loop's timer resolution,
+    # so every token leaves the server at its own time (real ITLs, no bursts).
+    prefill_us_per_token: float = 50.0  # one GPU
+    prefill_base_ms: float = 2.0  # fixed cost of one prefill forward pass
+    decode_base_ms: float = 10.0  # one decode step at batch 1 (reading the weights)
+    decode_ms_per_seq: float = 0.15  # extra step time per running sequence
+    decode_us_per_kv_token: float = 0.005  # extra step time per cached token in the batch
     kv_transfer_us_per_token: float = 1.0  # PD hand-over, serialised per prefill worker
     tp_efficiency: float = 0.85  # speed-up of tensor parallel size N is N**efficiency
     eager_penalty: float = 1.25  # decode batches above the largest CUDA graph run slower
