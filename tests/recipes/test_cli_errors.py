@@ -7,9 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from recipe_helpers import MINIMAL, disagg, invoke
 
 from disagg.plan.model import Plan
+
+from .recipe_helpers import MINIMAL, disagg, invoke
 
 ZIP_MISMATCH = MINIMAL.replace("name: tiny", "base:\n  name: tiny")
 BAD_CASES: dict[str, tuple[str | bytes | None, str, str]] = {

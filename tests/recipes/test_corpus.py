@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from recipe_helpers import CORPUS
-
 from disagg.errors import UnsupportedRecipe
 from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
+
+from .recipe_helpers import CORPUS
 
 
 def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> None:

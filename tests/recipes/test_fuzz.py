@@ -9,13 +9,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from recipe_helpers import CORPUS
 from ruamel.yaml import YAML
 
 from disagg.errors import DisaggError
 from disagg.plan.placement import place
 from disagg.recipe.load import parse_yaml
 from disagg.recipe.variants import load_variants
+
+from .recipe_helpers import CORPUS
 
 SEEDS = [
     path

@@ -6,11 +6,12 @@ import math
 from pathlib import Path
 
 import pytest
-from recipe_helpers import CORPUS
 from ruamel.yaml import YAML
 
 from disagg.errors import DisaggError
 from disagg.recipe.load import load_yaml, parse_yaml
+
+from .recipe_helpers import CORPUS
 
 
 def test_values_match_ruamel_safe_loader_on_the_whole_corpus() -> None:

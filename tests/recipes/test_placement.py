@@ -6,13 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from recipe_helpers import MINIMAL
 
 from disagg.cluster import ClusterProfile, load_profile
 from disagg.errors import DisaggError
 from disagg.plan.model import Plan, RoleKind
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
+
+from .recipe_helpers import MINIMAL
 
 Write = Callable[..., Path]
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -1,5 +1,5 @@
 """Fixtures for the report tests."""
 
-from report_fixtures import make_run
+from .report_fixtures import make_run
 
 __all__ = ["make_run"]

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from report_fixtures import RunFactory, make_result
 
 from disagg.errors import EXIT_USAGE, DisaggError
 from disagg.report.aggregate import find_run_dirs, iter_valid_results, load_run, load_runs
+
+from .report_fixtures import RunFactory, make_result
 
 
 def test_a_parent_directory_yields_every_run_below_it(make_run: RunFactory, tmp_path: Path) -> None:

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from report_fixtures import RunFactory
-
 from disagg.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE
+
+from .report_fixtures import RunFactory
 
 
 def _disagg(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from report_fixtures import RunFactory
 
 from disagg.report.aggregate import load_runs
 from disagg.report.build import analyse, write_report
 from disagg.report.compare import compare
 from disagg.report.model import YMetric
+
+from .report_fixtures import RunFactory
 
 
 def test_change_against_the_first_run_of_a_shared_variant(make_run: RunFactory) -> None:

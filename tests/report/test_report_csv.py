@@ -6,12 +6,13 @@ import csv
 from pathlib import Path
 
 import pytest
-from report_fixtures import RunFactory
 
 from disagg.report.aggregate import load_runs
 from disagg.report.build import analyse
 from disagg.report.csv import SUMMARY_COLUMNS, write_summary
 from disagg.report.model import YMetric
+
+from .report_fixtures import RunFactory
 
 
 def _rows(paths: list[Path], out: Path) -> list[dict[str, str]]:

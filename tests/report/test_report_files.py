@@ -6,10 +6,10 @@ import os
 import stat
 from pathlib import Path
 
-from report_fixtures import RunFactory
-
 from disagg.report.aggregate import load_runs
 from disagg.report.build import analyse, write_report
+
+from .report_fixtures import RunFactory
 
 
 def test_report_files_get_the_usual_permissions(make_run: RunFactory, tmp_path: Path) -> None:

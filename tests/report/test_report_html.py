@@ -6,12 +6,12 @@ import json
 import re
 from pathlib import Path
 
-from report_fixtures import INVALID_SPEED, RunFactory, make_result
-
 from disagg.report.aggregate import load_runs
 from disagg.report.build import analyse
 from disagg.report.html import latency_figure, pareto_figure, render
 from disagg.report.model import YMetric
+
+from .report_fixtures import INVALID_SPEED, RunFactory, make_result
 
 
 def _without_plotly_js(html: str) -> str:

@@ -6,12 +6,13 @@ import io
 from pathlib import Path
 
 from PIL import Image
-from report_fixtures import RunFactory
 
 from disagg.report.aggregate import load_runs
 from disagg.report.chart import Chart, build_chart
 from disagg.report.model import YMetric
 from disagg.report.png import DPI, FRONTIER_LABEL, WATERMARK, build_figure, figure_size, write_png
+
+from .report_fixtures import RunFactory
 
 
 def _chart(paths: list[Path], y: YMetric = YMetric.OUTPUT) -> Chart:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from conftest import PY, make_plan, python_role, wait_gone
-
 from disagg.launch.local import LocalLauncher
 from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
 from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
+
+from .conftest import PY, make_plan, python_role, wait_gone
 
 OPTIONS = OrchestratorOptions(echo=False, handle_signals=False, stop_grace_s=2.0)
 

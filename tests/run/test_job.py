@@ -8,9 +8,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import PY, make_plan, python_role, wait_gone
-
 from disagg.launch.state import RunState, RunStatus, RunSummary
+
+from .conftest import PY, make_plan, python_role, wait_gone
 
 
 def job(run_dir: Path) -> subprocess.Popen[str]:

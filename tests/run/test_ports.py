@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import socket
 
-from conftest import make_plan, python_role
-
 from disagg.launch.local import LocalLauncher
 from disagg.launch.ports import allocate_ports, port_field
+
+from .conftest import make_plan, python_role
 
 
 def test_port_field_names() -> None:

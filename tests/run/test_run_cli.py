@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import wait_gone
+
+from .conftest import wait_gone
 
 RECIPE = """\
 name: "tiny-1p1d"

@@ -17,12 +17,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import make_plan, sim_pd_roles, wait_gone
 
 from disagg.launch.local import LocalLauncher
 from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
 from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
 from disagg.plan.model import Plan
+
+from .conftest import make_plan, sim_pd_roles, wait_gone
 
 pytestmark = pytest.mark.slow
 
