@@ -21,7 +21,6 @@ app = typer.Typer(
 err_console = make_console(stderr=True)
 
 
-@app.command()
 def version() -> None:
     """Print the disagg version."""
     from disagg import __version__
@@ -33,6 +32,7 @@ def _register() -> None:
     from disagg.commands import register_all
 
     register_all(app)
+    app.command()(version)
 
 
 @app.callback()

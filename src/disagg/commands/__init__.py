@@ -6,8 +6,9 @@ import importlib
 
 import typer
 
-# One module per area, so that areas can grow without touching each other.
-AREAS = ("recipes", "staging", "run", "slurm", "bench", "report", "sim", "lint")
+# One module per area, so that areas can grow without touching each other. The order
+# is the order of `disagg --help`: the path a recipe takes, then the tools around it.
+AREAS = ("lint", "recipes", "staging", "run", "slurm", "report", "bench", "sim")
 
 
 def register_all(app: typer.Typer) -> None:

@@ -91,8 +91,11 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print findings as a JSON list."),
         show_info: bool = typer.Option(False, "--info", help="Also print info notes."),
     ) -> None:
-        """Lint recipes: anchors across variants, undefined aliases, copies, --export commas,
-        and GPU/parallelism/concurrency consistency. Exit 0 clean, 1 findings, 2 unreadable."""
+        """Find fragile YAML and inconsistent settings. Exit 0 clean, 1 findings, 2 unreadable.
+
+        Rules: anchors shared across variant blocks, undefined aliases, long copies,
+        --export commas, GPU/parallelism/concurrency consistency.
+        """
         stderr = make_console(stderr=True)
         if fix:
             _fix(paths, stderr if as_json else make_console())
