@@ -7,9 +7,14 @@ the `RoleLauncher` differs: `LocalLauncher` starts subprocesses on this machine,
 
 from __future__ import annotations
 
+import os
+import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+
+from disagg.errors import DisaggError
 
 
 class RoleProcess(ABC):
@@ -72,3 +77,36 @@ class RoleLauncher(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, most launchers hold nothing
         """Release anything the launcher holds (for example cancel leftover steps)."""
+
+
+def spawn_logged(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    log_path: Path,
+    banner: str,
+    failure: str,
+    hint: str,
+) -> subprocess.Popen[bytes]:
+    """Start `argv` in its own session, output appended to `log_path` after a banner line.
+
+    Its own session (process group) lets teardown signal the whole tree a role starts;
+    the environment is this process's plus `env`, passed as a mapping and never split.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with log_path.open("ab") as log:
+        log.write(f"=== disagg: {banner} started {stamp}\n".encode())
+        log.flush()
+        try:
+            return subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **env},
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise DisaggError(f"{failure}: {exc.strerror or exc}", hint=hint, exit_code=1) from exc

@@ -14,11 +14,10 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 from disagg.errors import DisaggError
-from disagg.launch.base import RoleLauncher, RoleProcess
+from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
 
 LOOPBACK = "127.0.0.1"
 
@@ -101,25 +100,12 @@ class LocalLauncher(RoleLauncher):
     ) -> RoleProcess:
         if not argv:
             raise DisaggError(f"role {role} has an empty command")
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        with log_path.open("ab") as log:
-            log.write(f"=== disagg: {role} node {node_rank} started {stamp}\n".encode())
-            log.flush()
-            try:
-                popen = subprocess.Popen(
-                    list(argv),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env={**os.environ, **env},
-                    start_new_session=True,
-                    close_fds=True,
-                )
-            except OSError as exc:
-                raise DisaggError(
-                    f"role {role}: cannot start {argv[0]!r}: {exc.strerror or exc}",
-                    hint="check the role's command in plan.json",
-                    exit_code=1,
-                ) from exc
+        popen = spawn_logged(
+            argv,
+            env=env,
+            log_path=log_path,
+            banner=f"{role} node {node_rank}",
+            failure=f"role {role}: cannot start {argv[0]!r}",
+            hint="check the role's command in plan.json",
+        )
         return LocalProcess(role, node_rank, popen)

@@ -26,13 +26,12 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
 from disagg.errors import DisaggError
 from disagg.launch import slurmctl
-from disagg.launch.base import RoleLauncher, RoleProcess
+from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
 from disagg.launch.launchers import register
 from disagg.plan.model import GpuVendor, Plan, SlurmPlan
 
@@ -259,28 +258,14 @@ class SrunLauncher(RoleLauncher):
             container_image=container_image,
             container_env=list(env),
         )
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        node = self._names[node_rank]
-        with log_path.open("ab") as log:
-            log.write(f"=== disagg: {role} node {node_rank} ({node}) started {stamp}\n".encode())
-            log.flush()
-            try:
-                popen = subprocess.Popen(
-                    cmd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env={**os.environ, **env},
-                    start_new_session=True,
-                    close_fds=True,
-                )
-            except OSError as exc:
-                raise DisaggError(
-                    f"role {role}: cannot start srun: {exc.strerror or exc}",
-                    hint="the slurm executor needs srun on the first node of the job",
-                    exit_code=1,
-                ) from exc
+        popen = spawn_logged(
+            cmd,
+            env=env,
+            log_path=log_path,
+            banner=f"{role} node {node_rank} ({self._names[node_rank]})",
+            failure=f"role {role}: cannot start srun",
+            hint="the slurm executor needs srun on the first node of the job",
+        )
         process = SrunProcess(self, role, node_rank, popen)
         self._launched.append(process)
         return process
