@@ -25,8 +25,8 @@ from pathlib import Path
 
 from disagg.launch.launchers import make_launcher
 from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
-from disagg.launch.runner import plan_recipe
 from disagg.launch.state import PointState, RunSummary
+from disagg.plan.from_recipe import plans_for
 from disagg.plan.model import Plan, PointPlan
 
 RECIPE = Path(__file__).resolve().parent.parent / "examples" / "sim" / "1p1d.yaml"
@@ -35,7 +35,7 @@ CONCURRENCIES = (1, 2, 4, 8)
 
 def short_plan(recipe: Path) -> Plan:
     """The example's plan with short points: the sweep's length is not what is measured."""
-    plan = plan_recipe(str(recipe), None)[0]
+    plan = plans_for([str(recipe)], None)[0]
     points = [PointPlan(concurrency=c, num_prompts=2 * c) for c in CONCURRENCIES]
     bench = plan.bench.model_copy(update={"points": points, "osl": 16, "isl": 64})
     return plan.model_copy(update={"bench": bench})

@@ -147,8 +147,8 @@ def test_a_non_squashfs_file_at_the_target_is_refused(tmp_path: Path) -> None:
 
 
 def test_submit_preflight_accepts_an_importable_image_and_refuses_an_unknown_one() -> None:
-    from disagg.commands.recipes import plans_for
     from disagg.launch.slurm_preflight import check_containers
+    from disagg.plan.from_recipe import plans_for
 
     root = Path(__file__).resolve().parents[2]
     [plan] = plans_for(

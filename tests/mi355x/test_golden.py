@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from disagg.commands.recipes import plans_for
 from disagg.launch.sbatch import render
+from disagg.plan.from_recipe import plans_for
 from slurm.golden_support import check_golden, srun_lines
 
 ROOT = Path(__file__).resolve().parents[2]

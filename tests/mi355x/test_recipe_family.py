@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from disagg.cli import app
 from disagg.commands import register_all
-from disagg.commands.recipes import plans_for
+from disagg.plan.from_recipe import plans_for
 from disagg.recipe.lint import lint_paths
 from disagg.recipe.variants import load_variants
 
@@ -187,3 +187,34 @@ def test_stage_dry_run_lists_the_draft_only_for_mtp() -> None:
             assert repos == [("main", MAIN)], name
         [image] = entry["containers"]
         assert image["action"] == "import"
+
+
+def test_submit_dry_run_writes_runs_under_the_profile_results_root(tmp_path: Path) -> None:
+    """Run directories go to the cluster's shared results root unless --out says otherwise."""
+    import os
+    import subprocess
+    import sys
+
+    profile = tmp_path / "site.yaml"
+    text = PROFILE.read_text().replace(
+        "results_root: /shared/results/disagg", f"results_root: {tmp_path / 'results'}"
+    )
+    profile.write_text(text)
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "disagg", "submit"),
+            f"{FAMILY}:override_mtp3_1p1d_tp8",
+            *("--cluster", str(profile), "--dry-run", "--json"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": "/nonexistent"},  # no Slurm needed for a dry run
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    [row] = json.loads(done.stdout)
+    run_dir = Path(row["run_dir"])
+    assert run_dir.parent == tmp_path / "results" / "mi355x-dsr1-fp4-mtp3-1p1d-tp8"
+    assert (run_dir / "plan.json").is_file() and (run_dir / "job.sbatch").is_file()
+    assert row["job_id"] is None

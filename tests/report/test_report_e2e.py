@@ -6,7 +6,6 @@ are missing from the installation; a run that fails is a failure, with its outpu
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -17,16 +16,6 @@ from pathlib import Path
 import pytest
 
 RECIPE = Path(__file__).parent / "data" / "sim-tiny.yaml"
-
-
-def _orchestrator_available() -> bool:
-    """`disagg run` can plan a recipe and the load generator can write results."""
-    try:
-        runner = importlib.import_module("disagg.launch.runner")
-        importlib.import_module("disagg.bench.results")
-    except ImportError:
-        return False
-    return hasattr(runner, "plan_recipe")
 
 
 def _disagg(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
@@ -50,7 +39,6 @@ def _disagg(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedP
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _orchestrator_available(), reason="disagg run is not available yet")
 def test_report_from_a_simulated_run(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     run = _disagg(["run", str(RECIPE), "--local", "--out", str(runs)], tmp_path, 240)

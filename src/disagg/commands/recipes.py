@@ -11,17 +11,7 @@ import typer
 from disagg.console import make_console
 
 if TYPE_CHECKING:
-    from disagg.plan.model import Plan
-
-
-def plans_for(targets: list[str], cluster: Path | None) -> list[Plan]:
-    """Plans for every selected variant of every target, in order (used by `plan`)."""
-    from disagg.cluster import load_profile
-    from disagg.plan.placement import place
-    from disagg.recipe.variants import load_variants
-
-    profile = load_profile(cluster) if cluster is not None else None
-    return [place(variant, profile) for target in targets for variant in load_variants(target)]
+    pass
 
 
 def register(app: typer.Typer) -> None:
@@ -47,6 +37,8 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Place each variant on nodes: roles, GPUs, ports, load points, models, commands."""
+        from disagg.plan.from_recipe import plans_for
+
         plans = plans_for(recipes, cluster)
         if as_json:
             payload = {"variants": [p.model_dump(mode="json") for p in plans]}

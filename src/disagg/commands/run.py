@@ -33,8 +33,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "variant"
 
 
-def run_dirs_for(plans: list[Any], out: Path | None, root: Path = Path("runs")) -> list[Path]:
-    """`--out DIR` (one subdirectory per variant when several), else runs/<name>/<slug>-<UTC>."""
+def run_dirs_for(plans: list[Any], out: Path | None, root: Path) -> list[Path]:
+    """`--out DIR` (one subdirectory per variant when several), else ROOT/<name>/<slug>-<UTC>.
+
+    ROOT is the cluster profile's `results_root` (on the shared filesystem) or ./runs.
+    """
     if out is not None:
         if len(plans) == 1:
             return [out]
@@ -56,9 +59,10 @@ def run_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object per run")] = False,
 ) -> None:
-    from disagg.launch.runner import plan_recipe, run_locally
+    from disagg.launch.runner import run_locally
+    from disagg.plan.from_recipe import plans_for, run_root
 
-    plans = plan_recipe(recipe, cluster)
+    plans = plans_for([recipe], cluster)
     if not local and not all(plan.simulated for plan in plans):
         raise DisaggError(
             "this recipe runs a real engine; `disagg run` needs --local to run it on this machine",
@@ -67,7 +71,7 @@ def run_command(
     console = make_console(stderr=as_json)
     results: list[dict[str, Any]] = []
     worst = 0
-    for plan, run_dir in zip(plans, run_dirs_for(plans, out), strict=True):
+    for plan, run_dir in zip(plans, run_dirs_for(plans, out, run_root(cluster)), strict=True):
         summary, report = run_locally(plan, run_dir, console=console, quiet=as_json)
         worst = max(worst, summary.exit_code)
         results.append(

@@ -72,10 +72,10 @@ def submit_command(
         raise DisaggError("missing RECIPE[:SELECTOR]", hint="or resume a run: --resume RUN_DIR")
     else:
         from disagg.commands.run import run_dirs_for
-        from disagg.launch.runner import plan_recipe
+        from disagg.plan.from_recipe import plans_for, run_root
 
-        plans = plan_recipe(recipe, cluster)
-        run_dirs = [path.resolve() for path in run_dirs_for(plans, out)]
+        plans = plans_for([recipe], cluster)
+        run_dirs = [path.resolve() for path in run_dirs_for(plans, out, run_root(cluster))]
 
     reachable = _slurm_reachable()
     if not reachable and not dry_run:

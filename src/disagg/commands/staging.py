@@ -82,9 +82,9 @@ def load_plans(target: str, cluster: str | None) -> list[Plan]:
 
 
 def _plans_from_recipe(target: str, cluster: str | None) -> list[Plan]:
-    from disagg.commands.recipes import plans_for
+    from disagg.plan.from_recipe import plans_for
 
-    return plans_for([target], Path(cluster) if cluster else None)
+    return plans_for([target], cluster)
 
 
 def _plan_file(path: Path) -> Plan:

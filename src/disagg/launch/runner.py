@@ -16,38 +16,6 @@ from disagg.errors import DisaggError
 from disagg.launch.state import RunStatus, RunSummary
 from disagg.plan.model import Plan
 
-PROFILE_DIRS = (Path("clusters"), Path("examples/clusters"), Path("~/.config/disagg/clusters"))
-
-
-def find_profile(cluster: str) -> Path:
-    """A cluster profile by path, or by name in ./clusters, ./examples/clusters, ~/.config."""
-    direct = Path(cluster).expanduser()
-    if direct.is_file():
-        return direct
-    for directory in PROFILE_DIRS:
-        for suffix in (".yaml", ".yml"):
-            candidate = directory.expanduser() / f"{cluster}{suffix}"
-            if candidate.is_file():
-                return candidate
-    searched = ", ".join(str(d) for d in PROFILE_DIRS)
-    raise DisaggError(
-        f"cluster profile {cluster!r} not found",
-        hint=f"pass a YAML path, or a name found as NAME.yaml in: {searched}",
-    )
-
-
-def plan_recipe(spec: str, cluster: str | None) -> list[Plan]:
-    """RECIPE[:SELECTOR] + optional cluster profile -> one plan per selected variant."""
-    from disagg.cluster import load_profile
-    from disagg.plan.placement import place
-    from disagg.recipe.variants import load_variants
-
-    profile = load_profile(find_profile(cluster)) if cluster else None
-    plans = [place(variant, profile) for variant in load_variants(spec)]
-    if not plans:
-        raise DisaggError(f"{spec}: selects no variant", hint="list them with `disagg plan FILE`")
-    return plans
-
 
 def prepare_run_dir(plan: Plan, run_dir: Path) -> None:
     """Write plan.json; a directory holding another recipe's plan is refused, not mixed."""
