@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from disagg.console import make_console
-
-if TYPE_CHECKING:
-    pass
+from disagg.errors import EXIT_FINDINGS, EXIT_USAGE
 
 
 def register(app: typer.Typer) -> None:
@@ -36,18 +34,38 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--json", help='print {"variants": [plan, ...]} for scripts')
         ] = False,
     ) -> None:
-        """Place each variant on nodes: roles, GPUs, ports, load points, models, commands."""
-        from disagg.plan.from_recipe import plans_for
+        """Place each variant on nodes: roles, GPUs, ports, load points, models, commands.
 
-        plans = plans_for(recipes, cluster)
+        Exit 0 every variant planned; 1 some are unsupported (listed, the rest planned);
+        2 bad input or nothing could be planned.
+        """
+        from disagg.plan.from_recipe import plan_all
+
+        planned = plan_all(recipes, cluster)
+        skipped = [
+            {"selector": selector, "reason": exc.message} for selector, exc in planned.unsupported
+        ]
         if as_json:
-            payload = {"variants": [p.model_dump(mode="json") for p in plans]}
+            payload = {
+                "variants": [p.model_dump(mode="json") for p in planned.plans],
+                "unsupported": skipped,
+            }
             typer.echo(json.dumps(payload, indent=2))
-            return
+        else:
+            from disagg.plan.show import print_plans
 
-        from disagg.plan.show import print_plans
-
-        print_plans(plans, make_console())
+            print_plans(planned.plans, make_console())
+            err = make_console(stderr=True)
+            for selector, exc in planned.unsupported:
+                where = f"{exc.location}: " if exc.location else f"{selector}: "
+                err.print(f"{where}{exc.message}", highlight=False, soft_wrap=True)
+            if skipped and planned.plans:
+                err.print(
+                    f"{len(planned.plans)} variant(s) planned, {len(skipped)} unsupported",
+                    highlight=False,
+                )
+        if skipped:
+            raise typer.Exit(EXIT_USAGE if not planned.plans else EXIT_FINDINGS)
 
     @app.command("schema")
     def schema(

@@ -8,10 +8,11 @@ everywhere.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from disagg.cluster import ClusterProfile, load_profile
-from disagg.errors import DisaggError
+from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.model import Plan
 
 PROFILE_DIRS = (Path("clusters"), Path("examples/clusters"), Path("~/.config/disagg/clusters"))
@@ -54,6 +55,39 @@ def plans_for(targets: Sequence[str], cluster: str | Path | None) -> list[Plan]:
             )
         plans += placed
     return plans
+
+
+@dataclass
+class Planned:
+    """Every selected variant either planned or set aside with its one-line reason."""
+
+    plans: list[Plan] = field(default_factory=list)
+    unsupported: list[tuple[str, UnsupportedRecipe]] = field(default_factory=list)
+
+
+def plan_all(targets: Sequence[str], cluster: str | Path | None) -> Planned:
+    """Like `plans_for`, but a variant this project cannot run does not stop the others.
+
+    For `disagg plan` over many files (a corpus, a directory): bad input still stops
+    everything, an unsupported backend or benchmark only sets that variant aside.
+    """
+    from disagg.plan.placement import place
+    from disagg.recipe.variants import load_variants
+
+    profile = load_cluster(cluster)
+    planned = Planned()
+    for target in targets:
+        variants = load_variants(target)
+        if not variants:
+            raise DisaggError(
+                f"{target}: selects no variant", hint="list them with `disagg plan FILE`"
+            )
+        for variant in variants:
+            try:
+                planned.plans.append(place(variant, profile))
+            except UnsupportedRecipe as exc:
+                planned.unsupported.append((variant.selector, exc))
+    return planned
 
 
 def run_root(cluster: str | Path | None) -> Path:
