@@ -66,4 +66,4 @@ def invoke(*args: str) -> tuple[int, str, str]:
         return error.exit_code, result.stdout, f"error: {error}"
     if error is not None and not isinstance(error, SystemExit):
         raise error
-    return result.exit_code, result.stdout, ""
+    return result.exit_code, result.stdout, result.stderr
