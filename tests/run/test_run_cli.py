@@ -79,3 +79,8 @@ def test_run_writes_the_run_dir_prints_json_and_renders_the_report(tmp_path: Pat
     again = disagg("run", recipe, "--local", "--out", out, "--json")
     assert again.returncode == 0, again.stderr
     assert {p["status"] for p in json.loads(again.stdout)["points"]} == {"skipped"}
+    # a resumed run still shows the numbers of the points it kept
+    state = json.loads((out / "state.json").read_text())
+    for before, kept in zip(data["points"], state["points"], strict=True):
+        assert kept["headline"]["output_throughput"] > 0
+        assert kept["result"] == before["result"]

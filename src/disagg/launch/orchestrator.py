@@ -201,7 +201,7 @@ class Orchestrator:
         for point, state in zip(self.plan.bench.points, self.state.points, strict=True):
             found = existing_valid_result(self.results_dir, point)
             if found is not None:
-                state.status, state.result = PointStatus.SKIPPED, str(found)
+                _mark_skipped(state, found)
             else:
                 done = False
         return done
@@ -363,7 +363,7 @@ class Orchestrator:
             found = existing_valid_result(self.results_dir, point)
             if found is not None:
                 with self._lock:
-                    point_state.status, point_state.result = PointStatus.SKIPPED, str(found)
+                    _mark_skipped(point_state, found)
                 self.log.info("point %s: valid result exists, skipped", point.key)
                 self._publish()
                 continue
@@ -673,3 +673,14 @@ def _make_logger(run_dir: Path, *, echo: bool) -> logging.Logger:
 
 def exit_code_of(summary: RunSummary) -> int:
     return summary.exit_code
+
+
+def _mark_skipped(state: PointState, result: Path) -> None:
+    """A point measured by an earlier run: keep its file and show its numbers again."""
+    from disagg.bench.results import read_result
+    from disagg.bench.runner import headline
+
+    state.status, state.result = PointStatus.SKIPPED, str(result)
+    data = read_result(result)
+    if data is not None:
+        state.headline = headline(data)
