@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from disagg.errors import EXIT_USAGE, DisaggError
 from disagg.plan.model import Plan
+
+# After a cancelled run under Slurm: how long to wait for `disagg cancel`'s scancel, so
+# that the job ends CANCELLED instead of FAILED with exit status 3. A time limit or a
+# plain scancel kills the job during this wait anyway (SIGTERM is default again here).
+SLURM_CANCEL_LINGER_S = 10.0
 
 
 def load_plan(run_dir: Path) -> Plan:
@@ -59,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     except DisaggError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code if exc.exit_code else EXIT_USAGE
+    from disagg.launch.state import RunStatus
+
+    if args.executor == "slurm" and summary.status is RunStatus.CANCELLED:
+        time.sleep(SLURM_CANCEL_LINGER_S)
     return summary.exit_code
 
 

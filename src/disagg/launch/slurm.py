@@ -203,6 +203,16 @@ def _run_dir_of(job_id: str) -> Path | None:
     return None
 
 
+def _ended_since(run_dir: Path | None, moment: float) -> bool:
+    """The orchestrator of this run wrote its summary after `moment` (teardown is done)."""
+    if run_dir is None:
+        return False
+    with suppress(ValueError, OSError):
+        summary = RunSummary.read(run_dir)
+        return summary is not None and summary.finished_at >= moment
+    return False
+
+
 def cancel(target: str) -> RunView:
     """Stop a run: the orchestrator first (it tears roles down and keeps results), then the job."""
     run_dir, job_id = resolve(target)
@@ -217,11 +227,14 @@ def cancel(target: str) -> RunView:
         )
     if job.state == "RUNNING":
         # Only the batch shell (the orchestrator): roles are srun steps in their own sessions.
+        # It tears the roles down, keeps the results and writes summary.json, then waits a
+        # moment so that the scancel below ends the job as CANCELLED rather than FAILED.
+        asked_at = time.time()
         slurmctl.cancel(job_id, signal="TERM", batch_only=True)
         deadline = time.monotonic() + CANCEL_GRACE_S
         while time.monotonic() < deadline:
             info = slurmctl.job(job_id)
-            if info is None or info.finished:
+            if info is None or info.finished or _ended_since(run_dir, asked_at):
                 break
             time.sleep(0.2)
     job = slurmctl.job(job_id)
