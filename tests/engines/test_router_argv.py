@@ -84,3 +84,12 @@ def test_explicit_policy_wins_and_tokenizer_path_is_passed() -> None:
 def test_bad_inputs_are_user_errors(kwargs: dict[str, object], needle: str) -> None:
     with pytest.raises(DisaggError, match=needle):
         router_argv(**kwargs)  # type: ignore[arg-type]
+
+
+def test_frontend_args_follow_sglang_rules_for_empty_lists_and_nested_values() -> None:
+    extra = {"request_id_headers": [], "retry": {"max": 3}, "flags": [True, 1]}
+    argv = router_argv(aggregated=["a"], extra=extra)
+    assert "--request-id-headers" not in argv
+    assert argv[argv.index("--retry") + 1] == '{"max": 3}'
+    i = argv.index("--flags")
+    assert argv[i + 1 : i + 3] == ["true", "1"]

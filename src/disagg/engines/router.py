@@ -33,10 +33,10 @@ Facts about sglang-router 0.3.2, observed by running it in front of logging serv
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from disagg.engines import sglang
 from disagg.errors import DisaggError
 
 ROUTER_MODULE = "sglang_router.launch_router"
@@ -132,8 +132,8 @@ def _policy_from(extra: dict[str, Any]) -> str | None:
 
 
 def render_args(args: Mapping[str, Any], *, skip: set[str] | None = None) -> list[str]:
-    """`{key: value}` -> `--key value` flags, refusing keys the router helper manages."""
-    out: list[str] = []
+    """`frontend.args` -> flags by SGLang's rules, refusing keys the router helper manages."""
+    kept: dict[str, Any] = {}
     for raw_key, value in args.items():
         key = str(raw_key).replace("-", "_")
         if skip and key in skip:
@@ -143,15 +143,5 @@ def render_args(args: Mapping[str, Any], *, skip: set[str] | None = None) -> lis
                 f"frontend.args.{raw_key} is set by disagg and cannot be overridden",
                 hint="disagg picks the router's host, ports and worker list from the plan",
             )
-        flag = "--" + key.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            out.append(flag)
-        elif isinstance(value, list | tuple):
-            out += [flag, *(str(item) for item in value)]
-        elif isinstance(value, Mapping):
-            out += [flag, json.dumps(value)]
-        else:
-            out += [flag, str(value)]
-    return out
+        kept[key] = value
+    return sglang.render_args(kept)
