@@ -6,10 +6,10 @@ Reusable by every area's tests:
         post(cluster.url + "/v1/completions", {...})
         cluster.stats("decode-0")
 
-Every process is started with `subprocess`, on free ports (bind to port 0), and
-stopped by PID when the block ends, also on failure. Startup waits on each
-worker's `/health` and on the router's `/readiness`; a process that exits early
-raises with the tail of its log.
+Every process is started like a local run's role (`spawn_logged`: own session, log
+file), on free ports (bind to port 0), and its process group is stopped when the
+block ends, also on failure. Startup waits on each worker's `/health` and on the
+router's `/readiness`; a process that exits early raises with the tail of its log.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from types import TracebackType
 from typing import Any
 
 from disagg.engines.router import ROUTER_HEALTH_PATH, router_argv
+from disagg.launch.base import spawn_logged
+from disagg.launch.health import probe
+from disagg.launch.local import LocalProcess
 from disagg.plan.templates import substitute_all
 
 LOOPBACK = "127.0.0.1"
@@ -61,15 +64,8 @@ class Proc:
             return ""
 
     def stop(self, grace_s: float = 5.0) -> int | None:
-        """SIGTERM, wait up to `grace_s`, then SIGKILL; returns the exit code."""
-        if self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(grace_s)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait(5)
-        return self.popen.returncode
+        """SIGTERM its process group, wait up to `grace_s`, then SIGKILL; the exit code."""
+        return LocalProcess(self.name, 0, self.popen).stop(grace_s)
 
 
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
@@ -98,23 +94,22 @@ def wait_ready(proc: Proc, path: str, deadline_s: float = 30.0) -> None:
         code = proc.popen.poll()
         if code is not None:
             raise RuntimeError(f"{proc.name} exited with {code}:\n{proc.log_tail()}")
-        try:
-            status, _ = http_get(proc.url + path, timeout=1.0)
-            if status == 200:
-                return
-        except OSError:
-            pass
+        if probe(proc.url + path)[0]:
+            return
         time.sleep(0.05)
     raise RuntimeError(f"{proc.name} not ready on {path} after {deadline_s} s:\n{proc.log_tail()}")
 
 
 def _spawn(name: str, argv: Sequence[str], log_dir: Path, url: str) -> Proc:
-    log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
-    with log_path.open("ab") as log:
-        popen = subprocess.Popen(
-            list(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-        )
+    popen = spawn_logged(
+        argv,
+        env={},
+        log_path=log_path,
+        banner=name,
+        failure=f"{name}: cannot start {argv[0]!r}",
+        hint="check the interpreter and that disagg is installed in it",
+    )
     return Proc(name=name, popen=popen, log_path=log_path, url=url)
 
 
