@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from disagg.recipe.lint import Finding, LintReport, Severity, lint_paths
+from disagg.recipe.lint.nodes import scan, to_python
+from disagg.recipe.load import parse_yaml
 
 DATA = Path(__file__).parent / "data"
 
@@ -273,3 +275,10 @@ def test_info_alone_does_not_fail(tmp_path: Path) -> None:
     report = lint_text(tmp_path, text)
     assert [f.severity for f in report.findings] == [Severity.INFO]
     assert report.exit_code == 0
+
+
+def test_scalars_resolve_as_the_loader_resolves_them() -> None:
+    # One resolver for both: `-.nan` is text in YAML 1.2 core (only `.nan` is a float).
+    text = "a: -.nan\nb: 0x1F\nc: 1_000\nd: .5\ne: null\nf: '3'\ng: !!int 7\n"
+    assert to_python(scan("r.yaml", text).root) == parse_yaml(text, file="r.yaml").data
+    assert parse_yaml(text, file="r.yaml").data["a"] == "-.nan"

@@ -119,12 +119,6 @@ def recipe_doc(loaded: LoadedYaml) -> Mapping[str, Any]:
     return data
 
 
-def variant_names(doc: Mapping[str, Any]) -> list[str]:
-    """Selectable names before expansion: `base` first when present, then blocks in order."""
-    blocks = [str(key) for key in doc if str(key).startswith((OVERRIDE_PREFIX, ZIP_PREFIX))]
-    return [BASE, *blocks] if BASE in doc or blocks else [BASE]
-
-
 def load_variants(target: str | Path | Selector, *, pattern: str | None = None) -> list[Variant]:
     """Load, expand, select and validate. Bad input raises a positioned DisaggError."""
     selector = target if isinstance(target, Selector) else _as_selector(target)

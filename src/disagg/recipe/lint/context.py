@@ -9,60 +9,12 @@ from typing import Any
 from disagg.errors import DisaggError
 from disagg.recipe.lint.model import Location
 from disagg.recipe.lint.nodes import Node, ScannedFile, to_python
-from disagg.recipe.overrides import (
-    BASE,
-    IGNORED_PREFIX,
-    OVERRIDE_PREFIX,
-    ZIP_PREFIX,
-    expand_variants,
-)
+from disagg.recipe.load import parse_yaml
+from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX, expand_variants
 
 
 def is_variant_block(name: str | None) -> bool:
     return name is not None and name.startswith((OVERRIDE_PREFIX, ZIP_PREFIX))
-
-
-def is_shared_block(name: str | None) -> bool:
-    """`base` and `x-` blocks are where shared anchors belong."""
-    return name == BASE or (name is not None and name.startswith(IGNORED_PREFIX))
-
-
-class _Positions:
-    """Quacks like ruamel's `.lc` (0-based) so override errors can name `file:line:col`."""
-
-    def __init__(self, where: dict[Any, tuple[int, int]]) -> None:
-        self._where = where
-
-    def value(self, key: Any) -> tuple[int, int]:
-        return self._where[key]
-
-    def item(self, index: Any) -> tuple[int, int]:
-        return self._where[index]
-
-
-class _PosDict(dict[Any, Any]):
-    lc: _Positions
-
-
-class _PosList(list[Any]):
-    lc: _Positions
-
-
-def positioned(node: Node) -> Any:
-    """Like `to_python`, but containers carry `.lc` positions (used only to explain errors)."""
-    if node.kind == "scalar":
-        return node.value
-    if node.kind == "seq":
-        seq = _PosList(positioned(item) for item in node.items)
-        seq.lc = _Positions({i: (n.line - 1, n.col - 1) for i, n in enumerate(node.items)})
-        return seq
-    out = _PosDict()
-    where: dict[Any, tuple[int, int]] = {}
-    for key, value in node.pairs:
-        out[key.value] = positioned(value)
-        where[key.value] = (value.line - 1, value.col - 1)
-    out.lc = _Positions(where)
-    return out
 
 
 @dataclass(slots=True)
@@ -100,12 +52,17 @@ class FileContext:
     def variants(self) -> Variants:
         try:
             return Variants(expand_variants(self.data, file=self.path))
-        except DisaggError:
-            pass
-        try:  # again with positions, only to say where
-            return Variants(expand_variants(positioned(self.root), file=self.path))
         except DisaggError as exc:
-            return Variants(error=exc)
+            error = exc
+        try:  # again on the loader's positioned containers, only to say where
+            positioned = parse_yaml(self.scanned.text, file=self.path).data
+        except DisaggError:
+            return Variants(error=error)
+        try:
+            expand_variants(positioned, file=self.path)
+        except DisaggError as exc:
+            error = exc
+        return Variants(error=error)
 
     def locate(self, variant: str, path: tuple[str, ...]) -> Node | None:
         """The node that sets `path` in `variant`: its own block first, then `base`."""

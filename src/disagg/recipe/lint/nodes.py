@@ -3,52 +3,22 @@
 A plain load resolves aliases and forgets anchors, so it cannot tell a variant that
 aliases its sibling from one that repeats a value. This composer keeps every
 anchor and alias with its position and the top-level block it sits in, builds
-plain Python values (YAML 1.2 core scalars, like ruamel's default), and does not
+plain Python values (scalars resolved by the loader's own `resolve_plain`), and does not
 stop at an undefined alias: it records it and keeps scanning, so the rule can say
 where an anchor of that name appears later.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
-_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
-_INT = re.compile(r"^[-+]?(?:[0-9][0-9_]*|0o[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+)$")
-_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?$")
-_SPECIAL_FLOAT = {
-    ".inf": math.inf,
-    ".Inf": math.inf,
-    ".INF": math.inf,
-    ".nan": math.nan,
-    ".NaN": math.nan,
-    ".NAN": math.nan,
-}
+from disagg.recipe.load import resolve_plain
+
 _TAG = "tag:yaml.org,2002:"
-
-
-def resolve_plain(text: str) -> Any:
-    """The value of a plain (unquoted) scalar under the YAML 1.2 core schema."""
-    if _NULL.match(text):
-        return None
-    if text in _BOOL:
-        return _BOOL[text]
-    if _INT.match(text):
-        sign = -1 if text.startswith("-") else 1
-        body = text.lstrip("+-").replace("_", "")
-        return sign * int(body, 0) if body[:2] in ("0o", "0x", "0b") else sign * int(body)
-    if _FLOAT.match(text):
-        return float(text.replace("_", ""))
-    unsigned = text.lstrip("+-")
-    if unsigned in _SPECIAL_FLOAT:
-        return -_SPECIAL_FLOAT[unsigned] if text.startswith("-") else _SPECIAL_FLOAT[unsigned]
-    return text
 
 
 def _tagged(tag: str, text: str) -> Any:
@@ -81,13 +51,6 @@ class Node:
         for k, v in self.pairs:
             if k.kind == "scalar" and k.value == key:
                 found = v
-        return found
-
-    def key_node(self, key: str) -> Node | None:
-        found = None
-        for k, _ in self.pairs:
-            if k.kind == "scalar" and k.value == key:
-                found = k
         return found
 
 
