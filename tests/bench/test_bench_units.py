@@ -58,9 +58,13 @@ def test_error_event_is_reported() -> None:
 
 
 def test_text_fallback_reassembles_the_output() -> None:
-    p = StreamParser(chat=False)
-    p.feed(_text("hello") + _text(" world") + b"data: [DONE]\n\n", 1.0)
+    stream = _text("hello") + _text(" world") + b"data: [DONE]\n\n"
+    p = StreamParser(chat=False, keep_text=True)
+    p.feed(stream, 1.0)
     assert p.text() == "hello world"
+    lean = StreamParser(chat=False)  # without a tokenizer nothing would read the text
+    lean.feed(stream, 1.0)
+    assert lean.text() is None and lean.chunks == 2
 
 
 def test_percentiles_match_linear_interpolation() -> None:

@@ -143,6 +143,10 @@ class Client:
         self.load = load
         self.count = TokenCounter(load.tokenizer)
 
+    def parser(self) -> StreamParser:
+        """A parser for one response; it keeps the raw bytes only if a tokenizer can use them."""
+        return StreamParser(self.load.chat, keep_text=self.count.path is not None)
+
     async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
         raise NotImplementedError
 
@@ -155,7 +159,7 @@ class FastClient(Client):
         self.pool = pool
 
     async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
-        parser = StreamParser(self.load.chat)
+        parser = self.parser()
         rec.send = monotonic()
         try:
             rec.headers_at = await self.pool.request(spec.body, parser)
@@ -180,7 +184,7 @@ class AiohttpClient(Client):
         self.session = session
 
     async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
-        parser = StreamParser(self.load.chat)
+        parser = self.parser()
         rec.send = monotonic()
         try:
             async with self.session.post(self.load.url, data=spec.body) as resp:
@@ -207,7 +211,7 @@ class AiohttpClient(Client):
         except aiohttp.ClientResponseError as exc:
             rec.error = f"HTTP {exc.status}: {exc.message}"
         except (aiohttp.ClientError, OSError, ValueError) as exc:
-            rec.error = f"{type(exc).__name__}: {exc}".strip()
+            rec.error = describe(exc)
         _finish(rec, parser, self.count, counters)
 
 

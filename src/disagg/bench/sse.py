@@ -6,6 +6,7 @@ payload is not JSON-decoded per event: a content event is recognised by a
 non-empty `"text"` (completions) or `"content"`/`"reasoning_content"` (chat) string
 found with `bytes.find`; only the rare non-content events (usage, errors) are
 decoded. There is no line-length limit: events are cut from a growing buffer.
+The raw bytes are kept (for re-tokenising the text) only when asked for.
 """
 
 from __future__ import annotations
@@ -48,10 +49,10 @@ class StreamParser:
         "usage_tokens",
     )
 
-    def __init__(self, chat: bool) -> None:
+    def __init__(self, chat: bool, *, keep_text: bool = False) -> None:
         self._keys = CHAT_KEYS if chat else COMPLETIONS_KEYS
         self._tail = b""
-        self._raw: list[bytes] | None = []
+        self._raw: list[bytes] | None = [] if keep_text else None
         self._raw_len = 0
         self.chunks = 0  # content events seen
         self.first = 0.0  # time of the first content event
@@ -136,7 +137,10 @@ class StreamParser:
         self.error = f"server error event: {str(message)[:200]}"
 
     def text(self) -> str | None:
-        """The generated text, decoded from the kept raw bytes (fallback path only)."""
+        """The generated text, decoded from the kept raw bytes (fallback path only).
+
+        None when the parser was made without `keep_text` or the stream outgrew the limit.
+        """
         if self._raw is None:
             return None
         out: list[str] = []
