@@ -221,7 +221,6 @@ class _Conn(asyncio.Protocol):
 
     def _finish(self, ex: _Exchange, error: Exception | None) -> None:
         self.exchange = None
-        self.pool.in_flight.discard(ex)
         if not ex.waiter.done():
             if error is None:
                 ex.waiter.set_result(None)
@@ -261,8 +260,6 @@ class Pool:
         ).encode()
         self.timeout_s = timeout_s
         self.idle: list[_Conn] = []
-        self.in_flight: set[_Exchange] = set()
-        self.owners: dict[_Exchange, _Conn] = {}
         self.all: set[_Conn] = set()
         self._watchdog: asyncio.Task[None] | None = None
 
@@ -286,15 +283,10 @@ class Pool:
         while True:
             await asyncio.sleep(period)
             limit = monotonic() - self.timeout_s
-            for ex in [ex for ex in self.in_flight if ex.last < limit]:
-                conn = self.owners.pop(ex, None)
-                error = HttpError(f"timeout: no data for {self.timeout_s:g} s")
-                if conn is not None:
-                    conn.fail(ex, error)
-                else:
-                    self.in_flight.discard(ex)
-                    if not ex.waiter.done():
-                        ex.waiter.set_exception(error)
+            for conn in list(self.all):
+                ex = conn.exchange
+                if ex is not None and ex.last < limit:
+                    conn.fail(ex, HttpError(f"timeout: no data for {self.timeout_s:g} s"))
 
     def release(self, conn: _Conn) -> None:
         if not conn.closed:
@@ -332,8 +324,6 @@ class Pool:
                     raise HttpError(f"timeout: no connection in {self.timeout_s:g} s") from exc
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             ex = _Exchange(sink, waiter)
-            self.in_flight.add(ex)
-            self.owners[ex] = conn
             conn.start(ex, request)
             try:
                 await waiter
@@ -345,9 +335,6 @@ class Pool:
             except asyncio.CancelledError:
                 conn.close()
                 raise
-            finally:
-                self.owners.pop(ex, None)
-                self.in_flight.discard(ex)
             if ex.error_body is not None:
                 raise HttpError(ex.error_text(), ex.status)
             return ex.headers_at
