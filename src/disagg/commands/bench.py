@@ -15,8 +15,6 @@ from rich.table import Table
 
 from disagg.errors import EXIT_FINDINGS, DisaggError
 
-LIST_FIELDS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
-
 
 class Endpoint(StrEnum):
     COMPLETIONS = "completions"
@@ -36,6 +34,8 @@ class Arrival(StrEnum):
 
 def parse_slo(text: str | None) -> dict[str, float]:
     """`ttft=200,tpot=20,e2el=5000` (milliseconds) -> {"ttft": 200.0, ...}."""
+    from disagg.bench.metrics import SLO_KEYS
+
     if not text:
         return {}
     out: dict[str, float] = {}
@@ -46,7 +46,7 @@ def parse_slo(text: str | None) -> dict[str, float]:
             number = float(value)
         except ValueError:
             number = -1.0
-        if not sep or key not in ("ttft", "tpot", "e2el") or number <= 0:
+        if not sep or key not in SLO_KEYS or number <= 0:
             raise DisaggError(
                 f"--slo: cannot read {part.strip()!r}",
                 hint="use ttft=MS,tpot=MS,e2el=MS in positive milliseconds, e.g. ttft=2000,tpot=50",
@@ -189,7 +189,7 @@ def bench(
 
     Exits 1 when the point is invalid (too many failures, no output, wrong output lengths).
     """
-    from disagg.bench.results import PointContext
+    from disagg.bench.results import DETAILED_FIELDS, PointContext
     from disagg.bench.runner import ClientOptions, run_point
     from disagg.plan.model import BenchPlan, PointPlan
 
@@ -252,7 +252,7 @@ def bench(
         quiet=quiet or as_json,
     )
     if as_json:
-        summary = {k: v for k, v in run.result.items() if k not in LIST_FIELDS}
+        summary = {k: v for k, v in run.result.items() if k not in DETAILED_FIELDS}
         summary["path"] = str(run.path)
         print(json.dumps(summary, indent=2))
     else:
