@@ -112,7 +112,7 @@ class Orchestrator:
             run_dir=str(run_dir),
             simulated=plan.simulated,
             executor=self.options.executor,
-            orchestrator_pid=_pid(),
+            orchestrator_pid=os.getpid(),
             points=[PointState(key=p.key) for p in plan.bench.points],
         )
 
@@ -195,6 +195,7 @@ class Orchestrator:
             self._measure_points()
 
     def _all_points_done(self) -> bool:
+        """Mark every point that already has a valid result as skipped (once, before staging)."""
         from disagg.bench.api import existing_valid_result
 
         done = True
@@ -214,11 +215,8 @@ class Orchestrator:
         if staging.skip:
             name = staging.local_path or (main.repo_id if main else self.plan.bench.model_name)
             return name, draft.repo_id if draft else ""
-        from disagg import staging as staging_pkg
+        from disagg.staging import stage_plan
 
-        stage_plan = getattr(staging_pkg, "stage_plan", None)
-        if stage_plan is None:
-            raise DisaggError("model staging is not available in this installation", exit_code=1)
         self.log.info("staging %d model(s)", len(staging.models))
         staged = stage_plan(staging, log=self.log.info)
         self._check_stop()
@@ -352,7 +350,7 @@ class Orchestrator:
         self.log.info("canary ok through %s: %r", url, result.detail)
 
     def _measure_points(self) -> None:
-        from disagg.bench.api import GpuCounts, existing_valid_result, measure_point
+        from disagg.bench.api import GpuCounts, measure_point
 
         url = self._serving_url()
         bench = self._rendered_bench()
@@ -360,12 +358,8 @@ class Orchestrator:
         invalid: list[tuple[str, str | None]] = []
         for point, point_state in zip(self.plan.bench.points, self.state.points, strict=True):
             self._check_stop()
-            found = existing_valid_result(self.results_dir, point)
-            if found is not None:
-                with self._lock:
-                    _mark_skipped(point_state, found)
+            if point_state.status is PointStatus.SKIPPED:  # found by `_all_points_done`
                 self.log.info("point %s: valid result exists, skipped", point.key)
-                self._publish()
                 continue
             with self._lock:
                 self.state.current_point = point.key
@@ -639,10 +633,6 @@ def _brief(outcome: object) -> str:
     return " ".join(parts)
 
 
-def _pid() -> int:
-    return os.getpid()
-
-
 def _warm_bench_imports() -> None:
     """Import the load generator while engines start, so the first point starts at once."""
 
@@ -669,10 +659,6 @@ def _make_logger(run_dir: Path, *, echo: bool) -> logging.Logger:
         stream.setFormatter(formatter)
         logger.addHandler(stream)
     return logger
-
-
-def exit_code_of(summary: RunSummary) -> int:
-    return summary.exit_code
 
 
 def _mark_skipped(state: PointState, result: Path) -> None:
