@@ -209,6 +209,9 @@ def test_concurrency_lists(tmp_path: Path) -> None:
     assert "repeats [4]" in dup.message
     [bad] = conc("[a, 2]")
     assert bad.severity is Severity.ERROR
+    # Read as the plan reads it: a comma list is not a sweep (the plan rejects it too).
+    [comma] = conc('"1,4"')
+    assert comma.severity is Severity.ERROR and "'1,4' is not an integer" in comma.message
 
 
 def test_concurrency_finding_lists_every_variant_once(tmp_path: Path) -> None:

@@ -266,6 +266,9 @@ def test_points_prompts_and_warmup(write: Write) -> None:
     bad = MINIMAL.replace('concurrencies: "1x4"', 'concurrencies: "1xfour"')
     with pytest.raises(DisaggError, match="not an integer"):
         plan_of(write, bad)
+    comma = MINIMAL.replace('concurrencies: "1x4"', 'concurrencies: "1,4"')
+    with pytest.raises(DisaggError, match="'1,4' is not an integer"):
+        plan_of(write, comma)
 
 
 def test_draft_models_are_staged_and_bound(write: Write) -> None:

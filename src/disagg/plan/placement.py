@@ -44,7 +44,7 @@ from disagg.plan.model import (
     SlurmPlan,
     StagingPlan,
 )
-from disagg.recipe.schema import RecipeConfig
+from disagg.recipe.schema import RecipeConfig, concurrency_points
 from disagg.recipe.variants import Variant, ensure_supported
 
 DEFAULT_PROMPTS_MULT = 10
@@ -385,27 +385,14 @@ class _Placer:
         return None if rate == float("inf") else rate
 
     def concurrencies(self) -> list[int]:
-        raw = self.config.benchmark.concurrencies
-        items: list[int | str] = raw if isinstance(raw, list) else [] if raw is None else [raw]
-        values: list[int] = []
-        for item in items:
-            parts = [item] if isinstance(item, int) else str(item).split("x")
-            for part in parts:
-                try:
-                    value = int(part)
-                except ValueError:
-                    raise self.fail(
-                        f"benchmark.concurrencies: {item!r} is not an integer or NxMx... list",
-                        ("benchmark", "concurrencies"),
-                        'write e.g. "1x2x4" or [1, 2, 4]',
-                    ) from None
-                if value < 1:
-                    raise self.fail(
-                        f"benchmark.concurrencies: {value} is below 1",
-                        ("benchmark", "concurrencies"),
-                    )
-                values.append(value)
-        return values
+        try:
+            return concurrency_points(self.config.benchmark.concurrencies)
+        except ValueError as exc:
+            raise self.fail(
+                f"benchmark.concurrencies: {exc}",
+                ("benchmark", "concurrencies"),
+                'write e.g. "1x2x4" or [1, 2, 4]',
+            ) from None
 
     def point(self, concurrency: int | None, rate: float | None) -> PointPlan:
         b = self.config.benchmark

@@ -263,6 +263,27 @@ class RecipeConfig(Section):
     profiling: ProfilingSection | None = None
 
 
+def concurrency_points(raw: Any) -> list[int]:
+    """`benchmark.concurrencies` as integers: `"1x4x16"`, `4`, `[1, 4]` or `["16x128", 4]`.
+
+    Raises ValueError naming the first item that is not a positive integer; the plan
+    and the linter both read the field through here, so they accept the same text.
+    """
+    items = raw if isinstance(raw, list) else [] if raw is None else [raw]
+    points: list[int] = []
+    for item in items:
+        whole = isinstance(item, int) and not isinstance(item, bool)
+        for part in [item] if whole else str(item).split("x"):
+            try:
+                value = int(part)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an integer or NxMx... list") from None
+            if value < 1:
+                raise ValueError(f"{value} is below 1")
+            points.append(value)
+    return points
+
+
 def recipe_json_schema() -> dict[str, Any]:
     """JSON Schema of one resolved variant."""
     return RecipeConfig.model_json_schema()

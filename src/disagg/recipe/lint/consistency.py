@@ -16,6 +16,7 @@ from disagg.cluster import is_repo_id
 from disagg.engines import sglang
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.schema import concurrency_points
 
 PARALLELISM = ("DA005", "parallelism-vs-gpus")
 LAYOUT = ("DA006", "workers-vs-nodes")
@@ -282,40 +283,42 @@ class _Checker:
             return
         raw = bench["concurrencies"]
         where = [self.loc(variant, ("benchmark", "concurrencies"), "concurrencies")]
-        points = _points(raw)
         hint = 'list each concurrency once, ascending, e.g. [1, 4, 16] or "1x4x16"'
-        if points is None:
+        try:
+            points = concurrency_points(raw)
+        except ValueError as exc:
             self.add(
                 CONCURRENCY,
                 Severity.ERROR,
                 variant,
-                f"benchmark.concurrencies {raw!r} is not a list of positive integers",
+                f"benchmark.concurrencies {raw!r} is not a list of positive integers: {exc}",
                 where,
                 hint,
             )
-        elif not points:
+            return
+        if not points:
             empty = "benchmark.concurrencies is empty"
             self.add(CONCURRENCY, Severity.ERROR, variant, empty, where, hint)
-        else:
-            if len(set(points)) != len(points):
-                dups = sorted({p for p in points if points.count(p) > 1})
-                self.add(
-                    CONCURRENCY,
-                    Severity.WARNING,
-                    variant,
-                    f"benchmark.concurrencies {raw!r} repeats {dups}",
-                    where,
-                    hint,
-                )
-            if points != sorted(points):
-                self.add(
-                    CONCURRENCY,
-                    Severity.WARNING,
-                    variant,
-                    f"benchmark.concurrencies {raw!r} is not in ascending order",
-                    where,
-                    hint,
-                )
+            return
+        if len(set(points)) != len(points):
+            dups = sorted({p for p in points if points.count(p) > 1})
+            self.add(
+                CONCURRENCY,
+                Severity.WARNING,
+                variant,
+                f"benchmark.concurrencies {raw!r} repeats {dups}",
+                where,
+                hint,
+            )
+        if points != sorted(points):
+            self.add(
+                CONCURRENCY,
+                Severity.WARNING,
+                variant,
+                f"benchmark.concurrencies {raw!r} is not in ascending order",
+                where,
+                hint,
+            )
 
     def one_draft(self, variant: str, roles: list[_Role]) -> None:
         """The plan stages one draft repo per variant (bound as ${model.draft})."""
@@ -390,27 +393,6 @@ def _world(engine: str, role: _Role) -> int | None:
 
 def _draft_key(role: _Role) -> str:
     return next((k for k in role.args if sglang.flag_name(k) in sglang.DRAFT_FLAGS), "speculative")
-
-
-def _points(raw: Any) -> list[int] | None:
-    """Concurrency points from `[1, 4]`, `"1x4"`, `4`, or `["16x128"]`; None when malformed."""
-    items = raw if isinstance(raw, list) else [raw]
-    points: list[int] = []
-    for item in items:
-        if isinstance(item, bool):
-            return None
-        if isinstance(item, int):
-            points.append(item)
-            continue
-        if not isinstance(item, str):
-            return None
-        for piece in item.replace(",", "x").split("x"):
-            if not piece.strip().isdigit():
-                return None
-            points.append(int(piece))
-    if any(p <= 0 for p in points):
-        return None
-    return points
 
 
 def _staged(config: Mapping[str, Any]) -> set[str]:
