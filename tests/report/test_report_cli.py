@@ -68,6 +68,16 @@ def test_several_runs_default_to_report_in_the_working_directory(
     assert "+0.0%" in proc.stdout  # the same numbers in both runs
 
 
+def test_comparison_table_names_the_chosen_throughput_axis(
+    make_run: RunFactory, tmp_path: Path
+) -> None:
+    proc = _disagg(make_run("a"), make_run("b"), "--y", "total", cwd=tmp_path)
+
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert "against a" in proc.stdout
+    assert "tok/s/GPU" in proc.stdout and "out tok/s/GPU" not in proc.stdout
+
+
 def test_no_valid_point_exits_1_and_writes_nothing(make_run: RunFactory, tmp_path: Path) -> None:
     run_dir = make_run("r1", concs=(4, 8), invalid=(4, 8))
 

@@ -140,7 +140,7 @@ def _print_changes(console: Console, result: Report) -> None:
 
     y_name = f"y:{result.chart.y_metric.value}"
     shown = (y_name, *SIDE_BY_SIDE)
-    headers = {y_name: "out tok/s/GPU", "tokens_per_s_per_user": "tok/s/user"}
+    headers = {y_name: result.chart.y_metric.header, "tokens_per_s_per_user": "tok/s/user"}
     headers |= {"median_ttft_ms": "TTFT p50", "median_tpot_ms": "TPOT p50"}
     by_variant: dict[str, list[Change]] = {}
     for change in result.changes:

@@ -123,6 +123,15 @@ class YMetric(StrEnum):
             YMetric.TOTAL: "Total tokens/s per GPU (input + output)",
         }[self]
 
+    @property
+    def header(self) -> str:
+        """The short column header of tables (terminal and HTML)."""
+        return {
+            YMetric.OUTPUT: "out tok/s/GPU",
+            YMetric.OUTPUT_DECODE: "out tok/s/decode GPU",
+            YMetric.TOTAL: "tok/s/GPU",
+        }[self]
+
     def of(self, point: ResultPoint) -> float | None:
         if self is YMetric.OUTPUT:
             output = point.metric("output_throughput")

@@ -42,21 +42,13 @@ def columns(chart: Chart, *, with_run: bool = True) -> tuple[Column, ...]:
         Column("conc", _load),
         Column("GPUs", lambda _run, p: f"{p.prefill_gpus}+{p.decode_gpus}"),
         Column("req/s", _metric("request_throughput", 2)),
-        Column(_y_header(chart), lambda _run, point: _fmt(y.of(point))),
+        Column(y.header, lambda _run, point: _fmt(y.of(point))),
         Column("tok/s/user", lambda _run, point: _fmt(point.interactivity)),
         Column("TTFT p50", _metric("median_ttft_ms", 1)),
         Column("TTFT p99", _metric("p99_ttft_ms", 1)),
         Column("TPOT p50", _metric("median_tpot_ms", 2)),
         Column("TPOT p99", _metric("p99_tpot_ms", 2)),
     )
-
-
-def _y_header(chart: Chart) -> str:
-    return {
-        "output": "out tok/s/GPU",
-        "output-decode": "out tok/s/decode GPU",
-        "total": "tok/s/GPU",
-    }[chart.y_metric.value]
 
 
 @dataclass(frozen=True)
