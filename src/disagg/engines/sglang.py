@@ -35,7 +35,8 @@ PLACEMENT_FLAGS = frozenset(
     }
 )
 DRAFT_FLAGS = ("speculative-draft-model-path", "speculative-draft-model")
-_PARALLEL_ALIASES = {
+# Every spelling SGLang accepts for each parallel size (the linter reads the same table).
+PARALLEL_FLAGS = {
     "tp": ("tensor-parallel-size", "tp-size", "tp"),
     "dp": ("data-parallel-size", "dp-size", "dp"),
     "ep": ("expert-parallel-size", "ep-size", "ep"),
@@ -84,9 +85,9 @@ def arg(args: Mapping[str, Any], *names: str) -> Any:
 
 
 def parallelism(args: Mapping[str, Any]) -> dict[str, int]:
-    """tp/dp/ep/pp sizes the args ask for (1 when unset); the linter checks them against GPUs."""
+    """tp/dp/ep/pp sizes the args ask for (1 when unset)."""
     sizes: dict[str, int] = {}
-    for short, names in _PARALLEL_ALIASES.items():
+    for short, names in PARALLEL_FLAGS.items():
         value = arg(args, *names)
         sizes[short] = value if isinstance(value, int) and not isinstance(value, bool) else 1
     return sizes

@@ -27,13 +27,7 @@ DRAFT = ("DA008", "draft-model-not-staged")
 ROLES = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
 # engine -> (tensor, data, expert, pipeline, dp-attention) arg names, first match wins
 _ARGS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "sglang": (
-        ("tensor-parallel-size", "tp-size", "tp"),
-        ("data-parallel-size", "dp-size", "dp"),
-        ("expert-parallel-size", "ep-size", "ep"),
-        ("pipeline-parallel-size", "pp-size", "pp"),
-        ("enable-dp-attention",),
-    ),
+    "sglang": (*sglang.PARALLEL_FLAGS.values(), ("enable-dp-attention",)),
     "trtllm": (
         ("tensor_parallel_size",),
         (),
@@ -224,10 +218,10 @@ class _Checker:
             if role.gpus_per_worker is not None:
                 per[role.name] = role.gpus_per_worker
             else:
-                world = _world(engine, role)
-                if world is None:
+                found = _parallel_args(engine, role)
+                if found is None:
                     return
-                per[role.name] = world
+                per[role.name] = _world(engine, found)
         where = [self.loc(variant, ("resources", f"{r.name}_nodes"), "nodes") for r in roles]
         if roles[0].gpus_per_node > 0:
             self.capacity(variant, roles, per, where)
@@ -238,14 +232,13 @@ class _Checker:
             return
         (tp_key, tp), (dp_key, dp), (ep_key, ep), (pp_key, pp), (_, dp_attention) = found
         tp_n, dp_n, ep_n, pp_n = (_int(v) or 1 for v in (tp, dp, ep, pp))
-        replicas = 1 if dp_attention or engine == "trtllm" else dp_n
-        world = tp_n * pp_n * replicas
+        world = _world(engine, found)
         keys = [k for k in (tp_key, dp_key, ep_key, pp_key) if k]
         where = [self.loc(variant, (*role.args_path, k), k) for k in keys]
         where.append(self.loc(variant, ("resources", f"{role.name}_nodes"), "nodes"))
         shown = ", ".join(f"{k}={role.args[k]}" for k in keys) or "no parallelism args (1 GPU)"
         if gpus is not None and world != gpus:
-            formula = f"tp {tp_n} x pp {pp_n}" + (f" x dp {dp_n}" if replicas > 1 else "")
+            formula = f"tp {tp_n} x pp {pp_n}" + (f" x dp {dp_n}" if world > tp_n * pp_n else "")
             self.add(
                 PARALLELISM,
                 Severity.ERROR if world > gpus else Severity.WARNING,
@@ -381,11 +374,8 @@ def _parallel_args(engine: str, role: _Role) -> list[tuple[str, Any]] | None:
     return found
 
 
-def _world(engine: str, role: _Role) -> int | None:
+def _world(engine: str, found: list[tuple[str, Any]]) -> int:
     """GPUs one worker's engine uses: tp x pp, times dp unless DP attention shares the tp ranks."""
-    found = _parallel_args(engine, role)
-    if found is None:
-        return None
     tp, dp, _, pp, dp_attention = (value for _, value in found)
     replicas = 1 if dp_attention or engine == "trtllm" else (_int(dp) or 1)
     return (_int(tp) or 1) * (_int(pp) or 1) * replicas
