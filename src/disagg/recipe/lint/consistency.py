@@ -98,6 +98,7 @@ class _Checker:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.findings: dict[tuple[str, str, str], Finding] = {}
+        self.variants: dict[tuple[str, str, str], list[str]] = {}
 
     def loc(self, variant: str, path: tuple[str, ...], role: str) -> Location:
         node = self.ctx.locate(variant, path)
@@ -117,12 +118,13 @@ class _Checker:
         """One finding per place and message, listing every variant that shares it."""
         key = (rule[0], str(locations[0]), message)
         old = self.findings.get(key)
-        variants = f"{old.message.rsplit('[variants: ', 1)[1][:-1]}, {variant}" if old else variant
+        variants = self.variants.setdefault(key, [])
+        variants.append(variant)
         self.findings[key] = Finding(
             rule=rule[0],
             name=rule[1],
             severity=severity,
-            message=f"{message} [variants: {variants}]",
+            message=f"{message} [variants: {', '.join(variants)}]",
             locations=old.locations if old else tuple(locations),
             hint=hint,
         )
