@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,13 @@ from disagg.plan.model import (
 )
 
 PY = sys.executable
+
+
+def disagg(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m disagg ARGS` in a subprocess: exit status, stdout and stderr as text."""
+    return subprocess.run(
+        [PY, "-m", "disagg", *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def make_plan(

@@ -10,14 +10,7 @@ from pathlib import Path
 from disagg.launch.logs import role_logs, tail
 from disagg.launch.state import RunState, RunStatus
 
-
-def disagg(*args: str | Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "disagg", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from .conftest import disagg
 
 
 def fake_run(run_dir: Path) -> None:

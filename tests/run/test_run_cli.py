@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import wait_gone
+from .conftest import disagg, wait_gone
 
 RECIPE = """\
 name: "tiny-1p1d"
@@ -36,15 +34,6 @@ benchmark:
   num_prompts: 4
   num_warmup_mult: 0
 """
-
-
-def disagg(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "disagg", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def test_unknown_selector_is_a_usage_error(tmp_path: Path) -> None:
