@@ -31,11 +31,18 @@ def load_plan(run_dir: Path) -> Plan:
         raise DisaggError(f"{run_dir}: not a directory", hint="pass a run directory")
     if not path.is_file():
         raise DisaggError(
-            f"{path}: no plan.json in the run directory",
+            f"{run_dir}: not a run directory (no plan.json)",
             hint="create one with `disagg run` or `disagg submit`",
         )
+    return read_plan_file(path)
+
+
+def read_plan_file(path: Path) -> Plan:
+    """Read and validate one plan JSON file; any problem is a DisaggError (exit 2)."""
     try:
         return Plan.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise DisaggError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from disagg.launch.state import RunState, RunStatus, RunSummary
 
-from .conftest import PY, make_plan, python_role, wait_gone
+from .conftest import PY, disagg, make_plan, python_role, wait_gone
 
 
 def job(run_dir: Path) -> subprocess.Popen[str]:
@@ -61,3 +61,18 @@ def test_sigterm_cancels_cleanly_with_exit_3(tmp_path: Path) -> None:
     assert summary is not None and summary.status is RunStatus.CANCELLED
     assert summary.reason == "received SIGTERM"
     assert wait_gone([pid]) == []
+
+
+def test_commands_reading_a_run_dir_refuse_a_broken_plan_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "plan.json").write_text('{"name": 1}')
+    for args in (
+        ["collect", str(tmp_path), "--into", str(tmp_path / "out")],
+        ["submit", "--resume", str(tmp_path), "--dry-run"],
+        ["stage", str(tmp_path), "--dry-run"],
+    ):
+        proc = disagg(*args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert "plan" in proc.stderr

@@ -54,19 +54,17 @@ def submit_command(
         bool, typer.Option("--json", help="print selector, job_id, run_dir per variant")
     ] = False,
 ) -> None:
+    from disagg.job import load_plan
     from disagg.launch import slurm
     from disagg.launch.slurm_preflight import check_plans
-    from disagg.plan.model import Plan
 
     console = make_console(stderr=True)
     if resume is not None:
         if recipe is not None:
             raise DisaggError("give either a recipe or --resume RUN_DIR, not both")
         run_dir = resume.resolve()
-        if not (run_dir / "plan.json").is_file():
-            raise DisaggError(f"{resume}: not a run directory (no plan.json)")
+        plans = [load_plan(run_dir)]
         _refuse_if_active(run_dir)
-        plans = [Plan.read(run_dir)]
         run_dirs = [run_dir]
     elif recipe is None:
         raise DisaggError("missing RECIPE[:SELECTOR]", hint="or resume a run: --resume RUN_DIR")
@@ -257,14 +255,12 @@ def collect_command(
 ) -> None:
     """Copy the valid point results of runs into one directory, under their InferenceX names."""
     from disagg.bench.api import existing_valid_result
-    from disagg.plan.model import Plan
+    from disagg.job import load_plan
 
     copied: list[dict[str, str]] = []
     into.mkdir(parents=True, exist_ok=True)
     for run_dir in run_dirs:
-        if not (run_dir / "plan.json").is_file():
-            raise DisaggError(f"{run_dir}: not a run directory (no plan.json)")
-        plan = Plan.read(run_dir)
+        plan = load_plan(run_dir)
         for point in plan.bench.points:
             found = existing_valid_result(run_dir / "results", point)
             if found is None:

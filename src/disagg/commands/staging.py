@@ -75,9 +75,11 @@ def load_plans(target: str, cluster: str | None) -> list[Plan]:
     """Plans for `RECIPE[:SELECTOR]`, or the plan of a run directory / plan.json."""
     path = Path(target)
     if path.is_dir() and (path / "plan.json").is_file():
-        return [Plan.read(path)]
+        path = path / "plan.json"
     if path.suffix == ".json" and path.is_file():
-        return [Plan.read(path.parent)] if path.name == "plan.json" else [_plan_file(path)]
+        from disagg.job import read_plan_file
+
+        return [read_plan_file(path)]
     return _plans_from_recipe(target, cluster)
 
 
@@ -85,13 +87,6 @@ def _plans_from_recipe(target: str, cluster: str | None) -> list[Plan]:
     from disagg.plan.from_recipe import plans_for
 
     return plans_for([target], cluster)
-
-
-def _plan_file(path: Path) -> Plan:
-    try:
-        return Plan.model_validate_json(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise DisaggError(f"{path}: not a plan: {exc}") from exc
 
 
 def _group(plans: list[Plan]) -> list[tuple[StagingPlan, list[str]]]:
