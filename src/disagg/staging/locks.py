@@ -146,12 +146,7 @@ class DirLock:
         if _parse(self._observe()).get("token") != self.token:
             self.lost = True
             return  # someone broke it; the directory is theirs now
-        tomb = self.path.with_name(f"{self.path.name}.released-{self.token}")
-        try:
-            os.rename(self.path, tomb)
-        except OSError:
-            return
-        shutil.rmtree(tomb, ignore_errors=True)
+        _discard(self.path, f"released-{self.token}")
 
     def __enter__(self) -> DirLock:
         self.acquire()
@@ -218,19 +213,24 @@ class DirLock:
             time.sleep(self.poll_s)
             return
         try:
-            if self._observe() != observed:
+            if self._observe() != observed or not _discard(self.path, f"stale-{self.token}"):
                 return
-            tomb = self.path.with_name(f"{self.path.name}.stale-{self.token}")
-            try:
-                os.rename(self.path, tomb)
-            except OSError:
-                return
-            shutil.rmtree(tomb, ignore_errors=True)
             if self.on_wait is not None:
                 self.on_wait(f"broke stale lock {self.path}: {reason}")
         finally:
             with contextlib.suppress(OSError):
                 os.rmdir(guard)
+
+
+def _discard(path: Path, tag: str) -> bool:
+    """Rename the lock directory aside (one atomic step), then delete it; False if gone."""
+    tomb = path.with_name(f"{path.name}.{tag}")
+    try:
+        os.rename(path, tomb)
+    except OSError:
+        return False
+    shutil.rmtree(tomb, ignore_errors=True)
+    return True
 
 
 def _parse(state: bytes | None) -> dict[str, Any]:
