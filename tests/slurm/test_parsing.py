@@ -90,3 +90,23 @@ def test_target_that_is_neither_run_dir_nor_job_id(tmp_path: Path) -> None:
         slurm.resolve("no-such-thing")
     with pytest.raises(DisaggError, match="not a run directory"):
         slurm.resolve(str(tmp_path))
+
+
+def test_job_state_from_sacct_when_squeue_no_longer_knows_the_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def fake_run(argv: list[str], **_: object) -> str:
+        if argv[0] == "squeue":
+            return '{"jobs": []}'
+        if argv[0] == "sacct":
+            columns = argv[argv.index("-o") + 1].split(",")
+            row = {"JobID": "7", "State": "CANCELLED by 0", "Reason": "None"}
+            row |= {"NodeList": "node[1-3]", "ExitCode": "0:15", "Partition": "debug"}
+            return "|".join(row.get(column, "") for column in columns) + "\n"
+        raise AssertionError(f"unexpected command {argv}")
+
+    monkeypatch.setattr(slurmctl, "run", fake_run)
+    info = slurmctl.job("7")
+    assert info is not None
+    assert (info.source, info.state, info.reason) == ("sacct", "CANCELLED", None)
+    assert (info.nodes, info.exit_code, info.partition) == ("node[1-3]", "0:15", "debug")

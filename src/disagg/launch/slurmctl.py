@@ -265,9 +265,8 @@ def _json_exit_code(value: object) -> str | None:
 
 
 def _job_from_sacct(job_id: str) -> JobInfo | None:
-    out = run(
-        ["sacct", "-X", "-n", "-P", "-j", job_id, "-o", "JobID,State,Reason,NodeList,ExitCode"]
-    )
+    fields = "JobID,State,Reason,NodeList,ExitCode,Partition"
+    out = run(["sacct", "-X", "-n", "-P", "-j", job_id, "-o", fields])
     for line in out.splitlines():
         parts = line.strip().split("|")
         if len(parts) == 6 and parts[0] == job_id:
