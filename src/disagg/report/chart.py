@@ -8,6 +8,7 @@ per series so both files look alike.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from disagg.report.model import ResultPoint, RunResults, YMetric
 from disagg.report.pareto import frontier
@@ -86,9 +87,17 @@ class Chart:
             return f"{series.label} (simulated)"
         return series.label
 
+    @cached_property
+    def _frontier_points(self) -> frozenset[int]:
+        return frozenset(id(cp.point) for cp in self.frontier)
+
+    def on_frontier(self, point: ResultPoint) -> bool:
+        """Whether this loaded point is on the Pareto frontier."""
+        return id(point) in self._frontier_points
+
     def annotate(self, point: ChartPoint) -> bool:
         """Whether to print the concurrency next to this point (all when few, else the frontier)."""
-        return self.point_count <= ANNOTATE_ALL_UP_TO or point in self.frontier
+        return self.point_count <= ANNOTATE_ALL_UP_TO or self.on_frontier(point.point)
 
     @property
     def subtitle(self) -> str:

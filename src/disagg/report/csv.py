@@ -14,7 +14,7 @@ from pathlib import Path
 from disagg.atomic import write_text
 from disagg.report.chart import Chart
 from disagg.report.compare import Change
-from disagg.report.model import ResultPoint, RunResults
+from disagg.report.model import ResultPoint, RunResults, YMetric
 
 LATENCY_FIELDS = tuple(
     f"{stat}_{metric}_ms"
@@ -61,16 +61,12 @@ COMPARE_COLUMNS = (
 
 
 def summary_rows(runs: Sequence[RunResults], chart: Chart) -> list[dict[str, object]]:
-    on_frontier = {id(cp.point) for cp in chart.frontier}
-    rows = []
-    for run in runs:
-        for point in run.points:
-            rows.append(_summary_row(run, point, id(point) in on_frontier))
-    return rows
+    return [
+        _summary_row(run, point, chart.on_frontier(point)) for run in runs for point in run.points
+    ]
 
 
 def _summary_row(run: RunResults, point: ResultPoint, frontier: bool) -> dict[str, object]:
-    output = point.metric("output_throughput")
     row: dict[str, object] = {
         "run": run.label or run.name,
         "variant": run.short_variant,
@@ -83,9 +79,7 @@ def _summary_row(run: RunResults, point: ResultPoint, frontier: bool) -> dict[st
         "prefill_gpus": point.prefill_gpus,
         "decode_gpus": point.decode_gpus,
         "total_gpus": point.total_gpus,
-        "output_tokens_per_s_per_gpu": (
-            output / point.total_gpus if output is not None and point.total_gpus else None
-        ),
+        "output_tokens_per_s_per_gpu": YMetric.OUTPUT.of(point),
         "tokens_per_s_per_user": point.interactivity,
         "on_frontier": frontier,
         "result_file": str(point.path),

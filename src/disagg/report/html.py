@@ -258,8 +258,8 @@ def _compare_table(changes: Sequence[Change]) -> str:
         body.append(
             f"<tr><td>{escape(change.variant)}</td><td>{escape(change.point)}</td>"
             f"<td>{escape(change.label)}</td><td>{escape(change.baseline_run)}</td>"
-            f'<td class="num">{_num(change.baseline)}</td><td>{escape(change.run)}</td>'
-            f'<td class="num">{_num(change.value)}</td>'
+            f'<td class="num">{table.number(change.baseline, 2)}</td><td>{escape(change.run)}</td>'
+            f'<td class="num">{table.number(change.value, 2)}</td>'
             f'<td class="num {css}">{"-" if pct is None else f"{pct:+.1f}%"}</td></tr>'
         )
     return (
@@ -268,10 +268,6 @@ def _compare_table(changes: Sequence[Change]) -> str:
         "<th>metric</th><th>baseline run</th><th>baseline</th><th>run</th><th>value</th>"
         "<th>change</th></tr></thead><tbody>" + "".join(body) + "</tbody></table></section>"
     )
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.2f}"
 
 
 def _skipped(runs: Sequence[RunResults]) -> str:

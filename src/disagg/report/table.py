@@ -16,7 +16,8 @@ class Column:
     numeric: bool = True
 
 
-def _fmt(value: float | None, digits: int = 1) -> str:
+def number(value: float | None, digits: int = 1) -> str:
+    """`1,234.5`, or `-` when there is no value."""
     if value is None:
         return "-"
     return f"{value:,.{digits}f}"
@@ -30,7 +31,7 @@ def _load(_run: RunResults, point: ResultPoint) -> str:
 
 
 def _metric(name: str, digits: int) -> Callable[[RunResults, ResultPoint], str]:
-    return lambda _run, point: _fmt(point.metric(name), digits)
+    return lambda _run, point: number(point.metric(name), digits)
 
 
 def columns(chart: Chart, *, with_run: bool = True) -> tuple[Column, ...]:
@@ -42,8 +43,8 @@ def columns(chart: Chart, *, with_run: bool = True) -> tuple[Column, ...]:
         Column("conc", _load),
         Column("GPUs", lambda _run, p: f"{p.prefill_gpus}+{p.decode_gpus}"),
         Column("req/s", _metric("request_throughput", 2)),
-        Column(y.header, lambda _run, point: _fmt(y.of(point))),
-        Column("tok/s/user", lambda _run, point: _fmt(point.interactivity)),
+        Column(y.header, lambda _run, point: number(y.of(point))),
+        Column("tok/s/user", lambda _run, point: number(point.interactivity)),
         Column("TTFT p50", _metric("median_ttft_ms", 1)),
         Column("TTFT p99", _metric("p99_ttft_ms", 1)),
         Column("TPOT p50", _metric("median_tpot_ms", 2)),
@@ -59,7 +60,6 @@ class Row:
 
 
 def rows(runs: Sequence[RunResults], chart: Chart, *, with_run: bool = True) -> list[Row]:
-    on_frontier = {id(cp.point) for cp in chart.frontier}
     cols = columns(chart, with_run=with_run)
     out = []
     for run in runs:
@@ -67,7 +67,7 @@ def rows(runs: Sequence[RunResults], chart: Chart, *, with_run: bool = True) -> 
             out.append(
                 Row(
                     cells=[column.value(run, point) for column in cols],
-                    frontier=id(point) in on_frontier,
+                    frontier=chart.on_frontier(point),
                     simulated=point.simulated or run.simulated,
                 )
             )
