@@ -21,7 +21,7 @@ from disagg.atomic import write_text
 from disagg.errors import DisaggError
 from disagg.launch import slurmctl
 from disagg.launch.sbatch import SBATCH_FILE, render
-from disagg.launch.state import RunState, RunStatus, RunSummary
+from disagg.launch.state import RunState, RunStatus, RunSummary, points_done
 from disagg.plan.model import Plan
 
 SLURM_RECORD = "slurm.json"
@@ -121,7 +121,6 @@ class RunView:
         state, summary, job = self.state, self.summary, self.job
         failure = (summary.failure if summary else None) or (state.failure if state else None)
         points = (summary.points if summary else None) or (state.points if state else [])
-        done = sum(1 for p in points if p.status.value in ("measured", "skipped"))
         return {
             "target": self.target,
             "run_dir": str(self.run_dir) if self.run_dir else None,
@@ -134,7 +133,7 @@ class RunView:
             "source": job.source if job else None,
             "status": self.run_status,
             "phase": state.phase.value if state else None,
-            "points_done": done,
+            "points_done": points_done(points),
             "points_total": len(points),
             "points": [p.model_dump(mode="json") for p in points],
             "failure": failure.model_dump(mode="json") if failure else None,

@@ -8,6 +8,7 @@ environment (which may carry secrets such as HF_TOKEN).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 
@@ -77,6 +78,11 @@ class PointState(BaseModel):
     seconds: float | None = None
 
 
+def points_done(points: Iterable[PointState]) -> int:
+    """Points that have a valid result: measured in this run or kept from an earlier one."""
+    return sum(1 for p in points if p.status in (PointStatus.MEASURED, PointStatus.SKIPPED))
+
+
 class Failure(BaseModel):
     reason: str
     role: str | None = None
@@ -104,8 +110,7 @@ class RunState(BaseModel):
 
     @property
     def points_done(self) -> int:
-        done = (PointStatus.MEASURED, PointStatus.SKIPPED)
-        return sum(1 for p in self.points if p.status in done)
+        return points_done(self.points)
 
     def role(self, name: str) -> RoleState:
         for role in self.roles:
