@@ -81,9 +81,6 @@ class TimingModel:
             ms *= sim.eager_penalty
         return ms * 1e-3
 
-    def kv_transfer_time(self, tokens: int) -> float:
-        return self.args.sim.kv_transfer_us_per_token * tokens * 1e-6
-
     def tokens_this_step(self, rng: random.Random) -> int:
         """Tokens one sequence emits in one step: 1, or 1 + accepted drafts when speculating."""
         accepted = 0
