@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import tempfile
 import time
 import urllib.request
@@ -38,7 +37,7 @@ from typing import Any
 
 import aiohttp
 
-from disagg.bench.client import raise_fd_limit
+from disagg.bench.client import cpu_seconds, raise_fd_limit
 from disagg.bench.metrics import percentile
 from disagg.bench.results import PointContext
 from disagg.bench.runner import ClientOptions, run_point
@@ -159,10 +158,9 @@ async def _naive(url: str, conc: int, n: int) -> tuple[list[dict[str, Any]], flo
 
 
 def run_naive(url: str, server: str, conc: int, n: int) -> Row:
-    usage0 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu0 = cpu_seconds()
     results, duration = asyncio.run(_naive(url, conc, n))
-    usage1 = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
+    cpu = cpu_seconds() - cpu0
     ok = [r for r in results if r["ok"]]
     ttfts = sorted(r["ttft"] * 1000 for r in ok)
     tpots = sorted((r["e2e"] - r["ttft"]) / (r["out"] - 1) * 1000 for r in ok if r["out"] > 1)

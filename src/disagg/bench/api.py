@@ -24,10 +24,6 @@ class GpuCounts:
     prefill: int
     decode: int
 
-    @property
-    def total(self) -> int:
-        return self.prefill + self.decode
-
 
 @dataclass
 class PointOutcome:

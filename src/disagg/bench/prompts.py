@@ -138,12 +138,12 @@ class PromptFactory:
         self.id_range = (low, high)
         self.template = _chat_template(settings.tokenizer) if settings.chat_template else None
 
-    def build(self, count: int, *, start_index: int = 0, seed_offset: int = 0) -> list[RequestSpec]:
+    def build(self, count: int, *, seed_offset: int = 0) -> list[RequestSpec]:
         s = self.settings
         rng = random.Random(s.seed * 1_000_003 + seed_offset)
         inputs = _lengths(rng, s.isl, s.range_ratio, count)
         outputs = _lengths(rng, s.osl, s.range_ratio, count)
-        return [self._spec(start_index + i, rng, inputs[i], outputs[i]) for i in range(count)]
+        return [self._spec(i, rng, inputs[i], outputs[i]) for i in range(count)]
 
     def _spec(self, index: int, rng: random.Random, isl: int, osl: int) -> RequestSpec:
         s = self.settings

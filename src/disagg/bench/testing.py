@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any, cast
 
 __all__ = ["ServerConfig", "serve_in_subprocess"]
@@ -321,9 +321,7 @@ def serve_in_subprocess(
 
     The process is stopped by PID on exit. `cpu` pins it to one core (benchmarks).
     """
-    config = config or ServerConfig()
-    known = {f.name for f in fields(ServerConfig)}
-    payload = json.dumps({k: v for k, v in asdict(config).items() if k in known})
+    payload = json.dumps(asdict(config or ServerConfig()))
     argv = [sys.executable, "-m", "disagg.bench.testing", "--config", payload]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     try:
