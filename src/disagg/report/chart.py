@@ -25,6 +25,7 @@ PLOTLY_MARKERS = (
     "cross", "x", "triangle-left", "triangle-right", "hexagon",
 )  # fmt: skip
 ANNOTATE_ALL_UP_TO = 80  # above this many points, only frontier points get a concurrency label
+WATERMARK = "SIMULATED"  # across any chart that holds simulated points
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,11 @@ class Chart:
     @property
     def point_count(self) -> int:
         return sum(len(series.points) for series in self.series)
+
+    @property
+    def title(self) -> str:
+        title = "Throughput per GPU vs interactivity"
+        return f"{title} (simulated)" if self.all_simulated else title
 
     def legend_label(self, series: Series) -> str:
         """The series' label, `(simulated)` added when real and simulated runs share the chart."""

@@ -20,12 +20,11 @@ from plotly.subplots import make_subplots
 
 from disagg.atomic import write_text
 from disagg.report import table
-from disagg.report.chart import Chart, ChartPoint, Series
+from disagg.report.chart import WATERMARK, Chart, ChartPoint, Series
 from disagg.report.compare import Change
 from disagg.report.model import X_LABEL, ResultPoint, RunResults
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
-WATERMARK = "SIMULATED"
 PERCENTILES = (("median", "p50", "solid"), ("p90", "p90", "dash"), ("p99", "p99", "dot"))
 
 
@@ -61,9 +60,7 @@ def pareto_figure(chart: Chart) -> Any:
 
 
 def _title(chart: Chart) -> str:
-    title = "Throughput per GPU vs interactivity"
-    if chart.all_simulated:
-        title += " (simulated)"
+    title = chart.title
     if chart.subtitle:
         title += (
             f"<br><sup>{escape(chart.subtitle)} · labels: concurrency · upper right is better</sup>"

@@ -16,14 +16,13 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from disagg.atomic import write_bytes
-from disagg.report.chart import Chart
+from disagg.report.chart import WATERMARK, Chart
 from disagg.report.model import X_LABEL
 
 DPI = 150
 BASE_SIZE = (11.0, 7.0)  # inches
 LEGEND_ROWS_PER_COLUMN = 28
 FRONTIER_LABEL = "Pareto frontier"
-WATERMARK = "SIMULATED"
 
 
 def figure_size(chart: Chart) -> tuple[float, float]:
@@ -106,10 +105,7 @@ def build_figure(chart: Chart) -> Figure:
 
 
 def _style_axes(ax: Axes, chart: Chart) -> None:
-    title = "Throughput per GPU vs interactivity"
-    if chart.all_simulated:
-        title += " (simulated)"
-    ax.set_title(title, fontsize=13, fontweight="bold", loc="left")
+    ax.set_title(chart.title, fontsize=13, fontweight="bold", loc="left")
     notes = [chart.subtitle, "labels: concurrency", "upper right is better"]
     ax.text(
         1.0,
