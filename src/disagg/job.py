@@ -13,8 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from disagg.errors import EXIT_USAGE, DisaggError
 from disagg.plan.model import Plan
 
@@ -22,35 +20,6 @@ from disagg.plan.model import Plan
 # that the job ends CANCELLED instead of FAILED with exit status 3. A time limit or a
 # plain scancel kills the job during this wait anyway (SIGTERM is default again here).
 SLURM_CANCEL_LINGER_S = 10.0
-
-
-def load_plan(run_dir: Path) -> Plan:
-    """Read and validate `RUN_DIR/plan.json`; any problem is a DisaggError (exit 2)."""
-    path = run_dir / "plan.json"
-    if not run_dir.is_dir():
-        raise DisaggError(f"{run_dir}: not a directory", hint="pass a run directory")
-    if not path.is_file():
-        raise DisaggError(
-            f"{run_dir}: not a run directory (no plan.json)",
-            hint="create one with `disagg run` or `disagg submit`",
-        )
-    return read_plan_file(path)
-
-
-def read_plan_file(path: Path) -> Plan:
-    """Read and validate one plan JSON file; any problem is a DisaggError (exit 2)."""
-    try:
-        return Plan.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        raise DisaggError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise DisaggError(
-            f"{path}: invalid plan at {where or 'top level'}: {first['msg']}"
-            + (f" ({exc.error_count()} problems)" if exc.error_count() > 1 else ""),
-            hint="plan.json is written by disagg; re-create it rather than editing it by hand",
-        ) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
 
         run_dir: Path = args.run_dir.resolve()
-        plan = load_plan(run_dir)
+        plan = Plan.read(run_dir)
         launcher = make_launcher(args.executor, plan, run_dir)
         options = OrchestratorOptions(executor=args.executor)
         summary = Orchestrator(run_dir, plan, launcher, options).run()

@@ -16,6 +16,7 @@ from rich.text import Text
 from disagg.atomic import write_bytes
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS, EXIT_USAGE, DisaggError
+from disagg.plan.model import Plan
 
 SUBMIT_HELP = """Pre-flight, render job.sbatch into each variant's run directory, and sbatch it.
 
@@ -54,7 +55,6 @@ def submit_command(
         bool, typer.Option("--json", help="print selector, job_id, run_dir per variant")
     ] = False,
 ) -> None:
-    from disagg.job import load_plan
     from disagg.launch import slurm
     from disagg.launch.slurm_preflight import check_plans
 
@@ -63,7 +63,7 @@ def submit_command(
         if recipe is not None:
             raise DisaggError("give either a recipe or --resume RUN_DIR, not both")
         run_dir = resume.resolve()
-        plans = [load_plan(run_dir)]
+        plans = [Plan.read(run_dir)]
         _refuse_if_active(run_dir)
         run_dirs = [run_dir]
     elif recipe is None:
@@ -255,12 +255,11 @@ def collect_command(
 ) -> None:
     """Copy the valid point results of runs into one directory, under their InferenceX names."""
     from disagg.bench.api import existing_valid_result
-    from disagg.job import load_plan
 
     copied: list[dict[str, str]] = []
     into.mkdir(parents=True, exist_ok=True)
     for run_dir in run_dirs:
-        plan = load_plan(run_dir)
+        plan = Plan.read(run_dir)
         for point in plan.bench.points:
             found = existing_valid_result(run_dir / "results", point)
             if found is None:

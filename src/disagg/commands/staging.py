@@ -77,9 +77,7 @@ def load_plans(target: str, cluster: str | None) -> list[Plan]:
     if path.is_dir() and (path / "plan.json").is_file():
         path = path / "plan.json"
     if path.suffix == ".json" and path.is_file():
-        from disagg.job import read_plan_file
-
-        return [read_plan_file(path)]
+        return [Plan.read_file(path)]
     return _plans_from_recipe(target, cluster)
 
 

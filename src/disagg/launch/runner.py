@@ -23,8 +23,8 @@ def prepare_run_dir(plan: Plan, run_dir: Path) -> None:
     if existing.is_file():
         try:
             old = Plan.read(run_dir)
-        except ValueError:
-            old = None
+        except DisaggError:
+            old = None  # unreadable: overwritten by the new plan
         if old is not None and (old.name, old.variant) != (plan.name, plan.variant):
             raise DisaggError(
                 f"{run_dir} already holds run {old.name} ({old.variant}), not {plan.variant}",

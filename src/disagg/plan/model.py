@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 PLAN_SCHEMA_VERSION = 1
+PLAN_FILE = "plan.json"
 
 
 class _Strict(BaseModel):
@@ -214,10 +215,60 @@ class Plan(_Strict):
     def write(self, run_dir: Path) -> Path:
         from disagg.atomic import write_text
 
-        path = run_dir / "plan.json"
+        path = run_dir / PLAN_FILE
         write_text(path, self.model_dump_json(indent=2) + "\n")
         return path
 
     @classmethod
     def read(cls, run_dir: Path) -> Plan:
-        return cls.model_validate_json((run_dir / "plan.json").read_text())
+        """`RUN_DIR/plan.json`; a missing, unreadable or invalid one is a DisaggError (exit 2)."""
+        from disagg.errors import DisaggError
+
+        if not run_dir.is_dir():
+            raise DisaggError(f"{run_dir}: not a directory", hint="pass a run directory")
+        path = run_dir / PLAN_FILE
+        if not path.is_file():
+            raise DisaggError(
+                f"{run_dir}: not a run directory (no plan.json)",
+                hint="create one with `disagg run` or `disagg submit`",
+            )
+        return cls.read_file(path)
+
+    @classmethod
+    def read_file(cls, path: Path) -> Plan:
+        """One plan JSON file; errors name the file and the field (or JSON position)."""
+        from pydantic import ValidationError
+
+        from disagg.errors import DisaggError, SourceLocation
+
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DisaggError(f"{path}: cannot read: {exc}") from None
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            if first["type"] == "json_invalid":
+                line, col = _json_position(text)
+                raise DisaggError(
+                    f"not valid JSON: {first['msg']}",
+                    location=SourceLocation(str(path), line, col),
+                    hint="plan.json is written by disagg; re-create the run",
+                ) from None
+            where = ".".join(str(part) for part in first["loc"]) or "top level"
+            more = f" ({exc.error_count()} problems)" if exc.error_count() > 1 else ""
+            raise DisaggError(
+                f"{path}: not a plan this version understands: {where}: {first['msg']}{more}",
+                hint="plan.json is written by disagg; re-create the run rather than editing it",
+            ) from None
+
+
+def _json_position(text: str) -> tuple[int | None, int | None]:
+    import json
+
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.lineno, exc.colno
+    return None, None

@@ -12,16 +12,13 @@ slip through either.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from disagg.errors import DisaggError, SourceLocation
+from disagg.errors import DisaggError
 from disagg.plan.model import Plan
 from disagg.report.model import ResultPoint, RunResults, SkippedResult
 
@@ -84,40 +81,7 @@ def _runs_below(path: Path, depth: int) -> Iterator[Path]:
 def read_plan(run_dir: Path) -> Plan | None:
     """The run's plan, None when the run has no plan.json; a broken one is a user error."""
     path = run_dir / PLAN_FILE
-    if not path.is_file():
-        return None
-    try:
-        return Plan.read(run_dir)
-    except ValidationError as exc:
-        raise _plan_error(path, exc) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DisaggError(f"{path}: cannot read: {exc}") from None
-
-
-def _plan_error(path: Path, exc: ValidationError) -> DisaggError:
-    first = exc.errors()[0]
-    if first["type"] == "json_invalid":
-        line, col = _json_position(path)
-        return DisaggError(
-            f"not valid JSON: {first['msg']}",
-            location=SourceLocation(str(path), line, col),
-            hint="plan.json is written by `disagg plan`/`disagg run`; re-create the run",
-        )
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    return DisaggError(
-        f"{path}: not a plan this version understands: {where}: {first['msg']}",
-        hint="re-create the run with this version of disagg",
-    )
-
-
-def _json_position(path: Path) -> tuple[int | None, int | None]:
-    try:
-        json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        return exc.lineno, exc.colno
-    except (OSError, UnicodeDecodeError):
-        pass
-    return None, None
+    return Plan.read_file(path) if path.is_file() else None
 
 
 def load_run(run_dir: Path) -> RunResults:
