@@ -35,6 +35,8 @@ from disagg.launch.health import canary, probe
 from disagg.launch.logs import ORCHESTRATOR_LOG, log_dir, tail, task_log_path
 from disagg.launch.ports import allocate_ports
 from disagg.launch.state import (
+    STATE_FILE,
+    SUMMARY_FILE,
     Failure,
     Phase,
     PointState,
@@ -105,6 +107,7 @@ class Orchestrator:
         self._timeline: dict[str, float] = {}
         self._started = time.time()
         self._bindings: Bindings = {}
+        self._write_error: str | None = None  # the first state/summary write that failed
         self.log = _make_logger(run_dir, echo=self.options.echo)
         self.state = RunState(
             name=plan.name,
@@ -132,6 +135,9 @@ class Orchestrator:
             except DisaggError as exc:
                 error_code = exc.exit_code
                 self._fail(str(exc))
+            except OSError as exc:  # a result or log that cannot be written (disk full)
+                where = f" {exc.filename}" if exc.filename else ""
+                self._fail(f"cannot write{where}: {exc.strerror or exc}")
             except Exception as exc:  # a bug must still tear everything down
                 self.log.exception("internal error")
                 self._fail(f"internal error: {type(exc).__name__}: {exc}")
@@ -496,6 +502,9 @@ class Orchestrator:
                 status, code = RunStatus.CANCELLED, EXIT_CANCELLED
             elif failure is not None:
                 status, code = RunStatus.FAILED, error_code
+            elif self._write_error is not None:  # results may be fine; the record is not
+                failure = self.state.failure = Failure(reason=self._write_error)
+                status, code = RunStatus.FAILED, EXIT_FAILED
             else:
                 status, code = RunStatus.COMPLETED, EXIT_COMPLETED
             for point in self.state.points:
@@ -534,7 +543,13 @@ class Orchestrator:
                 points_skipped=sum(p.status is PointStatus.SKIPPED for p in points),
                 points_invalid=sum(p.status is PointStatus.INVALID for p in points),
             )
-        summary.write(self.run_dir)
+        try:
+            summary.write(self.run_dir)
+        except OSError as exc:
+            self._write_failed(SUMMARY_FILE, exc)
+            if summary.exit_code == EXIT_COMPLETED:
+                summary.status, summary.exit_code = RunStatus.FAILED, EXIT_FAILED
+                summary.reason = self._write_error
         self._publish()
         self.log.info(
             "run %s: %d measured, %d skipped, %d invalid; %.1f s",
@@ -560,10 +575,33 @@ class Orchestrator:
 
     def _publish(self) -> None:
         with self._lock:
-            self.state.write(self.run_dir)
+            try:
+                self.state.write(self.run_dir)
+            except OSError as exc:
+                write_error: OSError | None = exc
+            else:
+                write_error = None
             snapshot = self.state.model_copy(deep=True)
+        if write_error is not None:
+            self._write_failed(STATE_FILE, write_error)
         if self.on_update is not None:
             self.on_update(snapshot)
+
+    def _write_failed(self, name: str, exc: OSError) -> None:
+        """A full disk or read-only run directory: said once, fails the run, stops nothing else.
+
+        Teardown and the summary go on regardless: a write that fails must never leave
+        roles running.
+        """
+        with self._lock:
+            if self._write_error is not None:
+                return
+            self._write_error = f"cannot write {self.run_dir / name}: {exc.strerror or exc}"
+            already_stopping = self.stop.is_set()
+        if already_stopping:  # `_fail` keeps the first reason; this one is still said
+            self.log.error("FAILED: %s", self._write_error)
+        else:
+            self._fail(self._write_error)
 
     @contextmanager
     def _phase(self, phase: Phase, *, checked: bool = True) -> Iterator[None]:
@@ -644,6 +682,22 @@ def _warm_bench_imports() -> None:
     threading.Thread(target=load, name="warm-imports", daemon=True).start()
 
 
+class _LogFileHandler(logging.FileHandler):
+    """The orchestrator's log file; a failed write (disk full) is said once on stderr.
+
+    logging's default prints a traceback per lost line, which would bury the one
+    error that explains the run's end.
+    """
+
+    _reported = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if not self._reported:
+            self._reported = True
+            error = sys.exc_info()[1]
+            print(f"disagg: cannot write {self.baseFilename}: {error}", file=sys.stderr)
+
+
 def _make_logger(run_dir: Path, *, echo: bool) -> logging.Logger:
     directory = log_dir(run_dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -651,7 +705,7 @@ def _make_logger(run_dir: Path, *, echo: bool) -> logging.Logger:
     logger.setLevel(logging.INFO)
     logger.propagate = False
     formatter = logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S")
-    file_handler = logging.FileHandler(directory / ORCHESTRATOR_LOG)
+    file_handler = _LogFileHandler(directory / ORCHESTRATOR_LOG)
     file_handler.setFormatter(formatter)
     logger.addHandler(file_handler)
     if echo:
