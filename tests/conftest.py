@@ -1,4 +1,5 @@
-"""Fixtures shared by every test area: the local multi-node Slurm started by scripts/slurm-up.
+"""Fixtures shared by every test area: the local multi-node Slurm started by scripts/slurm-up,
+and the tiny real checkpoint (tests/tiny_model.py) that real engines and frontends serve.
 
 Tests that need Slurm take the `slurm_cluster` fixture. On a machine without the
 rig they are skipped with the reason; under the test command (scripts/test sets
@@ -15,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tiny_model import TinyModel, build_tiny_model
 
 RIG_DIR = Path(os.environ.get("DISAGG_SLURM_DIR", "/tmp/disagg-slurm"))
 RIG_CONF = RIG_DIR / "etc" / "slurm.conf"
@@ -47,3 +50,9 @@ def slurm_cluster() -> Iterator[list[str]]:
     if len(nodes) < 3:
         _unavailable(f"the local Slurm needs 3 nodes, sinfo lists {nodes}")
     yield nodes
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> TinyModel:
+    """The tiny random-weight Llama with its tokenizer, built once per test session."""
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
