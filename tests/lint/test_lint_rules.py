@@ -285,3 +285,16 @@ def test_scalars_resolve_as_the_loader_resolves_them() -> None:
     text = "a: -.nan\nb: 0x1F\nc: 1_000\nd: .5\ne: null\nf: '3'\ng: !!int 7\n"
     assert to_python(scan("r.yaml", text).root) == parse_yaml(text, file="r.yaml").data
     assert parse_yaml(text, file="r.yaml").data["a"] == "-.nan"
+
+
+def test_duplicate_key_is_a_warning_naming_both_lines_and_the_last_one_wins(
+    tmp_path: Path,
+) -> None:
+    text = BASE.replace("    gpu_type: h100\n", "    gpu_type: h100\n    gpu_type: h200\n")
+    report = lint_text(tmp_path, text + "override_a: {benchmark: {concurrencies: [4]}}\n")
+    [finding] = only(report, "DA005")
+    assert finding.severity is Severity.WARNING and report.exit_code == 1
+    assert "base.resources.gpu_type" in finding.message
+    assert "line 5 and line 6" in finding.message and "line 6 wins" in finding.message
+    assert [(loc.line, loc.role) for loc in finding.locations] == [(6, "duplicate"), (5, "first")]
+    assert parse_yaml(text, file="r.yaml").data["base"]["resources"]["gpu_type"] == "h200"

@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "recipes" / "srt-slurm-v1.0.68"
+SHARED_RECIPES = Path(__file__).resolve().parents[3] / "shared" / "recipes"
+CORPUS = SHARED_RECIPES / "srt-slurm-v1.0.68"
 
 MINIMAL = """\
 name: tiny

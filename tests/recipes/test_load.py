@@ -2,39 +2,72 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
-from ruamel.yaml import YAML
+import yaml
 
 from disagg.errors import DisaggError
 from disagg.recipe.load import load_yaml, parse_yaml
 
-from .recipe_helpers import CORPUS
+from .recipe_helpers import SHARED_RECIPES
 
 
-def test_values_match_ruamel_safe_loader_on_the_whole_corpus() -> None:
-    reference = YAML(typ="safe", pure=False)
-    files = sorted(CORPUS.rglob("*.yaml"))
-    assert len(files) > 500
+def _dates_as_text(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _dates_as_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_dates_as_text(item) for item in value]
+    return value.isoformat() if isinstance(value, datetime.date) else value
+
+
+def test_values_match_srt_slurms_pyyaml_loader_on_every_shared_recipe() -> None:
+    """srt-slurm reads recipes with PyYAML's safe_load: same values, file by file."""
+    files = sorted(SHARED_RECIPES.rglob("*.yaml"))
+    assert len(files) > 580
     for path in files:
         text = path.read_text()
-        assert parse_yaml(text, file=str(path)).data == reference.load(text), path
+        expected = _dates_as_text(yaml.safe_load(text))
+        assert parse_yaml(text, file=str(path)).data == expected, path
 
 
-def test_yaml_1_2_scalars() -> None:
-    data = parse_yaml(
-        "t: 03:00:00\nyes_: yes\non_: on\noct: 0o17\nhex: 0x1f\nf: 1e3\ninf: .inf\n"
-        "nul: ~\nb: True\nq: '1'\nstamp: 2025-01-02\nneg: -4\nus: 1_000\n",
-        file="x.yaml",
-    ).data
-    assert data["t"] == "03:00:00"  # YAML 1.1 would read 10800
-    assert data["yes_"] == "yes" and data["on_"] == "on"
-    assert data["oct"] == 15 and data["hex"] == 31 and data["f"] == 1000.0
+def test_yaml_1_1_scalars_as_pyyaml_reads_them() -> None:
+    text = (
+        "t: 03:00:00\nt2: 1:30:00\nyes_: yes\non_: On\nno_: NO\noff_: off\noct: 017\n"
+        "oct2: 0o17\nhex: 0x1f\nf: 1e3\ng: 1.5e+3\ninf: .inf\nnul: ~\nb: True\nq: '1'\n"
+        "stamp: 2025-01-02\nneg: -4\nus: 1_000\non: key\n"
+    )
+    data = parse_yaml(text, file="x.yaml").data
+    assert data == _dates_as_text(yaml.safe_load(text))
+    assert data["t"] == "03:00:00" and data["t2"] == 5400  # 1.1 sexagesimal needs 1-9 first
+    assert data["yes_"] is True and data["on_"] is True
+    assert data["no_"] is False and data["off_"] is False
+    assert data["oct"] == 15 and data["oct2"] == "0o17" and data["hex"] == 31
+    assert data["f"] == "1e3" and data["g"] == 1500.0
     assert math.isinf(data["inf"]) and data["nul"] is None and data["b"] is True
     assert data["q"] == "1" and data["stamp"] == "2025-01-02"
-    assert data["neg"] == -4 and data["us"] == 1000
+    assert data["neg"] == -4 and data["us"] == 1000 and data[True] == "key"
+
+
+def test_duplicate_keys_load_last_one_wins_and_both_places_are_recorded() -> None:
+    text = "a:\n  x: 1\n  y: [1, 2, 3]\n  x: 2\n  y: [9]\nb: 3\n"
+    loaded = parse_yaml(text, file="f.yaml")
+    assert loaded.data == {"a": {"x": 2, "y": [9]}, "b": 3} == yaml.safe_load(text)
+    assert loaded.source.duplicates == [(("a", "x"), (2, 3), (4, 3)), (("a", "y"), (3, 3), (5, 3))]
+    assert str(loaded.source.locate(("a", "x"))) == "f.yaml:4:6"  # the value that counts
+    assert loaded.source.find(("a", "y", 1)) is None  # the replaced list's items are gone
+
+
+def test_valid_flow_map_with_colons_in_a_plain_value_is_not_malformed() -> None:
+    """ruamel's C scanner refuses this; PyYAML and ruamel's pure parser read it."""
+    text = "model:\n  container: {image: org/image:tag-20260901-07c8f729, pull: true}\n"
+    loaded = parse_yaml(text, file="f.yaml")
+    assert loaded.data == yaml.safe_load(text)
+    assert loaded.data["model"]["container"]["image"] == "org/image:tag-20260901-07c8f729"
+    assert str(loaded.source.locate(("model", "container", "pull"))) == "f.yaml:2:61"
 
 
 def test_positions_of_keys_values_and_list_items() -> None:
@@ -66,7 +99,6 @@ def test_merge_keys() -> None:
     ("text", "expected", "where"),
     [
         ("a: [1, 2\nb: 3\n", "malformed YAML", "f.yaml:2:2"),
-        ("a: 1\na: 2\n", "duplicate key 'a'", "f.yaml:2:1"),
         ("a: *nope\n", "undefined alias *nope", "f.yaml:1:4"),
         ("a: 1\n---\nb: 2\n", "several YAML documents", "f.yaml:2:1"),
         ("a: !!python/name:os.system x\n", "unsupported YAML tag", "f.yaml:1:4"),

@@ -4,12 +4,19 @@ Why not ruamel's round-trip loader: it keeps positions but runs in pure Python a
 takes seconds for the recipe corpus. This module drives ruamel's C event parser
 (`ruamel.yaml.clib`) and builds plain dicts/lists itself, recording `line:col` for
 each key path on the way, so a bad value can be reported as `file:line:col` without a
-second parse. Scalars resolve as YAML 1.2 core (ruamel's default), with one choice of
-ours: timestamps stay strings, because recipes never need dates and plans are JSON.
+second parse. ruamel's C scanner refuses some valid YAML (a plain scalar holding `:`
+inside a flow map, `{image: org/name:tag-1}`), so a file it refuses is parsed again
+with ruamel's pure-Python parser before anything is called malformed.
 
-Every way a file can be unreadable (missing, a directory, binary, not UTF-8, empty,
-malformed, several documents, an undefined alias, a duplicate key, nesting too deep)
-becomes a `DisaggError` with a location; nothing here lets a traceback through.
+Scalars resolve as srt-slurm reads them: PyYAML's `safe_load`, i.e. YAML 1.1
+(`on`/`off`/`yes`/`no` are booleans, `0755` is octal, `1e3` is text, `1:30` is 90),
+with one choice of ours: timestamps stay strings, because plans are JSON.
+Duplicate keys load as srt-slurm loads them (the last one wins); `SourceMap`
+records both places so the linter can name them.
+
+Every other way a file can be unreadable (missing, a directory, binary, not UTF-8,
+empty, malformed, several documents, an undefined alias, nesting too deep) becomes a
+`DisaggError` with a location; nothing here lets a traceback through.
 """
 
 from __future__ import annotations
@@ -43,16 +50,23 @@ Pos = tuple[int, int]  # 1-based line, column
 MAX_DEPTH = 100  # recipes nest a few levels; this bounds recursion on hostile input
 
 _TAG = "tag:yaml.org,2002:"
-_INT = re.compile(r"[-+]?(?:0b[01_]+|0o?[0-7_]+|[0-9_]+|0x[0-9a-fA-F_]+)")
+# YAML 1.1, the rules of PyYAML's resolver (what srt-slurm's `yaml.safe_load` applies).
+_INT = re.compile(r"[-+]?(?:0b[01_]+|0[0-7_]+|(?:0|[1-9][0-9_]*)|0x[0-9a-fA-F_]+)")
+_INT60 = re.compile(r"[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+")
 _FLOAT = re.compile(
-    r"[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?"
-    r"|[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)"
-    r"|[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?"
+    r"[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?"
+    r"|\.[0-9_]+(?:[eE][-+][0-9]+)?"
     r"|[-+]?\.(?:inf|Inf|INF)"
     r"|\.(?:nan|NaN|NAN)"
 )
+_FLOAT60 = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*")
 _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
-_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_BOOLS = {
+    spelling: value
+    for words, value in (("true yes on", True), ("false no off", False))
+    for word in words.split()
+    for spelling in (word, word.capitalize(), word.upper())
+}
 _NUMERIC_START = frozenset("-+0123456789.")
 _plain_cache: dict[str, Any] = {}
 
@@ -69,6 +83,8 @@ class SourceMap:
     keys: dict[KeyPath, Pos] = field(default_factory=dict)
     values: dict[KeyPath, Pos] = field(default_factory=dict)
     aliases: dict[KeyPath, KeyPath] = field(default_factory=dict)
+    # A key written twice in one map: (path, first key position, the later one that wins).
+    duplicates: list[tuple[KeyPath, Pos, Pos]] = field(default_factory=list)
 
     def find(self, path: Sequence[Key], *, key: bool = False) -> Pos | None:
         """The exact position recorded for `path` (followed through aliases), or None."""
@@ -219,32 +235,15 @@ def load_yaml(path: Path, *, what: str = "recipe") -> LoadedYaml:
 
 def parse_yaml(text: str, *, file: str, what: str = "recipe") -> LoadedYaml:
     """Parse YAML text; `file` is only used in messages and positions."""
-    source = SourceMap(file)
-    builder = _Builder(source)
     try:
-        data = builder.build(_parser().parse(text))
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        location = SourceLocation(file, mark.line + 1, mark.column + 1) if mark else None
-        problem = exc.problem or "malformed YAML"
-        context = f" ({exc.context})" if exc.context else ""
-        raise DisaggError(
-            f"malformed YAML: {problem}{context}",
-            location=location or SourceLocation(file),
-            hint="check indentation, quoting and brackets around this position",
-        ) from None
+        source, builder, data = _build(text, file, _parser())
+    except MarkedYAMLError:
+        try:  # the C scanner refuses some valid YAML; the pure-Python parser decides
+            source, builder, data = _build(text, file, _parser(pure=True))
+        except (MarkedYAMLError, YAMLError) as exc:
+            raise _yaml_error(exc, text, file) from None
     except YAMLError as exc:
-        position = getattr(exc, "position", None)
-        location = SourceLocation(file)
-        if isinstance(position, int):
-            line, col = _line_col_of_offset(text, position)
-            location = SourceLocation(file, line, col)
-        reason = getattr(exc, "reason", None) or str(exc).splitlines()[0]
-        raise DisaggError(
-            f"unreadable YAML: {reason}",
-            location=location,
-            hint="remove control characters; YAML files are plain text",
-        ) from None
+        raise _yaml_error(exc, text, file) from None
     if builder.empty:
         raise DisaggError(
             f"{what} file is empty",
@@ -256,19 +255,50 @@ def parse_yaml(text: str, *, file: str, what: str = "recipe") -> LoadedYaml:
     return LoadedYaml(file=file, data=data, source=source)
 
 
-_yaml_parser: YAML | None = None
+def _build(text: str, file: str, parser: YAML) -> tuple[SourceMap, _Builder, Any]:
+    source = SourceMap(file)
+    builder = _Builder(source)
+    return source, builder, builder.build(parser.parse(text))
 
 
-def _parser() -> YAML:
-    """One shared C-backed parser (falls back to the pure one if the C extension is missing)."""
-    global _yaml_parser
-    if _yaml_parser is None:
-        _yaml_parser = YAML(typ="safe", pure=False)
-    return _yaml_parser
+def _yaml_error(exc: YAMLError, text: str, file: str) -> DisaggError:
+    """The positioned DisaggError for a parser's complaint."""
+    if isinstance(exc, MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        location = SourceLocation(file, mark.line + 1, mark.column + 1) if mark else None
+        problem = exc.problem or "malformed YAML"
+        context = f" ({exc.context})" if exc.context else ""
+        return DisaggError(
+            f"malformed YAML: {problem}{context}",
+            location=location or SourceLocation(file),
+            hint="check indentation, quoting and brackets around this position",
+        )
+    position = getattr(exc, "position", None)
+    location = SourceLocation(file)
+    if isinstance(position, int):
+        line, col = _line_col_of_offset(text, position)
+        location = SourceLocation(file, line, col)
+    reason = getattr(exc, "reason", None) or str(exc).splitlines()[0]
+    return DisaggError(
+        f"unreadable YAML: {reason}",
+        location=location,
+        hint="remove control characters; YAML files are plain text",
+    )
+
+
+_yaml_parsers: dict[bool, YAML] = {}
+
+
+def _parser(*, pure: bool = False) -> YAML:
+    """One shared parser per kind: C-backed (fast), or pure Python (accepts all valid YAML)."""
+    parser = _yaml_parsers.get(pure)
+    if parser is None:
+        parser = _yaml_parsers[pure] = YAML(typ="safe", pure=pure)
+    return parser
 
 
 def resolve_plain(value: str) -> Any:
-    """YAML 1.2 core resolution of an untagged plain scalar (ruamel's rules, dates as text)."""
+    """YAML 1.1 resolution of an untagged plain scalar, as PyYAML does (dates, times as text)."""
     cached = _plain_cache.get(value, _plain_cache)
     if cached is not _plain_cache:
         return cached
@@ -282,6 +312,8 @@ def resolve_plain(value: str) -> Any:
             result = _to_float(value)
         elif _INT.fullmatch(value):
             result = _to_int(value, value)
+        elif _INT60.fullmatch(value) or _FLOAT60.fullmatch(value):
+            result = _base_60(value)
     if len(_plain_cache) > 200_000:
         _plain_cache.clear()
     _plain_cache[value] = result
@@ -289,15 +321,29 @@ def resolve_plain(value: str) -> Any:
 
 
 def _to_int(text: str, fallback: Any) -> Any:
+    """A YAML 1.1 integer: `0b1010`, `0x1f`, `017` (octal, as PyYAML reads it), `1_000`."""
     digits = text.replace("_", "")
     sign = -1 if digits.startswith("-") else 1
     digits = digits.lstrip("+-")
     try:
-        if digits[:2] in ("0b", "0x", "0o"):
-            return sign * int(digits[2:], {"0b": 2, "0x": 16, "0o": 8}[digits[:2]])
+        if digits[:2] in ("0b", "0x"):
+            return sign * int(digits[2:], 2 if digits[1] == "b" else 16)
+        if len(digits) > 1 and digits[0] == "0":
+            return sign * int(digits[1:], 8)
         return sign * int(digits)
     except (ValueError, IndexError):
         return fallback
+
+
+def _base_60(text: str) -> int | float:
+    """`1:30` -> 90, `-1:00:00.5` -> -3600.5 (YAML 1.1 sexagesimal numbers)."""
+    sign = -1 if text.startswith("-") else 1
+    parts = text.replace("_", "").lstrip("+-").split(":")
+    total: int | float = 0
+    for part in parts[:-1]:
+        total = total * 60 + int(part)
+    last = float(parts[-1]) if "." in parts[-1] else int(parts[-1])
+    return sign * (total * 60 + last)
 
 
 def _to_float(text: str) -> float:
@@ -447,14 +493,11 @@ class _Builder:
             if key == "<<" and event.implicit[0] and event.tag is None:
                 merges.extend(self._merge_sources(value_event, events, path, depth))
                 continue
-            if key in result:
-                first = keys[(*path, key)]
-                raise DisaggError(
-                    f"duplicate key {key!r} (first defined at line {first[0]})",
-                    location=SourceLocation(self.source.file, *key_pos),
-                    hint="delete one of the two; YAML keeps only one value per key",
-                )
             here = (*path, key)
+            if key in result:  # srt-slurm's loader keeps the last one; lint names both
+                self.source.duplicates.append((here, keys[here], key_pos))
+                if isinstance(result[key], dict | list):
+                    self._forget(here)
             keys[here] = key_pos
             values[here] = (value_event.start_mark.line + 1, value_event.start_mark.column + 1)
             result[key] = self._node(value_event, events, here, depth + 1)
@@ -465,6 +508,13 @@ class _Builder:
                     if source_path is not None:
                         self.source.aliases[(*path, key)] = (*source_path, key)
         return result
+
+    def _forget(self, path: KeyPath) -> None:
+        """Drop the positions recorded below a key whose value a duplicate replaces."""
+        depth = len(path)
+        for table in (self.source.keys, self.source.values, self.source.aliases):
+            for recorded in [p for p in table if len(p) > depth and p[:depth] == path]:
+                del table[recorded]
 
     def _merge_sources(
         self, event: Any, events: Iterator[Any], path: KeyPath, depth: int

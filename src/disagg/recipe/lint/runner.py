@@ -8,6 +8,7 @@ from pathlib import Path
 from disagg.recipe.lint import (
     consistency,
     cross_anchor,
+    duplicate_key,
     export_hazard,
     repeated_literal,
     undefined_alias,
@@ -97,6 +98,7 @@ def lint_one(scanned: ScannedFile) -> list[Finding]:
         return [_unreadable(path, message, root.line, root.col)]
     ctx = FileContext(path, scanned, root)
     findings = cross_anchor.check(ctx) + repeated_literal.check(ctx) + export_hazard.check(ctx)
+    findings += duplicate_key.check(ctx)
     if scanned.undefined:
         return findings  # values behind a missing anchor are unknown; DA002 explains
     variants = ctx.variants

@@ -1,0 +1,50 @@
+"""DA005: a key written twice in one map.
+
+srt-slurm's loader (and disagg's) keeps the last value without a word, so an edit
+to the first copy silently does nothing. The finding names both lines.
+"""
+
+from __future__ import annotations
+
+from disagg.recipe.lint.context import FileContext
+from disagg.recipe.lint.model import Finding, Severity
+from disagg.recipe.lint.nodes import Node, walk
+
+RULE = "DA005"
+NAME = "duplicate-key"
+
+
+def _dotted(path: tuple[str, ...], key: object) -> str:
+    return ".".join((*path, str(key)))
+
+
+def check(ctx: FileContext) -> list[Finding]:
+    findings: list[Finding] = []
+    for node in walk(ctx.root):
+        if node.kind != "map":
+            continue
+        first: dict[object, Node] = {}
+        for key, _ in node.pairs:
+            if key.kind != "scalar" or key.value == "<<":
+                continue
+            earlier = first.get(key.value)
+            if earlier is None:
+                first[key.value] = key
+                continue
+            name = _dotted(node.path, key.value)
+            findings.append(
+                Finding(
+                    rule=RULE,
+                    name=NAME,
+                    severity=Severity.WARNING,
+                    message=(
+                        f"key `{name}` is written twice, at line {earlier.line} and line "
+                        f"{key.line}; the value at line {key.line} wins and the one at line "
+                        f"{earlier.line} is ignored"
+                    ),
+                    locations=(ctx.loc(key, "duplicate"), ctx.loc(earlier, "first")),
+                    hint="delete the copy that should not count",
+                )
+            )
+            first[key.value] = key
+    return findings
