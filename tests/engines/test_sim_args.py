@@ -47,3 +47,11 @@ def test_speculative_defaults_follow_sglang() -> None:
 def test_impossible_values_are_user_errors(argv: list[str]) -> None:
     with pytest.raises(DisaggError):
         parse_args(argv)
+
+
+def test_every_sglang_spelling_of_the_parallel_sizes_is_read() -> None:
+    """A worker written with `tensor-parallel-size: 8` stands for 8 GPUs, not one."""
+    args = parse_args(
+        ["--tensor-parallel-size", "8", "--data-parallel-size", "2", "--expert-parallel-size", "8"]
+    )
+    assert (args.tp_size, args.dp_size, args.ep_size, args.gpus) == (8, 2, 8, 16)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from disagg.engines.sglang import parallelism, render_args, worker_args
+from disagg.engines.base import Parallelism
+from disagg.engines.sglang import ADAPTER, render_args, worker_args
 
 
 def test_render_rules() -> None:
@@ -28,13 +29,11 @@ def test_render_rules() -> None:
 
 
 def test_parallelism_accepts_every_spelling() -> None:
-    assert parallelism({"tensor-parallel-size": 8, "dp-size": 2}) == {
-        "tp": 8,
-        "dp": 2,
-        "ep": 1,
-        "pp": 1,
-    }
-    assert parallelism({"ep_size": 4})["ep"] == 4
+    assert ADAPTER.parallelism({"tensor-parallel-size": 8, "dp-size": 2}) == Parallelism(
+        tp=8, dp=2, ep=1, pp=1
+    )
+    assert ADAPTER.parallelism({"ep_size": 4}).ep == 4
+    assert ADAPTER.parallelism({"tp": 4, "dp": 4, "enable_dp_attention": True}).gpus == 4
 
 
 def test_worker_args_replace_placement_flags_and_keep_local_drafts() -> None:

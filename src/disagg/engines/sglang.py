@@ -1,4 +1,4 @@
-"""SGLang worker command lines from `backend.sglang_config.<role>` maps.
+"""SGLang behind the engine seam: `python3 -m sglang.launch_server` workers.
 
 Rendering (DESIGN.md): `key: value` -> `--key value`; `true` -> `--key`; `false` and
 `null` -> omitted; a list -> `--key v1 v2 ...` (an empty list is omitted); a map ->
@@ -15,12 +15,33 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
-from disagg.cluster import is_repo_id
+from disagg.engines.base import EngineAdapter, FlagTable, WorkerSpec
 
 SGLANG_MODULE = "sglang.launch_server"
+SIM_PREFIX = ("${run.python}", "-m", "disagg", "sim-engine")
 
+# Every spelling SGLang accepts for each setting read by the plan, lint or simulator.
+FLAGS = FlagTable(
+    {
+        "tp": ("tensor-parallel-size", "tp-size", "tp"),
+        "dp": ("data-parallel-size", "dp-size", "dp"),
+        "ep": ("expert-parallel-size", "ep-size", "ep"),
+        "pp": ("pipeline-parallel-size", "pp-size", "pp"),
+        "dp_attention": ("enable-dp-attention",),
+        "draft_model": ("speculative-draft-model-path", "speculative-draft-model"),
+        "served_model_name": ("served-model-name",),
+        "mode": ("disaggregation-mode",),
+        "max_running_requests": ("max-running-requests",),
+        "chunk_size": ("chunked-prefill-size",),
+        "max_prefill_tokens": ("max-prefill-tokens",),
+        "cuda_graph_max_bs": ("cuda-graph-max-bs",),
+        "speculative": ("speculative-algorithm",),
+        "speculative_steps": ("speculative-num-steps",),
+        "context_length": ("context-length",),
+    }
+)
 # Flags the plan sets itself (every spelling SGLang accepts), dropped from recipe args.
 PLACEMENT_FLAGS = frozenset(
     {
@@ -34,18 +55,11 @@ PLACEMENT_FLAGS = frozenset(
         "disaggregation-bootstrap-port",
     }
 )
-DRAFT_FLAGS = ("speculative-draft-model-path", "speculative-draft-model")
-# Every spelling SGLang accepts for each parallel size (the linter reads the same table).
-PARALLEL_FLAGS = {
-    "tp": ("tensor-parallel-size", "tp-size", "tp"),
-    "dp": ("data-parallel-size", "dp-size", "dp"),
-    "ep": ("expert-parallel-size", "ep-size", "ep"),
-    "pp": ("pipeline-parallel-size", "pp-size", "pp"),
-}
+DRAFT_FLAGS = FLAGS.names("draft_model")
 
 
 def flag_name(key: str) -> str:
-    return str(key).replace("_", "-")
+    return FLAGS.normalise(key)
 
 
 def _text(value: Any) -> str:
@@ -57,7 +71,7 @@ def _text(value: Any) -> str:
 
 
 def render_args(args: Mapping[str, Any]) -> list[str]:
-    """Recipe engine args -> argv flags, in the recipe's order."""
+    """Recipe engine args -> argv flags, in the recipe's order (vLLM renders the same way)."""
     out: list[str] = []
     for key, value in args.items():
         flag = "--" + flag_name(key)
@@ -75,42 +89,13 @@ def render_args(args: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def arg(args: Mapping[str, Any], *names: str) -> Any:
-    """The value of the first of `names` present in `args` (dash/underscore agnostic)."""
-    normalised = {flag_name(key): value for key, value in args.items()}
-    for name in names:
-        if name in normalised:
-            return normalised[name]
-    return None
-
-
-def parallelism(args: Mapping[str, Any]) -> dict[str, int]:
-    """tp/dp/ep/pp sizes the args ask for (1 when unset)."""
-    sizes: dict[str, int] = {}
-    for short, names in PARALLEL_FLAGS.items():
-        value = arg(args, *names)
-        sizes[short] = value if isinstance(value, int) and not isinstance(value, bool) else 1
-    return sizes
-
-
-def draft_model(args: Mapping[str, Any]) -> str | None:
-    """The draft/speculative model the args name, if any."""
-    value = arg(args, *DRAFT_FLAGS)
-    return value if isinstance(value, str) and value else None
-
-
-def served_model_name(args: Mapping[str, Any]) -> str | None:
-    value = arg(args, "served-model-name")
-    return str(value) if value is not None else None
-
-
 def worker_args(
     args: Mapping[str, Any],
     *,
     disaggregation_mode: str | None,
     served_name: str,
     multi_node: bool,
-    ib_devices: list[str] | None = None,
+    ib_devices: list[str] | tuple[str, ...] | None = None,
 ) -> list[str]:
     """The full flag list of one worker: recipe flags, then the ones the plan owns.
 
@@ -118,6 +103,8 @@ def worker_args(
     disaggregated workers unless the recipe names devices itself: the KV transfer
     backend (MoRI, Mooncake, NIXL) reads them from there, not from NCCL's variables.
     """
+    from disagg.cluster import is_repo_id  # not at the top: the simulator reads FLAGS
+
     kept: dict[str, Any] = {}
     for key, value in args.items():
         name = flag_name(key)
@@ -147,8 +134,23 @@ def worker_args(
     return argv
 
 
-def launch_prefix(engine: str) -> list[str]:
-    """The program part of a worker's argv: real SGLang, or the simulated engine."""
-    if engine == "sim":
-        return ["${run.python}", "-m", "disagg", "sim-engine"]
-    return ["python3", "-m", SGLANG_MODULE]
+class SGLang(EngineAdapter):
+    """SGLang workers; the simulated engine takes exactly the same flags."""
+
+    name: ClassVar[str] = "sglang"
+    label: ClassVar[str] = "SGLang"
+    flags: ClassVar[FlagTable] = FLAGS
+    placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
+
+    def worker_argv(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
+        prefix = list(SIM_PREFIX) if spec.simulated else ["python3", "-m", SGLANG_MODULE]
+        return prefix + worker_args(
+            args,
+            disaggregation_mode=spec.mode,
+            served_name=spec.served_name,
+            multi_node=spec.multi_node,
+            ib_devices=spec.ib_devices,
+        )
+
+
+ADAPTER = SGLang()

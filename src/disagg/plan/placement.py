@@ -28,8 +28,9 @@ from disagg.cluster import (
     resolve_container,
     resolve_model,
 )
+from disagg.engines import registry
 from disagg.engines import router as router_engine
-from disagg.engines import sglang
+from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError
 from disagg.plan.model import (
     BenchPlan,
@@ -50,7 +51,6 @@ from disagg.recipe.variants import Variant, ensure_supported
 DEFAULT_PROMPTS_MULT = 10
 MIN_PROMPTS = 16
 DEFAULT_WARMUP_MULT = 2
-SGLANG_HEALTH_DEADLINE_S = 600.0
 SIM_HEALTH_DEADLINE_S = 60.0
 ROUTER_HEALTH_DEADLINE_S = 120.0
 
@@ -115,6 +115,9 @@ class _Placer:
         self.profile = profile
         self.engine = self.config.backend.engine
         self.simulated = self.engine == "sim"
+        self.adapter = registry.adapter(self.config.backend.type)
+        # Per-role settings as plain maps, in the shape the adapter reads.
+        self.backend = self.config.backend.model_dump()
 
     def fail(self, message: str, path: tuple[str, ...], hint: str | None = None) -> DisaggError:
         return DisaggError(
@@ -213,9 +216,7 @@ class _Placer:
     # ---------------------------------------------------------------- roles
 
     def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
-        cfg = self.config.backend.sglang_config
-        args = getattr(cfg, kind.value) if cfg is not None else None
-        return args or {}
+        return self.adapter.role_args(self.backend, _worker_role(kind))
 
     def role_env(self, kind: RoleKind) -> dict[str, str]:
         backend = self.config.backend
@@ -234,25 +235,27 @@ class _Placer:
         if check is not None:
             deadline = float(check.max_attempts * check.interval_seconds)
         else:
-            deadline = SIM_HEALTH_DEADLINE_S if self.simulated else SGLANG_HEALTH_DEADLINE_S
-        return HealthPlan(
-            path="/health", deadline_s=deadline, interval_s=0.2 if self.simulated else 1.0
-        )
+            deadline = SIM_HEALTH_DEADLINE_S if self.simulated else self.adapter.health_deadline_s
+        path = "/health" if self.simulated else self.adapter.health_path
+        return HealthPlan(path=path, deadline_s=deadline, interval_s=0.2 if self.simulated else 1.0)
 
     def served_name(self, model: ModelRef) -> str:
         for kind in (RoleKind.DECODE, RoleKind.AGGREGATED, RoleKind.PREFILL):
-            name = sglang.served_model_name(self.role_args(kind))
+            name = self.adapter.served_model_name(self.role_args(kind))
             if name:
                 return name
         return model.value if model.kind == "repo" else model.written
 
     def check_mode(self, kind: RoleKind, args: Mapping[str, Any]) -> str | None:
         wanted = None if kind is RoleKind.AGGREGATED else kind.value
-        written = sglang.arg(args, "disaggregation-mode")
+        found = self.adapter.written_mode(args)
+        if found is None:
+            return wanted
+        key, written = found
         if written is not None and written != "null" and written != wanted:
             raise self.fail(
-                f"{kind.value} workers are configured with disaggregation-mode {written!r}",
-                ("backend", "sglang_config", kind.value, "disaggregation-mode"),
+                f"{kind.value} workers are configured with {key} {written!r}",
+                (*self.adapter.args_path(_worker_role(kind)), key),
                 f"use {wanted!r}" if wanted else "remove it for aggregated workers",
             )
         return wanted
@@ -265,18 +268,16 @@ class _Placer:
         roles = []
         for kind, index, ranks, ids in placed:
             args = self.role_args(kind)
-            mode = self.check_mode(kind, args)
-            multi = len(ranks) > 1
-            argv = sglang.launch_prefix(self.engine) + sglang.worker_args(
-                args,
-                disaggregation_mode=mode,
+            self.check_mode(kind, args)
+            spec = WorkerSpec(
+                role=_worker_role(kind),
                 served_name=served,
-                multi_node=multi,
-                ib_devices=self.profile.rdma_devices if self.profile else None,
+                nnodes=len(ranks),
+                ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
+                simulated=self.simulated,
             )
-            ports = ["http", "bootstrap"] if kind is RoleKind.PREFILL else ["http"]
-            if multi:
-                ports.append("dist_init")
+            argv = self.adapter.worker_argv(args, spec)
+            ports = self.adapter.ports(spec)
             roles.append(
                 RolePlan(
                     name=f"{kind.value}-{index}",
@@ -419,13 +420,13 @@ class _Placer:
         drafts: dict[str, None] = {}
         for kind in (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED):
             if any(role.kind is kind for role in workers):
-                draft = sglang.draft_model(self.role_args(kind))
+                draft = self.adapter.draft_model(self.role_args(kind))
                 if draft and is_repo_id(draft):
                     drafts[draft.removeprefix("hf:")] = None
         if len(drafts) > 1:
             raise self.fail(
                 f"roles name different draft models ({', '.join(drafts)})",
-                ("backend", "sglang_config"),
+                ("backend", self.adapter.config_section),
                 "one variant can stage one draft model (bound as ${model.draft})",
             )
         models += [ModelToStage(repo_id=repo, purpose="draft") for repo in drafts]
@@ -525,6 +526,16 @@ class _Placer:
             slurm=self.slurm(nodes, gpn),
             config=self.variant.raw,
         )
+
+
+def _worker_role(kind: RoleKind) -> WorkerRole:
+    if kind is RoleKind.PREFILL:
+        return "prefill"
+    if kind is RoleKind.DECODE:
+        return "decode"
+    if kind is RoleKind.AGGREGATED:
+        return "aggregated"
+    raise ValueError(f"{kind.value} is not a worker role")
 
 
 def _split(nodes: int, gpus_per_node: int, workers: int) -> int:

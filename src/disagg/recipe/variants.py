@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from disagg.engines import registry
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
 from disagg.recipe.errors import validation_error
 from disagg.recipe.load import Key, KeyPath, LoadedYaml, SourceMap, load_yaml
@@ -23,7 +24,6 @@ from disagg.recipe.overrides import expand_variants as _expand
 from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.selectors import Selector, parse_selector, select
 
-SUPPORTED_BACKENDS = ("sglang",)
 SUPPORTED_BENCHMARKS = ("sa-bench", "custom")
 
 
@@ -192,10 +192,11 @@ def _typed(
 def unsupported_reason(config: RecipeConfig) -> str | None:
     """Why this project cannot run a valid variant, or None when it can."""
     backend = config.backend.type
-    if backend not in SUPPORTED_BACKENDS:
+    engines = registry.names()
+    if backend not in engines:
         return (
-            f"backend type {backend} (this project runs SGLang and its simulated engine; "
-            "`backend.engine: sim` simulates an SGLang recipe)"
+            f"backend type {backend} (engines: {', '.join(engines)}; "
+            "`backend.engine: sim` simulates any of them)"
         )
     bench = config.benchmark.type
     if bench not in SUPPORTED_BENCHMARKS:

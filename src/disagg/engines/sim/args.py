@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from disagg.engines import sglang
 from disagg.errors import DisaggError
 
 Mode = Literal["prefill", "decode", "aggregated"]
@@ -118,8 +119,9 @@ def _mode(value: str) -> Mode:
     raise argparse.ArgumentTypeError(f"expected prefill, decode or null, got {value!r}")
 
 
-def _bool_flag(parser: argparse.ArgumentParser, name: str) -> None:
-    parser.add_argument(name, action="store_true", default=False)
+def _spellings(setting: str) -> list[str]:
+    """SGLang's flags for one setting, longest first (the engine adapter's flag table)."""
+    return ["--" + name for name in sglang.FLAGS.names(setting)]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,24 +140,23 @@ def build_parser() -> argparse.ArgumentParser:
     add("--tokenizer-path", default=None)
     add("--disaggregation-mode", "--mode", dest="mode", type=_mode, default="aggregated")
     add("--disaggregation-bootstrap-port", dest="bootstrap_port", type=int, default=8998)
-    add("--tp-size", "--tp", dest="tp_size", type=int, default=1)
-    add("--dp-size", "--dp", dest="dp_size", type=int, default=1)
-    add("--ep-size", "--ep", dest="ep_size", type=int, default=1)
-    _bool_flag(parser, "--enable-dp-attention")
-    add("--max-running-requests", type=int, default=None)
-    add("--chunked-prefill-size", type=int, default=8192)
-    add("--max-prefill-tokens", type=int, default=16384)
-    add("--cuda-graph-max-bs", type=int, default=None)
+    for setting in ("tp", "dp", "ep"):  # every spelling SGLang accepts
+        add(*_spellings(setting), dest=f"{setting}_size", type=int, default=1)
+    add(*_spellings("dp_attention"), dest="enable_dp_attention", action="store_true")
+    add(*_spellings("max_running_requests"), dest="max_running_requests", type=int)
+    add(*_spellings("chunk_size"), dest="chunked_prefill_size", type=int, default=8192)
+    add(*_spellings("max_prefill_tokens"), dest="max_prefill_tokens", type=int, default=16384)
+    add(*_spellings("cuda_graph_max_bs"), dest="cuda_graph_max_bs", type=int, default=None)
     add("--cuda-graph-bs", type=int, nargs="+", default=[])
-    add("--speculative-algorithm", default=None)
-    add("--speculative-num-steps", type=int, default=None)
+    add(*_spellings("speculative"), dest="speculative_algorithm", default=None)
+    add(*_spellings("speculative_steps"), dest="speculative_num_steps", type=int, default=None)
     add("--speculative-num-draft-tokens", type=int, default=None)
     add("--speculative-eagle-topk", type=int, default=1)
     add("--nnodes", type=int, default=1)
     add("--node-rank", type=int, default=0)
     add("--dist-init-addr", default=None)
     add("--stream-interval", type=int, default=1)
-    add("--context-length", type=int, default=131072)
+    add(*_spellings("context_length"), dest="context_length", type=int, default=131072)
     add("--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"])
     sim = parser.add_argument_group("simulation constants (defaults in brackets)")
     defaults = SimConstants()

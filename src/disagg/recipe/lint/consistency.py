@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from disagg.cluster import is_repo_id
-from disagg.engines import sglang
+from disagg.engines import registry
+from disagg.engines.base import EngineAdapter
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
 from disagg.recipe.schema import concurrency_points
@@ -25,9 +26,10 @@ DRAFT = ("DA008", "draft-model-not-staged")
 
 # resources prefix -> engine config section
 ROLES = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
-# engine -> (tensor, data, expert, pipeline, dp-attention) arg names, first match wins
-_ARGS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "sglang": (*sglang.PARALLEL_FLAGS.values(), ("enable-dp-attention",)),
+# Settings read for DA005, in the order _parallel_args returns them.
+_PARALLEL_SETTINGS = ("tp", "dp", "ep", "pp", "dp_attention")
+# Engines without an adapter yet: (tensor, data, expert, pipeline, dp-attention) arg names.
+_UNREGISTERED_ARGS: dict[str, tuple[tuple[str, ...], ...]] = {
     "trtllm": (
         ("tensor_parallel_size",),
         (),
@@ -74,7 +76,8 @@ def _roles(config: Mapping[str, Any]) -> Iterator[_Role]:
     if not isinstance(resources, Mapping):
         return
     engine = _engine(config)
-    section = f"{engine}_config"
+    adapter = registry.get(engine)
+    section = adapter.config_section if adapter is not None else f"{engine}_config"
     engine_config = backend.get(section) if isinstance(backend, Mapping) else None
     per_node = _int(resources.get("gpus_per_node"))
     for prefix, config_name in ROLES.items():
@@ -315,9 +318,9 @@ class _Checker:
                 hint,
             )
 
-    def one_draft(self, variant: str, roles: list[_Role]) -> None:
+    def one_draft(self, variant: str, adapter: EngineAdapter, roles: list[_Role]) -> None:
         """The plan stages one draft repo per variant (bound as ${model.draft})."""
-        drafts = {r.name: d for r in roles if (d := _sglang_draft(r))}
+        drafts = {r.name: d for r in roles if (d := _staged_draft(adapter, r))}
         if len(set(drafts.values())) < 2:
             return
         self.add(
@@ -328,7 +331,7 @@ class _Checker:
             + ", ".join(f"{name}: {repo}" for name, repo in drafts.items())
             + "); only one draft model is staged per variant",
             [
-                self.loc(variant, (*r.args_path, _draft_key(r)), _draft_key(r))
+                self.loc(variant, (*r.args_path, _draft_key(adapter, r)), _draft_key(adapter, r))
                 for r in roles
                 if r.name in drafts
             ],
@@ -336,8 +339,8 @@ class _Checker:
         )
 
     def draft_model(self, variant: str, config: Mapping[str, Any], role: _Role) -> None:
-        """SGLang drafts named by repo id are staged by the plan; other engines' are not."""
-        if _engine(config) == "sglang":
+        """Drafts of engines with an adapter are staged by the plan; other engines' are not."""
+        if registry.get(_engine(config)) is not None:
             return
         for key in _OTHER_DRAFT_KEYS:
             value = role.args.get(key)
@@ -356,22 +359,22 @@ class _Checker:
             )
 
 
-def _sglang_draft(role: _Role) -> str | None:
-    draft = sglang.draft_model(role.args)
+def _staged_draft(adapter: EngineAdapter, role: _Role) -> str | None:
+    draft = adapter.draft_model(role.args)
     return draft.removeprefix("hf:") if draft and is_repo_id(draft) else None
 
 
 def _parallel_args(engine: str, role: _Role) -> list[tuple[str, Any]] | None:
     """(arg name, value) for tensor, data, expert, pipeline parallel and DP attention."""
-    names = _ARGS.get(engine)
+    adapter = registry.get(engine)
+    if adapter is not None:
+        return [adapter.flags.find(role.args, s) or ("", None) for s in _PARALLEL_SETTINGS]
+    names = _UNREGISTERED_ARGS.get(engine)
     if names is None:
         return None
     found: list[tuple[str, Any]] = []
-    normalised = engine == "sglang"  # SGLang accepts tp_size and tp-size alike
     for group in names:
-        hit = next(
-            (k for k in role.args if (sglang.flag_name(k) if normalised else k) in group), None
-        )
+        hit = next((k for k in role.args if k in group), None)
         found.append((hit or "", role.args.get(hit) if hit else None))
     return found
 
@@ -383,8 +386,9 @@ def _world(engine: str, found: list[tuple[str, Any]]) -> int:
     return (_int(tp) or 1) * (_int(pp) or 1) * replicas
 
 
-def _draft_key(role: _Role) -> str:
-    return next((k for k in role.args if sglang.flag_name(k) in sglang.DRAFT_FLAGS), "speculative")
+def _draft_key(adapter: EngineAdapter, role: _Role) -> str:
+    hit = adapter.flags.find(role.args, "draft_model")
+    return hit[0] if hit else "speculative"
 
 
 def _staged(config: Mapping[str, Any]) -> set[str]:
@@ -411,6 +415,7 @@ def check(ctx: FileContext) -> list[Finding]:
         configs["base"] = base if isinstance(base, dict) else {}
     for variant, config in configs.items():
         engine = _engine(config)
+        adapter = registry.get(engine)
         roles = [r for r in _roles(config) if r.workers or r.nodes]
         shared = any(r.nodes == 0 for r in roles) and any(r.nodes > 0 for r in roles)
         for role in roles:
@@ -419,7 +424,7 @@ def check(ctx: FileContext) -> list[Finding]:
             checker.draft_model(variant, config, role)
         if shared and roles:
             checker.shared_pool(variant, engine, roles)
-        if engine == "sglang":
-            checker.one_draft(variant, roles)
+        if adapter is not None:
+            checker.one_draft(variant, adapter, roles)
         checker.concurrency(variant, config)
     return list(checker.findings.values())

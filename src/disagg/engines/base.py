@@ -1,0 +1,197 @@
+"""The engine seam: what placement, lint, staging and the simulator ask of an engine.
+
+One adapter per engine (`engines/sglang.py`, ...), registered by the recipe's own name
+for it (`backend.type`) in `engines/registry.py`. An adapter owns everything
+engine-specific: where its per-role settings live in a recipe, its one flag table
+(every spelling of the parallel sizes, attention-DP, batch limits, speculative
+decoding), the GPUs a worker needs, the draft model it names, its worker command,
+ports and health check, and what the simulated engine needs to know about a worker.
+Nothing outside an adapter spells an engine flag.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+Mode = Literal["prefill", "decode"]
+# A worker role as resources and per-role settings name it.
+WorkerRole = Literal["prefill", "decode", "aggregated"]
+WORKER_ROLES: tuple[WorkerRole, ...] = ("prefill", "decode", "aggregated")
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class FlagTable:
+    """Every spelling an engine accepts for each setting the plan or simulator reads.
+
+    `normalise` maps a written key to the engine's canonical spelling (SGLang and vLLM
+    accept `tp_size` and `tp-size` alike; TRT-LLM's YAML keys are taken as written).
+    """
+
+    spellings: Mapping[str, tuple[str, ...]]
+    dashes: bool = True
+
+    def normalise(self, key: str) -> str:
+        return str(key).replace("_", "-") if self.dashes else str(key)
+
+    def find(self, args: Mapping[str, Any], setting: str) -> tuple[str, Any] | None:
+        """(key as written, value) of the first spelling of `setting` present in `args`."""
+        names = self.spellings.get(setting, ())
+        written = {self.normalise(key): key for key in args}
+        for name in names:
+            if name in written:
+                return written[name], args[written[name]]
+        return None
+
+    def value(self, args: Mapping[str, Any], setting: str) -> Any:
+        hit = self.find(args, setting)
+        return hit[1] if hit else None
+
+    def size(self, args: Mapping[str, Any], setting: str) -> int:
+        """A positive integer setting (a parallel size), 1 when unset or not an integer."""
+        value = _int(self.value(args, setting))
+        return value if value is not None and value >= 1 else 1
+
+    def names(self, setting: str) -> tuple[str, ...]:
+        return tuple(self.spellings.get(setting, ()))
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """A worker's parallel layout as its engine reads its settings.
+
+    `replicas_use_gpus`: whether data-parallel ranks add GPUs (SGLang and vLLM without
+    attention-DP) or share the tensor-parallel ranks (attention-DP, TRT-LLM).
+    """
+
+    tp: int = 1
+    dp: int = 1
+    ep: int = 1
+    pp: int = 1
+    dp_attention: bool = False
+    replicas_use_gpus: bool = True
+
+    @property
+    def gpus(self) -> int:
+        """GPUs one worker's engine uses."""
+        replicas = self.dp if self.replicas_use_gpus and not self.dp_attention else 1
+        return self.tp * self.pp * replicas
+
+
+@dataclass(frozen=True)
+class SimReading:
+    """What the simulated engine needs to know about one worker, read by its adapter."""
+
+    parallel: Parallelism
+    max_running_requests: int | None = None
+    chunked_prefill_size: int | None = None
+    max_prefill_tokens: int | None = None
+    cuda_graph_max_bs: int | None = None
+    speculative_algorithm: str | None = None
+    speculative_num_steps: int | None = None
+    context_length: int | None = None
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What the plan has decided about one worker when it asks for its command."""
+
+    role: WorkerRole
+    served_name: str
+    nnodes: int = 1
+    ib_devices: tuple[str, ...] = ()
+    simulated: bool = False
+
+    @property
+    def mode(self) -> Mode | None:
+        return None if self.role == "aggregated" else self.role
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nnodes > 1
+
+
+class EngineAdapter(ABC):
+    """One engine behind the seam. Subclasses are stateless; one instance is registered."""
+
+    name: ClassVar[str]  # `backend.type`
+    label: ClassVar[str]  # for messages: "SGLang"
+    flags: ClassVar[FlagTable]
+    health_path: ClassVar[str] = "/health"
+    health_deadline_s: ClassVar[float] = 600.0
+    # Keys the plan sets itself (placement, model location); dropped from recipe args.
+    placement_keys: ClassVar[frozenset[str]] = frozenset()
+
+    @property
+    def config_section(self) -> str:
+        """The v1 recipe's `backend.<section>` holding per-role settings."""
+        return f"{self.name}_config"
+
+    def args_path(self, role: WorkerRole) -> tuple[str, ...]:
+        """Where a role's settings are written in a resolved variant (for messages)."""
+        return ("backend", self.config_section, role)
+
+    def role_args(self, backend: Mapping[str, Any], role: WorkerRole) -> Mapping[str, Any]:
+        """A role's settings from the recipe's `backend` map (typed or raw), `{}` if none."""
+        section = backend.get(self.config_section)
+        args = section.get(role) if isinstance(section, Mapping) else None
+        return args if isinstance(args, Mapping) else {}
+
+    def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
+        table = self.flags
+        return Parallelism(
+            tp=table.size(args, "tp"),
+            dp=table.size(args, "dp"),
+            ep=table.size(args, "ep"),
+            pp=table.size(args, "pp"),
+            dp_attention=table.value(args, "dp_attention") is True,
+        )
+
+    def draft_model(self, args: Mapping[str, Any]) -> str | None:
+        """The draft/speculative model the role names (repo id or path), if any."""
+        value = self.flags.value(args, "draft_model")
+        return value if isinstance(value, str) and value else None
+
+    def served_model_name(self, args: Mapping[str, Any]) -> str | None:
+        value = self.flags.value(args, "served_model_name")
+        return str(value) if value is not None else None
+
+    def written_mode(self, args: Mapping[str, Any]) -> tuple[str, Any] | None:
+        """(key, value) of a prefill/decode mode the recipe wrote itself, if the engine has one."""
+        return self.flags.find(args, "mode")
+
+    def ports(self, spec: WorkerSpec) -> list[str]:
+        """Named ports the worker needs; the orchestrator picks the numbers."""
+        ports = ["http"]
+        if spec.mode == "prefill":
+            ports.append("bootstrap")
+        if spec.multi_node:
+            ports.append("dist_init")
+        return ports
+
+    def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
+        table = self.flags
+        return SimReading(
+            parallel=self.parallelism(args),
+            max_running_requests=_int(table.value(args, "max_running_requests")),
+            chunked_prefill_size=_int(table.value(args, "chunk_size")),
+            max_prefill_tokens=_int(table.value(args, "max_prefill_tokens")),
+            cuda_graph_max_bs=_int(table.value(args, "cuda_graph_max_bs")),
+            speculative_algorithm=_text_or_none(table.value(args, "speculative")),
+            speculative_num_steps=_int(table.value(args, "speculative_steps")),
+            context_length=_int(table.value(args, "context_length")),
+        )
+
+    @abstractmethod
+    def worker_argv(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
+        """The full argv of one worker (program and flags), with plan `${...}` placeholders."""
+
+
+def _text_or_none(value: Any) -> str | None:
+    return str(value) if value not in (None, False, "") else None
