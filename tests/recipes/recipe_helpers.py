@@ -68,3 +68,23 @@ def invoke(*args: str) -> tuple[int, str, str]:
     if error is not None and not isinstance(error, SystemExit):
         raise error
     return result.exit_code, result.stdout, result.stderr
+
+
+def alias_bomb(levels: int = 9, fanout: int = 10, *, used: bool = False) -> str:
+    """`levels` anchors, each a list of `fanout` aliases of the one before (fanout**levels)."""
+    lines = ["x-l0: &l0 [" + ", ".join(["lol"] * fanout) + "]"]
+    for level in range(1, levels + 1):
+        lines.append(f"x-l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * fanout) + "]")
+    recipe = MINIMAL
+    if used:  # the bomb sits in a section every plan reads
+        recipe = recipe.replace("backend:\n", f"backend:\n  extra: *l{levels}\n")
+    return "\n".join(lines) + "\n" + recipe
+
+
+def deep_flow(depth: int) -> str:
+    return "x-deep: " + "{a: " * depth + "1" + "}" * depth + "\n" + MINIMAL
+
+
+def deep_block(depth: int) -> str:
+    lines = ["x-deep:"] + ["  " * (level + 1) + "a:" for level in range(depth)]
+    return "\n".join([*lines, "  " * (depth + 1) + "b: 1"]) + "\n" + MINIMAL

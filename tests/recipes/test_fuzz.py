@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import tempfile
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,14 @@ from ruamel.yaml import YAML
 
 from disagg.errors import DisaggError
 from disagg.plan.placement import place
+from disagg.recipe.limits import MAX_DEPTH, MAX_NODES, expanded_size
+from disagg.recipe.lint import lint_paths
 from disagg.recipe.load import parse_yaml
 from disagg.recipe.variants import load_variants
 
-from .recipe_helpers import CORPUS
+from .recipe_helpers import CORPUS, MINIMAL, alias_bomb, deep_block, deep_flow
+
+MEMORY_BOUND = 96 * 2**20  # everything a file within MAX_NODES may build, with margin
 
 SEEDS = [
     path
@@ -110,3 +115,78 @@ def test_random_yaml_text_only_raises_disagg_errors(text: str) -> None:
         parse_yaml(text, file="f.yaml")
     except DisaggError as exc:
         assert exc.location is not None
+
+
+def _nested_aliases(levels: int, fanout: int, as_map: bool, used: bool) -> str:
+    """An alias chain in list or map form (maps via `<<` merges and keyed aliases)."""
+    if not as_map:
+        return alias_bomb(levels, fanout, used=used)
+    lines = ["x-l0: &l0 {" + ", ".join(f"k{i}: lol" for i in range(fanout)) + "}"]
+    for level in range(1, levels + 1):
+        items = ", ".join(f"k{i}: *l{level - 1}" for i in range(fanout))
+        lines.append(f"x-l{level}: &l{level} {{<<: *l{level - 1}, {items}}}")
+    recipe = MINIMAL.replace("backend:\n", f"backend:\n  extra: *l{levels}\n") if used else MINIMAL
+    return "\n".join(lines) + "\n" + recipe
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    levels=st.integers(1, 12),
+    fanout=st.integers(2, 12),
+    as_map=st.booleans(),
+    used=st.booleans(),
+)
+def test_alias_bombs_are_refused_within_memory_and_node_bounds(
+    levels: int, fanout: int, as_map: bool, used: bool
+) -> None:
+    text = _nested_aliases(levels, fanout, as_map, used)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bomb.yaml"
+        path.write_text(text)
+        refused = False
+        tracemalloc.start()
+        try:
+            try:
+                loaded = parse_yaml(text, file="bomb.yaml")
+            except DisaggError as exc:
+                assert "alias *l" in exc.message
+                refused = True
+            else:  # what loads is within the node bound, and so is every variant
+                assert expanded_size(loaded.data, MAX_NODES + 1) <= MAX_NODES
+                try:
+                    for variant in load_variants(path):
+                        assert expanded_size(variant.raw, MAX_NODES + 1) <= MAX_NODES
+                except DisaggError as exc:
+                    assert str(exc)
+            report = lint_paths([path])
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak < MEMORY_BOUND
+    # lint and the loader count the same way: both refuse the same files
+    assert any("alias *l" in f.message for f in report.findings) == refused
+    assert (report.exit_code == 2) == refused
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    depth=st.one_of(st.integers(1, 3000), st.integers(MAX_DEPTH - 3, MAX_DEPTH + 3)),
+    flow=st.booleans(),
+)
+def test_deep_nesting_is_a_clean_error_past_the_depth_limit(depth: int, flow: bool) -> None:
+    text = (deep_flow if flow else deep_block)(depth)
+    # the innermost map sits `depth` levels down (flow) or one more (block: `b: 1`)
+    too_deep = depth >= (MAX_DEPTH if flow else MAX_DEPTH - 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "deep.yaml"
+        path.write_text(text)
+        try:
+            parse_yaml(text, file="deep.yaml")
+        except DisaggError as exc:
+            assert too_deep and "nested deeper" in exc.message
+        else:
+            assert not too_deep
+        report = lint_paths([path])
+    deep = [f for f in report.findings if "nested deeper" in f.message]
+    assert bool(deep) == too_deep
+    assert report.exit_code == 2 if deep else report.exit_code in (0, 1)

@@ -15,8 +15,9 @@ Duplicate keys load as srt-slurm loads them (the last one wins); `SourceMap`
 records both places so the linter can name them.
 
 Every other way a file can be unreadable (missing, a directory, binary, not UTF-8,
-empty, malformed, several documents, an undefined alias, nesting too deep) becomes a
-`DisaggError` with a location; nothing here lets a traceback through.
+empty, malformed, several documents, an undefined alias, nesting too deep, aliases
+that expand past `disagg.recipe.limits`) becomes a `DisaggError` with a location;
+nothing here lets a traceback through.
 """
 
 from __future__ import annotations
@@ -42,12 +43,12 @@ from ruamel.yaml.events import (
 )
 
 from disagg.errors import DisaggError, SourceLocation
+from disagg.probe import probe, shortened
+from disagg.recipe.limits import MAX_DEPTH, ExpansionBudget, too_deep
 
 Key = str | int | float | bool | None
 KeyPath = tuple[Key, ...]
 Pos = tuple[int, int]  # 1-based line, column
-
-MAX_DEPTH = 100  # recipes nest a few levels; this bounds recursion on hostile input
 
 _TAG = "tag:yaml.org,2002:"
 # YAML 1.1, the rules of PyYAML's resolver (what srt-slurm's `yaml.safe_load` applies).
@@ -189,7 +190,13 @@ def display_path(path: Path) -> str:
 def read_text(path: Path, *, what: str = "recipe") -> str:
     """The file's text, or a DisaggError saying why it is not a readable YAML text file."""
     name = display_path(path)
-    if path.is_dir():
+    found = probe(path)
+    if found.problem is not None:
+        raise DisaggError(
+            f"cannot read {what} file {shortened(name)}: {found.problem}",
+            hint="check the path (each part of a file name is at most 255 bytes)",
+        )
+    if found.is_dir:
         raise DisaggError(
             f"a directory, not a {what} file",
             location=SourceLocation(name),
@@ -363,6 +370,7 @@ class _Builder:
     def __init__(self, source: SourceMap) -> None:
         self.source = source
         self.anchors: dict[str, tuple[Any, KeyPath]] = {}
+        self.budget = ExpansionBudget(source.file)
         self.empty = True
 
     def _loc(self, mark: Any) -> SourceLocation:
@@ -392,9 +400,8 @@ class _Builder:
 
     def _node(self, event: Any, events: Iterator[Any], path: KeyPath, depth: int) -> Any:
         kind = type(event)
-        if kind is ScalarEvent:
-            value = self._scalar(event)
-        elif kind is AliasEvent:
+        budget = self.budget
+        if kind is AliasEvent:
             try:
                 value, target = self.anchors[event.anchor]
             except KeyError:
@@ -404,14 +411,15 @@ class _Builder:
                     hint="anchors must be defined earlier in the same file; shared values "
                     "belong in `base` or a top-level `x-` block (run `disagg lint`)",
                 ) from None
+            budget.alias(event.anchor, self._loc(event.start_mark))
             self.source.aliases[path] = target
             return value
+        start = budget.total
+        budget.node()
+        if kind is ScalarEvent:
+            value = self._scalar(event)
         elif depth >= MAX_DEPTH:
-            raise DisaggError(
-                f"YAML nested deeper than {MAX_DEPTH} levels",
-                location=self._loc(event.start_mark),
-                hint="recipes nest only a few levels; check for runaway brackets",
-            )
+            raise too_deep(self._loc(event.start_mark))
         elif kind is SequenceStartEvent:
             self._check_tag(event, ("seq",))
             value = self._sequence(events, path, depth)
@@ -420,6 +428,7 @@ class _Builder:
             value = self._mapping(events, path, depth)
         if event.anchor is not None:
             self.anchors[event.anchor] = (value, path)
+            budget.anchored(event.anchor, start)
         return value
 
     def _check_tag(self, event: Any, allowed: tuple[str, ...]) -> None:
@@ -488,6 +497,7 @@ class _Builder:
                     hint="use a string key",
                 )
             key = self._scalar(event)
+            self.budget.node()  # keys count, as in the linter's and expansion's tallies
             key_pos = (event.start_mark.line + 1, event.start_mark.column + 1)
             value_event = next(events)
             if key == "<<" and event.implicit[0] and event.tag is None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from disagg.errors import DisaggError, SourceLocation
+from disagg.recipe.limits import charge_variant
 
 BASE = "base"
 OVERRIDE_PREFIX = "override_"
@@ -99,6 +100,12 @@ def expand_zip(block: Mapping[str, Any], *, block_name: str, file: str) -> list[
     that is itself a list is taken literally (`[[4, 8], [16]]` gives `[4, 8]` then
     `[16]`). All other lengths must agree, else a DisaggError names every list leaf.
     """
+    count = _zip_count(block, block_name=block_name, file=file)
+    return [_slice(block, index) for index in range(count)]
+
+
+def _zip_count(block: Mapping[str, Any], *, block_name: str, file: str) -> int:
+    """How many variants a zip block gives (its list length), or the error `expand_zip` raises."""
     leaves = _list_leaves(block, (), file)
     lengths = {length for _, length, _ in leaves if length != 1}
     empty = [leaf for leaf in leaves if leaf[1] == 0]
@@ -111,8 +118,7 @@ def expand_zip(block: Mapping[str, Any], *, block_name: str, file: str) -> list[
             hint="every list leaf of a zip block needs the same length (length 1 broadcasts); "
             "wrap a literal list in another list, e.g. [[4, 8]]",
         )
-    count = lengths.pop() if lengths else 1
-    return [_slice(block, index) for index in range(count)]
+    return lengths.pop() if lengths else 1
 
 
 def _block(doc: Mapping[str, Any], key: str, file: str) -> Mapping[str, Any]:
@@ -158,11 +164,15 @@ def expand_variants(doc: Mapping[str, Any], *, file: str) -> dict[str, dict[str,
             "and `x-` blocks; move the key under `base:` or into a variant",
         )
     variants: dict[str, dict[str, Any]] = {}
+    spent = 0
     for key in variant_keys:
         block = _block(doc, key, file)
         if key.startswith(OVERRIDE_PREFIX):
             variants[key] = deep_merge(base, block)
+            spent = charge_variant(spent, variants[key], name=key, file=file)
             continue
-        for index, item in enumerate(expand_zip(block, block_name=key, file=file)):
-            variants[f"{key}[{index}]"] = deep_merge(base, item)
+        for index in range(_zip_count(block, block_name=key, file=file)):
+            name = f"{key}[{index}]"
+            variants[name] = deep_merge(base, _slice(block, index))
+            spent = charge_variant(spent, variants[name], name=name, file=file)
     return variants

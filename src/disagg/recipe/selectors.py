@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from disagg.errors import DisaggError, SourceLocation
+from disagg.probe import probe
 
 _GLOB_CHARS = ("*", "?")
 
@@ -33,7 +34,7 @@ def parse_selector(text: str) -> Selector:
     """Split `file.yaml:pattern`; a path that exists as written is never split."""
     if not text:
         raise DisaggError("empty recipe argument", hint="give a recipe file, e.g. recipe.yaml")
-    if Path(text).exists() or ":" not in text:
+    if ":" not in text or probe(text).exists:
         return Selector(Path(text))
     head, _, pattern = text.rpartition(":")
     if not head:

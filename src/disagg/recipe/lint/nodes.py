@@ -5,7 +5,8 @@ aliases its sibling from one that repeats a value. This composer keeps every
 anchor and alias with its position and the top-level block it sits in, builds
 plain Python values (scalars resolved by the loader's own `resolve_plain`), and does not
 stop at an undefined alias: it records it and keeps scanning, so the rule can say
-where an anchor of that name appears later.
+where an anchor of that name appears later. It stops, like the loader, at the
+bounds of `disagg.recipe.limits` (alias expansion, nesting depth).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from disagg.errors import DisaggError, SourceLocation
+from disagg.recipe.limits import MAX_DEPTH, ExpansionBudget, too_deep
 from disagg.recipe.load import resolve_plain
 
 _TAG = "tag:yaml.org,2002:"
@@ -76,11 +79,12 @@ class Alias:
 
 @dataclass(slots=True)
 class SyntaxProblem:
-    """The parser's own error, with its 1-based position."""
+    """Why the file could not be read (the parser's error, or a bound), 1-based position."""
 
     message: str
     line: int | None
     col: int | None
+    hint: str | None = None
 
 
 @dataclass(slots=True)
@@ -105,8 +109,11 @@ class _Composer:
         self.scanned = scanned
         self.events = events
         self.defined: dict[str, Anchor] = {}
+        self.budget = ExpansionBudget(scanned.path)
 
-    def node(self, event: yaml.Event, block: str | None, path: tuple[str, ...]) -> Node:
+    def node(
+        self, event: yaml.Event, block: str | None, path: tuple[str, ...], depth: int = 0
+    ) -> Node:
         mark = event.start_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         if isinstance(event, yaml.AliasEvent):
@@ -114,9 +121,14 @@ class _Composer:
             target = self.defined.get(name)
             self.scanned.aliases.append(Alias(name, line, col, block, path, target))
             if target is not None:
+                self.budget.alias(name, SourceLocation(self.scanned.path, line, col))
                 return target.node
             return Node("scalar", line, col, block, path)
         anchor: str | None = getattr(event, "anchor", None)
+        start = self.budget.total
+        self.budget.node()
+        if depth >= MAX_DEPTH and not isinstance(event, yaml.ScalarEvent):
+            raise too_deep(SourceLocation(self.scanned.path, line, col))
         if isinstance(event, yaml.ScalarEvent):
             text = str(event.value)
             tag = event.tag
@@ -130,15 +142,16 @@ class _Composer:
         elif isinstance(event, yaml.SequenceStartEvent):
             made = Node("seq", line, col, block, path, anchor)
             for child in self.until(yaml.SequenceEndEvent):
-                made.items.append(self.node(child, block, (*path, str(len(made.items)))))
+                here = (*path, str(len(made.items)))
+                made.items.append(self.node(child, block, here, depth + 1))
         elif isinstance(event, yaml.MappingStartEvent):
             made = Node("map", line, col, block, path, anchor)
             top = not path and block is None
             for child in self.until(yaml.MappingEndEvent):
-                key = self.node(child, block, path)
+                key = self.node(child, block, path, depth + 1)
                 name = str(key.value) if key.kind == "scalar" else "?"
                 value_event = next(self.events)
-                value = self.node(value_event, name if top else block, (*path, name))
+                value = self.node(value_event, name if top else block, (*path, name), depth + 1)
                 made.pairs.append((key, value))
         else:  # pragma: no cover - the parser emits nothing else inside a document
             raise AssertionError(f"unexpected event {event!r}")
@@ -146,6 +159,7 @@ class _Composer:
             record = Anchor(str(anchor), line, col, block, path, made)
             self.defined[record.name] = record
             self.scanned.anchors.append(record)
+            self.budget.anchored(record.name, start)
         return made
 
     def until(self, end: type[yaml.Event]) -> Iterator[yaml.Event]:
@@ -174,10 +188,16 @@ def scan(path: str, text: str) -> ScannedFile:
         mark = exc.problem_mark or exc.context_mark
         problem = " ".join(p for p in (exc.context, exc.problem) if p) or str(exc)
         scanned.syntax = SyntaxProblem(
-            problem, mark.line + 1 if mark else None, mark.column + 1 if mark else None
+            f"YAML syntax error: {problem}",
+            mark.line + 1 if mark else None,
+            mark.column + 1 if mark else None,
         )
     except yaml.YAMLError as exc:
-        scanned.syntax = SyntaxProblem(str(exc), None, None)
+        scanned.syntax = SyntaxProblem(f"YAML syntax error: {exc}", None, None)
+    except DisaggError as exc:  # a bound of disagg.recipe.limits
+        where = exc.location
+        line = where.line if where else None
+        scanned.syntax = SyntaxProblem(exc.message, line, where.column if where else None, exc.hint)
     return scanned
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from disagg.probe import probe, shortened
 from disagg.recipe.lint import (
     consistency,
     cross_anchor,
@@ -21,7 +22,12 @@ SUFFIXES = (".yaml", ".yml")
 
 
 def _unreadable(
-    path: str, message: str, line: int | None = None, col: int | None = None
+    path: str,
+    message: str,
+    line: int | None = None,
+    col: int | None = None,
+    *,
+    hint: str | None = None,
 ) -> Finding:
     return Finding(
         rule=UNREADABLE,
@@ -29,6 +35,7 @@ def _unreadable(
         severity=Severity.ERROR,
         message=message,
         locations=(Location(path, line, col, "input"),),
+        hint=hint,
     )
 
 
@@ -37,15 +44,18 @@ def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[Finding]]:
     files: list[Path] = []
     problems: list[Finding] = []
     for path in paths:
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file())
-            if not found:
+        found = probe(path)
+        if found.is_dir:
+            below = sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+            if not below:
                 problems.append(_unreadable(str(path), "directory holds no *.yaml/*.yml recipes"))
-            files.extend(found)
-        elif path.is_file():
+            files.extend(below)
+        elif found.is_file:
             files.append(path)
-        elif path.exists():
+        elif found.exists:
             problems.append(_unreadable(str(path), "not a regular file"))
+        elif found.problem:
+            problems.append(_unreadable(shortened(path), f"cannot look up: {found.problem}"))
         else:
             problems.append(_unreadable(str(path), "no such file or directory"))
     return files, problems
@@ -86,9 +96,7 @@ def lint_one(scanned: ScannedFile) -> list[Finding]:
     path = scanned.path
     if scanned.syntax is not None:
         problem = scanned.syntax
-        return [
-            _unreadable(path, f"YAML syntax error: {problem.message}", problem.line, problem.col)
-        ]
+        return [_unreadable(path, problem.message, problem.line, problem.col, hint=problem.hint)]
     root = scanned.root
     if root is None:
         return [_unreadable(path, "empty file: a recipe is a map of fields")]
