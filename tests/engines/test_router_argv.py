@@ -33,7 +33,7 @@ def test_every_placeholder_binds_to_known_fields() -> None:
     bindings = {
         "prefill-0": {"url": "http://127.0.0.1:1", "bootstrap_port": "2"},
         "decode-0": {"url": "http://127.0.0.1:3"},
-        "router": {"http_port": "4", "metrics_port": "5"},
+        "router": {"http_port": "4", "metrics_port": "5", "bind_host": "127.0.0.1"},
         "run": {"python": "python3"},
     }
     bound = substitute_all(argv, bindings, self_name="router")

@@ -39,7 +39,6 @@ def test_parallelism_accepts_every_spelling() -> None:
 def test_worker_args_replace_placement_flags_and_keep_local_drafts() -> None:
     argv = worker_args(
         {
-            "host": "1.2.3.4",
             "model": "/x",
             "nnodes": 9,
             "speculative-draft-model-path": "/local/draft",
@@ -49,8 +48,16 @@ def test_worker_args_replace_placement_flags_and_keep_local_drafts() -> None:
         served_name="ignored",
         multi_node=False,
     )
-    assert argv.count("--host") == 1 and argv[argv.index("--host") + 1] == "0.0.0.0"
+    # the node's own address, never every interface unless the recipe asks
+    assert argv.count("--host") == 1 and argv[argv.index("--host") + 1] == "${self.bind_host}"
     assert "--nnodes" not in argv and "/x" not in argv
     assert argv[argv.index("--speculative-draft-model-path") + 1] == "/local/draft"
     assert argv[argv.index("--served-model-name") + 1] == "mine"
     assert "--disaggregation-bootstrap-port" not in argv
+
+
+def test_a_host_the_recipe_sets_is_the_one_the_worker_binds() -> None:
+    argv = worker_args(
+        {"host": "0.0.0.0"}, disaggregation_mode=None, served_name="m", multi_node=False
+    )
+    assert argv.count("--host") == 1 and argv[argv.index("--host") + 1] == "0.0.0.0"

@@ -81,7 +81,7 @@ def one_p_two_d_plan(
                 *python,
                 "sim-engine",
                 "--host",
-                "0.0.0.0",
+                "${self.bind_host}",
                 "--port",
                 "${self.http_port}",
                 "--disaggregation-mode",

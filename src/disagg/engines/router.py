@@ -50,13 +50,13 @@ DEFAULT_POLICY = "round_robin"
 # Flags that `router_argv` sets itself; a recipe's `frontend.args` may not override them.
 _MANAGED = frozenset(
     {
-        "host",
         "port",
         "pd_disaggregation",
         "prefill",
         "decode",
         "worker_urls",
         "prometheus_port",
+        "prometheus_host",
         "policy",
         "mini_lb",
     }
@@ -72,7 +72,7 @@ def router_argv(
     policy: str | None = None,
     extra: Mapping[str, Any] | None = None,
     tokenizer_path: str | None = None,
-    host: str = "0.0.0.0",
+    host: str = "${self.bind_host}",
     log_level: str = "warn",
 ) -> list[str]:
     """Render the router's argv for the given worker role names.
@@ -83,6 +83,8 @@ def router_argv(
     `--k v1 v2`, map -> JSON); its `policy` is used when `policy` is not given.
     """
     extra = dict(extra or {})
+    if extra.get("host") is not None:  # the recipe asks for another address than the node's
+        host = str(extra.pop("host"))
     recipe_policy = _policy_from(extra)
     chosen_policy = policy or recipe_policy or DEFAULT_POLICY
     argv = [python, "-m", ROUTER_MODULE]
@@ -113,6 +115,8 @@ def router_argv(
         "${self.http_port}",
         "--prometheus-port",
         "${self.metrics_port}",
+        "--prometheus-host",
+        host,
         "--policy",
         chosen_policy,
         "--worker-startup-check-interval",

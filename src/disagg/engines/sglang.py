@@ -106,8 +106,12 @@ def worker_args(
     from disagg.cluster import is_repo_id  # not at the top: the simulator reads FLAGS
 
     kept: dict[str, Any] = {}
+    host = "${self.bind_host}"  # the node's own address, not every interface
     for key, value in args.items():
         name = flag_name(key)
+        if name == "host" and value is not None:
+            host = str(value)  # the recipe asks for another address (e.g. 0.0.0.0)
+            continue
         if name in PLACEMENT_FLAGS:
             continue
         if name in DRAFT_FLAGS and isinstance(value, str) and is_repo_id(value):
@@ -119,7 +123,7 @@ def worker_args(
     if ib_devices and disaggregation_mode is not None:
         kept.setdefault("disaggregation-ib-device", ",".join(ib_devices))
     argv = ["--model-path", "${model.path}", *render_args(kept)]
-    argv += ["--host", "0.0.0.0", "--port", "${self.http_port}"]
+    argv += ["--host", host, "--port", "${self.http_port}"]
     if disaggregation_mode == "prefill":
         argv += ["--disaggregation-bootstrap-port", "${self.bootstrap_port}"]
     if multi_node:

@@ -1,8 +1,9 @@
 """Values for `${scope.field}` placeholders, known only once nodes and ports are.
 
 Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`,
-`node_rank`), `self` (the role being launched, with this task's `node_rank`),
-`model` (`path`, `draft`) and `run` (`dir`, `python`).
+`node_rank`), `self` (the role being launched, with this task's `node_rank` and
+`bind_host`: the address of the node this task runs on, which servers listen on
+instead of every interface), `model` (`path`, `draft`) and `run` (`dir`, `python`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from disagg.plan.model import Plan, RolePlan
 from disagg.plan.templates import substitute, substitute_all
 
 Bindings = dict[str, dict[str, str]]
+NODES = "nodes"  # node rank -> address; not a scope placeholders name
 
 
 def build_bindings(
@@ -30,6 +32,7 @@ def build_bindings(
     bindings: Bindings = {
         "model": {"path": model_path, "draft": draft_path},
         "run": {"dir": str(run_dir), "python": python},
+        NODES: {str(rank): address for rank, address in enumerate(addresses)},
     }
     for role in plan.roles:
         host = addresses[role.node_ranks[0] if role.node_ranks else 0]
@@ -52,7 +55,12 @@ def render_task(
     set through every variable the GPU vendor reads.
     """
     scoped = dict(bindings)
-    scoped[role.name] = {**bindings[role.name], "node_rank": str(role.node_ranks.index(node_rank))}
+    own = bindings[role.name]
+    scoped[role.name] = {
+        **own,
+        "node_rank": str(role.node_ranks.index(node_rank)),
+        "bind_host": bindings.get(NODES, {}).get(str(node_rank), own["host"]),
+    }
     argv = substitute_all(role.argv, scoped, self_name=role.name)
     env = {key: substitute(value, scoped, self_name=role.name) for key, value in role.env.items()}
     if role.gpu_ids:
