@@ -153,11 +153,13 @@ def test_1p2d_runs_on_three_nodes_to_completed(slurm_cluster: list[str], tmp_pat
     assert_nothing_left(run_dir, job_id)
 
     into = tmp_path / "collected"
-    collected = disagg("collect", str(run_dir), "--into", str(into), "--json")
+    collected = disagg("collect", str(run_dir), "--out", str(into), "--allow-simulated", "--json")
     assert collected.returncode == 0, collected.stderr
-    names = sorted(path.name for path in into.iterdir())
+    names = sorted(path.name for path in into.iterdir() if not path.name.startswith("agg_"))
     assert names == sorted(Path(p["result"]).name for p in summary["points"])
     assert all(name.endswith("_gpus_24_ctx_8_gen_16.json") for name in names)
+    rows = sorted(path.name for path in into.glob("agg_*.json"))
+    assert rows == [f"agg_{name}" for name in names]
 
     # The token reached the job through the environment, never a file of the run.
     for path in run_dir.rglob("*"):

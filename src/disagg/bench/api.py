@@ -11,8 +11,10 @@ Contract (kept stable for the orchestrator):
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from disagg.plan.model import BenchPlan, PointPlan
 
@@ -45,6 +47,7 @@ def measure_point(
     disaggregated: bool,
     quiet: bool = False,
     stop: threading.Event | None = None,
+    setup: Mapping[str, Any] | None = None,
 ) -> PointOutcome:
     """Measure one point. `stop` set (a role died) ends it within a second, marked invalid."""
     from disagg.bench.results import PointContext
@@ -57,6 +60,7 @@ def measure_point(
         decode_gpus=gpus.decode,
         disaggregated=disaggregated,
         simulated=simulated,
+        setup=dict(setup or {}),
     )
     run = run_point(
         base_url=base_url, bench=bench, ctx=ctx, out_dir=out_dir, quiet=quiet, stop=stop

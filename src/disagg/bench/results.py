@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from disagg.atomic import write_json, write_text
+from disagg.bench.identity import SETUP_FIELDS
 from disagg.bench.metrics import STATS
 from disagg.bench.records import RequestRecord
 from disagg.plan.model import BenchPlan, PointPlan
@@ -36,6 +37,8 @@ class PointContext:
     decode_gpus: int
     disaggregated: bool
     simulated: bool
+    # hardware, framework, precision, parallelism...: `disagg.bench.identity.setup_fields`
+    setup: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def total_gpus(self) -> int:
@@ -166,6 +169,7 @@ def build_result(
     }
     result.update(metrics)
     result.update(inferencex_fields(metrics, ctx, bench))
+    result.update({name: ctx.setup.get(name) for name in SETUP_FIELDS})
     result.update(
         {
             "result_version": RESULT_VERSION,

@@ -1,4 +1,4 @@
-"""`disagg submit`, `status`, `cancel` and `collect`: runs as Slurm jobs, one job per variant."""
+"""`disagg submit`, `status` and `cancel`: runs as Slurm jobs, one job per variant."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from disagg.atomic import write_bytes
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS, EXIT_USAGE, DisaggError
 from disagg.plan.model import Plan
@@ -28,11 +27,10 @@ that already have a valid result are not measured twice.
 
 
 def register(app: typer.Typer) -> None:
-    """Add `submit`, `status`, `cancel` and `collect`."""
+    """Add `submit`, `status` and `cancel`."""
     app.command("submit", help=SUBMIT_HELP)(submit_command)
     app.command("status")(status_command)
     app.command("cancel")(cancel_command)
-    app.command("collect")(collect_command)
 
 
 def submit_command(
@@ -246,33 +244,3 @@ def cancel_command(
         return
     where = f" ({view.run_dir})" if view.run_dir else ""
     make_console().print(f"cancelled job {view.job_id}{where}")
-
-
-def collect_command(
-    run_dirs: Annotated[list[Path], typer.Argument(help="run directories")],
-    into: Annotated[Path, typer.Option("--into", help="directory to copy results into")],
-    as_json: Annotated[bool, typer.Option("--json", help="print what was copied")] = False,
-) -> None:
-    """Copy the valid point results of runs into one directory, under their InferenceX names."""
-    from disagg.bench.api import existing_valid_result
-
-    copied: list[dict[str, str]] = []
-    into.mkdir(parents=True, exist_ok=True)
-    for run_dir in run_dirs:
-        plan = Plan.read(run_dir)
-        for point in plan.bench.points:
-            found = existing_valid_result(run_dir / "results", point)
-            if found is None:
-                continue
-            dest = into / found.name
-            if dest.exists() and dest.read_bytes() != found.read_bytes():
-                raise DisaggError(
-                    f"{dest} already holds a different result ({found} has the same name)",
-                    hint="collect runs of the same recipe name into separate directories",
-                )
-            write_bytes(dest, found.read_bytes())
-            copied.append({"run_dir": str(run_dir), "point": point.key, "file": str(dest)})
-    if as_json:
-        print(json.dumps(copied, indent=2))
-        return
-    make_console().print(f"copied {len(copied)} valid result(s) into {into}")

@@ -357,7 +357,9 @@ class Orchestrator:
 
     def _measure_points(self) -> None:
         from disagg.bench.api import GpuCounts, measure_point
+        from disagg.bench.identity import setup_fields
 
+        setup = setup_fields(self.plan)
         url = self._serving_url()
         bench = self._rendered_bench()
         gpus = GpuCounts(prefill=self.plan.prefill_gpus, decode=self.plan.decode_gpus)
@@ -386,6 +388,7 @@ class Orchestrator:
                     disaggregated=self.plan.disaggregated,
                     quiet=self.options.quiet_bench,
                     stop=self.stop,
+                    setup=setup,
                 ),
                 grace_s=MEASURE_STOP_GRACE_S,
             )

@@ -1,0 +1,216 @@
+"""What a result file says about the setup that measured it, under InferenceX's names.
+
+InferenceX's aggregator keys every row on hardware, framework, precision, speculative
+decoding, ISL/OSL, concurrency and the prefill/decode parallelism (`prefill_tp`,
+`decode_ep`, `*_dp_attention`, `*_num_workers`); results without them cannot be
+compared with anything. These fields come from the plan (the only input of a run), so
+every benchmark type writes the same ones: `setup_fields(plan)` is merged into each
+point's JSON. docs/results.md lists them with their sources.
+
+Parallelism is read from each worker's rendered command line (what actually ran), with
+the flag spellings of the engines the plan can start; a worker without such a flag
+counts 1, as the engines default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from disagg.plan.model import Plan, RoleKind, RolePlan
+
+# Every spelling of a parallel size in SGLang and vLLM worker commands.
+_SIZE_FLAGS = {
+    "tp": ("--tensor-parallel-size", "--tp-size", "--tp"),
+    "dp": ("--data-parallel-size", "--dp-size", "--dp"),
+    "ep": ("--expert-parallel-size", "--ep-size", "--ep"),
+}
+_DP_ATTENTION_FLAGS = ("--enable-dp-attention",)
+_EXPERT_PARALLEL_FLAGS = ("--enable-expert-parallel",)  # vLLM: EP = TP x DP
+_SPEC_FLAGS = ("--speculative-algorithm", "--speculative-algo")
+_SPEC_CONFIG_FLAGS = ("--speculative-config",)  # vLLM: JSON with `method`
+
+# Router programs by the module or executable the router role starts, with the
+# distribution whose version this environment can report.
+_ROUTERS = {
+    "sglang_router.launch_router": ("sglang-router", "sglang-router"),
+    "smg": ("smg", "smg"),
+    "dynamo.frontend": ("dynamo", "ai-dynamo"),
+}
+
+# Every setup field a result carries (null when unknown), in the order written.
+SETUP_FIELDS = (
+    "hw",
+    "framework",
+    "engine",
+    "precision",
+    "image",
+    "model",
+    "infmax_model_prefix",
+    "spec_decoding",
+    "is_multinode",
+    "tp",
+    "ep",
+    "dp_attention",
+    "prefill_tp",
+    "prefill_ep",
+    "prefill_dp_attention",
+    "prefill_num_workers",
+    "decode_tp",
+    "decode_ep",
+    "decode_dp_attention",
+    "decode_num_workers",
+    "router",
+    "router_version",
+    "recipe",
+    "recipe_fingerprint",
+)
+
+
+@dataclass(frozen=True)
+class WorkerParallelism:
+    """One worker's parallel layout, as its command line asks for it."""
+
+    tp: int = 1
+    dp: int = 1
+    ep: int = 1
+    dp_attention: bool = False
+
+
+def _flag_value(argv: Sequence[str], names: Sequence[str]) -> str | None:
+    for index, item in enumerate(argv):
+        for name in names:
+            if item == name and index + 1 < len(argv):
+                return argv[index + 1]
+            if item.startswith(name + "="):
+                return item.split("=", 1)[1]
+    return None
+
+
+def _int_flag(argv: Sequence[str], names: Sequence[str]) -> int:
+    value = _flag_value(argv, names)
+    try:
+        return max(1, int(value)) if value is not None else 1
+    except ValueError:
+        return 1
+
+
+def worker_parallelism(argv: Sequence[str]) -> WorkerParallelism:
+    """tp/dp/ep and attention-DP from one worker's argv."""
+    tp, dp, ep = (_int_flag(argv, _SIZE_FLAGS[key]) for key in ("tp", "dp", "ep"))
+    if any(flag in argv for flag in _EXPERT_PARALLEL_FLAGS):
+        ep = tp * dp
+    return WorkerParallelism(
+        tp=tp, dp=dp, ep=ep, dp_attention=any(flag in argv for flag in _DP_ATTENTION_FLAGS)
+    )
+
+
+def spec_decoding(argv: Sequence[str]) -> str:
+    """InferenceX's `spec_decoding`: the algorithm in lower case (`eagle`, `nextn`), or `none`."""
+    algorithm = _flag_value(argv, _SPEC_FLAGS)
+    if algorithm:
+        return algorithm.lower()
+    config = _flag_value(argv, _SPEC_CONFIG_FLAGS)
+    if config:
+        try:
+            method = json.loads(config).get("method")
+        except (ValueError, AttributeError):
+            method = None
+        return str(method).lower() if method else "unknown"
+    return "none"
+
+
+def recipe_fingerprint(config: Mapping[str, Any]) -> str:
+    """sha256 of the resolved variant config (canonical JSON): equal iff the recipe is."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def router_identity(role: RolePlan | None) -> tuple[str | None, str | None]:
+    """The router's name, and its version when it runs from this environment (no container)."""
+    if role is None:
+        return None, None
+    for program, (name, distribution) in _ROUTERS.items():
+        if program in role.argv or any(item.endswith("/" + program) for item in role.argv):
+            if role.container_image is not None:
+                return name, None  # runs in an image: this environment's version says nothing
+            try:
+                return name, metadata.version(distribution)
+            except metadata.PackageNotFoundError:
+                return name, None
+    return (role.argv[0] if role.argv else None), None
+
+
+def _group(roles: Sequence[RolePlan]) -> dict[str, Any]:
+    """tp/ep/dp-attention of a group of workers (the first one's: the plan makes them alike)."""
+    if not roles:
+        return {"tp": 0, "ep": 0, "dp_attention": False, "num_workers": 0}
+    layout = worker_parallelism(roles[0].argv)
+    return {
+        "tp": layout.tp,
+        "ep": layout.ep,
+        "dp_attention": layout.dp_attention,
+        "num_workers": len(roles),
+    }
+
+
+def _config_text(config: Mapping[str, Any], section: str, key: str) -> str | None:
+    part = config.get(section)
+    value = part.get(key) if isinstance(part, Mapping) else None
+    return str(value) if value is not None else None
+
+
+def setup_fields(plan: Plan) -> dict[str, Any]:
+    """Every field of SETUP_FIELDS for a run of this plan."""
+    workers = [
+        role
+        for role in plan.roles
+        if role.kind in (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
+    ]
+    routers = plan.roles_of(RoleKind.ROUTER)
+    router, router_version = router_identity(routers[0] if routers else None)
+    images = [role.container_image for role in workers if role.container_image]
+    config = plan.config
+    backend = config.get("backend")
+    framework = backend.get("type") if isinstance(backend, Mapping) else None
+    fields: dict[str, Any] = {
+        "hw": _config_text(config, "resources", "gpu_type"),
+        "framework": str(framework or plan.engine),
+        "engine": plan.engine,
+        "precision": _config_text(config, "model", "precision"),
+        "image": images[0] if images else plan.slurm.container_image,
+        "model": plan.bench.model_name,
+        "infmax_model_prefix": None,
+        "spec_decoding": next(
+            (algo for algo in (spec_decoding(r.argv) for r in workers) if algo != "none"), "none"
+        ),
+        "is_multinode": plan.nodes > 1,
+        "tp": None,
+        "ep": None,
+        "dp_attention": None,
+    }
+    if plan.disaggregated:
+        prefill = _group(plan.roles_of(RoleKind.PREFILL))
+        decode = _group(plan.roles_of(RoleKind.DECODE))
+    else:  # InferenceX's aggregated rows: the workers as prefill, no decode pool
+        prefill = _group(plan.roles_of(RoleKind.AGGREGATED))
+        decode = _group([])
+        fields |= {key: prefill[key] for key in ("tp", "ep", "dp_attention")}
+    fields |= {f"prefill_{key}": value for key, value in prefill.items()}
+    fields |= {f"decode_{key}": value for key, value in decode.items()}
+    fields |= {
+        "router": router,
+        "router_version": router_version,
+        "recipe": plan.selector,
+        "recipe_fingerprint": recipe_fingerprint(config),
+    }
+    return {name: fields.get(name) for name in SETUP_FIELDS}
+
+
+def unknown_setup() -> dict[str, Any]:
+    """The setup fields of a result measured without a plan (`disagg bench`): all null."""
+    return dict.fromkeys(SETUP_FIELDS)

@@ -1,0 +1,174 @@
+"""InferenceX's per-point row (`agg_*.json`), made from a disagg result file, and its schema.
+
+InferenceX turns each benchmark result into one flat row: the setup (hardware,
+framework, precision, speculative decoding, image, ISL/OSL, concurrency, prefill and
+decode parallelism for multi-node runs or `tp`/`ep`/`dp_attention` for single-node
+ones), the per-GPU throughputs, every `*_ms` latency converted to seconds under the
+name without `_ms`, and `{stat}_intvty` = 1000 / `{stat}_tpot_ms`. `InferenceXRow`
+is that field list as a schema; `ResultSetup` is the part of it that every disagg
+result file carries under the same names.
+
+A simulated result is never a hardware number: `to_row` refuses it unless asked to
+mark it, and then sets `simulated: true` and suffixes `hw` with `-simulated`, so an
+aggregator that ignores unknown fields still keeps it apart from real hardware.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from disagg.errors import DisaggError
+
+SIMULATED_HW_SUFFIX = "-simulated"
+_TPOT_STATS = ("mean", "median", "p90", "p95", "p99")
+
+
+class _Open(BaseModel):
+    """Other fields may follow; the listed ones must be there with these types."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class ResultSetup(_Open):
+    """InferenceX's identity and per-GPU fields as every disagg result file writes them."""
+
+    hw: str | None
+    framework: str
+    precision: str | None
+    image: str | None
+    model: str
+    spec_decoding: str
+    disagg: bool
+    is_multinode: bool
+    isl: int
+    osl: int
+    conc: int | None
+    prefill_tp: int
+    prefill_ep: int
+    prefill_dp_attention: bool
+    prefill_num_workers: int
+    decode_tp: int
+    decode_ep: int
+    decode_dp_attention: bool
+    decode_num_workers: int
+    num_prefill_gpu: int
+    num_decode_gpu: int
+    tput_per_gpu: float | None
+    output_tput_per_gpu: float | None
+    input_tput_per_gpu: float | None
+    median_intvty: float | None
+    router: str | None
+    router_version: str | None
+    recipe_fingerprint: str
+
+
+class InferenceXRow(_Open):
+    """One row as InferenceX's result processing writes it (`agg_<result>.json`)."""
+
+    hw: str
+    conc: int
+    image: str | None
+    model: str
+    infmax_model_prefix: str | None
+    framework: str
+    precision: str
+    spec_decoding: str
+    disagg: bool
+    isl: int
+    osl: int
+    is_multinode: bool
+    num_prefill_gpu: int
+    num_decode_gpu: int
+    tput_per_gpu: float
+    output_tput_per_gpu: float
+    input_tput_per_gpu: float
+    median_ttft: float
+    p99_ttft: float
+    median_tpot: float
+    median_e2el: float
+    median_intvty: float
+    # multi-node rows
+    prefill_tp: int | None = None
+    prefill_ep: int | None = None
+    prefill_dp_attention: bool | None = None
+    prefill_num_workers: int | None = None
+    decode_tp: int | None = None
+    decode_ep: int | None = None
+    decode_dp_attention: bool | None = None
+    decode_num_workers: int | None = None
+    # single-node rows
+    tp: int | None = None
+    ep: int | None = None
+    dp_attention: bool | None = None
+
+
+def schema_problems(model: type[BaseModel], data: Mapping[str, Any]) -> list[str]:
+    """Each field that is missing or of the wrong type, as `field: message`."""
+    try:
+        model.model_validate(dict(data))
+    except ValidationError as exc:
+        return [
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        ]
+    return []
+
+
+def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[str, Any]:
+    """The InferenceX row of one valid disagg result; DisaggError when it cannot be one."""
+    problems = schema_problems(ResultSetup, result)
+    if problems:
+        raise DisaggError(
+            f"not an InferenceX-complete result ({'; '.join(problems[:3])})",
+            hint="results written before these fields existed lack them: re-run the point",
+        )
+    simulated = bool(result.get("simulated"))
+    if simulated and not allow_simulated:
+        raise DisaggError(
+            "a simulated result is not a hardware measurement",
+            hint="pass --allow-simulated to collect it marked (`simulated: true`, hw *-simulated)",
+        )
+    multinode = bool(result["is_multinode"]) or bool(result["disagg"])
+    hw = str(result["hw"] or "unknown")
+    row: dict[str, Any] = {
+        "hw": hw + SIMULATED_HW_SUFFIX if simulated else hw,
+        "conc": result["conc"] if result["conc"] is not None else 0,
+        "image": result["image"],
+        "model": result["model"],
+        "infmax_model_prefix": result.get("infmax_model_prefix"),
+        "framework": result["framework"],
+        "precision": result["precision"] or "unknown",
+        "spec_decoding": result["spec_decoding"],
+        "disagg": bool(result["disagg"]),
+        "isl": result["isl"],
+        "osl": result["osl"],
+        "is_multinode": multinode,
+        "num_prefill_gpu": result["num_prefill_gpu"],
+        "num_decode_gpu": result["num_decode_gpu"],
+    }
+    if multinode:
+        for role in ("prefill", "decode"):
+            for key in ("tp", "ep", "dp_attention", "num_workers"):
+                row[f"{role}_{key}"] = result[f"{role}_{key}"]
+    else:
+        row |= {"tp": result["prefill_tp"], "ep": result["prefill_ep"]}
+        row["dp_attention"] = result["prefill_dp_attention"]
+    for key in ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"):
+        row[key] = float(result[key] or 0.0)
+    for key, value in result.items():
+        if key.endswith("_ms") and isinstance(value, int | float) and not isinstance(value, bool):
+            row[key.removesuffix("_ms")] = float(value) / 1000.0
+    for stat in _TPOT_STATS:
+        tpot = result.get(f"{stat}_tpot_ms")
+        if isinstance(tpot, int | float) and tpot > 0:
+            row[f"{stat}_intvty"] = 1000.0 / float(tpot)
+    row |= {
+        "router": result["router"],
+        "router_version": result["router_version"],
+        "recipe_fingerprint": result["recipe_fingerprint"],
+        "simulated": simulated,
+    }
+    return row

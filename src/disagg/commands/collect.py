@@ -1,0 +1,105 @@
+"""`disagg collect RUN_DIR... --out DIR`: valid point results, ready for InferenceX tooling.
+
+For each valid point it writes the full result under its own name (`{stem}.json`, vLLM
+fields plus InferenceX's) and InferenceX's flat row beside it (`agg_{stem}.json`, see
+`disagg.bench.inferencex`). Simulated results are refused unless `--allow-simulated`,
+which marks them. Exit status: 0 collected, 2 bad input (no plan, a name clash, a
+simulated run without the flag, a result that lacks the InferenceX fields).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from disagg.atomic import write_bytes, write_json
+from disagg.console import make_console
+from disagg.errors import DisaggError
+from disagg.plan.model import Plan
+
+
+def register(app: typer.Typer) -> None:
+    """Add `collect`."""
+    app.command("collect")(collect_command)
+
+
+def _write_once(dest: Path, data: bytes) -> None:
+    if dest.exists() and dest.read_bytes() != data:
+        raise DisaggError(
+            f"{dest} already holds a different result of the same name",
+            hint="collect runs of the same recipe name into separate directories",
+        )
+    write_bytes(dest, data)
+
+
+def collect_command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="run directories", show_default=False)],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="directory to write the results into", show_default=False),
+    ] = None,
+    into: Annotated[
+        Path | None, typer.Option("--into", hidden=True, help="deprecated: use --out")
+    ] = None,
+    allow_simulated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-simulated",
+            help="collect simulated results too, marked (simulated: true, hw '<gpu>-simulated')",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print what was written")] = False,
+) -> None:
+    """Write the valid point results of runs into one directory, with InferenceX's rows.
+
+    Each point gives `{stem}.json` (the full result) and `agg_{stem}.json` (InferenceX's
+    row: hardware, framework, precision, parallelism, per-GPU throughput, latencies in
+    seconds). Simulated runs are refused unless --allow-simulated.
+    """
+    from disagg.bench.api import existing_valid_result
+    from disagg.bench.inferencex import to_row
+    from disagg.bench.results import read_result
+
+    err = make_console(stderr=True)
+    if out is not None and into is not None:
+        raise DisaggError("--into is the old name of --out: give one of them")
+    if into is not None:
+        err.print("[yellow]warning:[/] --into is deprecated; use --out", highlight=False)
+    target = out or into
+    if target is None:
+        raise DisaggError("collect needs --out DIR", hint="disagg collect RUN_DIR... --out DIR")
+    plans = [(run_dir, Plan.read(run_dir)) for run_dir in run_dirs]
+    for run_dir, plan in plans:
+        if plan.simulated and not allow_simulated:
+            raise DisaggError(
+                f"{run_dir}: a simulated run; its numbers are not hardware measurements",
+                hint="pass --allow-simulated to collect them marked as simulated",
+            )
+    written: list[dict[str, str]] = []
+    target.mkdir(parents=True, exist_ok=True)
+    for run_dir, plan in plans:
+        for point in plan.bench.points:
+            found = existing_valid_result(run_dir / "results", point)
+            data = read_result(found) if found is not None else None
+            if found is None or data is None:
+                continue
+            try:
+                row = to_row(data, allow_simulated=allow_simulated)
+            except DisaggError as exc:
+                raise DisaggError(f"{found}: {exc.message}", hint=exc.hint) from None
+            dest = target / found.name
+            _write_once(dest, found.read_bytes())
+            agg = target / f"agg_{found.name}"
+            write_json(agg, row)
+            written.append(
+                {"run_dir": str(run_dir), "point": point.key, "file": str(dest), "row": str(agg)}
+            )
+    if as_json:
+        print(json.dumps(written, indent=2))
+        return
+    make_console().print(
+        f"wrote {len(written)} valid result(s) and their InferenceX rows into {target}"
+    )
