@@ -1,4 +1,7 @@
-"""The typed recipe: every field srt-slurm v1 recipes use, plus `backend.engine`.
+"""The typed recipe: every field srt-slurm v1.0.68 defines, plus `backend.engine`.
+
+Both recipe dialects load into this one shape (schema 2 is translated into it by
+`disagg.recipe.dialects`), so engines, frontends and benchmarks read one place.
 
 Strict on purpose: unknown keys are errors (a typo must not silently fall back to a
 default), and values are not coerced across types (`isl: "1k"` is an error, not a
@@ -11,7 +14,24 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from disagg.recipe.job_sections import (
+    DynamoSource,
+    ServiceSection,
+    HealthCheckSection,
+    HostSetupSection,
+    IdentitySection,
+    InfraSection,
+    ObservabilitySection,
+    OutputSection,
+    PostEvalSection,
+    ProfilingSection,
+    ReportingSection,
+    Section,
+    SlurmSection,
+    TelemetrySection,
+)
 
 Scalar = str | int | float | bool
 # An engine flag value: `true` -> `--flag`, list -> `--flag a b`, map -> JSON, null -> omitted.
@@ -19,7 +39,7 @@ EngineArg = str | int | float | bool | list[Any] | dict[str, Any] | None
 EngineArgs = dict[str, EngineArg]
 EnvMap = dict[str, Scalar]
 
-BackendType = Literal["sglang", "trtllm", "vllm", "mocker"]
+BackendType = Literal["sglang", "trtllm", "vllm", "mocker", "atom", "tilert"]
 BenchmarkType = Literal[
     "sa-bench",
     "custom",
@@ -42,12 +62,6 @@ BenchmarkType = Literal[
 ]
 
 
-class Section(BaseModel):
-    """Base of every recipe section: no unknown keys, no type coercion."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
 class ModelSection(Section):
     """What to serve. `path` and `container` may be cluster-profile aliases or `hf:org/name`."""
 
@@ -58,6 +72,7 @@ class ModelSection(Section):
     stage_extra: list[str] = Field(
         default_factory=list, description="further repo ids to stage (e.g. a tokenizer repo)"
     )
+    stage_dir: str | None = Field(default=None, description="node-local directory to stage to")
 
 
 class ResourcesSection(Section):
@@ -76,6 +91,13 @@ class ResourcesSection(Section):
     gpus_per_prefill: int | None = Field(default=None, ge=1)
     gpus_per_decode: int | None = Field(default=None, ge=1)
     gpus_per_agg: int | None = Field(default=None, ge=1)
+    prefill_critical: bool = True
+    decode_critical: bool = True
+    agg_critical: bool = True
+    spread_workers: bool = Field(
+        default=False, description="each partial-node worker on its own node"
+    )
+    het_jobs: bool | None = Field(default=None, description="Slurm heterogeneous job per side")
 
     @property
     def disaggregated(self) -> bool:
@@ -90,10 +112,30 @@ class RoleArgs(Section):
     aggregated: EngineArgs | None = None
 
 
-class RoleFlags(Section):
-    prefill: bool | None = None
-    decode: bool | None = None
-    aggregated: bool | None = None
+KvEvents = bool | dict[str, Any] | None
+
+
+class RoleKvEvents(Section):
+    """`kv_events_config` per mode: `true` (default publisher) or `{publisher, topic}`."""
+
+    prefill: KvEvents = None
+    decode: KvEvents = None
+    aggregated: KvEvents = None
+
+
+class RoleExtraArgs(Section):
+    prefill: list[str] | None = None
+    decode: list[str] | None = None
+    aggregated: list[str] | None = None
+
+
+class MooncakeKvStore(Section):
+    """Mooncake KV store: a mooncake_master on the infra node, MOONCAKE_MASTER on workers."""
+
+    container: str | None = None
+    env: EnvMap = Field(default_factory=dict)
+    master_extra_args: list[str] = Field(default_factory=list)
+    store_config: dict[str, Any] | None = None
 
 
 class BackendSection(Section):
@@ -110,23 +152,76 @@ class BackendSection(Section):
     trtllm_config: RoleArgs | None = None
     vllm_config: RoleArgs | None = None
     mocker_config: RoleArgs | None = None
-    kv_events_config: RoleFlags | None = None
+    atom_config: RoleArgs | None = None
+    tilert_config: RoleArgs | None = None
+    prefill_extra_args: list[str] = Field(default_factory=list)
+    decode_extra_args: list[str] = Field(default_factory=list)
+    aggregated_extra_args: list[str] = Field(default_factory=list)
+    kv_events_config: bool | RoleKvEvents | None = None
+    mooncake_kv_store: MooncakeKvStore | None = None
+    gpu_type: str | None = Field(default=None, description="sglang: GPU type override")
+    # trtllm
+    publish_metrics: bool | None = None
+    publish_events_and_metrics: bool | None = None
+    sequential_node_start: int = Field(default=0, ge=0)
+    numa_memory_bind: bool | Literal["local"] | None = None
+    numa_cpu_bind: bool = False
+    served_model_name: str | None = None
+    # vllm
     connector: str | None = None
+    set_cuda_visible_devices: bool = False
+    set_visible_devices: bool = False
+    allow_prefill_decode_colocation: bool = False
+    allow_prefill_decode_colocation_across_nodes: bool = False
+    dp_launch_mode: Literal["per_gpu", "per_node"] = "per_node"
+    vllm_serve_binary: str | None = None
+    failover: dict[str, Any] | None = None
+    # atom
+    mooncake_protocol: Literal["rdma", "tcp"] | None = None
+    enable_kv_events: bool | None = None
+    # mocker
     engine_type: str | None = None
     speedup_ratio: float | None = None
+    decode_speedup_ratio: float | None = None
+    num_gpu_blocks_override: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None
+    data_parallel_size: int | None = None
+    num_workers: int | None = None
+    startup_time: float | None = None
+    kv_transfer_bandwidth: float | None = None
+    kv_cache_dtype: str | None = None
+    enable_prefix_caching: bool | None = None
+    enable_chunked_prefill: bool | None = None
+    preemption_mode: str | None = None
 
 
 class FrontendSection(Section):
     """srt-slurm's frontend. This project always runs the sglang-router as the PD router;
     `args` are passed to it only when `type: sglang` (dynamo's flags mean nothing to it)."""
 
-    type: Literal["dynamo", "sglang", "trtllm_serve"] = "dynamo"
+    type: str = Field(
+        default="dynamo",
+        description="v1: dynamo, sglang (the router), trtllm_serve; others are refused at plan",
+    )
     enable_multiple_frontends: bool = True
     num_additional_frontends: int = Field(default=9, ge=0)
     nginx_container: str | None = None
     nginx_raise_ulimit: bool | None = None
+    nginx_session_affinity: bool = False
+    nginx_session_affinity_header: str = "X-Dynamo-Session-ID"
+    nginx_keepalive_timeout: str = "600s"
     args: EngineArgs | None = None
     env: EnvMap | None = None
+    ctx_router: dict[str, Any] | None = None
+    gen_router: dict[str, Any] | None = None
+    server_config_extra: dict[str, Any] | None = None
+    orchestrator_placement: str = Field(default="head", description="head | first_decode")
+    dedicated_node: bool = False
+    worker_selection: dict[str, Any] | None = None
+    container_image: str | None = None
+    numa_bind: bool = False
 
 
 class DynamoSection(Section):
@@ -136,6 +231,20 @@ class DynamoSection(Section):
     top_of_tree: bool = False
     wheel: str | None = None
     request_plane: str | None = None
+    event_plane: str | None = None
+    cargo_patches: list[str] | None = None
+    source: DynamoSource | None = Field(default=None, description="2.x: git+rev, pypi or wheel")
+    sidecar: bool = False
+    sidecar_port: int = 50051
+    sidecar_binary: str | None = None
+    sidecar_startup_timeout: int = 3600
+    sidecar_context_length: int | None = None
+    sidecar_args: list[str] = Field(default_factory=list)
+
+
+class BenchmarkSweep(Section):
+    mode: Literal["zip", "grid"] = "zip"
+    parameters: dict[str, list[Any]] = Field(default_factory=dict)
 
 
 class BenchmarkSection(Section):
@@ -178,62 +287,20 @@ class BenchmarkSection(Section):
     itl_threshold_ms: int | float | None = None
     slow_down_sleep_time: float | None = None
     slow_down_wait_time: float | None = None
-
-
-class HealthCheckSection(Section):
-    """Worker start-up deadline: max_attempts x interval_seconds."""
-
-    max_attempts: int = Field(default=180, ge=1)
-    interval_seconds: int | float = Field(default=10, gt=0)
-
-
-class InfraSection(Section):
-    etcd_nats_dedicated_node: bool = False
-
-
-class SlurmSection(Section):
-    account: str | None = None
-    partition: str | None = None
-    time_limit: str | None = Field(default=None, description="HH:MM:SS or D-HH:MM:SS")
-
-
-class ProfilingPhase(Section):
-    start_step: int | None = None
-    stop_step: int | None = None
-
-
-class ProfilingSection(Section):
-    type: Literal["none", "nsys", "torch"] = "none"
-    prefill: ProfilingPhase | None = None
-    decode: ProfilingPhase | None = None
-    aggregated: ProfilingPhase | None = None
-
-
-class IdentityContainer(Section):
-    image: str
-
-
-class IdentityModel(Section):
-    repo: str
-    revision: str | None = None
-
-
-class IdentitySection(Section):
-    """Provenance recorded with results (which image, frameworks and model revision)."""
-
-    container: IdentityContainer | None = None
-    frameworks: dict[str, str] = Field(default_factory=dict)
-    model: IdentityModel | None = None
-
-
-class Tachometer(Section):
-    enabled: bool = False
-
-
-class ObservabilitySection(Section):
-    enabled: bool = False
-    scrape_metrics: bool = False
-    tachometer: Tachometer | None = None
+    client_placement: str = Field(default="head", description="head | last_decode")
+    client_dedicated_node: bool = False
+    colocate_with_frontend: bool = True
+    sweep: BenchmarkSweep | None = None
+    dataset_name: str | None = None
+    dataset_path: str | None = None
+    reuse_http_connections: bool = False
+    container_image: str | None = None
+    aiperf_args: dict[str, Any] = Field(default_factory=dict)
+    aiperf_server_metrics: bool | None = None
+    export_node_metrics: bool = False
+    stream_output: bool = False
+    agentperf_client_dir: str | None = None
+    agentperf_config: str | None = None
 
 
 class RecipeConfig(Section):
@@ -261,6 +328,12 @@ class RecipeConfig(Section):
     identity: IdentitySection | None = None
     observability: ObservabilitySection | None = None
     profiling: ProfilingSection | None = None
+    telemetry: TelemetrySection | None = None
+    output: OutputSection | None = None
+    reporting: ReportingSection | None = None
+    host_setup: HostSetupSection | None = None
+    post_eval: PostEvalSection | None = None
+    services: list[ServiceSection] = Field(default_factory=list)
 
 
 def concurrency_points(raw: Any) -> list[int]:

@@ -25,6 +25,7 @@ from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.selectors import Selector, parse_selector, select
 
 SUPPORTED_BENCHMARKS = ("sa-bench", "custom")
+KNOWN_FRONTENDS = ("dynamo", "sglang", "trtllm_serve")
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,9 @@ def unsupported_reason(config: RecipeConfig) -> str | None:
             f"backend type {backend} (engines: {', '.join(engines)}; "
             "`backend.engine: sim` simulates any of them)"
         )
+    frontend = config.frontend.type if config.frontend is not None else None
+    if frontend is not None and frontend not in KNOWN_FRONTENDS:
+        return f"frontend type {frontend} (known: {', '.join(KNOWN_FRONTENDS)})"
     bench = config.benchmark.type
     if bench not in SUPPORTED_BENCHMARKS:
         return f"benchmark type {bench} (supported: {', '.join(SUPPORTED_BENCHMARKS)})"
@@ -209,6 +213,6 @@ def ensure_supported(variant: Variant) -> None:
     reason = unsupported_reason(variant.config)
     if reason is None:
         return
-    field = ("backend", "type") if reason.startswith("backend") else ("benchmark", "type")
+    field = (reason.split(" ", 1)[0], "type")
     where = "" if variant.name == BASE else f" in variant {variant.name}"
     raise UnsupportedRecipe(f"{reason}{where}", location=variant.locate(field))
