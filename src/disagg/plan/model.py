@@ -198,6 +198,8 @@ class Plan(_Strict):
     staging: StagingPlan
     slurm: SlurmPlan
     config: dict[str, Any]  # the resolved variant config, for reports
+    # Recipe fields set but not carried out, each with why: {field, action, why}.
+    ignored: list[dict[str, str]] = Field(default_factory=list)
 
     @property
     def total_gpus(self) -> int:

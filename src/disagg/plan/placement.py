@@ -45,6 +45,7 @@ from disagg.plan.model import (
     SlurmPlan,
     StagingPlan,
 )
+from disagg.recipe.honoured import unhonoured
 from disagg.recipe.schema import RecipeConfig, concurrency_points
 from disagg.recipe.variants import Variant, ensure_supported
 
@@ -525,6 +526,11 @@ class _Placer:
             staging=self.staging(model, workers),
             slurm=self.slurm(nodes, gpn),
             config=self.variant.raw,
+            ignored=[
+                found.to_json()
+                for found in unhonoured(self.variant.raw)
+                if found.action == "ignored"
+            ],
         )
 
 

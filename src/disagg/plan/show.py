@@ -69,6 +69,9 @@ def render_plan(plan: Plan) -> Panel:
     summary.add_row("models", _models(plan))
     if plan.slurm.container_image:
         summary.add_row("container", plan.slurm.container_image)
+    if plan.ignored:
+        listed = "; ".join(f"{item['field']} ({item['why']})" for item in plan.ignored)
+        summary.add_row("ignored", Text(listed, style="yellow"))
 
     roles = Table(show_lines=True, expand=True)
     roles.add_column("role", style="bold cyan", no_wrap=True)

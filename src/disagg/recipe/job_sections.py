@@ -214,7 +214,6 @@ class PostEvalSection(Section):
     command: list[str] | None = None
 
 
-
 class SourceRef(Section):
     """A git repository at an immutable ref."""
 

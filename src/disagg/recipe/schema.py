@@ -18,7 +18,6 @@ from pydantic import Field
 
 from disagg.recipe.job_sections import (
     DynamoSource,
-    ServiceSection,
     HealthCheckSection,
     HostSetupSection,
     IdentitySection,
@@ -29,6 +28,7 @@ from disagg.recipe.job_sections import (
     ProfilingSection,
     ReportingSection,
     Section,
+    ServiceSection,
     SlurmSection,
     TelemetrySection,
 )

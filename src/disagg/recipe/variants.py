@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from disagg.engines import registry
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
 from disagg.recipe.errors import validation_error
+from disagg.recipe.honoured import unhonoured
 from disagg.recipe.load import Key, KeyPath, LoadedYaml, SourceMap, load_yaml
 from disagg.recipe.overrides import BASE, IGNORED_PREFIX, OVERRIDE_PREFIX, ZIP_PREFIX, deep_merge
 from disagg.recipe.overrides import expand_variants as _expand
@@ -211,8 +212,12 @@ def unsupported_reason(config: RecipeConfig) -> str | None:
 def ensure_supported(variant: Variant) -> None:
     """Raise the one-line `unsupported: <what>` error for variants this project cannot run."""
     reason = unsupported_reason(variant.config)
-    if reason is None:
-        return
-    field = (reason.split(" ", 1)[0], "type")
     where = "" if variant.name == BASE else f" in variant {variant.name}"
-    raise UnsupportedRecipe(f"{reason}{where}", location=variant.locate(field))
+    if reason is not None:
+        field = (reason.split(" ", 1)[0], "type")
+        raise UnsupportedRecipe(f"{reason}{where}", location=variant.locate(field))
+    for found in unhonoured(variant.raw):
+        if found.action == "refused":
+            raise UnsupportedRecipe(
+                f"{found.field} ({found.why}){where}", location=variant.locate(found.path)
+            )

@@ -1,0 +1,77 @@
+"""Recipe fields a plan does not honour: refused (`unsupported: <field> ...`) or listed as ignored.
+
+srt-slurm defines many fields about the job around the engines (node layout knobs,
+extra services, telemetry, uploads). A valid recipe may set any of them; a plan that
+quietly dropped one would change what the recipe means. Each field here is either
+refused at plan time, when running without it would measure something else, or
+listed as ignored with the reason, in plan output, plan.json and lint, when it only
+concerns what happens around the measurement. Engine, frontend and benchmark fields
+are judged by their own adapters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Action = Literal["refused", "ignored"]
+
+
+@dataclass(frozen=True)
+class Unhonoured:
+    """One field a variant sets that its plan does not carry out."""
+
+    path: tuple[str, ...]
+    action: Action
+    why: str
+
+    @property
+    def field(self) -> str:
+        return ".".join(self.path)
+
+    def to_json(self) -> dict[str, str]:
+        return {"field": self.field, "action": self.action, "why": self.why}
+
+
+# (path, action, why). A field counts as set when it is present with a value other
+# than null, false, an empty map/list, or the neutral value given.
+_RULES: tuple[tuple[tuple[str, ...], Action, str, Any], ...] = (
+    (("resources", "spread_workers"), "refused", "workers are packed onto nodes", None),
+    (("resources", "het_jobs"), "refused", "the job is one homogeneous Slurm job", None),
+    (("backend", "mooncake_kv_store"), "refused", "no Mooncake master is started", None),
+    (("host_setup", "commands"), "refused", "host setup commands are not run", None),
+    (("profiling", "type"), "ignored", "no profiler wraps the workers", "none"),
+    (("model", "stage_dir"), "ignored", "models are read from the profile's cache", None),
+    (("infra", "nats_max_payload_mb"), "ignored", "no NATS server is started", None),
+    (("infra", "etcd_nats_dedicated_node"), "ignored", "no etcd/NATS node is reserved", None),
+    (("telemetry", "enabled"), "ignored", "no power telemetry is collected", None),
+    (("observability", "enabled"), "ignored", "no metrics scraping or tracing", None),
+    (("reporting",), "ignored", "no status reporting or log upload", None),
+    (("output", "log_dir"), "ignored", "logs go to the run directory", None),
+    (("post_eval",), "ignored", "no accuracy evaluation runs after the benchmark", None),
+)
+
+
+def _value(raw: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = raw
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _is_set(value: Any, neutral: Any) -> bool:
+    if value is None or value is False or value == neutral:
+        return False
+    return not (isinstance(value, Mapping | list) and not value)
+
+
+def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
+    """Every rule-listed field this resolved variant sets, in rule order."""
+    found = []
+    for path, action, why, neutral in _RULES:
+        if _is_set(_value(raw, path), neutral):
+            found.append(Unhonoured(path, action, why))
+    return found

@@ -1,0 +1,64 @@
+"""Fields srt-slurm defines that a plan does not carry out: refused or listed, never dropped."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from disagg.errors import UnsupportedRecipe
+from disagg.plan.placement import place
+from disagg.recipe.variants import load_variants
+
+from .recipe_helpers import MINIMAL, invoke
+
+Write = Callable[..., Path]
+
+
+def test_v1_fields_load_and_ignored_ones_are_listed_in_the_plan(write: Write) -> None:
+    text = MINIMAL + (
+        "infra:\n  nats_max_payload_mb: 64\n"
+        "telemetry:\n  enabled: true\n"
+        "profiling:\n  type: nsys\n"
+        "frontend:\n  nginx_session_affinity: true\n"
+    )
+    [variant] = load_variants(write(text))
+    plan = place(variant)
+    assert [item["field"] for item in plan.ignored] == [
+        "profiling.type",
+        "infra.nats_max_payload_mb",
+        "telemetry.enabled",
+    ]
+    assert all(item["action"] == "ignored" and item["why"] for item in plan.ignored)
+    code, out, _ = invoke("plan", str(write(text, "r.yaml")), "--json")
+    assert code == 0
+    assert json.loads(out)["variants"][0]["ignored"] == plan.ignored
+    code, out, _ = invoke("plan", str(write(text, "r.yaml")))
+    assert "ignored" in out and "no NATS server is started" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ("  spread_workers: true\n", "resources.spread_workers"),
+        ("  het_jobs: true\n", "resources.het_jobs"),
+    ],
+)
+def test_fields_that_would_change_the_measurement_are_refused(
+    write: Write, extra: str, field: str
+) -> None:
+    text = MINIMAL.replace("  decode_workers: 1\n", "  decode_workers: 1\n" + extra)
+    [variant] = load_variants(write(text))
+    with pytest.raises(UnsupportedRecipe) as caught:
+        place(variant)
+    assert str(caught.value.message).startswith(f"unsupported: {field} (")
+    assert caught.value.location is not None and caught.value.location.line == 13
+
+
+def test_mooncake_kv_store_is_refused_at_its_line(write: Write) -> None:
+    text = MINIMAL.replace("backend:\n", "backend:\n  mooncake_kv_store:\n    container: mc\n")
+    [variant] = load_variants(write(text))
+    with pytest.raises(UnsupportedRecipe, match=r"unsupported: backend.mooncake_kv_store \("):
+        place(variant)
