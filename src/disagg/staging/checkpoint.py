@@ -12,7 +12,9 @@ A checkpoint is complete when:
   and every named shard exists, or a single `model.safetensors`;
 - every safetensors file is whole: size == 8 + header length + largest tensor end
   offset (an aborted pull leaves a short file). Only headers are read, and a header
-  must be a JSON object with valid `data_offsets` for every tensor;
+  is checked as strictly as the `safetensors` library checks it (strict JSON, a
+  known dtype per tensor, offsets that tile the data with no gap or overlap, each
+  tensor exactly dtype x shape bytes, a header of at most 100,000,000 bytes);
 - in a Hugging Face cache entry (`models--org--name/refs/REV -> snapshots/SHA/`):
   symlinks resolve, no `.incomplete` blob belongs to the snapshot, and every file of
   the commit's tree listing (`trees/SHA.json`, written by the download tool before it
@@ -41,7 +43,7 @@ TIKTOKEN_SUFFIX = ".tiktoken"
 INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
 SAFETENSORS_SUFFIX = ".safetensors"
-MAX_HEADER_BYTES = 100 * 1024 * 1024  # the safetensors format's own limit
+MAX_HEADER_BYTES = 100_000_000  # the safetensors library's own limit
 REPO_FOLDER_PREFIX = "models--"
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 REPO_ID_RE = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
@@ -328,52 +330,100 @@ def _check_safetensors(report: Report, root: str, name: str) -> None:
         )
 
 
-_END_OFFSET = re.compile(rb'"data_offsets"\s*:\s*\[\s*\d+\s*,\s*(\d+)\s*\]')
-_PER_TENSOR_KEYS = (b'"data_offsets"', b'"dtype"', b'"shape"')
+# Bits per element of every dtype the safetensors library reads (sub-byte ones included).
+DTYPE_BITS = {
+    **dict.fromkeys(("BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0"), 8),
+    **dict.fromkeys(("F8_E4M3FNUZ", "F8_E5M2FNUZ"), 8),
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    **dict.fromkeys(("I16", "U16", "F16", "BF16"), 16),
+    **dict.fromkeys(("I32", "U32", "F32"), 32),
+    **dict.fromkeys(("C64", "F64", "I64", "U64"), 64),
+}
+_U64_MAX = 2**64 - 1
+METADATA_KEY = "__metadata__"
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= _U64_MAX
 
 
 def _largest_end_offset(raw: bytes) -> int | str:
-    """The largest tensor end offset in a header, or a description of why it is unreadable.
+    """The end of the tensor data a header describes, or why the header is invalid.
 
-    Fast path: a header is one JSON object (space-padded) whose every tensor has a
-    dtype, a shape and a well-formed `data_offsets` pair; when the counts of those
-    keys agree with the pairs found, the largest end is read from the pairs, which is
-    several times faster than building ~92k dicts for a DeepSeek-sized checkpoint.
-    Anything else takes the full JSON parse, which also says what is wrong.
+    As strict as the `safetensors` library: UTF-8, strict JSON (no NaN, nothing but
+    whitespace after the object), `__metadata__` a map of text, every tensor a known
+    dtype, a shape of counts and two offsets; sorted by offsets, the tensors tile the
+    data from 0 with no gap or overlap, and each spans exactly dtype x shape bytes.
     """
-    body = raw.rstrip(b" ")
-    ends = _END_OFFSET.findall(raw)
-    if (
-        ends
-        and body[:1] == b"{"
-        and body[-1:] == b"}"
-        and all(raw.count(key) == len(ends) for key in _PER_TENSOR_KEYS)
-    ):
-        return max(map(int, ends))
-    return _largest_end_offset_parsed(raw)
-
-
-def _largest_end_offset_parsed(raw: bytes) -> int | str:
     try:
-        header = json.loads(raw)
+        header = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError):
-        return "unreadable header: not valid JSON"
+        return "unreadable header: not valid UTF-8 JSON (or bytes after the object)"
     if not isinstance(header, dict):
         return "unreadable header: not a JSON object"
-    largest = 0
-    for key, info in header.items():
-        if key == "__metadata__":
-            continue
-        offsets = info.get("data_offsets") if isinstance(info, dict) else None
-        if (
-            not isinstance(offsets, list)
-            or len(offsets) != 2
-            or not all(isinstance(o, int) and o >= 0 for o in offsets)
-            or offsets[0] > offsets[1]
-        ):
-            return f"unreadable header: tensor {key!r} has no valid data_offsets"
-        largest = max(largest, offsets[1])
-    return largest
+    metadata = header.pop(METADATA_KEY, None)
+    if metadata is not None and not (
+        isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())
+    ):
+        return f"unreadable header: {METADATA_KEY} must map text to text"
+    spans: list[tuple[int, int, int, str]] = []
+    for name, info in header.items():
+        described = _tensor_span(info)
+        if isinstance(described, str):
+            return f"unreadable header: tensor {_short(name)} {described}"
+        start, stop, nbytes = described
+        spans.append((start, stop, nbytes, name))
+    spans.sort(key=lambda span: (span[0], span[1]))
+    end = 0
+    for start, stop, nbytes, name in spans:
+        if start != end or stop < start:
+            return (
+                f"unreadable header: tensor {_short(name)} has data_offsets [{start}, {stop}]"
+                f" but the previous tensor ends at {end} (tensors must not overlap or leave gaps)"
+            )
+        if stop - start != nbytes:
+            return (
+                f"unreadable header: tensor {_short(name)} spans {stop - start} bytes"
+                f" but its dtype and shape need {nbytes}"
+            )
+        end = stop
+    return end
+
+
+def _tensor_span(info: Any) -> tuple[int, int, int] | str:
+    """(start, stop, bytes its dtype x shape need) of one tensor entry, or what is wrong."""
+    if not isinstance(info, dict):
+        return "is not an object"
+    offsets = info.get("data_offsets")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_count, offsets))):
+        return "has no valid data_offsets (two non-negative integers)"
+    dtype = info.get("dtype")
+    bits = DTYPE_BITS.get(dtype) if isinstance(dtype, str) else None
+    if bits is None:
+        return f"has an unknown dtype {_short(dtype)}"
+    shape = info.get("shape")
+    if not (isinstance(shape, list) and all(map(_is_count, shape))):
+        return "has no valid shape (a list of non-negative integers)"
+    elements = 1
+    for dim in shape:
+        elements *= dim
+    total_bits = elements * bits
+    if total_bits > _U64_MAX:
+        return "has a shape too large to address"
+    if total_bits % 8:
+        return "ends inside a byte (sub-byte dtype with an odd element count)"
+    return offsets[0], offsets[1], total_bits // 8
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 # --- Hugging Face cache ----------------------------------------------------------------
