@@ -10,7 +10,7 @@ from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 
-from .recipe_helpers import CORPUS
+from .recipe_helpers import CORPUS, SHARED_RECIPES
 
 
 def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> None:
@@ -47,3 +47,24 @@ def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> 
         "benchmark type mooncake-router",
         "benchmark type manual",
     }
+
+
+def test_every_shared_recipe_of_either_dialect_loads_and_plans_or_is_unsupported() -> None:
+    """v1.0.68, the srt-slurm 2.x examples and InferenceX's sample: no file is bad input."""
+    files = [p for p in sorted(SHARED_RECIPES.rglob("*.yaml")) if "cluster-configs" not in p.parts]
+    assert len(files) >= 580
+    outcomes: Counter[tuple[str, str]] = Counter()
+    for path in files:
+        for variant in load_variants(path):  # any DisaggError fails the test
+            try:
+                place(variant)
+            except UnsupportedRecipe as exc:
+                assert "\n" not in str(exc) and "unsupported: " in str(exc)
+                outcomes[(variant.dialect, "unsupported")] += 1
+                continue
+            outcomes[(variant.dialect, "planned")] += 1
+    print(f"\nshared recipes: {len(files)} files")
+    for (dialect, outcome), count in sorted(outcomes.items()):
+        print(f"  {dialect}: {count} {outcome}")
+    assert outcomes[("schema2", "planned")] >= 10
+    assert outcomes[("v1", "planned")] >= 290

@@ -527,7 +527,7 @@ class _Placer:
             slurm=self.slurm(nodes, gpn),
             config=self.variant.raw,
             ignored=[
-                found.to_json()
+                {**found.to_json(), "field": self.variant.written_field(found.path)}
                 for found in unhonoured(self.variant.raw)
                 if found.action == "ignored"
             ],

@@ -74,4 +74,19 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
     for path, action, why, neutral in _RULES:
         if _is_set(_value(raw, path), neutral):
             found.append(Unhonoured(path, action, why))
+    model = raw.get("model")
+    image = model.get("container") if isinstance(model, Mapping) else None
+    overrides = raw.get("role_overrides")
+    for role, override in overrides.items() if isinstance(overrides, Mapping) else ():
+        if not isinstance(override, Mapping):
+            continue
+        if override.get("engine"):
+            why = "a variant runs one engine on every role"
+            found.append(Unhonoured(("role_overrides", role, "engine"), "refused", why))
+        if override.get("container") not in (None, image):
+            why = "every role runs model.container"
+            found.append(Unhonoured(("role_overrides", role, "container"), "refused", why))
+        if override.get("srun_options"):
+            why = "per-role srun options are not applied"
+            found.append(Unhonoured(("role_overrides", role, "srun_options"), "ignored", why))
     return found

@@ -179,6 +179,16 @@ class BackendSection(Section):
     # atom
     mooncake_protocol: Literal["rdma", "tcp"] | None = None
     enable_kv_events: bool | None = None
+    # tilert
+    prefill_container: str | None = None
+    model_profile: str | None = None
+    weight_model_type: str | None = None
+    weights_dir: str | None = None
+    max_seq_len: int | None = None
+    prefill_kv_cache_dtype: str | None = None
+    transport: str | None = None
+    with_mtp: bool | None = None
+    speculative_tokens: int | None = None
     # mocker
     engine_type: str | None = None
     speedup_ratio: float | None = None
@@ -303,6 +313,14 @@ class BenchmarkSection(Section):
     agentperf_config: str | None = None
 
 
+class RoleOverride(Section):
+    """What schema 2 lets one role set for itself beyond engine args and env."""
+
+    container: str | None = None
+    srun_options: dict[str, Scalar] = Field(default_factory=dict)
+    engine: str | None = Field(default=None, description="an engine other than the variant's")
+
+
 class RecipeConfig(Section):
     """One resolved variant of a recipe."""
 
@@ -334,6 +352,9 @@ class RecipeConfig(Section):
     host_setup: HostSetupSection | None = None
     post_eval: PostEvalSection | None = None
     services: list[ServiceSection] = Field(default_factory=list)
+    role_overrides: dict[Literal["prefill", "decode", "agg"], RoleOverride] = Field(
+        default_factory=dict, description="schema 2: a role's own image and srun options"
+    )
 
 
 def concurrency_points(raw: Any) -> list[int]:

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from disagg.engines import registry
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
-from disagg.recipe.errors import validation_error
+from disagg.recipe import dialects
+from disagg.recipe.dialects import Dialect, schema2
 from disagg.recipe.honoured import unhonoured
 from disagg.recipe.load import Key, KeyPath, LoadedYaml, SourceMap, load_yaml
 from disagg.recipe.overrides import BASE, IGNORED_PREFIX, OVERRIDE_PREFIX, ZIP_PREFIX, deep_merge
@@ -41,10 +40,19 @@ class Variant:
     source: SourceMap
     block: str | None  # the override/zip block it came from; None for flat recipes and `base`
     zip_index: int | None = None
+    dialect: Dialect = "v1"
+    written: dict[str, Any] | None = None  # as the file wrote it, when that is not `raw`
 
     @property
     def selector(self) -> str:
         return f"{self.file}:{self.name}"
+
+    def written_field(self, path: Sequence[Key]) -> str:
+        """The dotted name the file itself uses for the internal field at `path`."""
+        where: KeyPath = tuple(path)
+        if self.dialect == "schema2" and self.written is not None:
+            where = schema2.source_path(where, self.written)
+        return ".".join(map(str, where))
 
     def locate(self, path: Sequence[Key], *, key: bool = False) -> SourceLocation:
         """Where the value (or key) at `path` of this variant was written.
@@ -52,9 +60,10 @@ class Variant:
         Looks in the variant's own block first (for a zip block, in the list element
         this variant took), then in `base`, then at the nearest written ancestor.
         """
-        return locate_in_variant(
-            self.source, self.name, self.block, self.zip_index, tuple(path), key=key
-        )
+        where: KeyPath = tuple(path)
+        if self.dialect == "schema2" and self.written is not None:
+            where = schema2.source_path(where, self.written)
+        return locate_in_variant(self.source, self.name, self.block, self.zip_index, where, key=key)
 
 
 def locate_in_variant(
@@ -135,6 +144,8 @@ def _as_selector(target: str | Path) -> Selector:
 def variants_of(loaded: LoadedYaml, pattern: str | None = None) -> list[Variant]:
     """Variants of an already loaded file (the linter loads once and reuses it)."""
     doc = recipe_doc(loaded)
+    dialect = dialects.detect(doc, lambda path: loaded.source.locate(path, key=True))
+    doc = dialects.without_schema_key(doc)
     expanded = _expand(doc, file=loaded.file)
     flat = BASE not in doc and not any(
         str(key).startswith((OVERRIDE_PREFIX, ZIP_PREFIX)) for key in doc
@@ -150,7 +161,7 @@ def variants_of(loaded: LoadedYaml, pattern: str | None = None) -> list[Variant]
         else:
             raw = expanded[name]
             block, index = _block_of(name, flat)
-        variants.append(_typed(loaded, name, raw, block, index))
+        variants.append(_typed(loaded, name, raw, block, index, dialect))
     return variants
 
 
@@ -164,30 +175,31 @@ def _block_of(name: str, flat: bool) -> tuple[str | None, int | None]:
 
 
 def _typed(
-    loaded: LoadedYaml, name: str, raw: dict[str, Any], block: str | None, index: int | None
+    loaded: LoadedYaml,
+    name: str,
+    raw: dict[str, Any],
+    block: str | None,
+    index: int | None,
+    dialect: Dialect,
 ) -> Variant:
-    raw = {k: v for k, v in raw.items() if not str(k).startswith(IGNORED_PREFIX)}
-    try:
-        config = RecipeConfig.model_validate(raw)
-    except ValidationError as exc:
-        raise validation_error(
-            exc,
-            data=raw,
-            root=RecipeConfig,
-            locate=lambda path, key: locate_in_variant(
-                loaded.source, name, block, index, path, key=key
-            ),
-            context=None if name == BASE else f"variant {name}",
-        ) from None
+    written = {k: v for k, v in raw.items() if not str(k).startswith(IGNORED_PREFIX)}
+
+    def locate(path: KeyPath, key: bool) -> SourceLocation:
+        return locate_in_variant(loaded.source, name, block, index, path, key=key)
+
+    context = None if name == BASE else f"variant {name}"
+    internal, config = dialects.typed(dialect, written, locate, context)
     return Variant(
         file=loaded.file,
         path=Path(loaded.file),
         name=name,
-        raw=raw,
+        raw=internal,
         config=config,
         source=loaded.source,
         block=block,
         zip_index=index,
+        dialect=dialect,
+        written=written,
     )
 
 
@@ -219,5 +231,6 @@ def ensure_supported(variant: Variant) -> None:
     for found in unhonoured(variant.raw):
         if found.action == "refused":
             raise UnsupportedRecipe(
-                f"{found.field} ({found.why}){where}", location=variant.locate(found.path)
+                f"{variant.written_field(found.path)} ({found.why}){where}",
+                location=variant.locate(found.path),
             )

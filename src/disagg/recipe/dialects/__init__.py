@@ -1,0 +1,104 @@
+"""Recipe dialects: srt-slurm v1 (the internal shape) and `schema: 2`, told apart per file.
+
+A file is schema 2 when it says `schema: 2` (at the top level, or in `base` of an
+override file), or, without a `schema` key, when it uses schema 2's own top-level
+keys `engine` or `roles` (v1 never has them). `schema: 1` or no marker is v1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from disagg.errors import DisaggError, SourceLocation
+
+Dialect = Literal["v1", "schema2"]
+SCHEMA_KEY = "schema"
+_SCHEMA2_KEYS = ("engine", "roles")
+
+
+def detect(doc: Mapping[str, Any], locate: Any) -> Dialect:
+    """The dialect of a file's top-level map; `locate(path)` positions an error."""
+    base = doc.get("base")
+    blocks = [doc, base] if isinstance(base, Mapping) else [doc]
+    for block in blocks:
+        if SCHEMA_KEY in block:
+            value = block[SCHEMA_KEY]
+            if value == 2 and not isinstance(value, bool):
+                return "schema2"
+            if value == 1 and not isinstance(value, bool):
+                return "v1"
+            where: SourceLocation = locate((SCHEMA_KEY,) if block is doc else ("base", SCHEMA_KEY))
+            raise DisaggError(
+                f"unknown recipe schema {value!r}",
+                location=where,
+                hint="`schema: 2` (srt-slurm 2.x) or no `schema` key (srt-slurm v1)",
+            )
+    variant_blocks = [
+        v for k, v in doc.items() if str(k).startswith(("override_", "zip_override_"))
+    ]
+    for block in [*blocks, *variant_blocks]:
+        if isinstance(block, Mapping) and any(key in block for key in _SCHEMA2_KEYS):
+            return "schema2"
+    return "v1"
+
+
+def without_schema_key(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The document minus its `schema` marker (top level and in `base`), positions kept."""
+    from disagg.recipe.load import PosDict
+
+    def strip(block: Mapping[str, Any]) -> dict[str, Any]:
+        copy = PosDict({k: v for k, v in block.items() if k != SCHEMA_KEY})
+        lc = getattr(block, "lc", None)
+        if lc is not None:
+            copy.lc = lc
+        return copy
+
+    out = strip(doc)
+    if isinstance(out.get("base"), Mapping):
+        out["base"] = strip(out["base"])
+    return out
+
+
+Locator = Any  # (path, key: bool) -> SourceLocation, in the file's own paths
+
+
+def typed(
+    dialect: Dialect, written: dict[str, Any], locate: Locator, context: str | None
+) -> tuple[dict[str, Any], Any]:
+    """(internal raw config, validated RecipeConfig) for one variant as the file wrote it.
+
+    Schema 2 is checked against its own key set first (errors at the file's own
+    paths), then translated; the internal config is validated either way.
+    """
+    from pydantic import ValidationError
+
+    from disagg.recipe.errors import validation_error
+    from disagg.recipe.schema import RecipeConfig
+
+    internal = written
+    if dialect == "schema2":
+        from disagg.recipe.dialects import schema2
+        from disagg.recipe.dialects.schema2_model import Schema2Recipe
+
+        schema2.check_legacy_keys(written, locate)
+        try:
+            Schema2Recipe.model_validate(written)
+        except ValidationError as exc:
+            raise validation_error(
+                exc, data=written, root=Schema2Recipe, locate=locate, context=context
+            ) from None
+        internal = schema2.to_internal(written)
+
+        def locate_internal(path: Any, key: bool) -> SourceLocation:
+            result: SourceLocation = locate(schema2.source_path(tuple(path), written), key)
+            return result
+    else:
+        locate_internal = locate
+    try:
+        config = RecipeConfig.model_validate(internal)
+    except ValidationError as exc:
+        raise validation_error(
+            exc, data=internal, root=RecipeConfig, locate=locate_internal, context=context
+        ) from None
+    return internal, config

@@ -1,0 +1,167 @@
+"""The `schema: 2` recipe layout of srt-slurm 2.x, typed: what a schema-2 file may say.
+
+Validated before translation (`dialects.schema2`), so an unknown key is reported
+against schema 2's own key set, at its own `file:line:col`. Sections the two
+dialects share are the same classes as the internal config; sections that differ
+are derived from the internal ones (v1-only fields dropped, 2.x fields added), so
+a field added to the internal config is not forgotten here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, create_model
+from pydantic.fields import FieldInfo
+
+from disagg.recipe.job_sections import (
+    HealthCheckSection,
+    HostSetupSection,
+    IdentitySection,
+    ObservabilitySection,
+    OutputSection,
+    PostEvalSection,
+    ProfilingSection,
+    ReportingSection,
+    Section,
+    ServiceSection,
+    SlurmSection,
+    TelemetrySection,
+)
+from disagg.recipe.schema import (
+    BackendSection,
+    BenchmarkSection,
+    DynamoSection,
+    EngineArgs,
+    EnvMap,
+    FrontendSection,
+    ModelSection,
+    Scalar,
+)
+
+ROLE_NAMES = ("prefill", "decode", "agg")
+EngineType = Literal["atom", "sglang", "tilert", "trtllm", "vllm", "mocker"]
+
+# Internal backend fields that schema 2 writes under `roles.<role>` instead of `engine`.
+PER_ROLE_BACKEND = frozenset(
+    {
+        "type",
+        "prefill_environment",
+        "decode_environment",
+        "aggregated_environment",
+        "prefill_extra_args",
+        "decode_extra_args",
+        "aggregated_extra_args",
+        "kv_events_config",
+        "mooncake_kv_store",
+    }
+) | frozenset(name for name in BackendSection.model_fields if name.endswith("_config"))
+
+
+def _derive(
+    name: str,
+    base: type[Section],
+    *,
+    drop: frozenset[str] | tuple[str, ...] = (),
+    add: dict[str, Any] | None = None,
+) -> type[Section]:
+    """A section with `base`'s fields minus `drop`, plus `add` ({name: (type, default)})."""
+    fields: dict[str, Any] = {
+        key: (info.annotation, info) for key, info in base.model_fields.items() if key not in drop
+    }
+    for key, (annotation, default) in (add or {}).items():
+        fields[key] = (annotation, default if isinstance(default, FieldInfo) else Field(default))
+    return create_model(name, __base__=Section, __doc__=base.__doc__, **fields)
+
+
+class Placement(Section):
+    """Where the frontend or the benchmark client runs: head, first_decode, last_decode,
+    dedicated."""
+
+    node: str = "head"
+
+
+class Resources2(Section):
+    """Cluster facts and allocation knobs; the worker topology is `roles:`."""
+
+    gpu_type: str | None = None
+    gpus_per_node: int | None = Field(default=None, ge=1)
+    spread_workers: bool = False
+    het_jobs: bool | None = None
+
+
+Engine2 = _derive(
+    "Engine2",
+    BackendSection,
+    drop=PER_ROLE_BACKEND,
+    add={"type": (EngineType, ...)},
+)
+
+
+class Role2(Section):
+    """One worker role: `roles.prefill`, `roles.decode` or `roles.agg`."""
+
+    nodes: int | Literal["colocate"] | None = None
+    workers: int | None = Field(default=None, ge=0)
+    gpus: int | None = Field(default=None, ge=1)
+    srun_options: dict[str, Scalar] = Field(default_factory=dict)
+    env: EnvMap = Field(default_factory=dict)
+    args: EngineArgs = Field(default_factory=dict)
+    extra_args: list[str] = Field(default_factory=list)
+    engine: EngineType | Engine2 | None = None  # type: ignore[valid-type]
+    container: str | None = None
+    kv_events: bool | dict[str, Any] | None = None
+    sidecar: bool | None = None
+    critical: bool = True
+
+
+class Roles2(Section):
+    prefill: Role2 | None = None
+    decode: Role2 | None = None
+    agg: Role2 | None = None
+
+
+Frontend2 = _derive(
+    "Frontend2",
+    FrontendSection,
+    drop=("orchestrator_placement", "dedicated_node"),
+    add={"placement": (Placement | None, None)},
+)
+Benchmark2 = _derive(
+    "Benchmark2",
+    BenchmarkSection,
+    drop=("client_placement", "client_dedicated_node"),
+    add={"placement": (Placement | None, None)},
+)
+Dynamo2 = _derive("Dynamo2", DynamoSection, drop=("version", "hash", "wheel", "cargo_patches"))
+
+
+class Schema2Recipe(Section):
+    """One resolved variant of a `schema: 2` recipe."""
+
+    name: str
+    model: ModelSection
+    resources: Resources2
+    slurm: SlurmSection | None = None
+    engine: EngineType | Engine2 | None = None  # type: ignore[valid-type]
+    roles: Roles2 = Field(default_factory=Roles2)
+    frontend: Frontend2 | None = None  # type: ignore[valid-type]
+    dynamo: Dynamo2 | None = None  # type: ignore[valid-type]
+    benchmark: Benchmark2 | None = None  # type: ignore[valid-type]
+    profiling: ProfilingSection | None = None
+    output: OutputSection | None = None
+    health_check: HealthCheckSection | None = None
+    observability: ObservabilitySection | None = None
+    telemetry: TelemetrySection | None = None
+    environment: EnvMap = Field(default_factory=dict)
+    container_mounts: dict[str, str] = Field(default_factory=dict)
+    extra_mount: list[str] | None = None
+    srun_options: dict[str, Scalar] = Field(default_factory=dict)
+    sbatch_directives: dict[str, Scalar] = Field(default_factory=dict)
+    enable_config_dump: bool = True
+    setup_script: str | None = None
+    host_setup: HostSetupSection | None = None
+    services: list[ServiceSection] = Field(default_factory=list)
+    post_eval: PostEvalSection | None = None
+    identity: IdentitySection | None = None
+    reporting: ReportingSection | None = None
