@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 Mode = Literal["prefill", "decode"]
@@ -117,6 +117,28 @@ class WorkerSpec:
         return self.nnodes > 1
 
 
+@dataclass(frozen=True)
+class Ignored:
+    """A role setting the plan does not pass on as written, and why (shown by plan and lint)."""
+
+    key: str  # as written in the role's settings
+    reason: str
+
+
+@dataclass
+class WorkerCommand:
+    """How to start one worker: what the plan writes into its RolePlan.
+
+    `node_argv`, when set, holds one argv per node of a multi-node worker (the head
+    node first) for engines whose nodes run different commands (vLLM's `--headless`).
+    """
+
+    argv: list[str]
+    ports: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    node_argv: list[list[str]] = field(default_factory=list)
+
+
 class EngineAdapter(ABC):
     """One engine behind the seam. Subclasses are stateless; one instance is registered."""
 
@@ -127,6 +149,10 @@ class EngineAdapter(ABC):
     health_deadline_s: ClassVar[float] = 600.0
     # Keys the plan sets itself (placement, model location); dropped from recipe args.
     placement_keys: ClassVar[frozenset[str]] = frozenset()
+    # Placement keys whose written value the plan still honours (`host`: listen address).
+    honoured_keys: ClassVar[frozenset[str]] = frozenset({"host"})
+    # Whether a real prefill worker serves SGLang's bootstrap port (the router names it).
+    bootstrap: ClassVar[bool] = False
 
     @property
     def config_section(self) -> str:
@@ -166,14 +192,40 @@ class EngineAdapter(ABC):
         """(key, value) of a prefill/decode mode the recipe wrote itself, if the engine has one."""
         return self.flags.find(args, "mode")
 
-    def ports(self, spec: WorkerSpec) -> list[str]:
-        """Named ports the worker needs; the orchestrator picks the numbers."""
-        ports = ["http"]
-        if spec.mode == "prefill":
-            ports.append("bootstrap")
-        if spec.multi_node:
-            ports.append("dist_init")
-        return ports
+    def ignored(self, args: Mapping[str, Any], role: WorkerRole) -> list[Ignored]:
+        """Settings the plan replaces with its own values (placement, model location, ports)."""
+        return [
+            Ignored(str(key), "set by the plan (placement, ports or the staged model)")
+            for key in args
+            if self.flags.normalise(key) in self.placement_keys - self.honoured_keys
+        ]
+
+    def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
+        """(key, what) when this worker cannot run as written: the plan refuses it up front."""
+        return None
+
+    def command(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
+        """The worker's command: the real engine's, or the simulated engine's reading of it."""
+        return self.simulated_worker(args, spec) if spec.simulated else self.worker(args, spec)
+
+    def simulated_worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
+        """The simulated engine, told what this engine would run (`sim_reading`)."""
+        from disagg.engines.sim.command import sim_worker_argv
+
+        reading = self.sim_reading(args)
+        served = self.served_model_name(args) or spec.served_name
+        argv = sim_worker_argv(reading, spec, served_name=served, host=listen_host(args))
+        return WorkerCommand(argv=argv, ports=bootstrap_ports(spec))
+
+    @abstractmethod
+    def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
+        """The engine's flags from the role's settings and mode, without the program, model
+        location or placement flags: a frontend that runs the engine under its own module
+        (`python -m dynamo.<engine>`) reuses them."""
+
+    @abstractmethod
+    def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
+        """The real engine's command, with plan `${...}` placeholders."""
 
     def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
         table = self.flags
@@ -188,9 +240,23 @@ class EngineAdapter(ABC):
             context_length=_int(table.value(args, "context_length")),
         )
 
-    @abstractmethod
-    def worker_argv(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
-        """The full argv of one worker (program and flags), with plan `${...}` placeholders."""
+
+def listen_host(args: Mapping[str, Any]) -> str:
+    """The address a worker listens on: its node's own (`${self.bind_host}`, not every
+    interface), unless the role's `host` setting asks for another (e.g. 0.0.0.0)."""
+    written = next((v for k, v in args.items() if str(k) == "host" and v is not None), None)
+    return "${self.bind_host}" if written is None else str(written)
+
+
+def bootstrap_ports(spec: WorkerSpec) -> list[str]:
+    """Ports of a worker speaking SGLang's PD protocol (SGLang, the simulated engine):
+    prefill workers serve a bootstrap port the router names; multi-node ones a dist-init."""
+    ports = ["http"]
+    if spec.mode == "prefill":
+        ports.append("bootstrap")
+    if spec.multi_node:
+        ports.append("dist_init")
+    return ports
 
 
 def _text_or_none(value: Any) -> str | None:

@@ -72,6 +72,7 @@ def router_argv(
     policy: str | None = None,
     extra: Mapping[str, Any] | None = None,
     tokenizer_path: str | None = None,
+    bootstrap: bool = True,
     host: str = "${self.bind_host}",
     log_level: str = "warn",
 ) -> list[str]:
@@ -81,6 +82,8 @@ def router_argv(
     `aggregated` is. `extra` is a recipe's `frontend.args` map, rendered like SGLang
     args (`k: v` -> `--k v`, `true` -> `--k`, `false`/`null` -> omitted, list ->
     `--k v1 v2`, map -> JSON); its `policy` is used when `policy` is not given.
+    `bootstrap`: whether prefill workers serve SGLang's bootstrap port (vLLM's do not:
+    the router is told `none`).
     """
     extra = dict(extra or {})
     if extra.get("host") is not None:  # the recipe asks for another address than the node's
@@ -101,7 +104,8 @@ def router_argv(
             )
         argv.append("--pd-disaggregation")
         for name in prefill:
-            argv += ["--prefill", f"${{{name}.url}}", f"${{{name}.bootstrap_port}}"]
+            port = f"${{{name}.bootstrap_port}}" if bootstrap else "none"
+            argv += ["--prefill", f"${{{name}.url}}", port]
         for name in decode:
             argv += ["--decode", f"${{{name}.url}}"]
     elif aggregated:

@@ -17,10 +17,17 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from disagg.engines.base import EngineAdapter, FlagTable, WorkerSpec
+from disagg.engines.base import (
+    EngineAdapter,
+    FlagTable,
+    WorkerCommand,
+    WorkerSpec,
+    bootstrap_ports,
+    listen_host,
+)
+from disagg.engines.sim.command import SIM_PREFIX
 
 SGLANG_MODULE = "sglang.launch_server"
-SIM_PREFIX = ("${run.python}", "-m", "disagg", "sim-engine")
 
 # Every spelling SGLang accepts for each setting read by the plan, lint or simulator.
 FLAGS = FlagTable(
@@ -89,6 +96,24 @@ def render_args(args: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _kept(args: Mapping[str, Any], mode: str | None, served_name: str) -> dict[str, Any]:
+    """The recipe's settings less the placement flags, plus the ones the worker's mode needs."""
+    from disagg.cluster import is_repo_id  # not at the top: the simulator reads FLAGS
+
+    kept: dict[str, Any] = {}
+    for key, value in args.items():
+        name = flag_name(key)
+        if name in PLACEMENT_FLAGS:  # `host` included: see `listen_host`
+            continue
+        if name in DRAFT_FLAGS and isinstance(value, str) and is_repo_id(value):
+            value = "${model.draft}"
+        kept[name] = value
+    if mode is not None:
+        kept["disaggregation-mode"] = mode
+    kept.setdefault("served-model-name", served_name)
+    return kept
+
+
 def worker_args(
     args: Mapping[str, Any],
     *,
@@ -103,23 +128,8 @@ def worker_args(
     disaggregated workers unless the recipe names devices itself: the KV transfer
     backend (MoRI, Mooncake, NIXL) reads them from there, not from NCCL's variables.
     """
-    from disagg.cluster import is_repo_id  # not at the top: the simulator reads FLAGS
-
-    kept: dict[str, Any] = {}
-    host = "${self.bind_host}"  # the node's own address, not every interface
-    for key, value in args.items():
-        name = flag_name(key)
-        if name == "host" and value is not None:
-            host = str(value)  # the recipe asks for another address (e.g. 0.0.0.0)
-            continue
-        if name in PLACEMENT_FLAGS:
-            continue
-        if name in DRAFT_FLAGS and isinstance(value, str) and is_repo_id(value):
-            value = "${model.draft}"
-        kept[name] = value
-    if disaggregation_mode is not None:
-        kept["disaggregation-mode"] = disaggregation_mode
-    kept.setdefault("served-model-name", served_name)
+    kept = _kept(args, disaggregation_mode, served_name)
+    host = listen_host(args)
     if ib_devices and disaggregation_mode is not None:
         kept.setdefault("disaggregation-ib-device", ",".join(ib_devices))
     argv = ["--model-path", "${model.path}", *render_args(kept)]
@@ -145,16 +155,27 @@ class SGLang(EngineAdapter):
     label: ClassVar[str] = "SGLang"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
+    bootstrap: ClassVar[bool] = True
 
-    def worker_argv(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
-        prefix = list(SIM_PREFIX) if spec.simulated else ["python3", "-m", SGLANG_MODULE]
-        return prefix + worker_args(
+    def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
+        return render_args(_kept(args, spec.mode, spec.served_name))
+
+    def _argv(self, prefix: list[str], args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
+        flags = worker_args(
             args,
             disaggregation_mode=spec.mode,
             served_name=spec.served_name,
             multi_node=spec.multi_node,
             ib_devices=spec.ib_devices,
         )
+        return WorkerCommand(argv=prefix + flags, ports=bootstrap_ports(spec))
+
+    def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
+        return self._argv(["python3", "-m", SGLANG_MODULE], args, spec)
+
+    def simulated_worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
+        """The simulated engine reads SGLang's own flags: the same argv as a real worker."""
+        return self._argv(list(SIM_PREFIX), args, spec)
 
 
 ADAPTER = SGLang()

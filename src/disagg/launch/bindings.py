@@ -56,12 +56,13 @@ def render_task(
     """
     scoped = dict(bindings)
     own = bindings[role.name]
+    index = role.node_ranks.index(node_rank)
     scoped[role.name] = {
         **own,
-        "node_rank": str(role.node_ranks.index(node_rank)),
+        "node_rank": str(index),
         "bind_host": bindings.get(NODES, {}).get(str(node_rank), own["host"]),
     }
-    argv = substitute_all(role.argv, scoped, self_name=role.name)
+    argv = substitute_all(role.argv_on(index), scoped, self_name=role.name)
     env = {key: substitute(value, scoped, self_name=role.name) for key, value in role.env.items()}
     if role.gpu_ids:
         visible = ",".join(str(gpu) for gpu in role.gpu_ids)

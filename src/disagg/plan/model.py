@@ -67,6 +67,9 @@ class RolePlan(_Strict):
     gpu_ids: list[int] = Field(default_factory=list)
     ports: list[str] = Field(default_factory=list)
     argv: list[str] = Field(default_factory=list)  # empty for the in-process bench role
+    # One argv per node of a multi-node worker whose nodes run different commands (the
+    # head node first); empty: `argv` on every node.
+    node_argv: list[list[str]] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     health: HealthPlan | None = None
     container_image: str | None = None
@@ -74,6 +77,10 @@ class RolePlan(_Strict):
     @property
     def nnodes(self) -> int:
         return len(self.node_ranks)
+
+    def argv_on(self, index: int) -> list[str]:
+        """The argv of this role's `index`-th node (0 = its head node)."""
+        return self.node_argv[index] if self.node_argv else self.argv
 
     @property
     def total_gpus(self) -> int:
@@ -185,7 +192,8 @@ class Plan(_Strict):
     selector: str  # `file.yaml:override_x` — where this variant came from
     recipe_file: str
     variant: str  # `base`, `override_x`, `zip_override_x[2]`
-    engine: Literal["sglang", "sim"]
+    engine: str  # what runs: the registered engine's name, or `sim` when simulated
+    backend: str = "sglang"  # the engine the recipe names (`backend.type`)
     simulated: bool
     gpu_vendor: GpuVendor = GpuVendor.NVIDIA
     nodes: int

@@ -31,7 +31,7 @@ from disagg.cluster import (
 from disagg.engines import registry
 from disagg.engines import router as router_engine
 from disagg.engines.base import WorkerRole, WorkerSpec
-from disagg.errors import DisaggError
+from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.model import (
     BenchPlan,
     ContainerToStage,
@@ -114,11 +114,14 @@ class _Placer:
         self.variant = variant
         self.config: RecipeConfig = variant.config
         self.profile = profile
-        self.engine = self.config.backend.engine
-        self.simulated = self.engine == "sim"
-        self.adapter = registry.adapter(self.config.backend.type)
-        # Per-role settings as plain maps, in the shape the adapter reads.
-        self.backend = self.config.backend.model_dump()
+        backend = self.config.backend
+        self.simulated = backend.engine == "sim"
+        self.engine = "sim" if self.simulated else backend.type
+        self.adapter = registry.adapter(backend.type)
+        # Per-role settings as plain maps, in the shape the adapter reads; only what the
+        # recipe wrote, so that an adapter can tell an unset field from its default.
+        self.backend = backend.model_dump(exclude_unset=True)
+        self.ignored: dict[str, str] = {}  # engine settings not passed on: field -> why
 
     def fail(self, message: str, path: tuple[str, ...], hint: str | None = None) -> DisaggError:
         return DisaggError(
@@ -247,6 +250,32 @@ class _Placer:
                 return name
         return model.value if model.kind == "repo" else model.written
 
+    def check_engine(self) -> None:
+        written = self.config.backend.engine
+        if written not in (None, "sim", self.config.backend.type):
+            raise self.fail(
+                f"backend.engine {written} does not match backend.type {self.config.backend.type}",
+                ("backend", "engine"),
+                "remove backend.engine, or write `engine: sim` to simulate this engine",
+            )
+
+    def check_supported(self, kind: RoleKind, args: Mapping[str, Any], spec: WorkerSpec) -> None:
+        """What the engine cannot run as written is refused now, not when the job starts."""
+        refused = self.adapter.unsupported(args, spec)
+        if refused is None:
+            return
+        key, what = refused
+        where = "" if self.variant.name == "base" else f" in variant {self.variant.name}"
+        raise UnsupportedRecipe(
+            f"{what}{where}",
+            location=self.variant.locate((*self.adapter.args_path(_worker_role(kind)), key)),
+        )
+
+    def note_ignored(self, kind: RoleKind, args: Mapping[str, Any]) -> None:
+        path = ".".join(self.adapter.args_path(_worker_role(kind)))
+        for item in self.adapter.ignored(args, _worker_role(kind)):
+            self.ignored.setdefault(f"{path}.{item.key}", item.reason)
+
     def check_mode(self, kind: RoleKind, args: Mapping[str, Any]) -> str | None:
         wanted = None if kind is RoleKind.AGGREGATED else kind.value
         found = self.adapter.written_mode(args)
@@ -277,8 +306,9 @@ class _Placer:
                 ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
                 simulated=self.simulated,
             )
-            argv = self.adapter.worker_argv(args, spec)
-            ports = self.adapter.ports(spec)
+            self.check_supported(kind, args, spec)
+            self.note_ignored(kind, args)
+            command = self.adapter.command(args, spec)
             roles.append(
                 RolePlan(
                     name=f"{kind.value}-{index}",
@@ -287,9 +317,10 @@ class _Placer:
                     node_ranks=ranks,
                     gpus_per_node=len(ids),
                     gpu_ids=ids,
-                    ports=ports,
-                    argv=argv,
-                    env=self.role_env(kind),
+                    ports=command.ports,
+                    argv=command.argv,
+                    node_argv=command.node_argv,
+                    env={**self.role_env(kind), **command.env},
                     health=self.worker_health(),
                     container_image=image,
                 )
@@ -306,6 +337,7 @@ class _Placer:
             aggregated=names[RoleKind.AGGREGATED],
             extra=extra,
             tokenizer_path=None if self.simulated else "${model.path}",
+            bootstrap=all("bootstrap" in r.ports for r in workers if r.kind is RoleKind.PREFILL),
         )
         return RolePlan(
             name="router",
@@ -498,6 +530,7 @@ class _Placer:
             raise DisaggError(
                 exc.message, location=self.variant.locate(("model", "path")), hint=exc.hint
             ) from None
+        self.check_engine()
         gpn = self.gpus_per_node()
         placed, nodes = self.layout(gpn)
         workers = self.workers(placed, model)
@@ -514,6 +547,7 @@ class _Placer:
             recipe_file=self.variant.file,
             variant=self.variant.name,
             engine=self.engine,
+            backend=self.config.backend.type,
             simulated=self.simulated,
             gpu_vendor=self.profile.gpu_vendor if self.profile else GpuVendor.NVIDIA,
             nodes=nodes,
@@ -530,7 +564,8 @@ class _Placer:
                 {**found.to_json(), "field": self.variant.written_field(found.path)}
                 for found in unhonoured(self.variant.raw)
                 if found.action == "ignored"
-            ],
+            ]
+            + [{"field": f, "action": "ignored", "why": why} for f, why in self.ignored.items()],
         )
 
 

@@ -86,6 +86,8 @@ def render_plan(plan: Plan) -> Panel:
         if role.kind is RoleKind.BENCH and plan.bench.custom_command:
             command = shlex.join(plan.bench.custom_command)
         env = f"\n[dim]+{len(role.env)} env vars[/]" if role.env else ""
+        if role.node_argv:
+            env += f"\n[dim]nodes 1-{role.nnodes - 1} run their own argv (plan.json node_argv)[/]"
         roles.add_row(
             role.name,
             _nodes(role),

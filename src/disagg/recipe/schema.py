@@ -139,11 +139,13 @@ class MooncakeKvStore(Section):
 
 
 class BackendSection(Section):
-    """The serving engine. `engine: sim` runs the simulated engine with the same SGLang flags."""
+    """The serving engine. `engine: sim` runs the simulated engine in place of `type`'s,
+    told what that engine's settings ask for (parallel sizes, batch limits, ...)."""
 
     type: BackendType = "sglang"
-    engine: Literal["sglang", "sim"] = Field(
-        default="sglang", description="`sim`: the simulated engine (no GPUs, no weights)"
+    engine: Literal["sglang", "vllm", "trtllm", "sim"] | None = Field(
+        default=None,
+        description="`sim`: the simulated engine (no GPUs, no weights); unset: `type`'s engine",
     )
     prefill_environment: EnvMap = Field(default_factory=dict)
     decode_environment: EnvMap = Field(default_factory=dict)

@@ -1,0 +1,252 @@
+"""vLLM behind the engine seam: `vllm serve MODEL` workers.
+
+Flags come from `backend.vllm_config.<role>` by the same rules as SGLang's (`key: value`
+-> `--key value`, `true` -> `--key`, ...). The plan owns the model location (the staged
+model, positional), `--host`/`--port` and everything multi-node.
+
+Prefill/decode KV transfer is `--kv-transfer-config`: the role's own
+`kv-transfer-config`, else its `connector`, else `backend.connector` (srt-slurm's
+default: nixl). Shorthands expand to their JSON (nixl, lmcache, kvbm); any other text
+passes through unchanged as the JSON it is; `null`/`none` means no connector, which a
+prefill or decode worker cannot do without. An aggregated worker gets a connector only
+from its own settings. NIXL finds its peer through a side channel:
+`VLLM_NIXL_SIDE_CHANNEL_HOST/PORT`, a port of its own per worker.
+
+Multi-node workers: with data parallelism, each node runs its share of the DP ranks
+(`--data-parallel-size-local`); the head node serves the API and the others run
+`--headless` from `--data-parallel-start-rank`, all meeting at the head's
+`--data-parallel-address`/`--data-parallel-rpc-port`. Without it, tensor/pipeline
+ranks span the nodes (`--nnodes`, `--node-rank`, `--master-addr`, `--master-port`;
+`--headless` off the head node).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from disagg.engines.base import (
+    EngineAdapter,
+    FlagTable,
+    Ignored,
+    Parallelism,
+    SimReading,
+    WorkerCommand,
+    WorkerRole,
+    WorkerSpec,
+    listen_host,
+)
+from disagg.engines.sglang import render_args
+
+FLAGS = FlagTable(
+    {
+        "tp": ("tensor-parallel-size",),
+        "dp": ("data-parallel-size",),
+        "pp": ("pipeline-parallel-size",),
+        "expert_parallel": ("enable-expert-parallel",),
+        "draft_model": ("speculative-model",),
+        "speculative_config": ("speculative-config",),
+        "served_model_name": ("served-model-name",),
+        "max_running_requests": ("max-num-seqs",),
+        "chunk_size": ("max-num-batched-tokens",),
+        "cuda_graph_max_bs": ("max-cudagraph-capture-size",),
+        "context_length": ("max-model-len",),
+        "kv_transfer_config": ("kv-transfer-config",),
+        "connector": ("connector",),
+        "hybrid_lb": ("data-parallel-hybrid-lb",),
+    }
+)
+PLACEMENT_FLAGS = frozenset(
+    {
+        "model",
+        "host",
+        "port",
+        "headless",
+        "nnodes",
+        "node-rank",
+        "master-addr",
+        "master-port",
+        "data-parallel-address",
+        "data-parallel-rpc-port",
+        "data-parallel-size-local",
+        "data-parallel-start-rank",
+        "data-parallel-rank",
+    }
+)
+# Consumed into --kv-transfer-config, never rendered as flags of their own.
+_CONNECTOR_KEYS = frozenset({"connector", "kv-transfer-config"})
+CONNECTORS: dict[str, dict[str, str]] = {
+    "nixl": {"kv_connector": "NixlConnector", "kv_role": "kv_both"},
+    "lmcache": {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"},
+    "kvbm": {
+        "kv_connector": "DynamoConnector",
+        "kv_connector_module_path": "kvbm.vllm_integration.connector",
+        "kv_role": "kv_both",
+    },
+}
+DEFAULT_CONNECTOR = "nixl"
+NO_CONNECTOR = ("null", "none", "")
+
+
+def kv_transfer_config(written: Any) -> str | None:
+    """`--kv-transfer-config` text for a shorthand, a map or raw JSON; None for no connector."""
+    if written is None or written is False:
+        return None
+    if isinstance(written, Mapping):
+        return json.dumps(dict(written))
+    text = str(written).strip()
+    if text.lower() in NO_CONNECTOR:
+        return None
+    preset = CONNECTORS.get(text.lower())
+    return json.dumps(preset) if preset is not None else text
+
+
+def _speculative(args: Mapping[str, Any]) -> dict[str, Any]:
+    """`speculative-config` as a map (vLLM takes it as JSON text or, here, a YAML map)."""
+    value = FLAGS.value(args, "speculative_config")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+class VLLM(EngineAdapter):
+    name: ClassVar[str] = "vllm"
+    label: ClassVar[str] = "vLLM"
+    flags: ClassVar[FlagTable] = FLAGS
+    placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
+
+    def role_args(self, backend: Mapping[str, Any], role: WorkerRole) -> Mapping[str, Any]:
+        """A prefill/decode role without a connector of its own takes `backend.connector`."""
+        args = dict(super().role_args(backend, role))
+        if role != "aggregated" and not any(
+            FLAGS.normalise(key) in _CONNECTOR_KEYS for key in args
+        ):
+            args["connector"] = backend.get("connector", DEFAULT_CONNECTOR)
+        return args
+
+    def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
+        tp, dp, pp = (FLAGS.size(args, s) for s in ("tp", "dp", "pp"))
+        expert = FLAGS.value(args, "expert_parallel") is True
+        return Parallelism(tp=tp, dp=dp, ep=tp * dp if expert else 1, pp=pp)
+
+    def draft_model(self, args: Mapping[str, Any]) -> str | None:
+        model = _speculative(args).get("model") or FLAGS.value(args, "draft_model")
+        return model if isinstance(model, str) and model else None
+
+    def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
+        base = super().sim_reading(args)
+        spec = _speculative(args)
+        steps = spec.get("num_speculative_tokens")
+        return SimReading(
+            parallel=base.parallel,
+            max_running_requests=base.max_running_requests,
+            chunked_prefill_size=base.chunked_prefill_size,
+            cuda_graph_max_bs=base.cuda_graph_max_bs,
+            context_length=base.context_length,
+            speculative_algorithm=str(spec["method"]) if spec.get("method") else None,
+            speculative_num_steps=steps if isinstance(steps, int) else None,
+        )
+
+    def kv_transfer(self, args: Mapping[str, Any]) -> str | None:
+        """The worker's `--kv-transfer-config` (its own JSON first, then its connector)."""
+        written = FLAGS.value(args, "kv_transfer_config")
+        if written is None:
+            written = FLAGS.value(args, "connector")
+        return kv_transfer_config(written)
+
+    def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
+        if spec.mode is not None and self.kv_transfer(args) is None:
+            return "connector", f"a vLLM {spec.mode} worker without a KV connector"
+        if spec.multi_node and FLAGS.value(args, "hybrid_lb") is True:
+            key = (FLAGS.find(args, "hybrid_lb") or ("data-parallel-hybrid-lb", None))[0]
+            return key, "data-parallel-hybrid-lb on a multi-node worker (one API server per node)"
+        par = self.parallelism(args)
+        if spec.multi_node and par.dp > 1 and par.dp % spec.nnodes:
+            what = f"data-parallel-size {par.dp} over {spec.nnodes} nodes (unequal ranks per node)"
+            return "data-parallel-size", what
+        return None
+
+    def ignored(self, args: Mapping[str, Any], role: WorkerRole) -> list[Ignored]:
+        found = super().ignored(args, role)
+        if role == "aggregated":
+            found += [
+                Ignored(str(key), "an aggregated vLLM worker transfers no KV")
+                for key in args
+                if FLAGS.normalise(key) == "connector"
+            ]
+        return found
+
+    def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
+        from disagg.cluster import is_repo_id
+
+        kept: dict[str, Any] = {}
+        for key, value in args.items():
+            name = FLAGS.normalise(key)
+            if name in PLACEMENT_FLAGS or name in _CONNECTOR_KEYS:
+                continue
+            if name == "speculative-config":
+                spec_map = _speculative(args)
+                model = spec_map.get("model")
+                if isinstance(model, str) and is_repo_id(model):
+                    value = json.dumps({**spec_map, "model": "${model.draft}"})
+            elif name == "speculative-model" and isinstance(value, str) and is_repo_id(value):
+                value = "${model.draft}"
+            kept[name] = value
+        kept.setdefault("served-model-name", spec.served_name)
+        transfer = self.kv_transfer(args) if spec.mode is not None or _has_own(args) else None
+        if transfer is not None:
+            kept["kv-transfer-config"] = transfer
+        return render_args(kept)
+
+    def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
+        flags = ["vllm", "serve", "${model.path}", *self.engine_flags(args, spec)]
+        serve = ["--host", listen_host(args), "--port", "${self.http_port}"]
+        par = self.parallelism(args)
+        ports = ["http"]
+        env: dict[str, str] = {}
+        transfer = self.kv_transfer(args) if spec.mode is not None or _has_own(args) else None
+        if transfer is not None and "NixlConnector" in transfer:
+            ports.append("nixl")
+            env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = "${self.bind_host}"
+            env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "${self.nixl_port}"
+        if par.dp > 1:
+            ports.append("dp_rpc")
+        if not spec.multi_node:
+            extra = ["--data-parallel-rpc-port", "${self.dp_rpc_port}"] if par.dp > 1 else []
+            return WorkerCommand(argv=flags + serve + extra, ports=ports, env=env)
+        if par.dp > 1:
+            local = par.dp // spec.nnodes
+            shared = [
+                "--data-parallel-size-local",
+                str(local),
+                "--data-parallel-address",
+                "${self.host}",
+                "--data-parallel-rpc-port",
+                "${self.dp_rpc_port}",
+            ]
+            nodes = [flags + shared + serve]
+            nodes += [
+                [*flags, *shared, "--headless", "--data-parallel-start-rank", str(rank * local)]
+                for rank in range(1, spec.nnodes)
+            ]
+        else:
+            ports.append("dist_init")
+            nodes = []
+            for rank in range(spec.nnodes):
+                ranks = ["--nnodes", str(spec.nnodes), "--node-rank", str(rank)]
+                ranks += ["--master-addr", "${self.host}"]
+                ranks += ["--master-port", "${self.dist_init_port}"]
+                nodes.append(flags + ranks + (serve if rank == 0 else ["--headless"]))
+        return WorkerCommand(argv=nodes[0], ports=ports, env=env, node_argv=nodes)
+
+
+def _has_own(args: Mapping[str, Any]) -> bool:
+    """Whether the role's own settings name a KV transfer (an aggregated worker may)."""
+    return FLAGS.find(args, "kv_transfer_config") is not None
+
+
+ADAPTER = VLLM()

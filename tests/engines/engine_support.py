@@ -1,0 +1,60 @@
+"""Small recipes for engine tests, and the command lines a plan's workers turn into."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from disagg.launch.bindings import build_bindings, render_task
+from disagg.plan.model import Plan, RoleKind
+from disagg.plan.placement import place
+from disagg.recipe.variants import load_variants
+
+WORKER_KINDS = (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
+MODEL_PATH = "/models/org--model"
+PYTHON = "/opt/disagg/.venv/bin/python"
+
+
+def plan_text(tmp_path: Path, text: str) -> Plan:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(text)
+    [variant] = load_variants(path)
+    return place(variant)
+
+
+def recipe(engine: str, roles: str, *, resources: str, backend: str = "") -> str:
+    """A recipe of `engine` with the given `<engine>_config` roles block (indented 4)."""
+    return (
+        "name: t\n"
+        "model: {path: hf:org/model, container: img, precision: bf16}\n"
+        f"resources:\n  gpu_type: h100\n{resources}"
+        f"backend:\n  type: {engine}\n{backend}  {engine}_config:\n{roles}"
+        "benchmark: {type: sa-bench, isl: 128, osl: 16, concurrencies: '1'}\n"
+    )
+
+
+def task_lines(plan: Plan) -> str:
+    """Every worker task as its node would start it: `role[node]: ENV=... argv`, with
+    fixed addresses (10.0.0.N for node rank N-1) and ports (30000 + 10 x role + j)."""
+    ports = {
+        role.name: {f"{p}_port": 30000 + 10 * i + j for j, p in enumerate(role.ports)}
+        for i, role in enumerate(plan.roles)
+    }
+    bindings = build_bindings(
+        plan,
+        addresses=[f"10.0.0.{i + 1}" for i in range(plan.nodes)],
+        ports=ports,
+        model_path=MODEL_PATH,
+        draft_path="/models/draft",
+        run_dir=Path("/runs/r"),
+        python=PYTHON,
+    )
+    lines = []
+    for role in plan.roles:
+        if role.kind not in WORKER_KINDS and role.kind is not RoleKind.ROUTER:
+            continue
+        for rank in role.node_ranks:
+            argv, env = render_task(plan, role, rank, bindings)
+            shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+            lines.append(f"{role.name}[{rank}]: {shown} {shlex.join(argv)}".replace(":  ", ": "))
+    return "\n".join(lines) + "\n"
