@@ -18,7 +18,13 @@ A checkpoint is complete when:
 - in a Hugging Face cache entry (`models--org--name/refs/REV -> snapshots/SHA/`):
   symlinks resolve, no `.incomplete` blob belongs to the snapshot, and every file of
   the commit's tree listing (`trees/SHA.json`, written by the download tool before it
-  fetches anything) is present, so an interrupted download is never taken as complete.
+  fetches anything) is present, so an interrupted download is never taken as complete;
+- every file looked at lies inside the checkpoint once symlinks are resolved (a cache
+  snapshot's links point into its own repo's `blobs/`) and is a regular file; nothing
+  outside is opened, so nothing of it can be printed.
+
+One file on purpose, longer than the project's other modules: it is copied alone
+into engine containers and must run there without the package.
 
 Every problem is reported at once. Exit status: 0 complete, 1 incomplete, 2 unusable input.
 """
@@ -29,11 +35,12 @@ import argparse
 import json
 import os
 import re
+import stat
 import struct
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 CONFIG = "config.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -67,6 +74,8 @@ INCOMPLETE_BLOB = "incomplete-blob"
 MISSING_LISTED = "missing-listed-file"
 NOT_IN_CACHE = "not-in-cache"
 UNKNOWN_REVISION = "unknown-revision"
+OUTSIDE = "outside-checkpoint"
+NOT_REGULAR = "not-a-regular-file"
 
 _HINTS = {
     NOT_IN_CACHE: "stage it first: `disagg stage RECIPE` (or download it into this cache)",
@@ -78,6 +87,9 @@ _HINTS = {
     MISSING_SHARD: "copy or download the missing shards; re-run `disagg stage`",
     BAD_HEADER: "the file is not a safetensors file or is corrupt; download it again",
     OVERSIZED: "the file has bytes after its last tensor; download it again",
+    OUTSIDE: "a checkpoint holds its own files (a cache snapshot links only into its own "
+    "repo's blobs/); copy the files in instead of linking or naming them elsewhere",
+    NOT_REGULAR: "replace it with the real file",
 }
 
 
@@ -157,19 +169,117 @@ class Report:
         }
 
 
+# --- confinement ------------------------------------------------------------------------
+
+
+class Scope:
+    """The files one check may look at: names below `base` that resolve below `root`.
+
+    `root` is a real path: the checkpoint directory itself, or, for a cache snapshot,
+    its repo entry (snapshot links point into the same repo's `blobs/`). A name that
+    is absolute, climbs with `..`, or resolves elsewhere is reported, never opened;
+    only regular files are opened (a FIFO would block forever), and nothing read from
+    a refused file can reach a message because nothing is read from it.
+    """
+
+    def __init__(self, report: Report, base: str, root: str | None = None) -> None:
+        self.report = report
+        self.base = base
+        self.root = os.path.realpath(root if root is not None else base)
+        self._found: dict[str, str | None] = {}
+
+    def contains(self, real: str) -> bool:
+        return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
+
+    def find(self, name: str) -> str | None:
+        """The real path of `name` when it is a regular file in scope; problems are reported once.
+
+        None without a problem means nothing is there.
+        """
+        if name not in self._found:
+            self._found[name] = self._find(name)
+        return self._found[name]
+
+    def reported(self, name: str) -> bool:
+        return any(p.path == name for p in self.report.problems)
+
+    def _find(self, name: str) -> str | None:
+        if not _stays_below(name):
+            self.report.add(OUTSIDE, name, "names a path outside the checkpoint")
+            return None
+        path = os.path.join(self.base, name)
+        try:
+            link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except OSError:
+            return None
+        real = os.path.realpath(path)
+        target = os.readlink(path) if link else None
+        if not self.contains(real):
+            pointer = f" (symlink to {target})" if link else ""
+            self.report.add(OUTSIDE, name, f"resolves outside the checkpoint{pointer}")
+            return None
+        try:
+            mode = os.stat(real).st_mode
+        except OSError:
+            self.report.add(DANGLING_LINK, name, f"symlink to {target} does not resolve")
+            return None
+        if not stat.S_ISREG(mode):
+            self.report.add(NOT_REGULAR, name, f"is a {_file_kind(mode)}, not a regular file")
+            return None
+        return real
+
+    def open(self, name: str) -> BinaryIO | None:
+        """`name` opened for reading when `find` accepts it and it is still a regular file."""
+        real = self.find(name)
+        if real is None:
+            return None
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since `find` looked
+            os.close(fd)
+            self.report.add(NOT_REGULAR, name, "is not a regular file")
+            return None
+        return os.fdopen(fd, "rb")
+
+
+def _stays_below(name: str) -> bool:
+    """A relative name that, as written, stays below its directory (no `..`, not absolute)."""
+    if not name or "\0" in name or os.path.isabs(name):
+        return False
+    return ".." not in name.replace("\\", "/").split("/")
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "directory"),
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    )
+    return next((name for test, name in kinds if test(mode)), "special file")
+
+
 # --- plain directory -------------------------------------------------------------------
 
 
-def check_directory(path: str, *, report: Report | None = None, model_files: bool = True) -> Report:
+def check_directory(
+    path: str,
+    *,
+    report: Report | None = None,
+    model_files: bool = True,
+    root: str | None = None,
+) -> Report:
     """Check a checkpoint directory (plain or a cache snapshot) against the contract.
 
     `model_files=False` is for repos that are not checkpoints (a tokenizer repo staged
-    as an extra): only what is there must be whole, nothing is required.
+    as an extra): only what is there must be whole, nothing is required. Every file
+    looked at must resolve below `root` (default: the directory itself, or for a cache
+    snapshot its repo entry).
     """
     report = report or Report(target=path)
     report.directory = path
     try:
-        names = {entry.name: entry for entry in os.scandir(path)}
+        names = {entry.name for entry in os.scandir(path)}
     except FileNotFoundError:
         report.add(MISSING_FILE, "", f"directory {path} does not exist")
         return report
@@ -177,70 +287,57 @@ def check_directory(path: str, *, report: Report | None = None, model_files: boo
         raise UnusableInput(f"{path} is not a directory") from exc
     except PermissionError as exc:
         raise UnusableInput(f"{path} is not readable: {exc.strerror}") from exc
+    if root is None:  # a cache snapshot's files live in its repo's blobs/
+        parts = _snapshot_parts(os.path.realpath(path))
+        root = parts[0] if parts is not None else path
+    scope = Scope(report, path, root)
 
     def present(name: str) -> bool:
-        """True for a readable file; a dangling link is reported once, as such."""
-        entry = names.get(name)
-        if entry is None:
-            return False
-        if entry.is_symlink() and not os.path.exists(entry.path):
-            report.add(
-                DANGLING_LINK, name, f"symlink to {os.readlink(entry.path)} does not resolve"
-            )
-            names.pop(name)
-            return False
-        return entry.is_file()
+        """True for a regular file in scope; anything else there is reported once."""
+        return name in names and scope.find(name) is not None
 
     if not model_files:
-        for name in sorted(n for n in list(names) if n.endswith(SAFETENSORS_SUFFIX)):
+        for name in sorted(n for n in names if n.endswith(SAFETENSORS_SUFFIX)):
             if present(name):
-                _check_safetensors(report, path, name)
+                _check_safetensors(scope, name)
         return report
-    if not present(CONFIG):
-        _missing(report, names, CONFIG, "config.json is missing")
-    _check_tokenizer(report, names, present)
-    for shard in _weight_files(report, path, names, present):
-        _check_safetensors(report, path, shard)
+    if not present(CONFIG) and not scope.reported(CONFIG):
+        report.add(MISSING_FILE, CONFIG, "config.json is missing")
+    _check_tokenizer(scope, names, present)
+    for shard in _weight_files(scope, names, present):
+        _check_safetensors(scope, shard)
     return report
 
 
-def _missing(report: Report, names: dict[str, os.DirEntry[str]], name: str, detail: str) -> None:
-    if not any(p.path == name and p.kind == DANGLING_LINK for p in report.problems):
-        report.add(MISSING_FILE, name, detail)
-
-
-def _check_tokenizer(report: Report, names: dict[str, os.DirEntry[str]], present: Any) -> None:
-    if not present(TOKENIZER_CONFIG):
-        _missing(report, names, TOKENIZER_CONFIG, "tokenizer_config.json is missing")
+def _check_tokenizer(scope: Scope, names: set[str], present: Any) -> None:
+    if not present(TOKENIZER_CONFIG) and not scope.reported(TOKENIZER_CONFIG):
+        scope.report.add(MISSING_FILE, TOKENIZER_CONFIG, "tokenizer_config.json is missing")
     vocab = [n for n in (*TOKENIZER_FILES, *TIKTOKEN_NAMES) if present(n)]
-    vocab += [n for n in list(names) if n.endswith(TIKTOKEN_SUFFIX) and present(n)]
+    vocab += [n for n in sorted(names) if n.endswith(TIKTOKEN_SUFFIX) and present(n)]
     if not vocab:
-        report.add(
+        scope.report.add(
             MISSING_TOKENIZER,
             "",
             "no tokenizer vocabulary: expected tokenizer.json, tokenizer.model or a tiktoken file",
         )
 
 
-def _weight_files(
-    report: Report, root: str, names: dict[str, os.DirEntry[str]], present: Any
-) -> list[str]:
+def _weight_files(scope: Scope, names: set[str], present: Any) -> list[str]:
     """Relative paths of the safetensors files to verify (named shards plus top-level files)."""
+    report = scope.report
     top_level = sorted(n for n in names if n.endswith(SAFETENSORS_SUFFIX))
     if INDEX in names:
         if not present(INDEX):
             return [n for n in top_level if present(n)]
-        shards = _read_index(report, os.path.join(root, INDEX))
+        shards = _read_index(scope)
         if shards is None:
             return [n for n in top_level if present(n)]
         files: list[str] = []
         for shard in shards:
-            nested = "/" in shard
-            exists = os.path.lexists(os.path.join(root, shard)) if nested else shard in names
-            if not exists:
-                report.add(MISSING_SHARD, shard, f"shard named by {INDEX} is missing")
-            elif nested or present(shard):
+            if scope.find(shard) is not None:
                 files.append(shard)
+            elif not scope.reported(shard):
+                report.add(MISSING_SHARD, shard, f"shard named by {INDEX} is missing")
         extra = [n for n in top_level if n not in shards and present(n)]
         return files + extra
     if SINGLE in names:
@@ -253,9 +350,13 @@ def _weight_files(
     return []
 
 
-def _read_index(report: Report, path: str) -> list[str] | None:
+def _read_index(scope: Scope) -> list[str] | None:
+    report = scope.report
     try:
-        with open(path, "rb") as handle:
+        handle = scope.open(INDEX)
+        if handle is None:
+            return None
+        with handle:
             raw = handle.read()
     except OSError as exc:
         report.add(BAD_INDEX, INDEX, f"cannot read: {exc.strerror}")
@@ -276,11 +377,14 @@ def _read_index(report: Report, path: str) -> list[str] | None:
     return shards
 
 
-def _check_safetensors(report: Report, root: str, name: str) -> None:
+def _check_safetensors(scope: Scope, name: str) -> None:
     """Header-only wholeness check: size must be 8 + header length + largest end offset."""
-    path = os.path.join(root, name)
+    report = scope.report
     try:
-        with open(path, "rb") as handle:
+        handle = scope.open(name)
+        if handle is None:
+            return
+        with handle:
             size = os.fstat(handle.fileno()).st_size
             prefix = handle.read(8)
             report.bytes_read += len(prefix)
@@ -461,12 +565,18 @@ def cache_search_dirs(cache: str | None) -> list[str]:
 
 
 def resolve_commit(entry: str, revision: str) -> str | None:
-    """The commit a revision names in a cache entry (`refs/REV`, or REV itself if a commit)."""
+    """The commit a revision names in a cache entry (`refs/REV`, or REV itself if a commit).
+
+    Only a regular file below the entry is read: `--revision ../../x` reads nothing.
+    """
     if COMMIT_RE.match(revision):
         return revision
     try:
-        with open(os.path.join(entry, "refs", revision), encoding="utf-8") as handle:
-            commit = handle.read().strip()
+        handle = Scope(Report(target=entry), entry).open(f"refs/{revision}")
+        if handle is None:
+            return None
+        with handle:
+            commit = handle.read(4096).decode("utf-8", "replace").strip()
     except OSError:
         return None
     return commit if COMMIT_RE.match(commit) else None
@@ -493,28 +603,53 @@ def check_cache_entry(
         report.directory = snapshot
         report.add(MISSING_FILE, "", f"snapshot {commit} of revision {revision!r} does not exist")
         return report
-    check_directory(snapshot, report=report, model_files=model_files)
-    _check_snapshot_links(report, snapshot)
+    root = _snapshot_root(entry, snapshot)
+    if root is None:
+        report.directory = snapshot
+        report.add(OUTSIDE, "", f"snapshot {commit} links outside any copy of this repo")
+        return report
+    check_directory(snapshot, report=report, model_files=model_files, root=root)
+    _check_snapshot_links(Scope(report, snapshot, root))
     _check_blobs_and_listing(report, entry, snapshot, commit)
     return report
 
 
-def _check_snapshot_links(report: Report, snapshot: str) -> None:
-    """Every symlink below the snapshot resolves (top-level ones were checked already)."""
-    reported = {p.path for p in report.problems if p.kind == DANGLING_LINK}
+def _snapshot_root(entry: str, snapshot: str) -> str | None:
+    """Where a snapshot's files may live: its own repo entry, or (a linked legacy copy)
+    the entry of the same repo that the snapshot directory really is in."""
+    real = os.path.realpath(snapshot)
+    own = os.path.realpath(entry)
+    if Scope(Report(target=entry), entry).contains(real):
+        return own
+    parts = _snapshot_parts(real)
+    if parts is not None and os.path.basename(parts[0]) == os.path.basename(own):
+        return parts[0]
+    return None
+
+
+def _check_snapshot_links(scope: Scope) -> None:
+    """Every symlink below the snapshot resolves, inside the scope (top level checked already)."""
+    report, snapshot = scope.report, scope.base
     for dirpath, dirnames, filenames in os.walk(snapshot):
         for name in filenames + dirnames:
             full = os.path.join(dirpath, name)
             rel = os.path.relpath(full, snapshot)
-            if rel not in reported and os.path.islink(full) and not os.path.exists(full):
-                report.add(DANGLING_LINK, rel, f"symlink to {os.readlink(full)} does not resolve")
+            if scope.reported(rel) or not os.path.islink(full):
+                continue
+            target = os.readlink(full)
+            if not scope.contains(os.path.realpath(full)):
+                report.add(OUTSIDE, rel, f"resolves outside the checkpoint (symlink to {target})")
+            elif not os.path.exists(full):
+                report.add(DANGLING_LINK, rel, f"symlink to {target} does not resolve")
 
 
 def _read_listing(entry: str, commit: str, report: Report) -> dict[str, dict[str, Any]] | None:
     """The download tool's tree listing of `commit` (files it meant to fetch), if it left one."""
-    path = os.path.join(entry, "trees", f"{commit}.json")
     try:
-        with open(path, "rb") as handle:
+        handle = Scope(report, entry).open(f"trees/{commit}.json")
+        if handle is None:
+            return None
+        with handle:
             raw = handle.read()
     except OSError:
         return None
@@ -546,7 +681,11 @@ def _check_blobs_and_listing(report: Report, entry: str, snapshot: str, commit: 
                 )
         already = {p.path for p in report.problems}
         for name in sorted(listing):
-            if name not in already and not os.path.lexists(os.path.join(snapshot, name)):
+            if name in already:
+                continue
+            if not _stays_below(name):
+                report.add(OUTSIDE, name, "the commit's tree lists a path outside the snapshot")
+            elif not os.path.lexists(os.path.join(snapshot, name)):
                 report.add(MISSING_LISTED, name, "listed in the commit's tree but not downloaded")
         return
     for blob in incomplete:
