@@ -175,7 +175,7 @@ def status_command(
             print(json.dumps(rows[0] if single else rows, indent=2))
         else:
             make_console().print(_render_views(views))
-    if any(v.run_status in ("failed", "cancelled") for v in views):
+    if any(v.run_status in ("failed", "cancelled", slurm.ORCHESTRATOR_DEAD) for v in views):
         raise typer.Exit(EXIT_FINDINGS)
 
 
@@ -195,6 +195,7 @@ def _own_runs() -> list[str]:
 _STATUS_STYLE = {
     "completed": "green",
     "failed": "red",
+    "dead": "red",
     "cancelled": "yellow",
     "pending": "cyan",
     "running": "blue",
@@ -220,6 +221,14 @@ def _render_views(views: list[Any]) -> Group:
             if row["unavailable_nodes"]:
                 why += "; unavailable: " + ", ".join(row["unavailable_nodes"])
             details.append(Text(f"job {row['job_id']} waits: {why}", style="cyan"))
+        if row["status"] == "dead":
+            details.append(
+                Text(
+                    f"{run}: its orchestrator (pid {row['orchestrator_pid']}) died without "
+                    "stopping the run; run it again to resume (leftover roles are stopped)",
+                    style="red",
+                )
+            )
         failure = row["failure"]
         if failure and row["status"] in ("failed", "cancelled"):
             reason, role = failure["reason"], failure.get("role")

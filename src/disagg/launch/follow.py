@@ -1,7 +1,7 @@
 """`disagg logs --follow`: print what role logs gain, like `tail -f` over several files.
 
-Stops by itself once the run's `state.json` says it ended (after printing what was
-still written), so a script can follow a run to its end.
+Stops by itself once the run's `state.json` says it ended, or its orchestrator is
+dead (after printing what was still written), so a script can follow a run to its end.
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ def run_ended(run_dir: Path) -> bool:
         state = RunState.read(run_dir)
     except ValueError:
         return False
-    return state is not None and state.status is not RunStatus.RUNNING
+    if state is None:
+        return False
+    return state.status is not RunStatus.RUNNING or state.orchestrator_dead()
 
 
 def cursors_for(paths: Sequence[Path], *, prefixed: bool) -> list[Cursor]:

@@ -2,22 +2,28 @@
 
 Each task runs in its own session (and so its own process group), so that stopping
 a role reaches every process it spawned (an engine's workers, a router's children),
-not just the first one. Every node rank maps to 127.0.0.1: a local run is a one-host
-allocation with as many "nodes" as the plan asks for.
+not just the first one. Each task also gets SIGTERM when the orchestrator dies
+(`pdeath.py`), so a killed `disagg run` leaves nothing running. Every node rank maps
+to 127.0.0.1: a local run is a one-host allocation with as many "nodes" as the plan
+asks for.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
-import time
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from disagg.errors import DisaggError
 from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
+from disagg.launch.liveness import stop_group
+
+PDEATH = Path(__file__).with_name("pdeath.py")
 
 LOOPBACK = "127.0.0.1"
 
@@ -52,28 +58,8 @@ class LocalProcess(RoleProcess):
             except subprocess.TimeoutExpired:
                 self.signal_group(signal.SIGKILL)
                 code = self._popen.wait()
-        _reap_group(self._popen.pid, grace_s)
+        stop_group(self._popen.pid, grace_s)  # members left after the leader went
         return code
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _reap_group(pgid: int, grace_s: float) -> None:
-    """Wait for leftover group members to go after SIGTERM, then SIGKILL the rest."""
-    deadline = time.monotonic() + grace_s
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if _group_alive(pgid):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
 
 
 class LocalLauncher(RoleLauncher):
@@ -100,12 +86,20 @@ class LocalLauncher(RoleLauncher):
     ) -> RoleProcess:
         if not argv:
             raise DisaggError(f"role {role} has an empty command")
+        failure = f"role {role}: cannot start {argv[0]!r}"
+        if shutil.which(argv[0]) is None:  # said here, not as exit 127 of the wrapper
+            raise DisaggError(
+                f"{failure}: not found", hint="check the role's command in plan.json", exit_code=1
+            )
+        # Call from a thread that lives as long as the run: Linux sends the parent-death
+        # signal when the thread that started the child ends.
+        wrapped = [sys.executable, "-I", str(PDEATH), str(os.getpid()), *argv]
         popen = spawn_logged(
-            argv,
+            wrapped,
             env=env,
             log_path=log_path,
             banner=f"{role} node {node_rank}",
-            failure=f"role {role}: cannot start {argv[0]!r}",
+            failure=failure,
             hint="check the role's command in plan.json",
         )
         return LocalProcess(role, node_rank, popen)

@@ -32,8 +32,10 @@ from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.launch.base import RoleLauncher, RoleProcess
 from disagg.launch.bindings import Bindings, build_bindings, render_task
 from disagg.launch.health import canary, probe
+from disagg.launch.liveness import host_id, start_ticks
 from disagg.launch.logs import ORCHESTRATOR_LOG, log_dir, tail, task_log_path
 from disagg.launch.ports import allocate_ports
+from disagg.launch.stale import stop_stale_roles
 from disagg.launch.state import (
     STATE_FILE,
     SUMMARY_FILE,
@@ -72,7 +74,7 @@ class OrchestratorOptions:
     quiet_bench: bool = False  # let measure_point print its own progress unless set
     stop_grace_s: float = 5.0
     canary_timeout_s: float = 60.0
-    handle_signals: bool = True  # SIGTERM/SIGINT -> cancel (main thread only)
+    handle_signals: bool = True  # SIGTERM/SIGINT/SIGHUP -> cancel (main thread only)
     port_base: int | None = None
 
 
@@ -116,6 +118,8 @@ class Orchestrator:
             simulated=plan.simulated,
             executor=self.options.executor,
             orchestrator_pid=os.getpid(),
+            orchestrator_host=host_id(),
+            orchestrator_started=start_ticks(os.getpid()),
             points=[PointState(key=p.key) for p in plan.bench.points],
         )
 
@@ -123,6 +127,9 @@ class Orchestrator:
 
     def run(self) -> RunSummary:
         started = self._started = time.time()
+        # Before state.json is replaced: roles an earlier, killed run left behind.
+        for line in stop_stale_roles(self.run_dir, grace_s=self.options.stop_grace_s):
+            self.log.warning("%s", line)
         self._publish()
         monitor = threading.Thread(target=self._monitor, name="role-monitor", daemon=True)
         error_code = EXIT_FAILED
@@ -294,6 +301,7 @@ class Orchestrator:
                 with self._lock:
                     self._tasks.append((role, process))
                     task_state.pid = process.pid
+                    task_state.started = start_ticks(process.pid)
         self._publish()
 
     def _wait_healthy(self, roles: list[RolePlan]) -> None:
@@ -657,7 +665,9 @@ class Orchestrator:
         def handler(signum: int, frame: FrameType | None) -> None:
             self.cancel(f"received {signal.Signals(signum).name}")
 
-        previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+        # SIGHUP (a closed terminal) stops the run like SIGTERM: nothing is left behind.
+        signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+        previous = {sig: signal.signal(sig, handler) for sig in signals}
         try:
             yield
         finally:

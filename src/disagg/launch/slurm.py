@@ -25,6 +25,7 @@ from disagg.launch.state import RunState, RunStatus, RunSummary, points_done
 from disagg.plan.model import Plan
 
 SLURM_RECORD = "slurm.json"
+ORCHESTRATOR_DEAD = "dead"  # `status` of a run whose orchestrator died without a summary
 CANCEL_GRACE_S = 20.0
 
 
@@ -100,6 +101,8 @@ class RunView:
         """What happened to the run, in one word a script can compare."""
         if self.summary is not None:
             return self.summary.status.value
+        if self.state is not None and self.state.orchestrator_dead():
+            return ORCHESTRATOR_DEAD  # killed without a teardown: nothing runs it any more
         if self.cancelled:
             return RunStatus.CANCELLED.value
         if self.job is not None and self.job.finished:
@@ -108,7 +111,8 @@ class RunView:
         if self.job is not None and self.job.state == "PENDING":
             return "pending"
         if self.job is None and self.job_id is None:
-            return "not submitted"
+            # a local run: its orchestrator, alive (checked above), is what runs it
+            return self.state.status.value if self.state is not None else "not submitted"
         return RunStatus.RUNNING.value if self.job is not None else "unknown"
 
     @property
@@ -133,6 +137,7 @@ class RunView:
             "source": job.source if job else None,
             "status": self.run_status,
             "phase": state.phase.value if state else None,
+            "orchestrator_pid": state.orchestrator_pid if state else None,
             "points_done": points_done(points),
             "points_total": len(points),
             "points": [p.model_dump(mode="json") for p in points],

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from disagg.atomic import write_text
+from disagg.launch.liveness import ProcessIdentity
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -52,6 +53,7 @@ class TaskState(BaseModel):
     node_rank: int
     node: str
     pid: int | None = None
+    started: int | None = None  # start time of `pid` (ticks since boot): PID + this = identity
     log: str
     exit_code: int | None = None
     stopped: bool = False  # ended by the orchestrator's teardown, not on its own
@@ -99,6 +101,9 @@ class RunState(BaseModel):
     simulated: bool
     executor: str
     orchestrator_pid: int
+    # host/boot and start time of the orchestrator: `status` tells a dead one from a live one
+    orchestrator_host: str | None = None
+    orchestrator_started: int | None = None
     status: RunStatus = RunStatus.RUNNING
     phase: Phase = Phase.STARTING
     started_at: float = Field(default_factory=time.time)
@@ -111,6 +116,21 @@ class RunState(BaseModel):
     @property
     def points_done(self) -> int:
         return points_done(self.points)
+
+    def orchestrator(self) -> ProcessIdentity | None:
+        """The orchestrator that wrote this state (None for states written before it was kept)."""
+        if self.orchestrator_host is None:
+            return None
+        return ProcessIdentity(
+            self.orchestrator_host, self.orchestrator_pid, self.orchestrator_started
+        )
+
+    def orchestrator_dead(self) -> bool:
+        """The run says it is running, but its orchestrator (on this host) is gone."""
+        identity = self.orchestrator()
+        return (
+            self.status is RunStatus.RUNNING and identity is not None and identity.alive() is False
+        )
 
     def role(self, name: str) -> RoleState:
         for role in self.roles:
