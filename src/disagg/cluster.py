@@ -1,5 +1,8 @@
 """Cluster profiles: what a recipe cannot know about the cluster it runs on.
 
+An srt-slurm cluster config (`srtslurm.yaml`) is read as a profile too
+(`disagg.cluster_srtslurm`).
+
 A recipe says "model `dsr1`, container `dynamo-sglang`, 8 GPUs per node"; the profile
 says what those aliases mean on one cluster (a directory, a repo id, a squashfs
 file), which partition and account to use, how to ask Slurm for GPUs, where the
@@ -15,10 +18,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from disagg.errors import DisaggError
+from disagg.errors import DisaggError, SourceLocation
 from disagg.plan.model import GpuVendor
 from disagg.recipe.errors import validation_error
-from disagg.recipe.load import load_yaml
+from disagg.recipe.load import KeyPath, load_yaml
 
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 HF_PREFIX = "hf:"
@@ -53,6 +56,7 @@ class ClusterProfile(BaseModel):
         default="gres", description="how job.sbatch asks for GPUs: --gres=gpu:N, --gpus-per-node"
     )
     exclusive: bool = True
+    segment: bool = Field(default=False, description="job.sbatch asks for --segment=<nodes>")
     gpu_vendor: GpuVendor = Field(default=GpuVendor.NVIDIA, strict=False)
     network_interface: str | None = Field(
         default=None, description="sets NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME for workers"
@@ -85,6 +89,10 @@ class ClusterProfile(BaseModel):
         default_factory=lambda: ["HF_TOKEN"],
         description="variables passed through by name, never written into plan files",
     )
+    ignored_settings: dict[str, str] = Field(
+        default_factory=dict,
+        description="settings of an imported srt-slurm config that disagg does not carry out",
+    )
 
     def worker_env(self) -> dict[str, str]:
         """Environment every worker gets on this cluster (network selection first)."""
@@ -107,15 +115,29 @@ def load_profile(path: Path) -> ClusterProfile:
             location=loaded.source.locate(()),
             hint="start with e.g. `partition: debug`",
         )
+    from disagg import cluster_srtslurm
+
+    def locate(path: KeyPath, key: bool) -> SourceLocation:
+        return loaded.source.locate(path, key=key)
+
+    data = loaded.data
+    if cluster_srtslurm.is_srtslurm_config(data):
+        try:
+            srt = cluster_srtslurm.SrtSlurmCluster.model_validate(data)
+        except ValidationError as exc:
+            raise validation_error(
+                exc,
+                data=data,
+                root=cluster_srtslurm.SrtSlurmCluster,
+                locate=locate,
+                context="srt-slurm cluster config",
+            ) from None
+        data = cluster_srtslurm.profile_fields(srt)
     try:
-        return ClusterProfile.model_validate(loaded.data)
+        return ClusterProfile.model_validate(data)
     except ValidationError as exc:
         raise validation_error(
-            exc,
-            data=loaded.data,
-            root=ClusterProfile,
-            locate=lambda path, key: loaded.source.locate(path, key=key),
-            context="cluster profile",
+            exc, data=data, root=ClusterProfile, locate=locate, context="cluster profile"
         ) from None
 
 

@@ -8,7 +8,18 @@ import typer
 
 # One module per area, so that areas can grow without touching each other. The order
 # is the order of `disagg --help`: the path a recipe takes, then the tools around it.
-AREAS = ("lint", "recipes", "staging", "run", "slurm", "collect", "report", "bench", "sim")
+AREAS = (
+    "lint",
+    "recipes",
+    "staging",
+    "run",
+    "slurm",
+    "cluster",
+    "collect",
+    "report",
+    "bench",
+    "sim",
+)
 
 
 def register_all(app: typer.Typer) -> None:

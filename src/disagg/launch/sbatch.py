@@ -45,6 +45,8 @@ def directives(slurm: SlurmPlan, run_dir: Path) -> list[tuple[str, str | None]]:
             pairs["gpus-per-node"] = str(slurm.gpus_per_node)
     if slurm.exclusive:
         pairs["exclusive"] = None
+    if slurm.segment:
+        pairs["segment"] = str(slurm.segment)
     for key, value in slurm.directives.items():
         name = key.removeprefix("--")
         if not _KEY.match(name):

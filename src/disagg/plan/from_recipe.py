@@ -37,7 +37,13 @@ def find_profile(cluster: str | Path) -> Path:
 
 
 def load_cluster(cluster: str | Path | None) -> ClusterProfile | None:
-    return load_profile(find_profile(cluster)) if cluster is not None else None
+    """The profile named, else an `srtslurm.yaml` found where srt-slurm finds it, else None."""
+    if cluster is not None:
+        return load_profile(find_profile(cluster))
+    from disagg.cluster_srtslurm import find_config
+
+    found = find_config()
+    return load_profile(found) if found is not None else None
 
 
 def plans_for(targets: Sequence[str], cluster: str | Path | None) -> list[Plan]:

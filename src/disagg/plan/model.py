@@ -175,6 +175,7 @@ class SlurmPlan(_Strict):
     account: str | None = None
     time_limit: str | None = None
     exclusive: bool = True
+    segment: int | None = None  # `#SBATCH --segment=N`: N nodes on one network segment
     directives: dict[str, str] = Field(default_factory=dict)  # extra `#SBATCH --key=value`
     srun_options: dict[str, str] = Field(default_factory=dict)
     container_image: str | None = None  # pyxis image (squashfs path or registry ref)

@@ -512,6 +512,7 @@ class _Placer:
             account=cfg.slurm.account or (profile.account if profile else None),
             time_limit=cfg.slurm.time_limit or (profile.time_limit if profile else None),
             exclusive=profile.exclusive if profile else True,
+            segment=nodes if profile and profile.segment else None,
             directives=directives,
             srun_options=srun,
             container_image=None if self.simulated else self.container_image(),
@@ -565,7 +566,11 @@ class _Placer:
                 for found in unhonoured(self.variant.raw)
                 if found.action == "ignored"
             ]
-            + [{"field": f, "action": "ignored", "why": why} for f, why in self.ignored.items()],
+            + [{"field": f, "action": "ignored", "why": why} for f, why in self.ignored.items()]
+            + [
+                {"field": f"cluster.{key}", "action": "ignored", "why": why}
+                for key, why in (self.profile.ignored_settings if self.profile else {}).items()
+            ],
         )
 
 

@@ -1,0 +1,159 @@
+"""srt-slurm cluster configs (`srtslurm.yaml`) read as disagg cluster profiles.
+
+Teams already keep one `srtslurm.yaml` per cluster (partition, account, GPU
+directive style, mounts, container and model aliases). disagg accepts it where a
+profile is expected (`--cluster srtslurm.yaml`), and finds it as srt-slurm does
+when no `--cluster` is given: `$SRTSLURM_CONFIG`, else `srtslurm.yaml` in the
+working directory, its parent or grandparent. Keys with no counterpart in a disagg
+profile are listed (`ignored_settings`) and end up in every plan's ignored list;
+`disagg cluster import` writes the equivalent disagg profile.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CONFIG_NAME = "srtslurm.yaml"
+ENV_VAR = "SRTSLURM_CONFIG"
+
+# Keys only srt-slurm cluster configs have: one of them marks a file as one.
+MARKERS = frozenset(
+    {
+        "cluster",
+        "default_account",
+        "default_partition",
+        "default_time_limit",
+        "default_mounts",
+        "model_paths",
+        "use_gpus_per_node_directive",
+        "use_segment_sbatch_directive",
+        "use_exclusive_sbatch_directive",
+        "default_sbatch_directives",
+        "accelerator_vendor",
+        "gpu_sbatch_directive",
+        "visible_devices_env",
+    }
+)
+
+
+class SrtSlurmCluster(BaseModel):
+    """Every key of srt-slurm's `ClusterConfig` (2.x), plus those InferenceX's AMD configs use."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    cluster: str | None = None
+    default_account: str | None = None
+    default_partition: str | None = None
+    default_time_limit: str | None = None
+    gpus_per_node: int | None = Field(default=None, ge=1)
+    default_gpu_type: str | None = None
+    network_interface: str | None = None
+    visible_devices_env: str = "CUDA_VISIBLE_DEVICES"
+    accelerator_vendor: Literal["nvidia", "amd"] | None = None
+    default_gpu_exporter: dict[str, Any] | None = None
+    use_gpus_per_node_directive: bool = True
+    gpu_sbatch_directive: Literal["gres", "gpus-per-node", "none"] | None = None
+    use_segment_sbatch_directive: bool = True
+    use_exclusive_sbatch_directive: bool = False
+    use_het_jobs: bool = False
+    default_sbatch_directives: dict[str, str] | None = None
+    default_health_check: dict[str, int] | None = None
+    srtctl_root: str | None = None
+    output_dir: str | None = None
+    model_paths: dict[str, str] | None = None
+    containers: dict[str, str] | None = None
+    cloud: dict[str, str] | None = None
+    default_mounts: dict[str, str] | None = None
+    default_bash_preamble: str | None = None
+    default_host_setup: dict[str, Any] | None = None
+    reporting: dict[str, Any] | None = None
+    telemetry: dict[str, Any] | None = None
+    nginx_raise_ulimit: bool | None = None
+    git_http_version: str | None = None
+    preflight: bool = True
+    runtime_config_transport: str | None = None
+    record_launch_plan: bool | None = None
+
+
+# Keys that change what runs when set, and why a disagg profile does not carry them.
+_NOT_CARRIED: dict[str, str] = {
+    "default_bash_preamble": "no shell preamble runs before roles",
+    "default_host_setup": "no host setup commands run",
+    "use_het_jobs": "the job is one homogeneous Slurm job",
+    "default_health_check": "health deadlines come from the recipe and engine",
+    "default_gpu_type": "the recipe's resources.gpu_type is used as written",
+    "default_gpu_exporter": "no GPU telemetry exporter runs",
+    "telemetry": "no power telemetry is collected",
+    "reporting": "no status reporting or log upload",
+    "cloud": "no cloud storage sync",
+    "srtctl_root": "srtctl's own files are not used",
+    "nginx_raise_ulimit": "no nginx runs",
+    "runtime_config_transport": "plan.json travels on the shared filesystem",
+}
+
+
+def is_srtslurm_config(data: Mapping[str, Any]) -> bool:
+    """Whether a loaded YAML map is an srt-slurm cluster config, not a disagg profile."""
+    return any(key in data for key in MARKERS)
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """`srtslurm.yaml` where srt-slurm looks for it, or None."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        path = Path(env).expanduser()
+        return path if path.is_file() else None
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, here.parent, here.parent.parent):
+        candidate = directory / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def profile_fields(config: SrtSlurmCluster) -> dict[str, Any]:
+    """The disagg profile fields an srt-slurm cluster config means (plain data)."""
+    if config.gpu_sbatch_directive is not None:
+        directive = config.gpu_sbatch_directive
+    else:
+        directive = "gpus-per-node" if config.use_gpus_per_node_directive else "none"
+    amd = config.accelerator_vendor == "amd" or config.visible_devices_env.startswith(
+        ("ROCR_", "HIP_")
+    )
+    fields: dict[str, Any] = {
+        "name": config.cluster,
+        "partition": config.default_partition,
+        "account": config.default_account,
+        "time_limit": config.default_time_limit,
+        "gpus_per_node": config.gpus_per_node,
+        "gpu_directive": directive,
+        "exclusive": config.use_exclusive_sbatch_directive,
+        "segment": config.use_segment_sbatch_directive,
+        "gpu_vendor": "amd" if amd else "nvidia",
+        "network_interface": config.network_interface,
+        "mounts": dict(config.default_mounts or {}),
+        "containers": dict(config.containers or {}),
+        "models": dict(config.model_paths or {}),
+        "results_root": config.output_dir,
+        "sbatch_directives": dict(config.default_sbatch_directives or {}),
+        "ignored_settings": ignored_settings(config),
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def ignored_settings(config: SrtSlurmCluster) -> dict[str, str]:
+    """{key: why} for every key set that a disagg profile does not carry out."""
+    defaults = SrtSlurmCluster()
+    out = {}
+    for key, why in _NOT_CARRIED.items():
+        value = getattr(config, key)
+        if key == "runtime_config_transport" and value == "shared-filesystem":
+            continue  # what disagg does anyway
+        if value not in (None, False, {}, []) and value != getattr(defaults, key):
+            out[key] = why
+    return out
