@@ -24,12 +24,14 @@ def _creation_mode() -> int:
 _MODE = _creation_mode()
 
 
-def write_bytes(path: Path, data: bytes) -> None:
+def write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Write `data` to `path` atomically; `mode` (e.g. 0o600 for a file holding a secret)
+    replaces the usual umask-derived mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), _MODE)
+            os.fchmod(handle.fileno(), _MODE if mode is None else mode)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -39,8 +41,8 @@ def write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def write_text(path: Path, text: str) -> None:
-    write_bytes(path, text.encode())
+def write_text(path: Path, text: str, *, mode: int | None = None) -> None:
+    write_bytes(path, text.encode(), mode=mode)
 
 
 def write_json(path: Path, obj: Any) -> None:

@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
         2 bad input or nothing could be planned.
         """
         from disagg.plan.from_recipe import plan_all
+        from disagg.redact import redact
 
         planned = plan_all(recipes, cluster)
         skipped = [
@@ -47,7 +48,7 @@ def register(app: typer.Typer) -> None:
         ]
         if as_json:
             payload = {
-                "variants": [p.model_dump(mode="json") for p in planned.plans],
+                "variants": [redact(p.model_dump(mode="json")) for p in planned.plans],
                 "unsupported": skipped,
             }
             typer.echo(json.dumps(payload, indent=2))

@@ -223,11 +223,26 @@ class Plan(_Strict):
     def roles_of(self, kind: RoleKind) -> list[RolePlan]:
         return [role for role in self.roles if role.kind is kind]
 
+    @property
+    def secrets(self) -> list[str]:
+        """Dotted paths of the literal secret values this plan carries (see disagg.redact)."""
+        from disagg.redact import literal_secrets
+
+        data = self.model_dump(mode="json")
+        return [".".join(str(part) for part in path) for path in literal_secrets(data)]
+
     def write(self, run_dir: Path) -> Path:
+        """Write plan.json; a plan holding a literal secret, and its run directory, are made
+        readable by the owner only (the job needs the value; nobody else may read it)."""
+        import os
+
         from disagg.atomic import write_text
 
         path = run_dir / PLAN_FILE
-        write_text(path, self.model_dump_json(indent=2) + "\n")
+        secret = bool(self.secrets)
+        write_text(path, self.model_dump_json(indent=2) + "\n", mode=0o600 if secret else None)
+        if secret:
+            os.chmod(run_dir, 0o700)
         return path
 
     @classmethod

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from disagg.plan.model import Plan, RoleKind, RolePlan
+from disagg.redact import redact
 
 
 def _gpus(role: RolePlan) -> str:
@@ -81,10 +82,12 @@ def render_plan(plan: Plan) -> Panel:
     roles.add_column("command", overflow="fold", ratio=1)
     for role in plan.roles:
         command = (
-            shlex.join(role.argv) if role.argv else "(in-process load generator, orchestrator)"
+            shlex.join(redact(role.argv))
+            if role.argv
+            else "(in-process load generator, orchestrator)"
         )
         if role.kind is RoleKind.BENCH and plan.bench.custom_command:
-            command = shlex.join(plan.bench.custom_command)
+            command = shlex.join(redact(plan.bench.custom_command))
         env = f"\n[dim]+{len(role.env)} env vars[/]" if role.env else ""
         if role.node_argv:
             env += f"\n[dim]nodes 1-{role.nnodes - 1} run their own argv (plan.json node_argv)[/]"

@@ -20,6 +20,7 @@ from typing import Any
 
 from disagg.errors import DisaggError
 from disagg.plan.model import Plan
+from disagg.redact import redact
 from disagg.report.model import ResultPoint, RunResults, SkippedResult
 
 RESULTS_DIR = "results"
@@ -92,7 +93,7 @@ def load_run(run_dir: Path) -> RunResults:
         name=run_dir.resolve().name,
         selector=plan.selector if plan else None,
         simulated=plan.simulated if plan else False,
-        config=plan.config if plan else None,
+        config=redact(plan.config) if plan else None,  # reports never show secrets
     )
     results = run_dir / RESULTS_DIR
     files = sorted(results.glob("*.json")) if results.is_dir() else []

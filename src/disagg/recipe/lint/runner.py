@@ -11,6 +11,7 @@ from disagg.recipe.lint import (
     cross_anchor,
     duplicate_key,
     export_hazard,
+    literal_secret,
     repeated_literal,
     undefined_alias,
 )
@@ -106,7 +107,7 @@ def lint_one(scanned: ScannedFile) -> list[Finding]:
         return [_unreadable(path, message, root.line, root.col)]
     ctx = FileContext(path, scanned, root)
     findings = cross_anchor.check(ctx) + repeated_literal.check(ctx) + export_hazard.check(ctx)
-    findings += duplicate_key.check(ctx)
+    findings += duplicate_key.check(ctx) + literal_secret.check(ctx)
     if scanned.undefined:
         return findings  # values behind a missing anchor are unknown; DA002 explains
     variants = ctx.variants

@@ -1,0 +1,89 @@
+"""DA009: a token, API key or password written into the recipe itself.
+
+A recipe is shared, committed and copied into every run's plan.json; a credential
+in it leaks with each of those. The job inherits the submitting shell's environment,
+so the value belongs there (and its name in the cluster profile's `secret_env`, which
+the submit pre-flight checks), not in the file. Which keys look secret is decided by
+`disagg.redact`, the same rule that hides their values in printed plans and reports.
+"""
+
+from __future__ import annotations
+
+from disagg.recipe.lint.context import FileContext
+from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.nodes import Node, walk
+from disagg.redact import is_literal_secret, is_secret_name
+
+RULE = "DA009"
+NAME = "literal-secret"
+
+
+def check(ctx: FileContext) -> list[Finding]:
+    findings: list[Finding] = []
+    for node in walk(ctx.root):
+        if node.kind == "map":
+            for key, value in node.pairs:
+                name = str(key.value)
+                for text in _texts(value):
+                    if is_literal_secret(name, text.value):
+                        findings.append(_finding(ctx, node, name, text))
+        elif node.kind == "seq":
+            findings += _argv_secrets(ctx, node)
+    return findings
+
+
+def _texts(node: Node) -> list[Node]:
+    """The scalar value(s) a node holds (a zip list holds one per variant)."""
+    if node.kind == "scalar":
+        return [node]
+    if node.kind == "seq":
+        return [item for item in node.items if item.kind == "scalar"]
+    return []
+
+
+def _argv_secrets(ctx: FileContext, seq: Node) -> list[Finding]:
+    """`["--api-key", "sk-..."]` or `--api-key=sk-...` in a list of command words."""
+    items = seq.items
+    found: list[Finding] = []
+    for index, item in enumerate(items):
+        if item.kind != "scalar" or not isinstance(item.value, str):
+            continue
+        flag, sep, value = item.value.partition("=")
+        if not flag.startswith("-") or not is_secret_name(flag.lstrip("-")):
+            continue
+        if sep and is_literal_secret(flag, value):
+            found.append(_finding(ctx, seq, flag, item))
+        elif not sep and index + 1 < len(items):
+            following = items[index + 1]
+            if following.kind == "scalar" and is_literal_secret(flag, following.value):
+                found.append(_finding(ctx, seq, flag, following))
+    return found
+
+
+def _finding(ctx: FileContext, owner: Node, name: str, text: Node) -> Finding:
+    where = Location(ctx.path, text.line, text.col, "value", text.block)
+    last = owner.path[-1] if owner.path else ""
+    in_env = last.endswith("environment") or last in ("env", "export_env")
+    if in_env:
+        hint = (
+            f"delete {name} from the recipe and `export {name}=...` in the shell that runs "
+            f"`disagg submit`/`run` (the job inherits it); list {name} under the cluster "
+            "profile's `secret_env` so the pre-flight checks it is set"
+        )
+    else:
+        hint = (
+            "keep credentials out of recipes: this value lands in plan.json and the role's "
+            "command line; if the program can read it from an environment variable, export "
+            "that in the submitting shell instead"
+        )
+    return Finding(
+        rule=RULE,
+        name=NAME,
+        severity=Severity.WARNING,
+        message=(
+            f"{'.'.join(owner.path) or '<top level>'}: {name} holds a literal secret; "
+            "it would be copied into every plan.json made from this recipe"
+        ),
+        locations=(where,),
+        hint=hint,
+    )

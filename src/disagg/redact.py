@@ -1,0 +1,108 @@
+"""Secret-looking values (tokens, API keys, passwords) never appear in what disagg prints.
+
+One helper for every output that shows configuration: printed plans (`plan`, `plan
+--json`), `report.html`'s resolved configs, and lint's warning about a literal secret.
+A value is secret when the key (environment variable, config field or `--flag`) that
+holds it looks like a credential. A reference to the submitting environment
+(`$HF_TOKEN`, `${HF_TOKEN}`) is not a secret and is shown as written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+REDACTED = "<redacted>"
+
+_SECRET_WORDS = frozenset(
+    {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "APIKEY"}
+)
+_SECRET_PAIRS = frozenset(
+    {("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("AUTH", "KEY"), ("SECRET", "KEY")}
+)
+_PLACEHOLDERS = frozenset({"EMPTY", "NONE", "NULL", "DUMMY", "-"})
+_REFERENCE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
+
+
+def is_secret_name(name: str) -> bool:
+    """Names ending like a credential: `HF_TOKEN`, `WANDB_API_KEY`, `api-key`,
+    `AWS_SECRET_ACCESS_KEY`. A word inside a longer name (`SGLANG_PER_TOKEN_GROUP_X`,
+    `HF_TOKEN_PATH`) is not a credential."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", name.upper()) if w]
+    if not words:
+        return False
+    return words[-1] in _SECRET_WORDS or tuple(words[-2:]) in _SECRET_PAIRS
+
+
+def is_literal_secret(name: str, value: Any) -> bool:
+    """A secret-looking key holding a written-out value (not empty, not `$NAME`)."""
+    return is_secret_name(name) and _is_literal(value)
+
+
+def _is_literal(value: Any) -> bool:
+    """Written-out text that is neither empty, a `$NAME` reference, nor a placeholder such as
+    `EMPTY` (what local OpenAI-compatible servers are given when they check no key)."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    if not text or text.upper() in _PLACEHOLDERS:
+        return False
+    return _REFERENCE.fullmatch(text) is None
+
+
+def redact(data: Any) -> Any:
+    """A copy of `data` with every literal secret replaced by `<redacted>`.
+
+    Maps: by key. Lists of text (argv): the value after a secret-looking `--flag`, and
+    `--flag=value`.
+    """
+    if isinstance(data, Mapping):
+        return {
+            key: REDACTED if is_literal_secret(str(key), value) else redact(value)
+            for key, value in data.items()
+        }
+    if isinstance(data, list):
+        return (
+            _redact_argv(data)
+            if all(isinstance(x, str) for x in data)
+            else [redact(item) for item in data]
+        )
+    return data
+
+
+def _redact_argv(argv: list[str]) -> list[str]:
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(REDACTED if _is_literal(arg) else arg)
+            hide_next = False
+            continue
+        flag, sep, value = arg.partition("=")
+        if flag.startswith("-") and is_secret_name(flag.lstrip("-")):
+            if sep:
+                out.append(f"{flag}={REDACTED}" if is_literal_secret(flag, value) else arg)
+                continue
+            hide_next = True
+        out.append(arg)
+    return out
+
+
+def literal_secrets(data: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Key paths of every literal secret in `data` (maps by key, argv by flag)."""
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            here = (*path, key)
+            if is_literal_secret(str(key), value):
+                yield here
+            else:
+                yield from literal_secrets(value, here)
+    elif isinstance(data, list):
+        if all(isinstance(x, str) for x in data):
+            for index, (before, after) in enumerate(zip(data, _redact_argv(data), strict=True)):
+                if before != after:
+                    yield (*path, index)
+        else:
+            for index, item in enumerate(data):
+                yield from literal_secrets(item, (*path, index))

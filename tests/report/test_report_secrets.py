@@ -1,0 +1,30 @@
+"""report.html shows each run's resolved config with secret-looking values redacted."""
+
+from __future__ import annotations
+
+from html import escape
+
+from disagg.plan.model import Plan
+from disagg.redact import REDACTED
+from disagg.report.aggregate import load_runs
+from disagg.report.build import analyse
+from disagg.report.html import render
+from disagg.report.model import YMetric
+
+from .report_fixtures import RunFactory
+
+
+def test_secrets_in_a_runs_config_never_reach_the_report(make_run: RunFactory) -> None:
+    runs = []
+    for name, token in (("r1", "hf_FirstSecret1"), ("r2", "hf_OtherSecret2")):
+        run_dir = make_run(name)
+        plan = Plan.read(run_dir)
+        plan.config["environment"] = {"HF_TOKEN": token, "NCCL_DEBUG": "INFO"}
+        plan.config["backend"] = {"sglang_config": {"decode": {"api-key": "sk-Key3"}}}
+        plan.write(run_dir)
+        runs.append(run_dir)
+    report = analyse(load_runs(runs), YMetric.OUTPUT)
+    html = render(report.runs, report.chart, report.changes)
+    for secret in ("hf_FirstSecret1", "hf_OtherSecret2", "sk-Key3"):
+        assert secret not in html
+    assert "NCCL_DEBUG" in html and escape(REDACTED) in html
