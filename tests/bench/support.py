@@ -34,6 +34,8 @@ def measure(
     gpus: tuple[int, int] = (1, 2),
     http: str = "fast",
     detailed: bool = False,
+    stall_timeout_s: float | None = None,
+    point_timeout_s: float | None = None,
 ) -> PointRun:
     ctx = PointContext(
         run_name="t",
@@ -53,6 +55,8 @@ def measure(
             request_timeout_s=timeout_s,
             http=http,  # type: ignore[arg-type]
             save_detailed=detailed,
+            stall_timeout_s=stall_timeout_s,
+            point_timeout_s=point_timeout_s,
         ),
         quiet=True,
         stop=stop,

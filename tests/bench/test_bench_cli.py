@@ -40,6 +40,29 @@ def test_invalid_point_exits_1_and_names_the_reason(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(90)
+def test_a_server_sending_only_keep_alives_fails_the_point_at_the_request_timeout(
+    tmp_path: Path,
+) -> None:
+    # keep-alive comments every 0.2 s: bytes arrive, no token ever does
+    with serve_in_subprocess(ServerConfig(keepalive_ms=200)) as url:
+        proc = _bench(url, tmp_path, "--concurrency", "4", "--request-timeout", "1", "--json")
+    assert proc.returncode == 1, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["valid"] is False and summary["failed"] == 20
+    assert "timeout: no progress for 1 s" in summary["invalid_reason"]
+
+
+@pytest.mark.timeout(90)
+def test_stall_timeout_ends_a_point_that_makes_no_progress(tmp_path: Path) -> None:
+    with serve_in_subprocess(ServerConfig(keepalive_ms=200)) as url:
+        proc = _bench(url, tmp_path, "--concurrency", "4", "--stall-timeout", "1", "--json")
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(proc.stdout)["invalid_reason"] == (
+        "stalled: no request made progress for 1 s"
+    )
+
+
+@pytest.mark.timeout(90)
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

@@ -45,9 +45,15 @@ class Load:
     warmup: list[RequestSpec] = field(default_factory=list)
     concurrency: int | None = None  # streams (or the cap in rate mode)
     offsets: list[float] | None = None  # rate mode: send times after t0, one per request
+    # Longest one request may go without progress (its first or next generated token);
+    # bytes that carry no token, such as SSE keep-alive comments, do not count.
     request_timeout_s: float = 900.0
     tokenizer: str | None = None  # re-tokenises output when the server sends no usage
     http: Literal["fast", "aiohttp"] = "fast"
+    # Longest the whole point may go with requests in flight and none of them progressing
+    # (no token, no new request sent): the point ends there, invalid.
+    stall_timeout_s: float | None = None
+    deadline: float | None = None  # monotonic time by which the point (warm-up too) ends
 
 
 @dataclass
@@ -56,6 +62,7 @@ class Counters:
 
     done: int = 0
     failed: int = 0
+    cut: str | None = None  # why the phase was ended early by a limit (stall, deadline)
 
 
 class TokenCounter:
@@ -142,10 +149,26 @@ class Client:
     def __init__(self, load: Load) -> None:
         self.load = load
         self.count = TokenCounter(load.tokenizer)
+        self.inflight: set[StreamParser] = set()
+        self.last_progress = 0.0  # latest send or token of a finished request (monotonic)
 
     def parser(self) -> StreamParser:
         """A parser for one response; it keeps the raw bytes only if a tokenizer can use them."""
         return StreamParser(self.load.chat, keep_text=self.count.path is not None)
+
+    def began(self, parser: StreamParser, now: float) -> None:
+        self.inflight.add(parser)
+        self.last_progress = now  # a request sent is progress for the stall clock
+
+    def ended(self, parser: StreamParser) -> None:
+        self.inflight.discard(parser)
+        if parser.last > self.last_progress:
+            self.last_progress = parser.last
+
+    def progress_at(self) -> float:
+        """When any request last progressed: sent, or a token arrived (read by the poller)."""
+        latest = max((p.last for p in self.inflight), default=0.0)
+        return max(latest, self.last_progress)
 
     async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
         raise NotImplementedError
@@ -161,11 +184,13 @@ class FastClient(Client):
     async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
         parser = self.parser()
         rec.send = monotonic()
+        self.began(parser, rec.send)
         try:
             rec.headers_at = await self.pool.request(spec.body, parser)
             rec.status = 200
         except asyncio.CancelledError:
             rec.error = "stopped before the response ended"
+            self.ended(parser)
             _finish(rec, parser, self.count, counters)
             raise
         except HttpError as exc:
@@ -173,6 +198,7 @@ class FastClient(Client):
             rec.status = exc.status
         except (OSError, ValueError) as exc:
             rec.error = describe(exc)
+        self.ended(parser)
         _finish(rec, parser, self.count, counters)
 
 
@@ -186,6 +212,8 @@ class AiohttpClient(Client):
     async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
         parser = self.parser()
         rec.send = monotonic()
+        self.began(parser, rec.send)
+        timeout = self.load.request_timeout_s
         try:
             async with self.session.post(self.load.url, data=spec.body) as resp:
                 rec.headers_at = monotonic()
@@ -201,18 +229,28 @@ class AiohttpClient(Client):
                         data = await read()
                         if not data:
                             break
-                        feed(data, monotonic())
+                        now = monotonic()
+                        feed(data, now)
+                        if now - max(rec.send, parser.last) > timeout:  # keep-alives only
+                            rec.error = _no_progress(timeout)
+                            break
         except asyncio.CancelledError:
             rec.error = "stopped before the response ended"
+            self.ended(parser)
             _finish(rec, parser, self.count, counters)
             raise
         except TimeoutError:
-            rec.error = f"timeout: no data for {self.load.request_timeout_s:g} s"
+            rec.error = _no_progress(timeout)
         except aiohttp.ClientResponseError as exc:
             rec.error = f"HTTP {exc.status}: {exc.message}"
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             rec.error = describe(exc)
+        self.ended(parser)
         _finish(rec, parser, self.count, counters)
+
+
+def _no_progress(timeout_s: float) -> str:
+    return f"timeout: no progress for {timeout_s:g} s"
 
 
 @contextlib.asynccontextmanager
@@ -239,7 +277,8 @@ async def run_phase(
     With `offsets`, request i is due at `t0 + offsets[i]`; `load.concurrency` (if set)
     caps in-flight requests. Without, `load.concurrency` streams each send the next
     request as soon as their previous one ends. `stop()` polled every 0.1 s ends the
-    phase early; unsent requests are recorded as failed.
+    phase early, and so do the point's deadline and its stall timeout (the reason is
+    left in `counters.cut`); unsent requests are recorded as failed.
     """
     load = client.load
     records = [RequestRecord(s.index, s.input_len, s.output_len) for s in specs]
@@ -254,7 +293,12 @@ async def run_phase(
     task = asyncio.ensure_future(main)
     while not task.done():
         await asyncio.wait({task}, timeout=STOP_POLL_S)
-        if not task.done() and stop():
+        if task.done():
+            break
+        cut = None if stop() else _limit_reached(client, t0)
+        if cut is not None:
+            counters.cut = cut
+        if cut is not None or stop():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -265,6 +309,18 @@ async def run_phase(
         if rec.send == 0.0 and rec.error is None:
             rec.error = "not sent: the point was stopped"
     return records
+
+
+def _limit_reached(client: Client, t0: float) -> str | None:
+    """Why the phase must end now (the point's deadline, or a stall), or None."""
+    load = client.load
+    now = monotonic()
+    if load.deadline is not None and now >= load.deadline:
+        return "the point's time limit was reached before it finished"
+    stall = load.stall_timeout_s
+    if stall is not None and client.inflight and now - max(t0, client.progress_at()) > stall:
+        return f"stalled: no request made progress for {stall:g} s"
+    return None
 
 
 async def _sleep_until(when: float) -> None:

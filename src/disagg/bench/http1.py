@@ -9,8 +9,8 @@ time, and each `data_received` feeds the SSE parser directly with one timestamp:
 no future, coroutine switch or timer per token; one future per request.
 
 Scope: POST with a known body, `Content-Length`, chunked or close-delimited
-responses, keep-alive reuse, TLS via `ssl`. Silence longer than the timeout fails
-the request (one watchdog per pool, not a timer per read).
+responses, keep-alive reuse, TLS via `ssl`. A request without progress (no token)
+for longer than the timeout fails (one watchdog per pool, not a timer per read).
 """
 
 from __future__ import annotations
@@ -27,7 +27,14 @@ MAX_ERROR_BODY = 64 * 1024
 
 
 class Sink(Protocol):
-    """Receives the response body (de-chunked) with the time it arrived."""
+    """Receives the response body (de-chunked) with the time it arrived.
+
+    `last` is when the body last made progress (a generated token; 0.0 before the
+    first): the pool's timeout counts from there, so bytes without a token, such as
+    keep-alive comments, cannot hold a request forever.
+    """
+
+    last: float
 
     def feed(self, data: bytes, now: float) -> None: ...
 
@@ -53,9 +60,9 @@ class _Exchange:
         "head_done",
         "headers_at",
         "keep_alive",
-        "last",
         "mode",
         "sink",
+        "started",
         "status",
         "waiter",
     )
@@ -74,12 +81,11 @@ class _Exchange:
         self.keep_alive = True
         self.error_body: list[bytes] | None = None
         self.got_bytes = False
-        self.last = monotonic()
+        self.started = monotonic()
 
     def feed(self, data: bytes, now: float) -> bool:
         """Consume bytes; True when the response is complete."""
         self.got_bytes = True
-        self.last = now
         if self.buf:
             data = self.buf + data
             self.buf = b""
@@ -278,15 +284,16 @@ class Pool:
         self.idle.clear()
 
     async def _watch(self) -> None:
-        """Fail exchanges silent for longer than the timeout (checked 4 times per timeout)."""
+        """Fail exchanges without progress for longer than the timeout (checked 4 times per
+        timeout): nothing since the request was sent, or since its latest token."""
         period = min(1.0, max(0.01, self.timeout_s / 4))
         while True:
             await asyncio.sleep(period)
             limit = monotonic() - self.timeout_s
             for conn in list(self.all):
                 ex = conn.exchange
-                if ex is not None and ex.last < limit:
-                    conn.fail(ex, HttpError(f"timeout: no data for {self.timeout_s:g} s"))
+                if ex is not None and max(ex.started, ex.sink.last) < limit:
+                    conn.fail(ex, HttpError(f"timeout: no progress for {self.timeout_s:g} s"))
 
     def release(self, conn: _Conn) -> None:
         if not conn.closed:

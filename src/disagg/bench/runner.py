@@ -22,7 +22,9 @@ class ClientOptions:
     """Knobs of the generator itself, not of the workload."""
 
     workers: int = 0  # 0 = automatic (in-process up to 256 streams)
-    request_timeout_s: float = 900.0  # longest silence on one stream before it fails
+    request_timeout_s: float = 900.0  # longest one stream may go without a token before it fails
+    stall_timeout_s: float | None = None  # longest the point may go without any progress
+    point_timeout_s: float | None = None  # longest the point may take, warm-up included
     http: Literal["fast", "aiohttp"] = "fast"  # the HTTP implementation on the hot path
     save_detailed: bool = False  # keep per-request lists in the point JSON too (vLLM's flag)
 
@@ -86,6 +88,7 @@ def build_load(base_url: str, bench: BenchPlan, point: PointPlan, options: Clien
         request_timeout_s=options.request_timeout_s,
         tokenizer=bench.tokenizer,
         http=options.http,
+        stall_timeout_s=options.stall_timeout_s,
     )
 
 
@@ -104,10 +107,16 @@ def run_point(
     point = ctx.point
     load = build_load(base_url, bench, point, options)
     with PointProgress(point.key, point.num_prompts, quiet=quiet) as progress:
-        run = execute(load, workers=options.workers, stop=stop, progress=progress.update)
+        run = execute(
+            load,
+            workers=options.workers,
+            stop=stop,
+            progress=progress.update,
+            point_timeout_s=options.point_timeout_s,
+        )
     stopped = "stopped before the point finished (a role exited or the run was cancelled)"
     numbers = metric_calc.compute(run.records, run.t0, bench.slo or None)
-    reason = judge(numbers, run.records, bench, stopped if run.stopped else None)
+    reason = judge(numbers, run.records, bench, stopped if run.stopped else run.cut)
     sent = sum(1 for r in run.records if r.send)
     extra = {
         "client_workers": run.workers,

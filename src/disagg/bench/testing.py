@@ -4,7 +4,8 @@ The server is a raw asyncio protocol (no framework) so that it costs little CPU 
 leaves the machine to the client being measured. Each streamed token chunk is
 written at an absolute time: `arrival + ttft + i * itl`, so the truth is known.
 Modes cover what a real server does wrong: no `usage`, several tokens per chunk
-(speculative decoding), a stream cut mid-way, HTTP errors, and never answering.
+(speculative decoding), a stream cut mid-way, HTTP errors, never answering, and
+answering with keep-alive comments only (bytes without progress).
 
 `GET /stats` returns how late the server itself emitted chunks against that
 schedule, so a benchmark can tell the server's error from the client's.
@@ -44,6 +45,8 @@ class ServerConfig:
     fail_every: int = 1
     break_after_chunks: int = 0  # >0: drop the connection after this many chunks
     hang: bool = False  # read requests but never answer
+    keepalive_ms: float = 0.0  # >0: answer with headers, then only SSE comments this often
+    fail_first: int = 0  # answer the first N requests with `fail_status` (default 500)
 
 
 _TOKEN = " tok"
@@ -212,11 +215,16 @@ class _Conn(asyncio.Protocol):
         server.requests += 1
         if config.hang:
             return
-        if config.fail_status and server.requests % config.fail_every == 0:
+        if config.keepalive_ms > 0:
+            self.write(_STREAM_HEAD)
+            self._keep_alive()
+            return
+        injected = config.fail_status and server.requests % config.fail_every == 0
+        if injected or server.requests <= config.fail_first:
             message = json.dumps({"error": {"message": "injected failure", "code": 1}}).encode()
             self.write(
                 b"HTTP/1.1 %d Error\r\nContent-Type: application/json\r\n"
-                b"Content-Length: %d\r\n\r\n%s" % (config.fail_status, len(message), message)
+                b"Content-Length: %d\r\n\r\n%s" % (config.fail_status or 500, len(message), message)
             )
             return
         kind = "chat" if path.endswith("/chat/completions") else "completions"
@@ -236,6 +244,13 @@ class _Conn(asyncio.Protocol):
             return
         stream.arrival = self.arrived
         self._schedule(stream)
+
+    def _keep_alive(self) -> None:
+        """An SSE comment (bytes, but no progress) every `keepalive_ms`, forever."""
+        if self.transport is None:
+            return
+        self.write(_frame(b": keep-alive\n\n"))
+        self.server.loop.call_later(self.server.config.keepalive_ms / 1000.0, self._keep_alive)
 
     def _stats(self) -> bytes:
         s = self.server

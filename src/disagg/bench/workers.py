@@ -54,6 +54,41 @@ class Execution:
     cpu_s: float  # client CPU (all its processes) during the measured window
     workers: int
     stopped: bool = False
+    cut: str | None = None  # why it ended early or never ran: warm-up failed, stall, deadline
+
+
+WARMUP_FAILED = "not sent: the warm-up failed"
+
+
+WarmupTally = tuple[int, int, str | None, str | None]  # failed, total, first error, cut
+
+
+def tally_warmup(records: list[RequestRecord], cut: str | None) -> WarmupTally:
+    failed = [r for r in records if r.error]
+    return len(failed), len(records), failed[0].error if failed else None, cut
+
+
+def warmup_failure(tallies: list[WarmupTally]) -> str | None:
+    """Why a warm-up makes the point invalid: any failed request, or a limit that cut it.
+
+    A server that cannot answer the warm-up is not measured (its numbers would describe
+    a broken server); the measured requests are then recorded as not sent.
+    """
+    cut = next((t[3] for t in tallies if t[3] is not None), None)
+    if cut is not None:
+        return f"warm-up: {cut}"
+    failed, total = sum(t[0] for t in tallies), sum(t[1] for t in tallies)
+    if failed:
+        first = next(t[2] for t in tallies if t[2] is not None)
+        return f"{failed} of {total} warm-up request(s) failed; first error: {first}"
+    return None
+
+
+def _unsent(load: Load) -> list[RequestRecord]:
+    records = [RequestRecord(s.index, s.input_len, s.output_len) for s in load.requests]
+    for rec in records:
+        rec.error = WARMUP_FAILED
+    return records
 
 
 def auto_workers(load: Load) -> int:
@@ -75,8 +110,15 @@ def execute(
     workers: int = 0,
     stop: threading.Event | None = None,
     progress: ProgressFn | None = None,
+    point_timeout_s: float | None = None,
 ) -> Execution:
-    """Warm up, then measure. `workers` 0 = automatic; 1 = in this process."""
+    """Warm up, then measure. `workers` 0 = automatic; 1 = in this process.
+
+    `point_timeout_s` bounds the whole point, warm-up included; a failed warm-up skips
+    the measured window (see `warmup_failure`).
+    """
+    if load.deadline is None and point_timeout_s is not None:
+        load = replace(load, deadline=monotonic() + point_timeout_s)
     count = workers or auto_workers(load)
     count = max(1, min(count, load.concurrency or count, len(load.requests) or 1))
     if count == 1:
@@ -98,17 +140,22 @@ async def _run_local(
     reporter = asyncio.ensure_future(report())
     try:
         async with open_client(load) as client:
-            if load.warmup:
-                await run_phase(client, load.warmup, None, monotonic(), stop, Counters())
+            warm = Counters()
+            warmed = await run_phase(client, load.warmup, None, monotonic(), stop, warm)
+            failure = None if stop() else warmup_failure([tally_warmup(warmed, warm.cut)])
             cpu0 = cpu_seconds()
             t0 = monotonic() + 0.01
-            records = await run_phase(client, load.requests, load.offsets, t0, stop, counters)
+            if failure is None:
+                records = await run_phase(client, load.requests, load.offsets, t0, stop, counters)
+            else:
+                records = _unsent(load)
             cpu = cpu_seconds() - cpu0
     finally:
         reporter.cancel()
     if progress is not None:
         progress(counters.done, counters.failed)
-    return Execution(records=records, t0=t0, cpu_s=cpu, workers=1, stopped=stop())
+    cut = failure or counters.cut
+    return Execution(records=records, t0=t0, cpu_s=cpu, workers=1, stopped=stop(), cut=cut)
 
 
 def _in_process(load: Load, stop: threading.Event | None, progress: ProgressFn | None) -> Execution:
@@ -156,9 +203,13 @@ def _worker_main(conn: Connection, load: Load, stop: Any, shared: Any, slot: int
             conn.send(("ready",))
             kind, start = conn.recv()  # blocking is fine: nothing else runs yet
             if kind == "warmup":
-                await run_phase(client, load.warmup, None, start, flag, Counters())
-                conn.send(("warm",))
+                warm = Counters()
+                warmed = await run_phase(client, load.warmup, None, start, flag, warm)
+                conn.send(("warm", tally_warmup(warmed, warm.cut)))
                 kind, start = conn.recv()
+            if kind == "skip":  # a worker's warm-up failed: nobody measures
+                conn.send(("records", _unsent(load), 0.0, None))
+                return
             if kind != "measure":
                 return
             reporter = asyncio.ensure_future(report())
@@ -168,7 +219,7 @@ def _worker_main(conn: Connection, load: Load, stop: Any, shared: Any, slot: int
             reporter.cancel()
             shared[2 * slot] = counters.done
             shared[2 * slot + 1] = counters.failed
-            conn.send(("records", records, cpu))
+            conn.send(("records", records, cpu, counters.cut))
 
     try:
         with asyncio.Runner(loop_factory=new_loop) as runner:
@@ -227,20 +278,25 @@ def _multi_process(
 
     try:
         gather("ready")
+        failure = None
         if load.warmup:
             start = monotonic() + START_MARGIN_S
             for conn in pipes:
                 conn.send(("warmup", start))
-            gather("warm")
+            tallies = [reply[1] for reply in gather("warm")]
+            failure = None if mp_stop.is_set() else warmup_failure(tallies)
         cpu_parent = cpu_seconds()
         t0 = monotonic() + START_MARGIN_S
         for conn in pipes:
-            conn.send(("measure", t0))
+            conn.send(("measure", t0) if failure is None else ("skip", t0))
         replies = gather("records")
         cpu = sum(r[2] for r in replies) + cpu_seconds() - cpu_parent
         records = sorted((rec for r in replies for rec in r[1]), key=lambda rec: rec.index)
         poll()
-        return Execution(records=records, t0=t0, cpu_s=cpu, workers=parts, stopped=mp_stop.is_set())
+        cut = failure or next((r[3] for r in replies if r[3] is not None), None)
+        return Execution(
+            records=records, t0=t0, cpu_s=cpu, workers=parts, stopped=mp_stop.is_set(), cut=cut
+        )
     finally:
         mp_stop.set()
         for conn in pipes:

@@ -174,8 +174,29 @@ def bench(
         int, typer.Option("--workers", min=0, help="Client processes; 0 = automatic")
     ] = 0,
     request_timeout: Annotated[
-        float, typer.Option("--request-timeout", min=0.001, help="Longest silence per stream (s)")
+        float,
+        typer.Option(
+            "--request-timeout",
+            min=0.001,
+            help="Longest one request may go without a generated token (s); "
+            "keep-alive bytes do not count",
+        ),
     ] = 900.0,
+    stall_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--stall-timeout",
+            min=0.001,
+            help="End the point, invalid, after this long with requests in flight and none "
+            "progressing (s)",
+        ),
+    ] = None,
+    point_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--point-timeout", min=0.001, help="Longest the point may take, warm-up included (s)"
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     http: Annotated[
         Http, typer.Option("--http", help="HTTP client on the hot path (aiohttp to cross-check)")
@@ -248,6 +269,8 @@ def bench(
             request_timeout_s=request_timeout,
             http=http.value,
             save_detailed=save_detailed,
+            stall_timeout_s=stall_timeout,
+            point_timeout_s=point_timeout,
         ),
         quiet=quiet or as_json,
     )
