@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from disagg.console import make_console
-from disagg.errors import EXIT_FINDINGS, EXIT_USAGE
 
 
 def register(app: typer.Typer) -> None:
@@ -20,9 +19,9 @@ def register(app: typer.Typer) -> None:
         recipes: Annotated[
             list[str],
             typer.Argument(
-                metavar="RECIPE[:SELECTOR]...",
+                metavar="RECIPE[:SELECTOR]|DIR...",
                 help="recipe file, optionally `:base`, `:override_x`, `:zip_override_x[2]`, "
-                "`:*glob*`",
+                "`:*glob*`; or a directory of recipes",
                 show_default=False,
             ),
         ],
@@ -36,9 +35,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Place each variant on nodes: roles, GPUs, ports, load points, models, commands.
 
-        Exit 0 every variant planned; 1 some are unsupported (listed, the rest planned);
-        2 bad input or nothing could be planned.
+        A directory plans every *.yaml below it; a bad file is reported and the rest go
+        on, with a summary line of counts by outcome and engine. Exit 0 every variant
+        planned; 1 some are unsupported (listed, the rest planned); 2 bad input in any
+        file, or nothing could be planned.
         """
+        from rich.markup import escape
+
         from disagg.plan.from_recipe import plan_all
         from disagg.redact import redact
 
@@ -46,10 +49,14 @@ def register(app: typer.Typer) -> None:
         skipped = [
             {"selector": selector, "reason": exc.message} for selector, exc in planned.unsupported
         ]
+        errors = [{"selector": target, "error": str(exc)} for target, exc in planned.errors]
         if as_json:
             payload = {
                 "variants": [redact(p.model_dump(mode="json")) for p in planned.plans],
                 "unsupported": skipped,
+                "errors": errors,
+                "not_recipes": [{"file": f, "reason": why} for f, why in planned.skipped],
+                "summary": planned.summary(),
             }
             typer.echo(json.dumps(payload, indent=2))
         else:
@@ -60,13 +67,17 @@ def register(app: typer.Typer) -> None:
             for selector, exc in planned.unsupported:
                 where = f"{exc.location}: " if exc.location else f"{selector}: "
                 err.print(f"{where}{exc.message}", highlight=False, soft_wrap=True)
-            if skipped and planned.plans:
+            for _, error in planned.errors:
                 err.print(
-                    f"{len(planned.plans)} variant(s) planned, {len(skipped)} unsupported",
-                    highlight=False,
+                    f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
                 )
-        if skipped:
-            raise typer.Exit(EXIT_USAGE if not planned.plans else EXIT_FINDINGS)
+            for file, why in planned.skipped:
+                err.print(f"{escape(file)}: skipped, {why}", highlight=False, soft_wrap=True)
+            several = planned.files > 1 or len(planned.plans) + len(skipped) > 1
+            if several and (skipped or planned.errors or planned.skipped or planned.files > 1):
+                err.print(planned.summary(), highlight=False, soft_wrap=True)
+        if planned.exit_code:
+            raise typer.Exit(planned.exit_code)
 
     @app.command("schema")
     def schema(

@@ -7,12 +7,13 @@ everywhere.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from disagg.cluster import ClusterProfile, load_profile
-from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, DisaggError, UnsupportedRecipe
 from disagg.plan.model import Plan
 
 PROFILE_DIRS = (Path("clusters"), Path("examples/clusters"), Path("~/.config/disagg/clusters"))
@@ -65,34 +66,116 @@ def plans_for(targets: Sequence[str], cluster: str | Path | None) -> list[Plan]:
 
 @dataclass
 class Planned:
-    """Every selected variant either planned or set aside with its one-line reason."""
+    """Every selected variant planned or set aside with its one-line reason; every file that
+    could not be read or typed, with its error. Counts by outcome and engine for the summary."""
 
     plans: list[Plan] = field(default_factory=list)
     unsupported: list[tuple[str, UnsupportedRecipe]] = field(default_factory=list)
+    errors: list[tuple[str, DisaggError]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why not a recipe)
+    files: int = 0
+    outcomes: Counter[tuple[str, str]] = field(default_factory=Counter)  # (outcome, engine)
+
+    def summary(self) -> str:
+        """`N file(s): P planned, U unsupported, B bad input; by engine: sglang 3 planned, ...`."""
+        totals: Counter[str] = Counter()
+        for (outcome, _), count in self.outcomes.items():
+            totals[outcome] += count
+        parts = [
+            f"{len(self.plans)} variant(s) planned",
+            f"{totals['unsupported']} unsupported",
+            f"{len(self.errors)} file(s) bad input",
+        ]
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} not a recipe")
+        engines = sorted({engine for _, engine in self.outcomes})
+        by_engine = "; ".join(
+            f"{engine} "
+            + ", ".join(
+                f"{self.outcomes[(outcome, engine)]} {outcome}"
+                for outcome in ("planned", "unsupported")
+                if self.outcomes[(outcome, engine)]
+            )
+            for engine in engines
+        )
+        return (
+            f"{self.files} file(s): "
+            + ", ".join(parts)
+            + (f"; by engine: {by_engine}" if by_engine else "")
+        )
+
+    @property
+    def exit_code(self) -> int:
+        """0 all planned; 1 some unsupported; 2 any bad input, or nothing planned at all."""
+        if self.errors or (self.unsupported and not self.plans):
+            return EXIT_USAGE
+        return EXIT_FINDINGS if self.unsupported else EXIT_OK
+
+
+def expand_targets(targets: Sequence[str]) -> list[str]:
+    """Each target as given; a directory becomes every *.yaml / *.yml below it, sorted."""
+    out: list[str] = []
+    for target in targets:
+        path = Path(target)
+        try:
+            is_dir = path.is_dir()
+        except OSError:  # a name too long to be a file; the loader says why
+            is_dir = False
+        if is_dir:
+            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+            files = [str(p) for p in found if p.is_file()]
+            out.extend(files or [target])  # an empty directory: the loader's error says so
+        else:
+            out.append(target)
+    return out
 
 
 def plan_all(targets: Sequence[str], cluster: str | Path | None) -> Planned:
-    """Like `plans_for`, but a variant this project cannot run does not stop the others.
+    """Like `plans_for`, but nothing one file or variant does stops the others.
 
-    For `disagg plan` over many files (a corpus, a directory): bad input still stops
-    everything, an unsupported backend or benchmark only sets that variant aside.
+    For `disagg plan` over many files (a corpus, a directory): a bad file is recorded
+    with its error, an unsupported variant with its reason, an srt-slurm cluster config
+    met in a directory is skipped as not a recipe; everything else is planned.
     """
+    from disagg.cluster_srtslurm import is_srtslurm_config
     from disagg.plan.placement import place
-    from disagg.recipe.variants import load_variants
+    from disagg.recipe.load import load_yaml
+    from disagg.recipe.selectors import parse_selector
+    from disagg.recipe.variants import variants_of
 
     profile = load_cluster(cluster)
     planned = Planned()
-    for target in targets:
-        variants = load_variants(target)
-        if not variants:
-            raise DisaggError(
-                f"{target}: selects no variant", hint="list them with `disagg plan FILE`"
-            )
+    for target in expand_targets(targets):
+        planned.files += 1
+        try:
+            selector = parse_selector(target)
+            loaded = load_yaml(selector.path)
+            if isinstance(loaded.data, dict) and is_srtslurm_config(loaded.data):
+                planned.skipped.append((target, "an srt-slurm cluster config (use --cluster)"))
+                continue
+            variants = variants_of(loaded, selector.pattern)
+            if not variants:
+                raise DisaggError(
+                    f"{target}: selects no variant", hint="list them with `disagg plan FILE`"
+                )
+        except UnsupportedRecipe as exc:
+            planned.unsupported.append((target, exc))
+            planned.outcomes[("unsupported", "?")] += 1
+            continue
+        except DisaggError as exc:
+            planned.errors.append((target, exc))
+            continue
         for variant in variants:
+            engine = variant.config.backend.type
             try:
                 planned.plans.append(place(variant, profile))
             except UnsupportedRecipe as exc:
                 planned.unsupported.append((variant.selector, exc))
+                planned.outcomes[("unsupported", engine)] += 1
+            except DisaggError as exc:
+                planned.errors.append((variant.selector, exc))
+            else:
+                planned.outcomes[("planned", engine)] += 1
     return planned
 
 

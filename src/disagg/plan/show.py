@@ -12,6 +12,52 @@ from rich.text import Text
 from disagg.plan.model import Plan, RoleKind, RolePlan
 from disagg.redact import redact
 
+MAX_RUN = 12  # values after one flag shown in full; longer runs are abridged
+KEEP_HEAD, KEEP_TAIL = 6, 2
+MAX_TOKEN = 200  # characters of one value shown (a long JSON map)
+
+
+def abridged_argv(argv: list[str]) -> tuple[str, bool]:
+    """The command shell-quoted, long value lists cut to their ends, and whether it was cut.
+
+    A 512-entry `--cuda-graph-bs 1 2 ... 512` becomes `1 2 3 4 5 6 ... (500 more) ... 511 512`.
+    """
+    out: list[str] = []
+    run: list[str] = []
+    cut = False
+
+    def flush() -> None:
+        nonlocal cut
+        if len(run) > MAX_RUN:
+            cut = True
+            hidden = len(run) - KEEP_HEAD - KEEP_TAIL
+            out.extend(shlex.quote(v) for v in run[:KEEP_HEAD])
+            out.append(f"... ({hidden} more) ...")
+            out.extend(shlex.quote(v) for v in run[-KEEP_TAIL:])
+        else:
+            out.extend(shlex.quote(v) for v in run)
+        run.clear()
+
+    for token in argv:
+        if token.startswith("-") and not _number(token):
+            flush()
+            out.append(shlex.quote(token))
+            continue
+        if len(token) > MAX_TOKEN:
+            token = f"{token[: MAX_TOKEN - 20]}...({len(token)} chars)"
+            cut = True
+        run.append(token)
+    flush()
+    return " ".join(out), cut
+
+
+def _number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
 
 def _gpus(role: RolePlan) -> str:
     if not role.gpu_ids:
@@ -38,6 +84,12 @@ def _points(plan: Plan) -> str:
             parts.append(f"{rate} @ c={point.concurrency}" if point.concurrency else rate)
         else:
             parts.append(str(point.concurrency) if point.concurrency else "custom")
+    if len(parts) > MAX_RUN:
+        parts = [
+            *parts[:KEEP_HEAD],
+            f"... ({len(parts) - KEEP_HEAD - KEEP_TAIL} more) ...",
+            *parts[-KEEP_TAIL:],
+        ]
     return ", ".join(parts) or "-"
 
 
@@ -81,14 +133,16 @@ def render_plan(plan: Plan) -> Panel:
     roles.add_column("ports")
     roles.add_column("command", overflow="fold", ratio=1)
     for role in plan.roles:
-        command = (
-            shlex.join(redact(role.argv))
+        command, cut = (
+            abridged_argv(redact(role.argv))
             if role.argv
-            else "(in-process load generator, orchestrator)"
+            else ("(in-process load generator, orchestrator)", False)
         )
         if role.kind is RoleKind.BENCH and plan.bench.custom_command:
-            command = shlex.join(redact(plan.bench.custom_command))
+            command, cut = abridged_argv(redact(plan.bench.custom_command))
         env = f"\n[dim]+{len(role.env)} env vars[/]" if role.env else ""
+        if cut:
+            env += "\n[dim]abridged; `disagg plan --json` has the whole command[/]"
         if role.node_argv:
             env += f"\n[dim]nodes 1-{role.nnodes - 1} run their own argv (plan.json node_argv)[/]"
         roles.add_row(
