@@ -289,7 +289,7 @@ def test_cluster_profile_resolves_aliases_and_slurm_settings(write: Write) -> No
         "partition: gpu\naccount: team\ngpus_per_node: 8\ngpu_directive: gpus-per-node\n"
         "gpu_vendor: amd\nmodels:\n  dsr1: hf:deepseek-ai/DeepSeek-R1\n  local: /data/m\n"
         "containers:\n  sglang: /sq/sglang.sqsh\nhf_cache: /shared/hf\nnetwork_interface: ib0\n"
-        "mounts:\n  /data: /data\npyxis: true\n",
+        "mounts:\n  /data: /data\n  /shared/hf: /hf_hub_cache\npyxis: true\n",
         name="cluster.yaml",
     )
     profile = load_profile(profile_path)
@@ -301,7 +301,8 @@ def test_cluster_profile_resolves_aliases_and_slurm_settings(write: Write) -> No
     assert plan.slurm.partition == "gpu" and plan.slurm.account == "team"
     assert plan.slurm.gpu_directive == "gpus-per-node" and plan.slurm.time_limit == "01:00:00"
     assert plan.slurm.directives == {"mem": "0"} and plan.slurm.container_mounts == {
-        "/data": "/data"
+        "/data": "/data",
+        "/shared/hf": "/hf_hub_cache",
     }
     assert plan.slurm.container_image == "/sq/sglang.sqsh" and plan.slurm.pyxis
     assert plan.role("prefill-0").container_image == "/sq/sglang.sqsh"

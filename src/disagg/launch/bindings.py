@@ -3,7 +3,8 @@
 Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`,
 `node_rank`), `self` (the role being launched, with this task's `node_rank` and
 `bind_host`: the address of the node this task runs on, which servers listen on
-instead of every interface), `model` (`path`, `draft`) and `run` (`dir`, `python`).
+instead of every interface), `model` (`path`, `draft`: for a role in a container,
+as its mounts show them) and `run` (`dir`, `python`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from disagg.plan.container_paths import in_container, translate
 from disagg.plan.model import Plan, RolePlan
 from disagg.plan.templates import substitute, substitute_all
 
@@ -62,6 +64,9 @@ def render_task(
         "node_rank": str(index),
         "bind_host": bindings.get(NODES, {}).get(str(node_rank), own["host"]),
     }
+    model = bindings.get("model")
+    if model is not None and in_container(plan, role):  # paths as the container sees them
+        scoped["model"] = {key: translate(plan, role, value) for key, value in model.items()}
     argv = substitute_all(role.argv_on(index), scoped, self_name=role.name)
     env = {key: substitute(value, scoped, self_name=role.name) for key, value in role.env.items()}
     if role.gpu_ids:

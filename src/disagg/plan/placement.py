@@ -32,6 +32,7 @@ from disagg.engines import registry
 from disagg.engines import router as router_engine
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.plan.container_paths import check_container_paths
 from disagg.plan.model import (
     BenchPlan,
     ContainerToStage,
@@ -542,7 +543,7 @@ class _Placer:
         ]
         prefill = sum(r.total_gpus for r in workers if r.kind is RoleKind.PREFILL)
         decode = sum(r.total_gpus for r in workers if r.kind is not RoleKind.PREFILL)
-        return Plan(
+        plan = Plan(
             name=self.config.name,
             selector=self.variant.selector,
             recipe_file=self.variant.file,
@@ -572,6 +573,8 @@ class _Placer:
                 for key, why in (self.profile.ignored_settings if self.profile else {}).items()
             ],
         )
+        check_container_paths(plan, model_location=self.variant.locate(("model", "path")))
+        return plan
 
 
 def _worker_role(kind: RoleKind) -> WorkerRole:
