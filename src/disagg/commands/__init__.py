@@ -11,6 +11,7 @@ import typer
 AREAS = (
     "lint",
     "recipes",
+    "migrate",
     "staging",
     "run",
     "slurm",

@@ -41,7 +41,7 @@ class FixResult:
         return bool(self.moved) and self.reason is None
 
 
-def _yaml(text: str) -> YAML:
+def round_trip_yaml(text: str) -> YAML:
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096  # never re-wrap long flow lists
@@ -90,7 +90,7 @@ def fix_text(text: str, file: str) -> tuple[str | None, FixResult]:
     targets = [anchor for anchor, _ in cross_variant_aliases(ctx).values()]
     if not targets:
         return None, result
-    yaml = _yaml(text)
+    yaml = round_trip_yaml(text)
     try:
         before = _expand(yaml, text, file)
         doc = yaml.load(text)
@@ -139,7 +139,7 @@ def _verify(
         result.reason = f"anchors still cross variant blocks after the move ({names})"
         return None, result
     try:
-        after = _expand(_yaml(fixed), fixed, file)
+        after = _expand(round_trip_yaml(fixed), fixed, file)
     except Exception as exc:
         result.reason = f"the rewritten file does not expand ({exc}); left unchanged"
         return None, result
