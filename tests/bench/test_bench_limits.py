@@ -74,3 +74,26 @@ def test_a_point_ends_at_its_time_limit(out: Path) -> None:
     assert not run.valid
     assert run.reason == "the point's time limit was reached before it finished"
     assert run.result["completed"] < 64
+
+
+@pytest.mark.timeout(60)
+def test_the_plans_request_timeout_reaches_the_client(out: Path) -> None:
+    from disagg.bench.api import GpuCounts, measure_point
+    from disagg.plan.limits import LimitsPlan
+
+    bench = plan(num_prompts=4, concurrency=4)
+    with serve_in_subprocess(ServerConfig(keepalive_ms=100)) as url:
+        outcome = measure_point(
+            base_url=url,
+            bench=bench,
+            point=bench.points[0],
+            out_dir=out,
+            gpus=GpuCounts(prefill=1, decode=1),
+            run_name="t",
+            simulated=True,
+            disaggregated=True,
+            quiet=True,
+            limits=LimitsPlan(request_timeout_s=1.0, stall_timeout_s=None),
+        )
+    assert not outcome.valid
+    assert "timeout: no progress for 1 s" in (outcome.reason or "")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from disagg.plan.limits import LimitsPlan
 from disagg.plan.model import BenchPlan, PointPlan
 
 
@@ -48,10 +49,11 @@ def measure_point(
     quiet: bool = False,
     stop: threading.Event | None = None,
     setup: Mapping[str, Any] | None = None,
+    limits: LimitsPlan | None = None,
 ) -> PointOutcome:
     """Measure one point. `stop` set (a role died) ends it within a second, marked invalid."""
     from disagg.bench.results import PointContext
-    from disagg.bench.runner import headline, run_point
+    from disagg.bench.runner import ClientOptions, headline, run_point
 
     ctx = PointContext(
         run_name=run_name,
@@ -62,8 +64,20 @@ def measure_point(
         simulated=simulated,
         setup=dict(setup or {}),
     )
+    limits = limits or LimitsPlan()
+    options = ClientOptions(
+        request_timeout_s=limits.request_timeout_s,
+        stall_timeout_s=limits.stall_timeout_s,
+        point_timeout_s=limits.point_timeout_s,
+    )
     run = run_point(
-        base_url=base_url, bench=bench, ctx=ctx, out_dir=out_dir, quiet=quiet, stop=stop
+        base_url=base_url,
+        bench=bench,
+        ctx=ctx,
+        out_dir=out_dir,
+        options=options,
+        quiet=quiet,
+        stop=stop,
     )
     return PointOutcome(
         path=run.path, valid=run.valid, reason=run.reason, summary=headline(run.result)

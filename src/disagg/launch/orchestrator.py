@@ -49,6 +49,7 @@ from disagg.launch.state import (
     RunSummary,
     TaskState,
 )
+from disagg.launch.watch import LivenessWatch, Watched
 from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
 from disagg.plan.templates import substitute
 
@@ -201,11 +202,15 @@ class Orchestrator:
                 self._launch(others)
                 self._wait_healthy(others)
                 self._mark("router_healthy")
-        with self._phase(Phase.CANARY):
-            self._canary()
-            self._mark("canary_ok")
-        with self._phase(Phase.MEASURE):
-            self._measure_points()
+        watch = self._watch_liveness()
+        try:
+            with self._phase(Phase.CANARY):
+                self._canary()
+                self._mark("canary_ok")
+            with self._phase(Phase.MEASURE):
+                self._measure_points()
+        finally:
+            watch.close()
 
     def _all_points_done(self) -> bool:
         """Mark every point that already has a valid result as skipped (once, before staging)."""
@@ -345,6 +350,23 @@ class Orchestrator:
             if waiting and self.stop.wait(interval):
                 raise _Stop
 
+    def _watch_liveness(self) -> LivenessWatch:
+        """Keep probing every role with a health check until the points are measured."""
+        limits = self.plan.limits
+        targets = []
+        for role in self.plan.roles:
+            fields = self._bindings.get(role.name, {})
+            if role.health is not None and "http_port" in fields:
+                url = f"http://{fields['host']}:{fields['http_port']}{role.health.path}"
+                targets.append(Watched(role.name, url))
+        return LivenessWatch(
+            targets,
+            interval_s=limits.liveness_interval_s,
+            timeout_s=limits.liveness_timeout_s,
+            stop=self.stop,
+            on_dead=lambda role, reason: self._fail(reason, role=role),
+        ).start()
+
     def _serving_url(self) -> str:
         for kind in (RoleKind.ROUTER, RoleKind.AGGREGATED, RoleKind.DECODE):
             for role in self.plan.roles_of(kind):
@@ -396,6 +418,7 @@ class Orchestrator:
                     disaggregated=self.plan.disaggregated,
                     quiet=self.options.quiet_bench,
                     stop=self.stop,
+                    limits=self.plan.limits,
                     setup=setup,
                 ),
                 grace_s=MEASURE_STOP_GRACE_S,
@@ -433,8 +456,12 @@ class Orchestrator:
     # ---- monitoring, failure, teardown --------------------------------------------
 
     def _monitor(self) -> None:
-        """Notice within ~100 ms that any role task ended, and stop the run."""
+        """Notice within ~100 ms that any role task ended (or the run's time limit), and stop."""
+        run_limit = self.plan.limits.run_timeout_s
+        started = time.monotonic()
         while not self._tearing_down:
+            if run_limit is not None and time.monotonic() - started > run_limit:
+                self._fail(f"the run's time limit of {run_limit:g} s was reached (limits)")
             with self._lock:
                 tasks = list(self._tasks)
             for role, process in tasks:

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from disagg.plan.limits import LimitsPlan
+
 PLAN_SCHEMA_VERSION = 1
 PLAN_FILE = "plan.json"
 
@@ -206,6 +208,7 @@ class Plan(_Strict):
     bench: BenchPlan
     staging: StagingPlan
     slurm: SlurmPlan
+    limits: LimitsPlan = Field(default_factory=LimitsPlan)  # after start-up
     config: dict[str, Any]  # the resolved variant config, for reports
     # Recipe fields set but not carried out, each with why: {field, action, why}.
     ignored: list[dict[str, str]] = Field(default_factory=list)

@@ -33,6 +33,7 @@ from disagg.engines import router as router_engine
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.container_paths import check_container_paths
+from disagg.plan.limits import limits_plan
 from disagg.plan.model import (
     BenchPlan,
     ContainerToStage,
@@ -561,6 +562,7 @@ class _Placer:
             bench=self.bench(model),
             staging=self.staging(model, workers),
             slurm=self.slurm(nodes, gpn),
+            limits=limits_plan(self.config.limits),
             config=self.variant.raw,
             ignored=[
                 {**found.to_json(), "field": self.variant.written_field(found.path)}

@@ -25,6 +25,33 @@ class SlurmSection(Section):
     time_limit: str | None = Field(default=None, description="HH:MM:SS or D-HH:MM:SS")
 
 
+class LimitsSection(Section):
+    """disagg's own: how long a run may wait on engines that stop making progress (seconds).
+
+    Start-up has `health_check`; these bound what comes after, so that a hung worker
+    fails the run with its name instead of holding it until Slurm's time limit.
+    """
+
+    request_timeout: int | float = Field(
+        default=900, gt=0, description="longest one request may go without a generated token"
+    )
+    stall_timeout: int | float | None = Field(
+        default=300, gt=0, description="longest a point may go with no request progressing"
+    )
+    point_timeout: int | float | None = Field(
+        default=None, gt=0, description="longest one point may take, warm-up included"
+    )
+    run_timeout: int | float | None = Field(
+        default=None, gt=0, description="longest the whole run may take, start-up included"
+    )
+    liveness_timeout: int | float = Field(
+        default=30, gt=0, description="longest a started role may fail its health check"
+    )
+    liveness_interval: int | float = Field(
+        default=2, gt=0, description="seconds between health checks of started roles"
+    )
+
+
 class InfraSection(Section):
     """v1 `infra` (schema 2: `services` entries of type etcd / nats)."""
 

@@ -22,6 +22,7 @@ from disagg.recipe.job_sections import (
     HostSetupSection,
     IdentitySection,
     InfraSection,
+    LimitsSection,
     ObservabilitySection,
     OutputSection,
     PostEvalSection,
@@ -334,6 +335,10 @@ class RecipeConfig(Section):
     dynamo: DynamoSection = Field(default_factory=DynamoSection)
     benchmark: BenchmarkSection = Field(default_factory=BenchmarkSection)
     health_check: HealthCheckSection | None = None
+    limits: LimitsSection = Field(
+        default_factory=LimitsSection,
+        description="disagg's own: request, stall, point, run and liveness time limits",
+    )
     infra: InfraSection = Field(default_factory=InfraSection)
     slurm: SlurmSection = Field(default_factory=SlurmSection)
     sbatch_directives: dict[str, Scalar] = Field(default_factory=dict)

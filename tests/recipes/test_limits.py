@@ -1,0 +1,47 @@
+"""The recipe's `limits:` section reaches the plan (and plan.json) unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from disagg.errors import DisaggError
+from disagg.plan.from_recipe import plans_for
+from disagg.plan.model import Plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def recipe_with(tmp_path: Path, limits: str) -> str:
+    text = (ROOT / "examples" / "sim" / "1p1d.yaml").read_text() + limits
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_limits_from_the_recipe_land_in_plan_json(tmp_path: Path) -> None:
+    limits = (
+        "\nlimits:\n  request_timeout: 5\n  stall_timeout: null\n  point_timeout: 600\n"
+        "  run_timeout: 3600\n  liveness_timeout: 10\n  liveness_interval: 0.5\n"
+    )
+    [plan] = plans_for([recipe_with(tmp_path, limits)], None)
+    plan.write(tmp_path)
+    read = Plan.read(tmp_path).limits
+    assert (read.request_timeout_s, read.stall_timeout_s, read.point_timeout_s) == (5, None, 600)
+    assert (read.run_timeout_s, read.liveness_timeout_s, read.liveness_interval_s) == (
+        3600,
+        10,
+        0.5,
+    )
+
+
+def test_defaults_bound_a_hung_worker_without_a_limits_section(tmp_path: Path) -> None:
+    [plan] = plans_for([recipe_with(tmp_path, "")], None)
+    assert plan.limits.liveness_timeout_s == 30 and plan.limits.request_timeout_s == 900
+
+
+def test_a_misspelled_limit_is_refused_with_its_position(tmp_path: Path) -> None:
+    with pytest.raises(DisaggError) as info:
+        plans_for([recipe_with(tmp_path, "\nlimits:\n  request_timout: 5\n")], None)
+    assert "request_timout" in str(info.value)
