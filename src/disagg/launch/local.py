@@ -87,7 +87,9 @@ class LocalLauncher(RoleLauncher):
         if not argv:
             raise DisaggError(f"role {role} has an empty command")
         failure = f"role {role}: cannot start {argv[0]!r}"
-        if shutil.which(argv[0]) is None:  # said here, not as exit 127 of the wrapper
+        # Looked up on the PATH the role runs with (its env may put an engine's bin first),
+        # and said here, not as exit 127 of the wrapper.
+        if shutil.which(argv[0], path=env.get("PATH")) is None:
             raise DisaggError(
                 f"{failure}: not found", hint="check the role's command in plan.json", exit_code=1
             )
