@@ -1,14 +1,14 @@
-"""A real vLLM (CPU build) started from a command serves the tiny model to disagg's tools.
+"""A real vLLM prefill/decode pair (CPU build) moves the KV cache over NIXL.
 
-These start real engine processes: about a minute each on 2 cores. Select them with
+The two legs a vLLM-aware PD router sends, sent by the test itself: the pair as disagg
+renders it runs end to end in test_vllm_run.py once the router registers vLLM workers.
+These start real engine processes: a minute or two on 2 cores. Select them with
 `-m real_engine`, leave them out with `-m "not real_engine"`.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -69,51 +69,6 @@ def vllm_server(
         yield proc
     finally:
         proc.stop(grace_s=30)
-
-
-def bench(url: str, model: TinyModel, out: Path, *, num_prompts: int, osl: int) -> dict[str, Any]:
-    """disagg's own load generator against `url`; the point's result file."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "disagg",
-            "bench",
-            "--url",
-            url,
-            "--model",
-            model.served_name,
-            "--isl",
-            "48",
-            "--osl",
-            str(osl),
-            "--num-prompts",
-            str(num_prompts),
-            "--concurrency",
-            "4",
-            "--out",
-            str(out),
-            "--save-detailed",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    result: dict[str, Any] = json.loads(Path(json.loads(done.stdout)["path"]).read_text())
-    return result
-
-
-def test_aggregated_vllm_serves_every_request_with_the_requested_length(
-    vllm_env: Path, tiny_model: TinyModel, tmp_path: Path
-) -> None:
-    with vllm_server("aggregated-0", vllm_env, tiny_model, tmp_path) as server:
-        result = bench(server.url, tiny_model, tmp_path / "results", num_prompts=8, osl=12)
-    assert result["valid"] is True, result["invalid_reason"]
-    assert result["completed"] == 8 and result["failed"] == 0
-    assert result["output_lens"] == [12] * 8
-    assert result["output_tokens_source"] == "usage"
 
 
 def _remote_prefill_params() -> dict[str, Any]:
