@@ -133,12 +133,9 @@ def main() -> None:
         runs = timed("load", lambda: load_runs([root / "sweep"]))
         report = timed("analyse", lambda: analyse(runs))
         out = root / "report"
-        timed("summary.csv", lambda: csv.write_summary(runs, report.chart, out / "summary.csv"))
-        timed("pareto.png", lambda: png.write_png(report.chart, out / "pareto.png"))
-        timed(
-            "report.html",
-            lambda: html.write_html(runs, report.chart, report.changes, out / "report.html"),
-        )
+        timed("summary.csv", lambda: csv.write_summary(runs, report.charts, out / "summary.csv"))
+        timed("pareto.png", lambda: png.write_png(report.charts.charts, out / "pareto.png"))
+        timed("report.html", lambda: html.write_html(report, out / "report.html"))
         print(f"{'total':<16} {time.perf_counter() - total:7.3f} s (imports included)")
         for path in sorted(out.iterdir()):
             print(f"  {path.name:<14} {path.stat().st_size / 1e6:7.2f} MB")

@@ -27,6 +27,11 @@ from disagg.plan.model import (
 )
 
 CONCS = (1, 4, 16, 64, 256)
+# The series names of make_run's default setup (and of a tensor-parallel-only decode).
+LEGEND = "DeepSeek-R1 · H200 · sglang · 1P TP8 / 1D TP8·DPA · FP8"
+TP8_LEGEND = "DeepSeek-R1 · H200 · sglang · 1P TP8 / 1D TP8 · FP8"
+TP8_DECODE = ("--tp-size", "8")
+SIM_LEGEND = "DeepSeek-R1 · H200 · sglang (sim engine) · 1P TP8 / 1D TP8·DPA · FP8"
 # Invalid points get numbers no valid point has, so a test can search outputs for them.
 INVALID_SPEED = 0.0371
 
@@ -40,6 +45,11 @@ def make_plan(
     isl: int = 1024,
     osl: int = 1024,
     concs: tuple[int, ...] = CONCS,
+    model: str = "deepseek-ai/DeepSeek-R1",
+    gpu_type: str = "h200",
+    framework: str = "sglang",
+    precision: str = "fp8",
+    decode_args: tuple[str, ...] = ("--tp-size", "8", "--enable-dp-attention"),
 ) -> Plan:
     file, _, variant = selector.partition(":")
     return Plan(
@@ -55,13 +65,25 @@ def make_plan(
         decode_gpus=decode_gpus,
         disaggregated=True,
         roles=[
-            RolePlan(name="prefill-0", kind=RoleKind.PREFILL, node_ranks=[0], gpus_per_node=8),
-            RolePlan(name="decode-0", kind=RoleKind.DECODE, node_ranks=[1], gpus_per_node=8),
+            RolePlan(
+                name="prefill-0",
+                kind=RoleKind.PREFILL,
+                node_ranks=[0],
+                gpus_per_node=8,
+                argv=["python3", "-m", f"{framework}.launch_server", "--tp-size", "8"],
+            ),
+            RolePlan(
+                name="decode-0",
+                kind=RoleKind.DECODE,
+                node_ranks=[1],
+                gpus_per_node=8,
+                argv=["python3", "-m", f"{framework}.launch_server", *decode_args],
+            ),
             RolePlan(name="router", kind=RoleKind.ROUTER, node_ranks=[0]),
             RolePlan(name="bench", kind=RoleKind.BENCH, node_ranks=[0]),
         ],
         bench=BenchPlan(
-            model_name="deepseek-ai/DeepSeek-R1",
+            model_name=model,
             isl=isl,
             osl=osl,
             points=[PointPlan(concurrency=c, num_prompts=c * 10) for c in concs],
@@ -70,11 +92,14 @@ def make_plan(
         slurm=SlurmPlan(job_name="dsr1", nodes=2, gpus_per_node=8),
         config={
             "name": "dsr1-1k1k",
+            "model": {"path": model, "container": "none", "precision": precision},
+            "resources": {"gpu_type": gpu_type},
             "backend": {
+                "type": framework,
                 "sglang_config": {
                     "prefill": {"tensor-parallel-size": 8, "mem-fraction-static": 0.85},
                     "decode": {"tensor-parallel-size": 8, "enable-dp-attention": True},
-                }
+                },
             },
             "benchmark": {"isl": isl, "osl": osl, "concurrencies": list(concs)},
         },
@@ -94,6 +119,7 @@ def make_result(
     valid: bool = True,
     invalid_reason: str | None = None,
     failed: int = 0,
+    model: str = "deepseek-ai/DeepSeek-R1",
 ) -> dict[str, Any]:
     """A result with vLLM benchmark names plus the InferenceX and disagg fields."""
     tpot = (9.0 + 0.11 * conc) / speed
@@ -107,7 +133,7 @@ def make_result(
     result: dict[str, Any] = {
         "date": "20250101-120000",
         "backend": "openai",
-        "model_id": "deepseek-ai/DeepSeek-R1",
+        "model_id": model,
         "num_prompts": completed + failed,
         "request_rate": "inf",
         "burstiness": 1.0,
@@ -171,7 +197,11 @@ def make_run(tmp_path: Path) -> RunFactory:
         concs: tuple[int, ...] = CONCS,
         invalid: tuple[int, ...] = (),
         with_plan: bool = True,
+        isl: int = 1024,
+        osl: int = 1024,
+        **setup: Any,
     ) -> Path:
+        """`setup`: make_plan's model, gpu_type, framework, precision, decode_args."""
         run_dir = (parent or tmp_path) / name
         (run_dir / "results").mkdir(parents=True)
         if with_plan:
@@ -181,6 +211,9 @@ def make_run(tmp_path: Path) -> RunFactory:
                 decode_gpus=decode_gpus,
                 simulated=simulated,
                 concs=concs,
+                isl=isl,
+                osl=osl,
+                **setup,
             ).write(run_dir)
         for conc in concs:
             bad = conc in invalid
@@ -194,6 +227,9 @@ def make_run(tmp_path: Path) -> RunFactory:
                 valid=not bad,
                 invalid_reason="37 of 100 requests failed (limit 1%)" if bad else None,
                 failed=37 if bad else 0,
+                isl=isl,
+                osl=osl,
+                model=setup.get("model", "deepseek-ai/DeepSeek-R1"),
             )
             path = run_dir / "results" / result_name(name, conc, prefill_gpus, decode_gpus)
             path.write_text(json.dumps(result, indent=2))

@@ -11,7 +11,15 @@ from disagg.report.build import analyse
 from disagg.report.html import latency_figure, pareto_figure, render
 from disagg.report.model import YMetric
 
-from .report_fixtures import INVALID_SPEED, RunFactory, make_result
+from .report_fixtures import (
+    INVALID_SPEED,
+    LEGEND,
+    SIM_LEGEND,
+    TP8_DECODE,
+    TP8_LEGEND,
+    RunFactory,
+    make_result,
+)
 
 
 def _without_plotly_js(html: str) -> str:
@@ -23,7 +31,7 @@ def _without_plotly_js(html: str) -> str:
 
 def _html(paths: list[Path]) -> str:
     report = analyse(load_runs(paths), YMetric.OUTPUT)
-    return render(report.runs, report.chart, report.changes)
+    return render(report)
 
 
 def test_the_page_needs_no_network(make_run: RunFactory) -> None:
@@ -39,11 +47,17 @@ def test_the_page_needs_no_network(make_run: RunFactory) -> None:
 
 def test_series_latency_view_and_resolved_configs_are_on_the_page(make_run: RunFactory) -> None:
     html = _html(
-        [make_run("dep8"), make_run("tp8", selector="recipes/h200/dsr1-1k1k.yaml:override_tp8")]
+        [
+            make_run("dep8"),
+            make_run(
+                "tp8", selector="recipes/h200/dsr1-1k1k.yaml:override_tp8", decode_args=TP8_DECODE
+            ),
+        ]
     )
 
-    for name in ("dsr1-1k1k.yaml:override_dep8", "dsr1-1k1k.yaml:override_tp8"):
-        assert f'"name":"{name}"' in html
+    unescaped = html.replace("\\u002f", "/")  # plotly writes "/" in its JSON as \u002f
+    for name in (LEGEND, TP8_LEGEND):
+        assert f'"name":"{name}"' in unescaped
     assert "Time to first token (ms)" in html and "Time per output token (ms)" in html
     assert "<details>" in html and "mem-fraction-static: 0.85" in html
     assert "recipes/h200/dsr1-1k1k.yaml:override_tp8" in html
@@ -64,7 +78,7 @@ def test_an_invalid_point_appears_nowhere_on_the_page(make_run: RunFactory) -> N
     run_dir = make_run("r1", invalid=(64,))
     invalid = make_result(conc=64, speed=INVALID_SPEED)
     report = analyse(load_runs([run_dir]), YMetric.OUTPUT)
-    html = _without_plotly_js(render(report.runs, report.chart, report.changes))
+    html = _without_plotly_js(render(report))
 
     for trace in pareto_figure(report.chart).data:
         assert "64" not in [c[0] for c in (trace.customdata or [])]
@@ -85,10 +99,10 @@ def test_simulated_results_are_flagged(make_run: RunFactory) -> None:
 
     assert [a.text for a in fig.layout.annotations] == ["SIMULATED"]
     names = {t.name: t for t in fig.data}
-    assert names["r.yaml:base (simulated)"].marker.symbol.endswith("-open")
-    assert names["r.yaml:base (simulated)"].line.dash == "dash"
-    assert not names["dsr1-1k1k.yaml:override_dep8"].marker.symbol.endswith("-open")
-    assert "Contains SIMULATED results" in render(report.runs, report.chart, report.changes)
+    assert names[f"{SIM_LEGEND} (simulated)"].marker.symbol.endswith("-open")
+    assert names[f"{SIM_LEGEND} (simulated)"].line.dash == "dash"
+    assert not names[LEGEND].marker.symbol.endswith("-open")
+    assert "Contains SIMULATED results" in render(report)
 
 
 def test_an_all_simulated_report_says_so_in_the_title(make_run: RunFactory) -> None:
@@ -104,7 +118,7 @@ def test_real_results_carry_no_simulated_mark(make_run: RunFactory) -> None:
     fig = pareto_figure(report.chart)
 
     assert not fig.layout.annotations
-    assert "SIMULATED" not in _without_plotly_js(render(report.runs, report.chart, report.changes))
+    assert "SIMULATED" not in _without_plotly_js(render(report))
 
 
 def test_text_from_run_data_is_escaped(make_run: RunFactory) -> None:

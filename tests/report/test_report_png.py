@@ -12,7 +12,7 @@ from disagg.report.chart import Chart, build_chart
 from disagg.report.model import YMetric
 from disagg.report.png import DPI, FRONTIER_LABEL, WATERMARK, build_figure, figure_size, write_png
 
-from .report_fixtures import RunFactory
+from .report_fixtures import LEGEND, SIM_LEGEND, TP8_DECODE, TP8_LEGEND, RunFactory
 
 
 def _chart(paths: list[Path], y: YMetric = YMetric.OUTPUT) -> Chart:
@@ -27,22 +27,23 @@ def test_one_series_per_variant_plus_the_frontier(make_run: RunFactory) -> None:
     chart = _chart(
         [
             make_run("dep8"),
-            make_run("tp8", selector="recipes/h200/dsr1-1k1k.yaml:override_tp8", speed=1.3),
+            make_run(
+                "tp8",
+                selector="recipes/h200/dsr1-1k1k.yaml:override_tp8",
+                speed=1.3,
+                decode_args=TP8_DECODE,
+            ),
         ]
     )
     fig = build_figure(chart)
     [ax] = fig.axes
 
     _, labels = ax.get_legend_handles_labels()
-    assert labels == [
-        FRONTIER_LABEL,
-        "dsr1-1k1k.yaml:override_dep8",
-        "dsr1-1k1k.yaml:override_tp8",
-    ]
+    assert labels == [FRONTIER_LABEL, LEGEND, TP8_LEGEND]
     lines = {line.get_label(): line for line in ax.get_lines()}
     frontier = lines[FRONTIER_LABEL]
     assert list(frontier.get_xdata()) == [cp.x for cp in chart.frontier]
-    assert len(lines["dsr1-1k1k.yaml:override_dep8"].get_xdata()) == 5
+    assert len(lines[LEGEND].get_xdata()) == 5
     assert WATERMARK not in _texts(fig)
     assert "Interactivity" in ax.get_xlabel() and "per user" in ax.get_xlabel()
     assert ax.get_ylabel() == "Output tokens/s per GPU (all GPUs)"
@@ -56,10 +57,10 @@ def test_simulated_runs_are_labelled_drawn_open_and_watermarked(make_run: RunFac
     [ax] = fig.axes
 
     lines = {line.get_label(): line for line in ax.get_lines()}
-    sim = lines["r.yaml:base (simulated)"]
+    sim = lines[f"{SIM_LEGEND} (simulated)"]
     assert sim.get_linestyle() == "--"
     assert sim.get_markerfacecolor() == "white"
-    assert lines["dsr1-1k1k.yaml:override_dep8"].get_linestyle() == "-"
+    assert lines[LEGEND].get_linestyle() == "-"
     assert WATERMARK in _texts(fig)
 
 

@@ -14,7 +14,7 @@ import typer
 
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS
-from disagg.report.model import YMetric
+from disagg.report.model import XMetric, YMetric
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -48,32 +48,65 @@ def report(
         YMetric.OUTPUT,
         "--y",
         help="Throughput axis: output tok/s over all GPUs, over decode GPUs "
-        "(InferenceX output_tput_per_gpu), or total tok/s per GPU (tput_per_gpu).",
+        "(InferenceX output_tput_per_gpu), total tok/s per GPU (tput_per_gpu), or input "
+        "tok/s per prefill GPU (input_tput_per_gpu).",
         case_sensitive=False,
+    ),
+    x: XMetric = typer.Option(
+        XMetric.INTERACTIVITY,
+        "--x",
+        help="Per-user axis: interactivity (tok/s per user), median end-to-end latency, "
+        "or median TTFT.",
+        case_sensitive=False,
+    ),
+    goodput: list[str] = typer.Option(
+        [],
+        "--goodput",
+        "--slo",
+        metavar="KEY:MS",
+        help="Goodput limit, as vLLM's --goodput: ttft:500, tpot:50, e2el:20000 (ms); "
+        "repeat or separate by commas. A request is good when it meets every limit.",
+        show_default=False,
+    ),
+    hw: list[str] = typer.Option(
+        [], "--hw", help="Only runs on this hardware (gpu_type); repeatable.", show_default=False
+    ),
+    framework: list[str] = typer.Option(
+        [], "--framework", help="Only runs of this framework; repeatable.", show_default=False
+    ),
+    precision: list[str] = typer.Option(
+        [], "--precision", help="Only runs of this precision; repeatable.", show_default=False
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary for scripts."),
 ) -> None:
     """Summary table, summary.csv, pareto.png and an offline report.html from run directories.
 
-    Invalid points (failed requests above the threshold, no output tokens) are left
-    out and listed. Runs sharing a variant are compared against the first one given.
+    One chart per workload (model, ISL, OSL). Invalid points (failed requests above
+    the threshold, no output tokens) are left out and listed. Runs sharing a variant
+    are compared against the first one given.
     Exit status: 0 report written, 1 no valid point at all, 2 bad input.
     """
 
     from disagg.report.aggregate import load_runs
     from disagg.report.build import analyse, write_report
+    from disagg.report.requests import parse_slo
 
     console = make_console()
     err = make_console(stderr=True)
+    slo = parse_slo(goodput)
     runs = load_runs(run_dirs)
-    result = analyse(runs, y)
+    filters = {"hw": hw, "framework": framework, "precision": precision}
+    result = analyse(runs, y, x, filters=filters, slo=slo)
     if result.point_count == 0:
         if as_json:
             print(json.dumps(_json(result, None), indent=2))
         else:
             _print_skipped(err, runs)
+            left = (
+                f" ({len(result.filtered_out)} left out by the filters)" if result.filters else ""
+            )
             err.print(
-                f"[bold red]error:[/] no valid points in {len(runs)} run(s); nothing written",
+                f"[bold red]error:[/] no valid points in {len(runs)} run(s){left}; nothing written",
                 highlight=False,
             )
         raise typer.Exit(EXIT_FINDINGS)
@@ -102,7 +135,7 @@ def _print_summary(console: Console, result: Report) -> None:
 
     from disagg.report import table
 
-    cols = table.columns(result.chart, with_run=False)
+    cols = table.columns(result.charts, with_run=False)
     console.print(
         f"[bold]{result.point_count} valid point(s) from {len(result.runs)} run(s)[/]  "
         "[dim]latencies in ms · ★ on the Pareto frontier[/]",
@@ -122,7 +155,7 @@ def _print_summary(console: Console, result: Report) -> None:
         for col in cols:
             grid.add_column(col.header, justify="right" if col.numeric else "left", no_wrap=True)
         grid.add_column("", no_wrap=True)
-        for row in table.rows([run], result.chart, with_run=False):
+        for row in table.rows([run], result.charts, with_run=False):
             grid.add_row(*row.cells, "★" if row.frontier else "")
         console.print()
         console.print(grid)
@@ -138,9 +171,9 @@ def _print_changes(console: Console, result: Report) -> None:
     from rich import box
     from rich.table import Table
 
-    y_name = f"y:{result.chart.y_metric.value}"
+    y_name = f"y:{result.charts.y_metric.value}"
     shown = (y_name, *SIDE_BY_SIDE)
-    headers = {y_name: result.chart.y_metric.header, "tokens_per_s_per_user": "tok/s/user"}
+    headers = {y_name: result.charts.y_metric.header, "tokens_per_s_per_user": "tok/s/user"}
     headers |= {"median_ttft_ms": "TTFT p50", "median_tpot_ms": "TPOT p50"}
     by_variant: dict[str, list[Change]] = {}
     for change in result.changes:
@@ -198,7 +231,19 @@ def _json(result: Report, out_dir: Path | None) -> dict[str, Any]:
     return {
         "out_dir": str(out_dir) if out_dir else None,
         "files": {kind: str(path) for kind, path in result.files.items()},
-        "y_metric": result.chart.y_metric.value,
+        "y_metric": result.charts.y_metric.value,
+        "x_metric": result.charts.x_metric.value,
+        "workloads": [
+            {
+                "model": chart.workload.model if chart.workload else None,
+                "isl": chart.workload.isl if chart.workload else None,
+                "osl": chart.workload.osl if chart.workload else None,
+                "series": [chart.legend_label(series) for series in chart.series],
+            }
+            for chart in result.charts.charts
+        ],
+        "filters": result.filters,
+        "filtered_out": [str(run.run_dir) for run in result.filtered_out],
         "valid_points": result.point_count,
         "runs": [
             {
@@ -206,6 +251,7 @@ def _json(result: Report, out_dir: Path | None) -> dict[str, Any]:
                 "label": run.label,
                 "selector": run.selector,
                 "simulated": run.simulated,
+                "setup": run.setup,
                 "points": len(run.points),
                 "skipped": [
                     {"file": str(item.path), "reason": item.reason} for item in run.skipped
@@ -213,7 +259,7 @@ def _json(result: Report, out_dir: Path | None) -> dict[str, Any]:
             }
             for run in result.runs
         ],
-        "points": summary_rows(result.runs, result.chart),
+        "points": summary_rows(result.runs, result.charts),
         "changes": [
             {**row, "improved": change.improved}
             for row, change in zip(compare_rows(result.changes), result.changes, strict=True)

@@ -88,12 +88,16 @@ def read_plan(run_dir: Path) -> Plan | None:
 def load_run(run_dir: Path) -> RunResults:
     """The run's identity from plan.json and its valid points from results/*.json."""
     plan = read_plan(run_dir)
+    from disagg.bench.identity import setup_fields
+
     run = RunResults(
         run_dir=run_dir,
         name=run_dir.resolve().name,
         selector=plan.selector if plan else None,
         simulated=plan.simulated if plan else False,
         config=redact(plan.config) if plan else None,  # reports never show secrets
+        setup=setup_fields(plan) if plan else {},
+        worker_flags=worker_flags(plan) if plan else {},
     )
     results = run_dir / RESULTS_DIR
     files = sorted(results.glob("*.json")) if results.is_dir() else []
@@ -105,7 +109,36 @@ def load_run(run_dir: Path) -> RunResults:
             run.points.append(outcome)
             run.simulated = run.simulated or outcome.simulated
     run.points.sort(key=lambda point: point.sort_key)
+    if run.points:  # what the results say they ran with (e.g. the router's version) wins
+        run.setup |= dict(run.points[0].setup)
     return run
+
+
+_PLACEMENT_FLAGS = frozenset({"--host", "--port", "--model-path", "--served-model-name"})
+
+
+def worker_flags(plan: Plan) -> dict[str, str]:
+    """One worker's engine flags per kind, without placement and run-time placeholders."""
+    flags: dict[str, str] = {}
+    for role in plan.roles:
+        kind = role.kind.value
+        if kind not in ("prefill", "decode", "aggregated") or kind in flags:
+            continue
+        argv = role.argv
+        start = next((i for i, item in enumerate(argv) if item.startswith("--")), len(argv))
+        kept: list[str] = []
+        skip_value = False
+        for index, item in enumerate(argv[start:], start):
+            if skip_value and not item.startswith("--"):
+                continue
+            skip_value = False
+            following = argv[index + 1] if index + 1 < len(argv) else ""
+            if item in _PLACEMENT_FLAGS or "${" in item or "${" in following:
+                skip_value = item.startswith("--")
+                continue
+            kept.append(item)
+        flags[kind] = " ".join(kept)
+    return flags
 
 
 def load_runs(paths: Iterable[Path]) -> list[RunResults]:
@@ -167,7 +200,19 @@ def load_point(path: Path, plan: Plan | None) -> ResultPoint | SkippedResult:
         simulated=bool(data.get("simulated", False)) or bool(plan and plan.simulated),
         metrics=_numeric_fields(data),
         point_key=data["point"] if isinstance(data.get("point"), str) else None,
+        model=str(data["model_id"]) if data.get("model_id") else None,
+        setup=_setup_of(data),
     )
+
+
+def _setup_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    from disagg.bench.identity import SETUP_FIELDS
+
+    return {
+        name: data[name]
+        for name in SETUP_FIELDS
+        if isinstance(data.get(name), str | int | bool) and data.get(name) is not None
+    }
 
 
 def _invalid_reason(data: Mapping[str, Any], plan: Plan | None) -> str | None:

@@ -1,8 +1,11 @@
-"""The Pareto chart as plain data, shared by the PNG and the HTML renderers.
+"""The Pareto charts as plain data, shared by the PNG and the HTML renderers.
 
-One series per run (each run is one variant), one frontier across all series (over
-measured points only when real and simulated runs share a chart), and a stable style
-per series so both files look alike.
+One chart per workload (model, ISL, OSL): points of different workloads never share
+a chart or a frontier. In a chart, one series per run, named by what the run ran
+(`disagg.report.legend`), one frontier across its series (over measured points only
+when real and simulated runs share it; not drawn for a single series, where it would
+only double the line), axis ranges fitted to the data, point labels placed so that
+they do not collide, and a stable style per run so every chart and both files agree.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from disagg.report.model import ResultPoint, RunResults, YMetric
+from disagg.report.labels import place
+from disagg.report.legend import legend
+from disagg.report.model import ResultPoint, RunResults, Workload, XMetric, YMetric
 from disagg.report.pareto import frontier
 
 # Colour-blind-safe first (Okabe-Ito, then Tableau); markers change every lap of colours.
@@ -26,6 +31,8 @@ PLOTLY_MARKERS = (
 )  # fmt: skip
 ANNOTATE_ALL_UP_TO = 80  # above this many points, only frontier points get a concurrency label
 WATERMARK = "SIMULATED"  # across any chart that holds simulated points
+PLOT_PX = (900.0, 480.0)  # the plot area both renderers draw, for placing labels
+PAD = 0.06  # share of the data span added on each side of an axis
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,8 @@ class Chart:
     series: list[Series]
     frontier: list[ChartPoint]
     y_metric: YMetric
+    x_metric: XMetric = XMetric.INTERACTIVITY
+    workload: Workload | None = None
 
     @property
     def any_simulated(self) -> bool:
@@ -84,8 +93,24 @@ class Chart:
 
     @property
     def title(self) -> str:
-        title = "Throughput per GPU vs interactivity"
+        title = (
+            "Throughput per GPU vs "
+            + {
+                XMetric.INTERACTIVITY: "interactivity",
+                XMetric.E2EL: "end-to-end latency",
+                XMetric.TTFT: "time to first token",
+            }[self.x_metric]
+        )
         return f"{title} (simulated)" if self.all_simulated else title
+
+    @property
+    def better(self) -> str:
+        return "upper right is better" if self.x_metric.higher_is_better else "upper left is better"
+
+    @property
+    def show_frontier(self) -> bool:
+        """Only when it compares something: with one series it is that series' own line."""
+        return bool(self.frontier) and sum(1 for s in self.series if s.points) >= 2
 
     def legend_label(self, series: Series) -> str:
         """The series' label, `(simulated)` added when real and simulated runs share the chart."""
@@ -101,13 +126,42 @@ class Chart:
         """Whether this loaded point is on the Pareto frontier."""
         return id(point) in self._frontier_points
 
+    @cached_property
+    def x_range(self) -> tuple[float, float]:
+        return _fitted([cp.x for s in self.series for cp in s.points])
+
+    @cached_property
+    def y_range(self) -> tuple[float, float]:
+        return _fitted([cp.y for s in self.series for cp in s.points])
+
+    @cached_property
+    def _label_spots(self) -> dict[int, str | None]:
+        """Frontier points first, then the rest in series order."""
+        points = [cp for s in self.series for cp in s.points]
+        if self.point_count > ANNOTATE_ALL_UP_TO:
+            points = [cp for cp in points if self.on_frontier(cp.point)]
+        points.sort(key=lambda cp: not self.on_frontier(cp.point))
+        (x0, x1), (y0, y1) = self.x_range, self.y_range
+        spots = place(
+            [((cp.x - x0) / (x1 - x0), (cp.y - y0) / (y1 - y0)) for cp in points],
+            [cp.conc_label for cp in points],
+            PLOT_PX,
+        )
+        return {id(cp): spot for cp, spot in zip(points, spots, strict=True)}
+
+    def label_spot(self, point: ChartPoint) -> str | None:
+        """Where the point's concurrency label goes (`top right`, ...), None: no label."""
+        return self._label_spots.get(id(point))
+
     def annotate(self, point: ChartPoint) -> bool:
-        """Whether to print the concurrency next to this point (all when few, else the frontier)."""
-        return self.point_count <= ANNOTATE_ALL_UP_TO or self.on_frontier(point.point)
+        """Whether the point gets a concurrency label (a free spot was found for it)."""
+        return self.label_spot(point) is not None
 
     @property
     def subtitle(self) -> str:
-        """`ISL 1024 / OSL 1024` when every point shares them: the chart says what it measured."""
+        """`DeepSeek-R1 · ISL 1024 · OSL 1024`: the chart says what it measured."""
+        if self.workload is not None:
+            return self.workload.title
         isls = {cp.point.isl for s in self.series for cp in s.points}
         osls = {cp.point.osl for s in self.series for cp in s.points}
         parts = []
@@ -118,19 +172,94 @@ class Chart:
         return " / ".join(parts)
 
 
-def build_chart(runs: list[RunResults], y_metric: YMetric) -> Chart:
+def _fitted(values: list[float]) -> tuple[float, float]:
+    """The data's span plus a margin, never below 0 (every axis here is a rate or a time)."""
+    if not values:
+        return (0.0, 1.0)
+    low, high = min(values), max(values)
+    span = high - low or abs(high) or 1.0
+    return (max(0.0, low - PAD * span), high + PAD * span)
+
+
+def build_chart(
+    runs: list[RunResults],
+    y_metric: YMetric,
+    x_metric: XMetric = XMetric.INTERACTIVITY,
+    workload: Workload | None = None,
+) -> Chart:
+    """The chart of one workload (all points when `workload` is None); run i keeps colour i."""
     series: list[Series] = []
     for index, run in enumerate(runs):
         points = []
         for point in run.points:
-            x, y = point.interactivity, y_metric.of(point)
+            if workload is not None and point.workload != workload:
+                continue
+            x, y = x_metric.of(point), y_metric.of(point)
             if x is not None and y is not None:
                 points.append(ChartPoint(x, y, point))
+        if workload is not None and not points:
+            continue
         points.sort(key=lambda cp: cp.point.sort_key)
-        series.append(
-            Series(run.label or run.name, run, points, PALETTE[index % len(PALETTE)], index)
-        )
+        model = workload.model if workload else (run.points[0].model if run.points else None)
+        label = legend(run, model)
+        series.append(Series(label, run, points, PALETTE[index % len(PALETTE)], index))
+    _disambiguate(series)
     # Simulated points never set the frontier of measured hardware; alone, they have their own.
     real = [cp for s in series if not s.simulated for cp in s.points]
     basis = real or [cp for s in series for cp in s.points]
-    return Chart(series, frontier(basis, lambda cp: cp.x, lambda cp: cp.y), y_metric)
+    sign = 1.0 if x_metric.higher_is_better else -1.0
+    line = frontier(basis, lambda cp: sign * cp.x, lambda cp: cp.y)
+    if sign < 0:
+        line.reverse()  # drawn in increasing x
+    return Chart(series, line, y_metric, x_metric, workload)
+
+
+def _disambiguate(series: list[Series]) -> None:
+    """Series with the same name (same setup) get their run's label added."""
+    counts: dict[str, int] = {}
+    for item in series:
+        counts[item.label] = counts.get(item.label, 0) + 1
+    for position, item in enumerate(series):
+        if counts[item.label] > 1 and item.run.label and item.run.label != item.label:
+            series[position] = Series(
+                f"{item.label} · {item.run.label}", item.run, item.points, item.color, item.index
+            )
+
+
+def build_charts(
+    runs: list[RunResults], y_metric: YMetric, x_metric: XMetric = XMetric.INTERACTIVITY
+) -> list[Chart]:
+    """One chart per workload found in the runs, in (model, ISL, OSL) order."""
+    workloads = sorted(
+        {w for run in runs for w in run.workloads},
+        key=lambda w: (w.model or "", w.isl or 0, w.osl or 0),
+    )
+    return [build_chart(runs, y_metric, x_metric, workload) for workload in workloads]
+
+
+@dataclass(frozen=True)
+class ChartSet:
+    """Every workload's chart: what tables and CSV ask about any point."""
+
+    charts: list[Chart]
+    y_metric: YMetric
+    x_metric: XMetric = XMetric.INTERACTIVITY
+
+    def on_frontier(self, point: ResultPoint) -> bool:
+        return any(chart.on_frontier(point) for chart in self.charts)
+
+    @property
+    def any_simulated(self) -> bool:
+        return any(chart.any_simulated for chart in self.charts)
+
+    def series_label(self, run: RunResults, point: ResultPoint) -> str:
+        """The legend name of the point's series in its workload's chart."""
+        for chart in self.charts:
+            if chart.workload in (None, point.workload):
+                for series in chart.series:
+                    if series.run is run:
+                        return chart.legend_label(series)
+        return run.label or run.name
+
+
+View = Chart | ChartSet  # what tables and CSV read: one chart, or every workload's

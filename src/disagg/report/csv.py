@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from disagg.atomic import write_text
-from disagg.report.chart import Chart
+from disagg.report.chart import ChartSet, View
 from disagg.report.compare import Change
 from disagg.report.model import ResultPoint, RunResults, YMetric
 
@@ -21,11 +21,33 @@ LATENCY_FIELDS = tuple(
     for metric in ("ttft", "tpot", "itl", "e2el")
     for stat in ("mean", "median", "p90", "p99")
 )
+SETUP_COLUMNS = (
+    "hw",
+    "framework",
+    "engine",
+    "precision",
+    "spec_decoding",
+    "image",
+    "prefill_tp",
+    "prefill_ep",
+    "prefill_dp_attention",
+    "prefill_num_workers",
+    "decode_tp",
+    "decode_ep",
+    "decode_dp_attention",
+    "decode_num_workers",
+    "router",
+    "router_version",
+    "recipe_fingerprint",
+)
 SUMMARY_COLUMNS = (
     "run",
+    "series",
     "variant",
     "selector",
     "simulated",
+    "model",
+    *SETUP_COLUMNS,
     "conc",
     "request_rate",
     "isl",
@@ -60,15 +82,17 @@ COMPARE_COLUMNS = (
 )
 
 
-def summary_rows(runs: Sequence[RunResults], chart: Chart) -> list[dict[str, object]]:
-    return [
-        _summary_row(run, point, chart.on_frontier(point)) for run in runs for point in run.points
-    ]
+def summary_rows(runs: Sequence[RunResults], chart: View) -> list[dict[str, object]]:
+    return [_summary_row(run, point, chart) for run in runs for point in run.points]
 
 
-def _summary_row(run: RunResults, point: ResultPoint, frontier: bool) -> dict[str, object]:
+def _summary_row(run: RunResults, point: ResultPoint, chart: View) -> dict[str, object]:
+    series = chart.series_label(run, point) if isinstance(chart, ChartSet) else ""
     row: dict[str, object] = {
         "run": run.label or run.name,
+        "series": series,
+        "model": point.model,
+        **{name: run.setup.get(name) for name in SETUP_COLUMNS},
         "variant": run.short_variant,
         "selector": run.selector or "",
         "simulated": point.simulated or run.simulated,
@@ -81,7 +105,7 @@ def _summary_row(run: RunResults, point: ResultPoint, frontier: bool) -> dict[st
         "total_gpus": point.total_gpus,
         "output_tokens_per_s_per_gpu": YMetric.OUTPUT.of(point),
         "tokens_per_s_per_user": point.interactivity,
-        "on_frontier": frontier,
+        "on_frontier": chart.on_frontier(point),
         "result_file": str(point.path),
     }
     for column in SUMMARY_COLUMNS:
@@ -109,7 +133,7 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def write_summary(runs: Sequence[RunResults], chart: Chart, path: Path) -> Path:
+def write_summary(runs: Sequence[RunResults], chart: View, path: Path) -> Path:
     write_text(path, render(SUMMARY_COLUMNS, summary_rows(runs, chart)))
     return path
 

@@ -2,198 +2,49 @@
 
 plotly.js is embedded once, inline (`include_plotlyjs=True` on the first figure), so
 the page needs no network: it opens from a laptop, a cluster login node or an email
-attachment alike. Sections: the Pareto chart, the latency view (TTFT/TPOT p50/p90/p99
-by concurrency), the summary table, comparisons, skipped points, resolved configs.
+attachment alike. Sections: per workload (model, ISL, OSL) the Pareto chart, the
+latency view, the per-point latency distributions and a table of the variants; then
+the summary table, comparisons, the config settings that differ between runs, the
+files left out, each run's resolved config. Filters by hardware, framework and
+precision show or hide the matching traces of every chart.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
 from disagg.atomic import write_text
 from disagg.report import table
-from disagg.report.chart import WATERMARK, Chart, ChartPoint, Series
+from disagg.report.build import Report
+from disagg.report.chart import Chart, View
 from disagg.report.compare import Change
-from disagg.report.model import X_LABEL, ResultPoint, RunResults
+from disagg.report.diff import config_diff
+from disagg.report.figures import (
+    FILTER_FIELDS,
+    distribution_figure,
+    latency_figure,
+    pareto_figure,
+    trace_meta,
+)
+from disagg.report.model import RunResults
+from disagg.report.requests import goodput
+
+__all__ = ["latency_figure", "pareto_figure", "render", "write_html"]
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
-PERCENTILES = (("median", "p50", "solid"), ("p90", "p90", "dash"), ("p99", "p99", "dot"))
 
 
-def pareto_figure(chart: Chart) -> Any:
-    fig = go.Figure()
-    if chart.frontier:
-        fig.add_trace(
-            go.Scatter(
-                x=[cp.x for cp in chart.frontier],
-                y=[cp.y for cp in chart.frontier],
-                mode="lines",
-                name="Pareto frontier",
-                line={"color": "rgba(34,34,34,0.22)", "width": 9},
-                hoverinfo="skip",
-            )
-        )
-    for series in chart.series:
-        if not series.points:
-            continue
-        fig.add_trace(_pareto_trace(chart, series))
-    fig.update_layout(
-        template="plotly_white",
-        title={"text": _title(chart), "x": 0.01},
-        xaxis={"title": X_LABEL, "rangemode": "tozero"},
-        yaxis={"title": chart.y_metric.label, "rangemode": "tozero", "tickformat": ",.0f"},
-        legend={"title": "variant (click to hide)"},
-        hoverlabel={"align": "left"},
-        height=620,
-        margin={"t": 70},
-    )
-    _watermark(fig, chart)
-    return fig
-
-
-def _title(chart: Chart) -> str:
-    title = chart.title
-    if chart.subtitle:
-        title += (
-            f"<br><sup>{escape(chart.subtitle)} · labels: concurrency · upper right is better</sup>"
-        )
-    return title
-
-
-def _pareto_trace(chart: Chart, series: Series) -> Any:
-    points = series.points
-    return go.Scatter(
-        x=[cp.x for cp in points],
-        y=[cp.y for cp in points],
-        mode="lines+markers+text",
-        name=chart.legend_label(series),
-        text=[cp.conc_label if chart.annotate(cp) else "" for cp in points],
-        textposition="top right",
-        textfont={"size": 10, "color": series.color},
-        line={"color": series.color, "width": 1.6, "dash": "dash" if series.simulated else "solid"},
-        marker={"symbol": series.plotly_marker, "size": 9, "color": series.color,
-                "line": {"width": 1.5, "color": series.color}},
-        customdata=[_hover_data(cp) for cp in points],
-        hovertemplate=(
-            "<b>%{fullData.name}</b><br>concurrency %{customdata[0]}<br>"
-            "%{y:,.1f} tok/s/GPU · %{x:,.1f} tok/s/user<br>"
-            "TTFT p50 %{customdata[1]:,.1f} ms · p99 %{customdata[2]:,.1f} ms<br>"
-            "TPOT p50 %{customdata[3]:,.2f} ms · p99 %{customdata[4]:,.2f} ms<br>"
-            "%{customdata[5]:,.2f} req/s · GPUs %{customdata[6]}<extra></extra>"
-        ),
-    )  # fmt: skip
-
-
-def _hover_data(cp: ChartPoint) -> list[Any]:
-    point = cp.point
-    return [
-        cp.conc_label,
-        point.metric("median_ttft_ms"),
-        point.metric("p99_ttft_ms"),
-        point.metric("median_tpot_ms"),
-        point.metric("p99_tpot_ms"),
-        point.metric("request_throughput"),
-        f"{point.prefill_gpus}+{point.decode_gpus}",
-    ]
-
-
-def latency_figure(chart: Chart) -> Any:
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("Time to first token (ms)", "Time per output token (ms)"),
-        horizontal_spacing=0.08,
-    )
-    load_name, load = _load_axis(chart)
-    for series in chart.series:
-        points = [p for p in series.run.points if load(p) is not None]
-        if not points:
-            continue
-        xs = [load(p) for p in points]
-        for col, metric in ((1, "ttft"), (2, "tpot")):
-            for stat, short, dash in PERCENTILES:
-                fig.add_trace(
-                    go.Scatter(
-                        x=xs,
-                        y=[p.metric(f"{stat}_{metric}_ms") for p in points],
-                        mode="lines+markers",
-                        name=chart.legend_label(series),
-                        legendgroup=series.label,
-                        showlegend=col == 1 and short == "p50",
-                        line={"color": series.color, "dash": dash, "width": 1.6},
-                        marker={"symbol": series.plotly_marker, "size": 6, "color": series.color},
-                        hovertemplate=(
-                            f"<b>{escape(series.label)}</b><br>{load_name} %{{x}}<br>"
-                            f"{metric.upper()} {short} %{{y:,.2f}} ms<extra></extra>"
-                        ),
-                    ),
-                    row=1,
-                    col=col,
-                )
-    fig.update_xaxes(type="log", title=load_name)
-    fig.update_yaxes(rangemode="tozero", tickformat=",.0f", col=1)
-    fig.update_yaxes(rangemode="tozero", col=2)
-    fig.update_layout(
-        template="plotly_white",
-        title={
-            "text": "Latency by point<br><sup>solid p50 · dashed p90 · dotted p99</sup>",
-            "x": 0.01,
-        },
-        legend={"title": "variant (click to hide)"},
-        height=520,
-        margin={"t": 90},
-    )
-    _watermark(fig, chart)
-    return fig
-
-
-def _load_axis(chart: Chart) -> tuple[str, Callable[[ResultPoint], float | None]]:
-    """Concurrency on the x axis, unless the sweep is by request rate alone."""
-    points = [p for series in chart.series for p in series.run.points]
-    if points and all(p.conc is None and p.request_rate is not None for p in points):
-        return "request rate (req/s)", lambda p: p.request_rate
-    return "concurrency", lambda p: float(p.conc) if p.conc is not None else None
-
-
-def _watermark(fig: Any, chart: Chart) -> None:
-    if not chart.any_simulated:
-        return
-    fig.add_annotation(
-        text=WATERMARK,
-        xref="paper",
-        yref="paper",
-        x=0.5,
-        y=0.5,
-        showarrow=False,
-        textangle=-25,
-        font={"size": 80, "color": "rgba(128,128,128,0.13)"},
-    )
-
-
-def render(
-    runs: Sequence[RunResults],
-    chart: Chart,
-    changes: Sequence[Change],
-    title: str = "disagg report",
-) -> str:
+def render(report: Report, title: str = "disagg report") -> str:
     from disagg import __version__
 
-    pareto = pareto_figure(chart).to_html(
-        full_html=False, include_plotlyjs=True, div_id="pareto", config=PLOTLY_CONFIG
-    )
-    latency = latency_figure(chart).to_html(
-        full_html=False, include_plotlyjs=False, div_id="latency", config=PLOTLY_CONFIG
-    )
+    slo = report.slo
+    charts = report.charts.charts
     generated = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    points = sum(len(run.points) for run in runs)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -201,39 +52,157 @@ def render(
         f"<title>{escape(title)}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        f'<p class="meta">{len(runs)} run(s), {points} valid point(s) · '
-        f"generated {generated} by disagg {escape(__version__)}</p>",
+        f'<p class="meta">{len(report.runs)} run(s), {report.point_count} valid point(s), '
+        f"{len(charts)} workload(s) · generated {generated} by disagg {escape(__version__)}</p>",
     ]
-    if chart.any_simulated:
+    if report.filters:
+        said = "; ".join(f"{k} in {', '.join(v)}" for k, v in report.filters.items())
+        parts.append(
+            f'<p class="meta">Filtered: {escape(said)} ({len(report.filtered_out)} run(s) '
+            "left out)</p>"
+        )
+    if report.charts.any_simulated:
         parts.append(
             '<p class="sim">Contains SIMULATED results (marked with open markers and dashed '
             "lines): they come from the simulated engine and are not hardware measurements.</p>"
         )
+    if slo:
+        limits = ", ".join(f"{key} &le; {value:g} ms" for key, value in slo.items())
+        parts.append(f'<p class="meta">Goodput SLO: {limits} (every limit, per request).</p>')
+    parts.append(_filter_bar(charts))
+    first = True
+    for index, chart in enumerate(charts):
+        figures = [("pareto", pareto_figure(chart, slo)), ("latency", latency_figure(chart))]
+        distribution = distribution_figure(chart)
+        if distribution is not None:
+            figures.append(("dist", distribution))
+        parts.append(
+            f'<section class="workload" id="workload-{index}">'
+            f"<h2>{escape(chart.subtitle or 'All points')}</h2>"
+        )
+        for kind, fig in figures:
+            div = "pareto" if kind == "pareto" and len(charts) == 1 else f"{kind}-{index}"
+            parts.append(
+                fig.to_html(
+                    full_html=False, include_plotlyjs=first, div_id=div, config=PLOTLY_CONFIG
+                )
+            )
+            first = False
+        parts += [_variants_table(chart, slo), "</section>"]
     parts += [
-        "<section><h2>Pareto chart</h2>",
-        pareto,
-        "</section><section><h2>Latency</h2>",
-        latency,
-        "</section>",
-        _summary_table(runs, chart),
-        _compare_table(changes),
-        _skipped(runs),
-        _configs(runs),
+        _summary_table(report.runs, report.charts, slo),
+        _compare_table(report.changes),
+        _diff_table(report.runs),
+        _skipped(report.runs),
+        _configs(report.runs),
+        f"<script>{_FILTER_JS}</script>",
         "</body></html>",
     ]
     return "\n".join(part for part in parts if part)
 
 
-def _summary_table(runs: Sequence[RunResults], chart: Chart) -> str:
-    cols = table.columns(chart)
-    head = "".join(f"<th>{escape(col.header)}</th>" for col in cols) + "<th></th>"
+def _filter_bar(charts: Sequence[Chart]) -> str:
+    """A select per filter field that has more than one value across the runs."""
+    values: dict[str, set[str]] = {name: set() for name in FILTER_FIELDS}
+    for chart in charts:
+        for series in chart.series:
+            for name, value in trace_meta(series).items():
+                values[name].add(value)
+    selects = []
+    for name in FILTER_FIELDS:
+        if len(values[name]) < 2:
+            continue
+        options = "".join(
+            f'<option value="{escape(v)}">{escape(v)}</option>' for v in sorted(values[name])
+        )
+        selects.append(
+            f'<label>{escape(name)} <select data-filter="{escape(name)}">'
+            f'<option value="">all</option>{options}</select></label>'
+        )
+    if not selects:
+        return ""
+    return f'<p class="filters">Show only: {" ".join(selects)}</p>'
+
+
+def _variants_table(chart: Chart, slo: Mapping[str, float]) -> str:
+    """Per series: its best throughput, the per-user speed there, its best per-user speed."""
+    x = chart.x_metric
+    best_x = max if x.higher_is_better else min
+    head = (
+        "<th>series</th><th>run</th><th>points</th>"
+        f"<th>peak {escape(chart.y_metric.header)}</th><th>{escape(x.short)} at peak</th>"
+        f"<th>best {escape(x.short)}</th><th>lowest TTFT p50</th>"
+    )
+    if slo:
+        head += "<th>best goodput req/s</th>"
     body = []
-    for row in table.rows(runs, chart):
+    for series in chart.series:
+        if not series.points:
+            continue
+        peak = max(series.points, key=lambda cp: cp.y)
+        ttfts = [v for cp in series.points if (v := cp.point.metric("median_ttft_ms")) is not None]
+        cells = [
+            escape(chart.legend_label(series)),
+            escape(series.run.label or series.run.name),
+            str(len(series.points)),
+            table.number(peak.y),
+            table.number(peak.x, 2),
+            table.number(best_x(cp.x for cp in series.points), 2),
+            table.number(min(ttfts) if ttfts else None),
+        ]
+        if slo:
+            rates = [g.per_s for cp in series.points if (g := goodput(cp.point, slo)) and g.per_s]
+            cells.append(table.number(max(rates) if rates else None, 2))
+        body.append(
+            "<tr>"
+            + "".join(
+                f'<td class="{"num" if i >= 2 else ""}">{c}</td>' for i, c in enumerate(cells)
+            )
+            + "</tr>"
+        )
+    return (
+        "<h3>Variants compared</h3><table><thead><tr>" + head + "</tr></thead><tbody>"
+        + "".join(body) + "</tbody></table>"
+    )  # fmt: skip
+
+
+def _diff_table(runs: Sequence[RunResults]) -> str:
+    with_config, rows = config_diff(runs)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{escape(run.label or run.name)}</th>" for run in with_config)
+    body = "".join(
+        f"<tr><td><code>{escape(row.path)}</code></td>"
+        + "".join(f"<td>{escape(value)}</td>" for value in row.values)
+        + "</tr>"
+        for row in rows
+    )
+    return (
+        "<section><h2>Config differences</h2><p>Settings of the resolved configs that are not "
+        "the same in every run (— : not set).</p><table><thead><tr><th>setting</th>"
+        + head + "</tr></thead><tbody>" + body + "</tbody></table></section>"
+    )  # fmt: skip
+
+
+def _summary_table(runs: Sequence[RunResults], chart: View, slo: Mapping[str, float]) -> str:
+    cols = table.columns(chart)
+    head = "".join(f"<th>{escape(col.header)}</th>" for col in cols)
+    if slo:
+        head += "<th>goodput req/s</th><th>in SLO</th>"
+    head += "<th></th>"
+    body = []
+    points = [point for run in runs for point in run.points]
+    for row, point in zip(table.rows(runs, chart), points, strict=True):
         marks = ("★ frontier " if row.frontier else "") + ("simulated" if row.simulated else "")
         cells = "".join(
             f'<td class="{"num" if col.numeric else ""}">{escape(cell)}</td>'
             for col, cell in zip(cols, row.cells, strict=True)
         )
+        if slo:
+            good = goodput(point, slo)
+            rate = table.number(good.per_s, 2) if good else "-"
+            share = f"{good.share:.0%}" if good else "-"
+            cells += f'<td class="num">{rate}</td><td class="num">{share}</td>'
         body.append(f"<tr>{cells}<td>{escape(marks.strip())}</td></tr>")
     return (
         "<section><h2>Summary</h2><p>Latencies in ms; ★ marks points on the Pareto frontier.</p>"
@@ -308,10 +277,8 @@ def _yaml(config: dict[str, Any]) -> str:
     return buffer.getvalue()
 
 
-def write_html(
-    runs: Sequence[RunResults], chart: Chart, changes: Sequence[Change], path: Path
-) -> Path:
-    write_text(path, render(runs, chart, changes))
+def write_html(report: Report, path: Path) -> Path:
+    write_text(path, render(report))
     return path
 
 
@@ -327,4 +294,25 @@ th{background:#f6f6f6;position:sticky;top:0}td.num{text-align:right;font-variant
 td.better{color:#0a7d32}td.worse{color:#b3261e}
 details{margin:8px 0}summary{cursor:pointer}
 pre{background:#f6f8fa;padding:12px;overflow:auto;font-size:12px}
+.filters{background:#f6f6f6;padding:8px 12px}.filters label{margin-right:16px}
+h3{margin-top:20px}
+"""
+
+# Hide every trace whose run does not match the selected hardware/framework/precision.
+_FILTER_JS = """
+(function(){
+  var selects = document.querySelectorAll('select[data-filter]');
+  function apply(){
+    var wanted = {};
+    selects.forEach(function(s){ if (s.value) wanted[s.dataset.filter] = s.value; });
+    document.querySelectorAll('.js-plotly-plot').forEach(function(div){
+      var visible = div.data.map(function(trace){
+        if (!trace.meta) return true;
+        return Object.keys(wanted).every(function(k){ return trace.meta[k] === wanted[k]; });
+      });
+      Plotly.restyle(div, {visible: visible});
+    });
+  }
+  selects.forEach(function(s){ s.addEventListener('change', apply); });
+})();
 """

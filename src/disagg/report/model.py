@@ -14,6 +14,35 @@ from pathlib import Path
 from typing import Any
 
 
+@dataclass(frozen=True, order=True)
+class Workload:
+    """(model, ISL, OSL): the unit of comparison; one chart each."""
+
+    model: str | None
+    isl: int | None
+    osl: int | None
+
+    @property
+    def title(self) -> str:
+        parts = [short_model(self.model)] if self.model else []
+        if self.isl is not None:
+            parts.append(f"ISL {self.isl}")
+        if self.osl is not None:
+            parts.append(f"OSL {self.osl}")
+        return " · ".join(parts) or "unknown workload"
+
+    @property
+    def slug(self) -> str:
+        """A file- and id-safe name: `DeepSeek-R1_1024_1024`."""
+        text = f"{short_model(self.model) or 'model'}_{self.isl}_{self.osl}"
+        return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in text)
+
+
+def short_model(model: str | None) -> str:
+    """`deepseek-ai/DeepSeek-R1` -> `DeepSeek-R1` (the repo name people say)."""
+    return model.rstrip("/").rsplit("/", 1)[-1] if model else ""
+
+
 @dataclass(frozen=True)
 class ResultPoint:
     """One valid measured point, with the numbers a report needs.
@@ -33,6 +62,18 @@ class ResultPoint:
     simulated: bool
     metrics: Mapping[str, float]
     point_key: str | None = None  # the load generator's `point` (PointPlan.key), when written
+    model: str | None = None  # the result's `model_id`
+    setup: Mapping[str, Any] = field(default_factory=dict)  # its non-null setup fields
+
+    @property
+    def workload(self) -> Workload:
+        """What the point measured: charts and frontiers never mix workloads."""
+        return Workload(self.model, self.isl, self.osl)
+
+    @property
+    def requests_file(self) -> Path:
+        """The per-request records written beside the result (`{stem}.jsonl`)."""
+        return self.path.with_suffix(".jsonl")
 
     @property
     def total_gpus(self) -> int:
@@ -87,6 +128,14 @@ class RunResults:
     points: list[ResultPoint] = field(default_factory=list)
     skipped: list[SkippedResult] = field(default_factory=list)
     label: str = ""  # unique display name, set when several runs are reported together
+    # InferenceX setup fields (`disagg.bench.identity.SETUP_FIELDS`): hw, framework, ...
+    setup: dict[str, Any] = field(default_factory=dict)
+    # the engine flags of one worker of each kind (`prefill`, `decode`, `aggregated`)
+    worker_flags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def workloads(self) -> list[Workload]:
+        return sorted({point.workload for point in self.points}, key=_workload_order)
 
     @property
     def variant(self) -> str:
@@ -102,18 +151,24 @@ class RunResults:
         return f"{Path(file).name}{sep}{rest}"
 
 
+def _workload_order(workload: Workload) -> tuple[str, int, int]:
+    return (workload.model or "", workload.isl or 0, workload.osl or 0)
+
+
 class YMetric(StrEnum):
     """The throughput axis of the Pareto chart.
 
     `output` divides output tokens/s by every GPU the run used (prefill and decode),
     so variants with different prefill/decode splits compare fairly. `output-decode`
-    is InferenceX's `output_tput_per_gpu` (decode GPUs only) and `total` its
-    `tput_per_gpu` (input plus output tokens over all GPUs).
+    is InferenceX's `output_tput_per_gpu` (decode GPUs only), `total` its
+    `tput_per_gpu` (input plus output tokens over all GPUs) and `input` its
+    `input_tput_per_gpu` (input tokens over prefill GPUs).
     """
 
     OUTPUT = "output"
     OUTPUT_DECODE = "output-decode"
     TOTAL = "total"
+    INPUT = "input"
 
     @property
     def label(self) -> str:
@@ -121,6 +176,7 @@ class YMetric(StrEnum):
             YMetric.OUTPUT: "Output tokens/s per GPU (all GPUs)",
             YMetric.OUTPUT_DECODE: "Output tokens/s per decode GPU",
             YMetric.TOTAL: "Total tokens/s per GPU (input + output)",
+            YMetric.INPUT: "Input tokens/s per prefill GPU",
         }[self]
 
     @property
@@ -130,6 +186,7 @@ class YMetric(StrEnum):
             YMetric.OUTPUT: "out tok/s/GPU",
             YMetric.OUTPUT_DECODE: "out tok/s/decode GPU",
             YMetric.TOTAL: "tok/s/GPU",
+            YMetric.INPUT: "in tok/s/prefill GPU",
         }[self]
 
     def of(self, point: ResultPoint) -> float | None:
@@ -143,6 +200,16 @@ class YMetric(StrEnum):
             if value is None and output is not None and point.decode_gpus > 0:
                 value = output / point.decode_gpus
             return value
+        if self is YMetric.INPUT:
+            value = point.metric("input_tput_per_gpu")
+            total, output = (
+                point.metric("total_token_throughput"),
+                point.metric("output_throughput"),
+            )
+            gpus = point.prefill_gpus or point.total_gpus
+            if value is None and total is not None and output is not None and gpus > 0:
+                value = (total - output) / gpus
+            return value
         value = point.metric("tput_per_gpu")
         total = point.metric("total_token_throughput")
         if value is None and total is not None and point.total_gpus > 0:
@@ -151,3 +218,39 @@ class YMetric(StrEnum):
 
 
 X_LABEL = "Interactivity: output tokens/s per user (1000 / median TPOT ms)"
+
+
+class XMetric(StrEnum):
+    """The per-user axis: interactivity (higher is better) or a latency (lower is better)."""
+
+    INTERACTIVITY = "interactivity"
+    E2EL = "e2el"
+    TTFT = "ttft"
+
+    @property
+    def label(self) -> str:
+        return {
+            XMetric.INTERACTIVITY: X_LABEL,
+            XMetric.E2EL: "Median end-to-end latency per request (s)",
+            XMetric.TTFT: "Median time to first token (ms)",
+        }[self]
+
+    @property
+    def short(self) -> str:
+        return {
+            XMetric.INTERACTIVITY: "tok/s/user",
+            XMetric.E2EL: "E2E s",
+            XMetric.TTFT: "TTFT ms",
+        }[self]
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self is XMetric.INTERACTIVITY
+
+    def of(self, point: ResultPoint) -> float | None:
+        if self is XMetric.INTERACTIVITY:
+            return point.interactivity
+        if self is XMetric.E2EL:
+            value = point.metric("median_e2el_ms")
+            return value / 1000.0 if value is not None else None
+        return point.metric("median_ttft_ms")

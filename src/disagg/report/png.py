@@ -1,4 +1,5 @@
-"""`pareto.png`: the throughput/interactivity chart as a static image (matplotlib, Agg).
+"""`pareto.png`: the Pareto charts as one static image (matplotlib, Agg), one panel per
+workload stacked top to bottom, for pasting into a document or a chat.
 
 Uses `matplotlib.figure.Figure` directly rather than pyplot: no global state, no GUI
 backend, safe to call from any thread. `build_figure` is separate from `write_png` so
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 from matplotlib.axes import Axes
@@ -17,7 +19,7 @@ from matplotlib.ticker import FuncFormatter
 
 from disagg.atomic import write_bytes
 from disagg.report.chart import WATERMARK, Chart
-from disagg.report.model import X_LABEL
+from disagg.report.labels import mpl_offset
 
 DPI = 150
 BASE_SIZE = (11.0, 7.0)  # inches
@@ -25,11 +27,11 @@ LEGEND_ROWS_PER_COLUMN = 28
 FRONTIER_LABEL = "Pareto frontier"
 
 
-def figure_size(chart: Chart) -> tuple[float, float]:
+def figure_size(chart: Chart, panels: int = 1) -> tuple[float, float]:
     """Inches; wider when the legend needs more than one column beside the plot."""
     columns = legend_columns(chart)
     width = BASE_SIZE[0] + (2.6 * columns if columns else 0.0)
-    return (width, BASE_SIZE[1])
+    return (width, BASE_SIZE[1] * panels)
 
 
 def legend_columns(chart: Chart) -> int:
@@ -38,10 +40,22 @@ def legend_columns(chart: Chart) -> int:
     return math.ceil((len(chart.series) + 1) / LEGEND_ROWS_PER_COLUMN)
 
 
-def build_figure(chart: Chart) -> Figure:
-    fig = Figure(figsize=figure_size(chart), dpi=DPI, layout="constrained")
-    ax = fig.add_subplot()
-    if chart.frontier:
+def build_figure(charts: Chart | Sequence[Chart]) -> Figure:
+    """One panel per chart (workload), the widest legend deciding the width."""
+    panels = [charts] if isinstance(charts, Chart) else list(charts)
+    widest = max(panels, key=legend_columns)
+    fig = Figure(figsize=figure_size(widest, len(panels)), dpi=DPI, layout="constrained")
+    for chart, ax in zip(panels, fig.subplots(len(panels), 1, squeeze=False)[:, 0], strict=True):
+        _draw(ax, chart)
+    if legend_columns(widest):
+        fig.legend(
+            loc="outside right upper", ncols=legend_columns(widest), fontsize=8, frameon=False
+        )
+    return fig
+
+
+def _draw(ax: Axes, chart: Chart) -> None:
+    if chart.show_frontier:
         ax.plot(
             [cp.x for cp in chart.frontier],
             [cp.y for cp in chart.frontier],
@@ -70,16 +84,21 @@ def build_figure(chart: Chart) -> Figure:
             label=chart.legend_label(series),
         )
         for cp in series.points:
-            if chart.annotate(cp):
-                ax.annotate(
-                    cp.conc_label,
-                    (cp.x, cp.y),
-                    xytext=(4, 5),
-                    textcoords="offset points",
-                    fontsize=7,
-                    color=series.color,
-                    zorder=4,
-                )
+            spot = chart.label_spot(cp)
+            if spot is None:
+                continue
+            offset, ha, va = mpl_offset(spot)
+            ax.annotate(
+                cp.conc_label,
+                (cp.x, cp.y),
+                xytext=offset,
+                textcoords="offset points",
+                ha=ha,
+                va=va,
+                fontsize=7,
+                color=series.color,
+                zorder=4,
+            )
     _style_axes(ax, chart)
     if chart.any_simulated:
         ax.text(
@@ -96,17 +115,15 @@ def build_figure(chart: Chart) -> Figure:
             va="center",
             zorder=0,
         )
-    columns = legend_columns(chart)
-    if columns:
-        fig.legend(loc="outside right upper", ncols=columns, fontsize=8, frameon=False)
-    elif chart.series:
+    if not legend_columns(chart) and chart.series:
         ax.legend(loc="best", fontsize=8.5, framealpha=0.9)
-    return fig
 
 
 def _style_axes(ax: Axes, chart: Chart) -> None:
-    ax.set_title(chart.title, fontsize=13, fontweight="bold", loc="left")
-    notes = [chart.subtitle, "labels: concurrency", "upper right is better"]
+    title = f"{chart.title}: {chart.subtitle}" if chart.workload else chart.title
+    ax.set_title(title, fontsize=13, fontweight="bold", loc="left")
+    notes = [] if chart.workload else [chart.subtitle]
+    notes += ["labels: concurrency", chart.better]
     ax.text(
         1.0,
         1.01,
@@ -117,13 +134,11 @@ def _style_axes(ax: Axes, chart: Chart) -> None:
         fontsize=8,
         color="#555555",
     )
-    ax.set_xlabel(X_LABEL, fontsize=10)
+    ax.set_xlabel(chart.x_metric.label, fontsize=10)
     ax.set_ylabel(chart.y_metric.label, fontsize=10)
-    xs = [cp.x for series in chart.series for cp in series.points]
-    ys = [cp.y for series in chart.series for cp in series.points]
-    ax.set_xlim(0, max(xs, default=1.0) * 1.08)
-    ax.set_ylim(0, max(ys, default=1.0) * 1.1)
-    thousands = FuncFormatter(lambda value, _pos: f"{value:,.0f}")
+    ax.set_xlim(*chart.x_range)
+    ax.set_ylim(*chart.y_range)
+    thousands = FuncFormatter(lambda value, _pos: f"{value:,.0f}" if value >= 10 else f"{value:g}")
     ax.yaxis.set_major_formatter(thousands)
     ax.xaxis.set_major_formatter(thousands)
     ax.grid(True, color="#DDDDDD", linewidth=0.7)
@@ -138,6 +153,6 @@ def png_bytes(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def write_png(chart: Chart, path: Path) -> Path:
-    write_bytes(path, png_bytes(build_figure(chart)))
+def write_png(charts: Chart | Sequence[Chart], path: Path) -> Path:
+    write_bytes(path, png_bytes(build_figure(charts)))
     return path

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from disagg.report.chart import Chart
-from disagg.report.model import ResultPoint, RunResults
+from disagg.report.chart import View
+from disagg.report.model import ResultPoint, RunResults, XMetric
 
 
 @dataclass(frozen=True)
@@ -34,17 +34,26 @@ def _metric(name: str, digits: int) -> Callable[[RunResults, ResultPoint], str]:
     return lambda _run, point: number(point.metric(name), digits)
 
 
-def columns(chart: Chart, *, with_run: bool = True) -> tuple[Column, ...]:
+def _count(name: str) -> Callable[[RunResults, ResultPoint], str]:
+    return lambda _run, point: number(point.metric(name), 0)
+
+
+def columns(chart: View, *, with_run: bool = True) -> tuple[Column, ...]:
     """The table's columns; `with_run=False` when each run gets its own table."""
-    y = chart.y_metric
+    y, x = chart.y_metric, chart.x_metric
     run = Column("run", lambda run, _point: run.label or run.name, numeric=False)
+    extra_x = () if x is XMetric.INTERACTIVITY else (Column(x.short, _x_value(x)),)
     return (
         *((run,) if with_run else ()),
         Column("conc", _load),
         Column("GPUs", lambda _run, p: f"{p.prefill_gpus}+{p.decode_gpus}"),
+        Column("reqs", _count("completed")),
+        Column("failed", _count("failed")),
+        Column("dur s", _metric("duration", 1)),
         Column("req/s", _metric("request_throughput", 2)),
         Column(y.header, lambda _run, point: number(y.of(point))),
         Column("tok/s/user", lambda _run, point: number(point.interactivity)),
+        *extra_x,
         Column("TTFT p50", _metric("median_ttft_ms", 1)),
         Column("TTFT p99", _metric("p99_ttft_ms", 1)),
         Column("TPOT p50", _metric("median_tpot_ms", 2)),
@@ -59,7 +68,11 @@ class Row:
     simulated: bool
 
 
-def rows(runs: Sequence[RunResults], chart: Chart, *, with_run: bool = True) -> list[Row]:
+def _x_value(x: XMetric) -> Callable[[RunResults, ResultPoint], str]:
+    return lambda _run, point: number(x.of(point), 2)
+
+
+def rows(runs: Sequence[RunResults], chart: View, *, with_run: bool = True) -> list[Row]:
     cols = columns(chart, with_run=with_run)
     out = []
     for run in runs:
