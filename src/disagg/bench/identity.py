@@ -149,7 +149,7 @@ def _group(roles: Sequence[RolePlan]) -> dict[str, Any]:
     """tp/ep/dp-attention of a group of workers (the first one's: the plan makes them alike)."""
     if not roles:
         return {"tp": 0, "ep": 0, "dp_attention": False, "num_workers": 0}
-    layout = worker_parallelism(roles[0].argv)
+    layout = worker_parallelism(roles[0].argv_on(0))  # the head node's command
     return {
         "tp": layout.tp,
         "ep": layout.ep,
@@ -174,6 +174,7 @@ def setup_fields(plan: Plan) -> dict[str, Any]:
     routers = plan.roles_of(RoleKind.ROUTER)
     router, router_version = router_identity(routers[0] if routers else None)
     images = [role.container_image for role in workers if role.container_image]
+    algorithms = [spec_decoding(role.argv_on(0)) for role in workers]
     config = plan.config
     backend = config.get("backend")
     framework = backend.get("type") if isinstance(backend, Mapping) else None
@@ -185,9 +186,7 @@ def setup_fields(plan: Plan) -> dict[str, Any]:
         "image": images[0] if images else plan.slurm.container_image,
         "model": plan.bench.model_name,
         "infmax_model_prefix": None,
-        "spec_decoding": next(
-            (algo for algo in (spec_decoding(r.argv) for r in workers) if algo != "none"), "none"
-        ),
+        "spec_decoding": next((a for a in algorithms if a != "none"), "none"),
         "is_multinode": plan.nodes > 1,
         "tp": None,
         "ep": None,
