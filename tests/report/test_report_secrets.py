@@ -24,7 +24,7 @@ def test_secrets_in_a_runs_config_never_reach_the_report(make_run: RunFactory) -
         plan.write(run_dir)
         runs.append(run_dir)
     report = analyse(load_runs(runs), YMetric.OUTPUT)
-    html = render(report.runs, report.chart, report.changes)
+    html = render(report)
     for secret in ("hf_FirstSecret1", "hf_OtherSecret2", "sk-Key3"):
         assert secret not in html
     assert "NCCL_DEBUG" in html and escape(REDACTED) in html

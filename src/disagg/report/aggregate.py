@@ -124,7 +124,7 @@ def worker_flags(plan: Plan) -> dict[str, str]:
         kind = role.kind.value
         if kind not in ("prefill", "decode", "aggregated") or kind in flags:
             continue
-        argv = role.argv_on(0)
+        argv = redact(role.argv_on(0))  # the hover never shows a secret flag value
         start = next((i for i, item in enumerate(argv) if item.startswith("--")), len(argv))
         kept: list[str] = []
         skip_value = False
