@@ -46,6 +46,8 @@ def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> 
         "benchmark type gpqa",
         "benchmark type mooncake-router",
         "benchmark type manual",
+        "benchmark.mooncake_workload",
+        "benchmark.slow_down_sleep_time",
     }
 
 

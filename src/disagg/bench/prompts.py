@@ -147,17 +147,22 @@ class PromptFactory:
 
     def _spec(self, index: int, rng: random.Random, isl: int, osl: int) -> RequestSpec:
         s = self.settings
-        low, high = self.id_range
+        if s.endpoint != "chat" and self.template is None and s.prompt_format != "text":
+            low, high = self.id_range
+            return self.request(index, _random_ids(rng, isl, low, high), isl, osl)
+        return self.request(index, self.text(rng, isl), isl, osl)
+
+    def request(self, index: int, prompt: str | list[int], isl: int, osl: int) -> RequestSpec:
+        """The serialised request for one prompt (text, or token ids for completions)."""
+        s = self.settings
         body: dict[str, Any] = {"model": s.model}
         if s.endpoint == "chat":
-            body["messages"] = [{"role": "user", "content": self._text(rng, isl)}]
+            body["messages"] = [{"role": "user", "content": prompt}]
             body["max_completion_tokens"] = osl
-        elif self.template is not None:
-            body["prompt"] = self.template(self._text(rng, isl))
-        elif s.prompt_format == "text":
-            body["prompt"] = self._text(rng, isl)
+        elif self.template is not None and isinstance(prompt, str):
+            body["prompt"] = self.template(prompt)
         else:
-            body["prompt"] = _random_ids(rng, isl, low, high)
+            body["prompt"] = prompt
         body["max_tokens"] = osl
         body["temperature"] = 0.0
         body["stream"] = True
@@ -167,7 +172,8 @@ class PromptFactory:
         data = json.dumps(body, separators=(",", ":")).encode()
         return RequestSpec(index=index, body=data, input_len=isl, output_len=osl)
 
-    def _text(self, rng: random.Random, length: int) -> str:
+    def text(self, rng: random.Random, length: int) -> str:
+        """Text of `length` tokens (exact with a tokenizer, one word a token without)."""
         if self.tokenizer is None:
             return _synthetic_text(rng, length)
         low, high = self.id_range

@@ -65,6 +65,31 @@ def result_stem(ctx: PointContext) -> str:
     return stem
 
 
+def judge_counts(
+    *,
+    total: int,
+    completed: int,
+    failed: int,
+    output_tokens: int,
+    max_failure_ratio: float,
+    first_error: str | None = None,
+) -> str | None:
+    """The count checks of the gate, for any point file (also those a custom client wrote)."""
+    error = f"; first error: {first_error}" if first_error else ""
+    if total == 0:
+        return "no requests were sent"
+    if completed == 0:
+        return f"no request completed{error}"
+    if failed / total > max_failure_ratio:
+        return (
+            f"{failed} of {total} requests failed ({100 * failed / total:.1f}% > "
+            f"{100 * max_failure_ratio:g}% allowed){error}"
+        )
+    if output_tokens == 0:
+        return "the server produced no output tokens"
+    return None
+
+
 def judge(
     metrics: dict[str, Any],
     records: Sequence[RequestRecord],
@@ -72,22 +97,19 @@ def judge(
     stopped_reason: str | None = None,
 ) -> str | None:
     """Why the point is invalid, or None when it is a result people may trust."""
-    total = len(records)
-    failed = int(metrics["failed"])
     first_error = next((r.error for r in records if r.error), None)
     if stopped_reason:
         return stopped_reason
-    if total == 0:
-        return "no requests were sent"
-    if metrics["completed"] == 0:
-        return f"no request completed; first error: {first_error}"
-    if failed / total > bench.max_failure_ratio:
-        return (
-            f"{failed} of {total} requests failed ({100 * failed / total:.1f}% > "
-            f"{100 * bench.max_failure_ratio:g}% allowed); first error: {first_error}"
-        )
-    if metrics["total_output_tokens"] == 0:
-        return "the server produced no output tokens"
+    reason = judge_counts(
+        total=len(records),
+        completed=int(metrics["completed"]),
+        failed=int(metrics["failed"]),
+        output_tokens=int(metrics["total_output_tokens"]),
+        max_failure_ratio=bench.max_failure_ratio,
+        first_error=first_error,
+    )
+    if reason is not None:
+        return reason
     if bench.ignore_eos:
         exact = [r for r in records if r.success and r.output_source in ("usage", "tokenizer")]
         off = [

@@ -101,11 +101,16 @@ def run_point(
     options: ClientOptions | None = None,
     quiet: bool = False,
     stop: threading.Event | None = None,
+    load: Load | None = None,
 ) -> PointRun:
-    """Measure one point and write its files; a bad server makes it invalid, never raises."""
+    """Measure one point and write its files; a bad server makes it invalid, never raises.
+
+    `load` replaces the synthetic requests of `bench` (a replayed trace brings its own).
+    """
     options = options or ClientOptions()
     point = ctx.point
-    load = build_load(base_url, bench, point, options)
+    if load is None:
+        load = build_load(base_url, bench, point, options)
     with PointProgress(point.key, point.num_prompts, quiet=quiet) as progress:
         run = execute(
             load,

@@ -4,11 +4,12 @@ Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`,
 `node_rank`), `self` (the role being launched, with this task's `node_rank` and
 `bind_host`: the address of the node this task runs on, which servers listen on
 instead of every interface), `model` (`path`, `draft`: for a role in a container,
-as its mounts show them) and `run` (`dir`, `python`).
+as its mounts show them) and `run` (`dir`, `python`, `job_id`).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ def build_bindings(
 ) -> Bindings:
     bindings: Bindings = {
         "model": {"path": model_path, "draft": draft_path},
-        "run": {"dir": str(run_dir), "python": python},
+        "run": {"dir": str(run_dir), "python": python, "job_id": job_id()},
         NODES: {str(rank): address for rank, address in enumerate(addresses)},
     }
     for role in plan.roles:
@@ -46,6 +47,11 @@ def build_bindings(
             fields["addr"] = f"{host}:{fields['dist_init_port']}"
         bindings[role.name] = fields
     return bindings
+
+
+def job_id() -> str:
+    """The Slurm job id inside an allocation, else `local-<orchestrator pid>`."""
+    return os.environ.get("SLURM_JOB_ID") or f"local-{os.getpid()}"
 
 
 def render_task(

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TypeVar
 
-from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.errors import DisaggError
 from disagg.launch.base import RoleLauncher, RoleProcess
 from disagg.launch.bindings import Bindings, build_bindings, render_task
 from disagg.launch.health import canary, probe
@@ -52,6 +52,7 @@ from disagg.launch.state import (
 from disagg.launch.watch import LivenessWatch, Watched
 from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
 from disagg.plan.templates import substitute
+from disagg.workloads.base import MeasureFn
 
 EXIT_COMPLETED = 0
 EXIT_FAILED = 1
@@ -173,11 +174,11 @@ class Orchestrator:
             self.options.executor,
             ", simulated engine" if self.plan.simulated else "",
         )
-        if self.plan.bench.custom_command is not None:
-            raise UnsupportedRecipe(
-                "benchmark.type custom (the orchestrator measures sa-bench points)"
-            )
-        if self._all_points_done():
+        from disagg.workloads import adapter_for
+
+        workload = adapter_for(self.plan.bench.type)
+        workload.prepare(self.plan.bench)
+        if self.plan.bench.points and self._all_points_done():
             self.log.info("every point already has a valid result; nothing to run")
             return
         with self._phase(Phase.STAGING):
@@ -208,7 +209,10 @@ class Orchestrator:
                 self._canary()
                 self._mark("canary_ok")
             with self._phase(Phase.MEASURE):
-                self._measure_points()
+                if self.plan.bench.command is not None:
+                    self._run_bench_command()
+                else:
+                    self._measure_points(workload.measure())
         finally:
             watch.close()
 
@@ -385,8 +389,8 @@ class Orchestrator:
             raise _Stop
         self.log.info("canary ok through %s: %r", url, result.detail)
 
-    def _measure_points(self) -> None:
-        from disagg.bench.api import GpuCounts, measure_point
+    def _measure_points(self, measure_point: MeasureFn) -> None:
+        from disagg.bench.api import GpuCounts
         from disagg.bench.identity import setup_fields
 
         setup = setup_fields(self.plan)
@@ -443,6 +447,67 @@ class Orchestrator:
         if invalid:
             keys = ", ".join(key for key, _ in invalid)
             self._fail(f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0][1]})")
+
+    def _run_bench_command(self) -> None:
+        """The recipe's own client in the bench role; its exit status decides the run."""
+        from disagg.workloads.collect import collect
+
+        command = self.plan.bench.command
+        assert command is not None
+        role = next(r for r in self.plan.roles if r.kind is RoleKind.BENCH)
+        argv, env = self._render(role, role.node_ranks[0])
+        results = Path(substitute(command.results_dir, self._bindings, self_name=role.name))
+        results.mkdir(parents=True, exist_ok=True)
+        task = self.state.role(role.name).tasks[0]
+        self.log.info("start %s: %s", role.name, " ".join(argv))
+        process = self.launcher.launch(
+            role=role.name,
+            node_rank=role.node_ranks[0],
+            argv=argv,
+            env=env,
+            log_path=Path(task.log),
+            container_image=role.container_image,
+        )
+        with self._lock:
+            task.pid = process.pid
+        self._publish()
+        code: int | None = None
+        try:
+            while (code := process.poll()) is None:
+                if self.stop.wait(0.2):
+                    break
+        finally:
+            if code is None:
+                code = process.stop(self.options.stop_grace_s)
+                self._record_exit(role.name, process.node_rank, code, stopped=True)
+            else:
+                self._record_exit(role.name, process.node_rank, code)
+        found = collect(results, self.plan, self.results_dir)
+        with self._lock:
+            for point in found.points:
+                self.state.points.append(
+                    PointState(
+                        key=point.key,
+                        status=PointStatus.MEASURED if point.valid else PointStatus.INVALID,
+                        result=str(point.result),
+                        reason=point.reason,
+                        headline=point.headline,
+                    )
+                )
+        self._publish()
+        for point in found.points:
+            state = "valid" if point.valid else f"INVALID ({point.reason})"
+            self.log.info("result %s from %s: %s", point.key, point.source, state)
+        for other in found.other_files:
+            self.log.info("kept %s", other)
+        self._check_stop()
+        if code != 0:
+            self._fail(f"benchmark command exited with code {code}", role=role.name)
+            return
+        invalid = [p for p in found.points if not p.valid]
+        if invalid:
+            keys = ", ".join(p.key for p in invalid)
+            self._fail(f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0].reason})")
 
     def _rendered_bench(self) -> BenchPlan:
         bench = self.plan.bench

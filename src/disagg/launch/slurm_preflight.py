@@ -147,10 +147,24 @@ def check_cluster(plans: list[Plan]) -> Preflight:
     return result
 
 
+def check_benchmark(plan: Plan) -> Preflight:
+    """What the job's benchmark step would refuse: an unknown type, an unreadable trace."""
+    from disagg.errors import DisaggError
+    from disagg.workloads import adapter_for
+
+    result = Preflight()
+    try:
+        adapter_for(plan.bench.type).prepare(plan.bench)
+    except DisaggError as exc:
+        result.errors.append(f"{plan.selector}: {exc.message}")
+    return result
+
+
 def check_plans(plans: list[Plan], *, cluster: bool = True) -> Preflight:
     """Every check for every plan; `cluster=False` skips the questions to Slurm."""
     result = check_recipes(plan.recipe_file for plan in plans)
     for plan in plans:
+        result.extend(check_benchmark(plan))
         result.extend(check_models(plan))
         result.extend(check_containers(plan))
         result.extend(check_secrets(plan))

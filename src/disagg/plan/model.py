@@ -96,14 +96,38 @@ class PointPlan(_Strict):
     request_rate: float | None = None  # requests/s; None = as fast as concurrency allows
     num_prompts: int
     warmup_requests: int = 0
+    label: str | None = None  # a point that is not a load level (a trace replay): its key
 
     @property
     def key(self) -> str:
         """Stable identifier used in result file names and for resume."""
+        if self.label is not None:
+            return self.label
         if self.request_rate is not None:
             rate = f"rate{self.request_rate:g}"
             return f"{rate}_conc{self.concurrency}" if self.concurrency else rate
-        return f"conc{self.concurrency}"
+        return f"conc{self.concurrency}" if self.concurrency else "concinf"
+
+
+class TracePlan(_Strict):
+    """A timestamped request trace to replay (Mooncake trace format, one JSON object a line)."""
+
+    path: str  # as resolved at plan time; read inside the job
+    block_tokens: int = 512  # tokens each `hash_ids` entry stands for (Mooncake's block size)
+    speedup: float = 1.0  # >1 replays faster than recorded
+
+
+class BenchCommand(_Strict):
+    """`benchmark.type: custom`: the recipe's own client, run in the bench role.
+
+    `argv` is `bash -lc COMMAND`; the bench role carries the environment (the recipe's
+    `benchmark.env` plus the documented contract variables, see docs/benchmarks.md).
+    """
+
+    argv: list[str]
+    results_dir: str  # `${run.dir}/...`: where the command is asked to write result files
+    env: dict[str, str] = Field(default_factory=dict)  # benchmark.env as written
+    container_image: str | None = None  # benchmark.container_image, else the job's image
 
 
 class BenchPlan(_Strict):
@@ -127,9 +151,12 @@ class BenchPlan(_Strict):
     max_failure_ratio: float = 0.01
     slo: dict[str, float] = Field(default_factory=dict)  # ttft/tpot/e2el in ms
     seed: int = 0
-    points: list[PointPlan]
-    custom_command: list[str] | None = None  # benchmark.type == custom
-    custom_env: dict[str, str] = Field(default_factory=dict)
+    points: list[PointPlan]  # empty for a command benchmark: its results name their points
+    type: str = "sa-bench"  # benchmark.type; picks the adapter in disagg.workloads
+    concurrencies: list[int] = Field(default_factory=list)  # as written, for command clients
+    command: BenchCommand | None = None  # benchmark.type == custom
+    trace: TracePlan | None = None  # trace replay types
+    ignored: dict[str, str] = Field(default_factory=dict)  # benchmark.<field> -> why
 
 
 class ModelToStage(_Strict):

@@ -8,9 +8,8 @@ disjoint GPU subsets (`gpu_ids`). GPUs per worker are `gpus_per_prefill` /
 `gpus_per_decode` / `gpus_per_agg` when given, else nodes x GPUs-per-node / workers.
 The router and the in-process bench sit on node rank 0.
 
-Load points: `benchmark.concurrencies` ("1x2x4" or a list); each point sends
-`num_prompts` (else concurrency x `num_prompts_mult`, default 10, at least 16)
-after a warm-up of concurrency x `num_warmup_mult` (default 2) requests.
+Load points and the bench role come from the `benchmark.type` adapter
+(`disagg.workloads`).
 """
 
 from __future__ import annotations
@@ -41,19 +40,15 @@ from disagg.plan.model import (
     HealthPlan,
     ModelToStage,
     Plan,
-    PointPlan,
     RoleKind,
     RolePlan,
     SlurmPlan,
     StagingPlan,
 )
 from disagg.recipe.honoured import unhonoured
-from disagg.recipe.schema import RecipeConfig, concurrency_points
+from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
 
-DEFAULT_PROMPTS_MULT = 10
-MIN_PROMPTS = 16
-DEFAULT_WARMUP_MULT = 2
 SIM_HEALTH_DEADLINE_S = 60.0
 ROUTER_HEALTH_DEADLINE_S = 120.0
 
@@ -359,91 +354,19 @@ class _Placer:
     # ---------------------------------------------------------------- bench
 
     def bench(self, model: ModelRef) -> BenchPlan:
-        b = self.config.benchmark
-        custom = b.type == "custom"
-        if custom and not b.command:
-            raise self.fail(
-                "benchmark type custom needs a command",
-                ("benchmark",),
-                "add `command: ...` (run with bash)",
-            )
-        if not custom and (b.isl is None or b.osl is None):
-            raise self.fail(
-                f"benchmark type {b.type} needs isl and osl",
-                ("benchmark",),
-                "add `isl:` and `osl:` (input and output tokens per request)",
-            )
-        rate = self.request_rate()
-        concurrencies = self.concurrencies()
-        if not concurrencies and rate is None and not custom:
-            raise self.fail(
-                "no load points: benchmark.concurrencies is empty and req_rate is inf",
-                ("benchmark",),
-                'add e.g. `concurrencies: "1x2x4x8"`',
-            )
-        points = [self.point(c, rate) for c in concurrencies] or [self.point(None, rate)]
-        slo: dict[str, float] = {}
-        if b.ttft_threshold_ms is not None:
-            slo["ttft"] = float(b.ttft_threshold_ms)
-        if b.itl_threshold_ms is not None:
-            slo["tpot"] = float(b.itl_threshold_ms)
-        return BenchPlan(
+        """The benchmark section through its `benchmark.type` adapter (disagg.workloads)."""
+        from disagg.workloads import BenchInputs, adapter_for
+
+        section = self.config.benchmark
+        inputs = BenchInputs(
+            section=section,
             model_name=self.served_name(model),
-            isl=b.isl or 0,
-            osl=b.osl or 0,
-            random_range_ratio=1.0 if b.random_range_ratio is None else b.random_range_ratio,
-            # Without a tokenizer (the simulated engine) the chat endpoint stands in for
-            # a client-side chat template: the server applies its own.
-            endpoint="chat" if b.use_chat_template and self.simulated else "completions",
-            use_chat_template=bool(b.use_chat_template) and not self.simulated,
-            tokenizer=None if self.simulated else "${model.path}",
-            arrival="poisson" if rate is not None else "constant",
-            slo=slo,
-            points=points,
-            custom_command=["bash", "-c", b.command] if custom and b.command else None,
-            custom_env={k: _env_text(v) for k, v in (b.env or {}).items()},
+            simulated=self.simulated,
+            recipe_dir=self.variant.path.parent,
+            fail=self.fail,
+            resolve_container=lambda written: resolve_container(written, self.profile),
         )
-
-    def request_rate(self) -> float | None:
-        raw = self.config.benchmark.req_rate
-        if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("inf", "")):
-            return None
-        try:
-            rate = float(raw)
-        except ValueError:
-            raise self.fail(
-                f"benchmark.req_rate {raw!r} is not a number or inf",
-                ("benchmark", "req_rate"),
-                'write requests per second, e.g. 10, or "inf"',
-            ) from None
-        if rate <= 0:
-            raise self.fail("benchmark.req_rate must be positive", ("benchmark", "req_rate"))
-        return None if rate == float("inf") else rate
-
-    def concurrencies(self) -> list[int]:
-        try:
-            return concurrency_points(self.config.benchmark.concurrencies)
-        except ValueError as exc:
-            raise self.fail(
-                f"benchmark.concurrencies: {exc}",
-                ("benchmark", "concurrencies"),
-                'write e.g. "1x2x4" or [1, 2, 4]',
-            ) from None
-
-    def point(self, concurrency: int | None, rate: float | None) -> PointPlan:
-        b = self.config.benchmark
-        c = concurrency or 1
-        if b.num_prompts is not None:
-            prompts = b.num_prompts
-        else:
-            prompts = max(c * (b.num_prompts_mult or DEFAULT_PROMPTS_MULT), MIN_PROMPTS)
-        warmup_mult = b.num_warmup_mult if b.num_warmup_mult is not None else DEFAULT_WARMUP_MULT
-        return PointPlan(
-            concurrency=concurrency,
-            request_rate=rate,
-            num_prompts=prompts,
-            warmup_requests=c * warmup_mult,
-        )
+        return adapter_for(section.type).plan(inputs)
 
     # ---------------------------------------------------------------- staging, slurm
 
@@ -537,11 +460,10 @@ class _Placer:
         gpn = self.gpus_per_node()
         placed, nodes = self.layout(gpn)
         workers = self.workers(placed, model)
-        roles = [
-            *workers,
-            self.router(workers),
-            RolePlan(name="bench", kind=RoleKind.BENCH, node_ranks=[0]),
-        ]
+        from disagg.workloads import adapter_for
+
+        bench = self.bench(model)
+        roles = [*workers, self.router(workers)]
         prefill = sum(r.total_gpus for r in workers if r.kind is RoleKind.PREFILL)
         decode = sum(r.total_gpus for r in workers if r.kind is not RoleKind.PREFILL)
         plan = Plan(
@@ -559,7 +481,7 @@ class _Placer:
             decode_gpus=decode,
             disaggregated=self.config.resources.disaggregated,
             roles=roles,
-            bench=self.bench(model),
+            bench=bench,
             staging=self.staging(model, workers),
             slurm=self.slurm(nodes, gpn),
             limits=limits_plan(self.config.limits),
@@ -573,8 +495,13 @@ class _Placer:
             + [
                 {"field": f"cluster.{key}", "action": "ignored", "why": why}
                 for key, why in (self.profile.ignored_settings if self.profile else {}).items()
+            ]
+            + [
+                {"field": f"benchmark.{name}", "action": "ignored", "why": why}
+                for name, why in bench.ignored.items()
             ],
         )
+        plan.roles.append(adapter_for(bench.type).bench_role(plan))
         check_container_paths(plan, model_location=self.variant.locate(("model", "path")))
         return plan
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -78,12 +79,17 @@ def _nodes(role: RolePlan) -> str:
 
 def _points(plan: Plan) -> str:
     parts = []
+    if plan.bench.command is not None:
+        listed = " ".join(str(c) for c in plan.bench.concurrencies)
+        return f"set by the command ($CONC_LIST={listed!r})" if listed else "set by the command"
     for point in plan.bench.points:
-        if point.request_rate is not None:
+        if point.label is not None:
+            parts.append(point.label)
+        elif point.request_rate is not None:
             rate = f"{point.request_rate:g} req/s"
             parts.append(f"{rate} @ c={point.concurrency}" if point.concurrency else rate)
         else:
-            parts.append(str(point.concurrency) if point.concurrency else "custom")
+            parts.append(str(point.concurrency) if point.concurrency else "unbounded")
     if len(parts) > MAX_RUN:
         parts = [
             *parts[:KEEP_HEAD],
@@ -118,6 +124,7 @@ def render_plan(plan: Plan) -> Panel:
         if plan.disaggregated
         else f"{plan.nodes} x {plan.gpus_per_node} GPUs; uses {plan.total_gpus}",
     )
+    summary.add_row("benchmark", plan.bench.type)
     summary.add_row("concurrency", _points(plan))
     summary.add_row("models", _models(plan))
     if plan.slurm.container_image:
@@ -138,9 +145,10 @@ def render_plan(plan: Plan) -> Panel:
             if role.argv
             else ("(in-process load generator, orchestrator)", False)
         )
-        if role.kind is RoleKind.BENCH and plan.bench.custom_command:
-            command, cut = abridged_argv(redact(plan.bench.custom_command))
         env = f"\n[dim]+{len(role.env)} env vars[/]" if role.env else ""
+        if role.kind is RoleKind.BENCH and role.env:
+            shown = redact(dict(role.env))
+            env = "".join(f"\n[dim]{escape(k)}={escape(str(v))}[/]" for k, v in shown.items())
         if cut:
             env += "\n[dim]abridged; `disagg plan --json` has the whole command[/]"
         if role.node_argv:

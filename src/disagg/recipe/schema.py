@@ -60,6 +60,8 @@ BenchmarkType = Literal[
     "mlperf",
     "agentic",
     "aiperf",
+    "sglang-bench",
+    "profiling",
 ]
 
 

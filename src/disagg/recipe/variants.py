@@ -24,7 +24,6 @@ from disagg.recipe.overrides import expand_variants as _expand
 from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.selectors import Selector, parse_selector, select
 
-SUPPORTED_BENCHMARKS = ("sa-bench", "custom")
 KNOWN_FRONTENDS = ("dynamo", "sglang", "trtllm_serve")
 
 
@@ -215,10 +214,9 @@ def unsupported_reason(config: RecipeConfig) -> str | None:
     frontend = config.frontend.type if config.frontend is not None else None
     if frontend is not None and frontend not in KNOWN_FRONTENDS:
         return f"frontend type {frontend} (known: {', '.join(KNOWN_FRONTENDS)})"
-    bench = config.benchmark.type
-    if bench not in SUPPORTED_BENCHMARKS:
-        return f"benchmark type {bench} (supported: {', '.join(SUPPORTED_BENCHMARKS)})"
-    return None
+    from disagg.workloads.registry import refusal
+
+    return refusal(config.benchmark.type)
 
 
 def ensure_supported(variant: Variant) -> None:

@@ -1,0 +1,109 @@
+"""The benchmark seam: what every `benchmark.type` adapter owns.
+
+An adapter names the recipe fields it reads (any other field set in `benchmark:` is
+refused at plan time, or listed as ignored with the reason), turns the section into
+the plan's `BenchPlan` and bench role, and runs in one of two ways:
+- in-process points: the orchestrator's point loop calls `measure` once per point;
+- a command in the bench role (`command` set on the BenchPlan): the orchestrator
+  starts it after the canary and `collect` turns what it wrote into point results.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.plan.model import BenchPlan, Plan, PointPlan, RolePlan
+from disagg.recipe.schema import BenchmarkSection
+
+if TYPE_CHECKING:
+    from disagg.bench.api import GpuCounts, PointOutcome
+
+COMMON_FIELDS = frozenset({"type"})
+# Fields any adapter accepts without effect, with why.
+COMMON_IGNORES = {
+    "stream_output": "the client's output always goes to the bench role's log, which "
+    "`disagg logs --follow` shows while it runs",
+}
+
+FailFn = Callable[[str, tuple[str, ...], str | None], DisaggError]
+
+
+@dataclass(frozen=True)
+class BenchInputs:
+    """What an adapter may use at plan time besides the `benchmark:` section."""
+
+    section: BenchmarkSection
+    model_name: str  # the served model name requests carry
+    simulated: bool
+    recipe_dir: Path  # relative paths in the section (a trace file) resolve against it
+    fail: FailFn  # a positioned plan error: (message, field path, hint)
+    resolve_container: Callable[[str], str]  # cluster-profile alias -> image reference
+
+
+class MeasureFn(Protocol):
+    def __call__(
+        self,
+        *,
+        base_url: str,
+        bench: BenchPlan,
+        point: PointPlan,
+        out_dir: Path,
+        gpus: GpuCounts,
+        run_name: str,
+        simulated: bool,
+        disaggregated: bool,
+        quiet: bool = False,
+        stop: threading.Event | None = None,
+        setup: Mapping[str, Any] | None = None,
+    ) -> PointOutcome: ...
+
+
+class BenchmarkAdapter(ABC):
+    """One `benchmark.type` (or several spellings of one client)."""
+
+    types: ClassVar[tuple[str, ...]]
+    reads: ClassVar[frozenset[str]]  # benchmark.<field> names this adapter honours
+    # benchmark.<field> -> why it is accepted but has no effect here (shown in the plan)
+    ignores: ClassVar[Mapping[str, str]] = {}
+
+    def check_fields(self, inputs: BenchInputs) -> dict[str, str]:
+        """Refuse a set field nobody reads; return the ignored ones with their reasons."""
+        section = inputs.section
+        ignored: dict[str, str] = {}
+        for name in sorted(section.model_fields_set):
+            value = getattr(section, name)
+            default = type(section).model_fields[name].get_default(call_default_factory=True)
+            if value is None or value == default or name in COMMON_FIELDS or name in self.reads:
+                continue
+            why = self.ignores.get(name) or COMMON_IGNORES.get(name)
+            if why is not None:
+                ignored[name] = why
+                continue
+            raise UnsupportedRecipe(
+                f"benchmark.{name} (benchmark.type {section.type} does not read it)"
+            )
+        return ignored
+
+    @abstractmethod
+    def plan(self, inputs: BenchInputs) -> BenchPlan:
+        """The BenchPlan for this section; bad values raise `inputs.fail(...)`."""
+
+    def bench_role(self, plan: Plan) -> RolePlan:
+        """The bench role on node 0 of a plan placed without one; in-process adapters have
+        no command of their own."""
+        from disagg.plan.model import RoleKind
+
+        return RolePlan(name="bench", kind=RoleKind.BENCH, node_ranks=[0])
+
+    def measure(self) -> MeasureFn:
+        """The per-point measurement of in-process adapters."""
+        raise DisaggError(f"benchmark.type {self.types[0]} measures no in-process points")
+
+    def prepare(self, bench: BenchPlan) -> None:  # noqa: B027 - optional hook
+        """Checks made inside the job before any role starts (e.g. the trace file parses)."""

@@ -1,0 +1,189 @@
+"""What a custom benchmark command wrote: point files become results, the rest is listed.
+
+A JSON file with vLLM's point fields (`completed`, `total_output_tokens`,
+`output_throughput`, ...; the format `benchmark_serving.py`, InferenceX's client and
+`disagg bench` write) is one point. It is judged by the same validity gate as an
+sa-bench point (`disagg.bench.results.judge_counts`) and written to `results/` with
+disagg's fields added (`point`, `valid`, `invalid_reason`, `simulated`, the InferenceX
+per-GPU fields), so `disagg report` shows it. The original stays where it was written;
+every other file is kept and listed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from disagg.atomic import write_json
+from disagg.plan.model import Plan
+
+POINT_FIELDS = ("completed", "total_output_tokens", "output_throughput")
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+MAX_FILES = 10_000
+
+
+@dataclass(frozen=True)
+class CollectedPoint:
+    key: str
+    source: Path
+    result: Path
+    valid: bool
+    reason: str | None
+    headline: dict[str, float]
+
+
+@dataclass
+class Collected:
+    points: list[CollectedPoint] = field(default_factory=list)
+    other_files: list[Path] = field(default_factory=list)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def read_point_file(path: Path) -> dict[str, Any] | None:
+    """The JSON object of a vLLM-format point file, else None (another kind of file)."""
+    try:
+        if path.stat().st_size > MAX_RESULT_BYTES:
+            return None
+        data = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or not all(k in data for k in POINT_FIELDS):
+        return None
+    return data
+
+
+def _concurrency(data: dict[str, Any]) -> int | None:
+    for key in ("max_concurrency", "conc", "concurrency"):
+        value = _number(data.get(key))
+        if value is not None and value >= 1:
+            return int(value)
+    return None
+
+
+def _gate(data: dict[str, Any], plan: Plan) -> str | None:
+    from disagg.bench.results import judge_counts
+
+    if data.get("valid") is False:  # a disagg-written file that already knows it is invalid
+        return str(data.get("invalid_reason") or "marked invalid by the client")
+    completed = int(_number(data.get("completed")) or 0)
+    failed = _number(data.get("failed"))
+    prompts = _number(data.get("num_prompts"))
+    if failed is None:  # vLLM without a `failed` field: what was asked minus what completed
+        failed = max((prompts or completed) - completed, 0)
+    return judge_counts(
+        total=completed + int(failed),
+        completed=completed,
+        failed=int(failed),
+        output_tokens=int(_number(data.get("total_output_tokens")) or 0),
+        max_failure_ratio=plan.bench.max_failure_ratio,
+    )
+
+
+def _per_gpu(value: float | None, gpus: int) -> float | None:
+    return value / gpus if value is not None and gpus > 0 else None
+
+
+def normalise(data: dict[str, Any], plan: Plan, source: Path) -> dict[str, Any]:
+    """The point as a disagg result: the client's fields first, disagg's added after."""
+    from disagg.bench.identity import setup_fields
+
+    conc = _concurrency(data)
+    reason = _gate(data, plan)
+    result = dict(data)
+    total = _number(data.get("total_token_throughput"))
+    output = _number(data.get("output_throughput"))
+    out_gpus = plan.decode_gpus if plan.disaggregated else plan.total_gpus
+    in_gpus = plan.prefill_gpus if plan.disaggregated else plan.total_gpus
+    defaults: dict[str, Any] = {
+        "conc": conc,
+        "isl": plan.bench.isl or None,
+        "osl": plan.bench.osl or None,
+        "num_prefill_gpu": plan.prefill_gpus,
+        "num_decode_gpu": plan.decode_gpus,
+        "num_gpus": plan.total_gpus,
+        "disagg": plan.disaggregated,
+        "tput_per_gpu": _per_gpu(total, plan.total_gpus),
+        "output_tput_per_gpu": _per_gpu(output, out_gpus),
+        "input_tput_per_gpu": _per_gpu(
+            total - output if total is not None and output is not None else None, in_gpus
+        ),
+    }
+    defaults.update(setup_fields(plan))
+    for key, value in defaults.items():
+        if result.get(key) is None:
+            result[key] = value
+    for stat in ("mean", "median", "p90", "p95", "p99"):
+        tpot = _number(data.get(f"{stat}_tpot_ms"))
+        if result.get(f"{stat}_intvty") is None and tpot:
+            result[f"{stat}_intvty"] = 1000.0 / tpot
+    result.update(
+        {
+            "run_name": plan.name,
+            "point": f"conc{conc}" if conc else "concinf",
+            "valid": reason is None,
+            "invalid_reason": reason,
+            "simulated": plan.simulated or bool(data.get("simulated", False)),
+            "benchmark_type": plan.bench.type,
+            "client_result_file": str(source),
+        }
+    )
+    return result
+
+
+def _stem(plan: Plan, conc: int | None) -> str:
+    from disagg.bench.results import PointContext, result_stem
+    from disagg.plan.model import PointPlan
+
+    ctx = PointContext(
+        run_name=plan.name,
+        point=PointPlan(concurrency=conc, num_prompts=1),
+        prefill_gpus=plan.prefill_gpus,
+        decode_gpus=plan.decode_gpus,
+        disaggregated=plan.disaggregated,
+        simulated=plan.simulated,
+    )
+    return result_stem(ctx)
+
+
+def collect(results_dir: Path, plan: Plan, out_dir: Path) -> Collected:
+    """Turn every point file under `results_dir` into a result in `out_dir`."""
+    found = Collected()
+    if not results_dir.is_dir():
+        return found
+    files = sorted(p for p in results_dir.rglob("*") if p.is_file() and not p.is_symlink())
+    taken: set[str] = set()
+    for path in files[:MAX_FILES]:
+        data = read_point_file(path) if path.suffix == ".json" else None
+        if data is None:
+            found.other_files.append(path)
+            continue
+        result = normalise(data, plan, path)
+        stem = _stem(plan, _concurrency(data))
+        name, copy = stem, 1
+        while name in taken:  # several files for one concurrency: keep them all
+            copy += 1
+            name = f"{stem}_{copy}"
+        taken.add(name)
+        target = out_dir / f"{name}.json"
+        write_json(target, result)
+        from disagg.bench.runner import headline
+
+        found.points.append(
+            CollectedPoint(
+                key=str(result["point"]),
+                source=path,
+                result=target,
+                valid=bool(result["valid"]),
+                reason=result["invalid_reason"],
+                headline=headline(result),
+            )
+        )
+    found.other_files += files[MAX_FILES:]
+    return found

@@ -1,0 +1,144 @@
+"""`custom`: the recipe's own client script, run with `bash -lc` in the bench role.
+
+It starts once every role is healthy and the canary passed, with the recipe's
+`benchmark.env` on top of the contract variables (docs/benchmarks.md): srt-slurm's
+`SRT_FRONTEND_*`, the topology names InferenceX's scripts read, the concurrency list,
+ISL/OSL, the job id and a results directory inside the run directory. Its exit status
+decides the run; its output goes to the bench role's log. Afterwards `collect` (in
+`disagg.workloads.collect`) turns the point files it wrote into results.
+"""
+
+from __future__ import annotations
+
+from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
+from disagg.workloads.base import BenchInputs, BenchmarkAdapter
+from disagg.workloads.sabench import concurrencies
+
+RESULTS_SUBDIR = "bench-results"
+SERVING_KINDS = (RoleKind.ROUTER, RoleKind.AGGREGATED, RoleKind.DECODE)
+
+
+def serving_role(roles: list[RolePlan]) -> RolePlan | None:
+    """The role load goes to (the same choice as the orchestrator's canary)."""
+    for kind in SERVING_KINDS:
+        for role in roles:
+            if role.kind is kind and "http" in role.ports:
+                return role
+    return None
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _number(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def contract_env(plan: Plan) -> dict[str, str]:
+    """The variables every custom command gets (docs/benchmarks.md has the table)."""
+    from disagg.bench.identity import setup_fields
+
+    bench = plan.bench
+    env: dict[str, str] = {}
+    front = serving_role(plan.roles)
+    if front is not None:
+        env["SRT_FRONTEND_HOST"] = f"${{{front.name}.host}}"
+        env["SRT_FRONTEND_PORT"] = f"${{{front.name}.http_port}}"
+        env["SRT_FRONTEND_URL"] = f"${{{front.name}.url}}"
+    setup = setup_fields(plan)
+    env["DISAGG"] = _text(plan.disaggregated)
+    for side in ("prefill", "decode"):
+        upper = side.upper()
+        env[f"{upper}_NUM_WORKERS"] = _number(setup.get(f"{side}_num_workers") or 0)
+        env[f"{upper}_TP"] = _number(setup.get(f"{side}_tp") or 0)
+        env[f"{upper}_EP"] = _number(setup.get(f"{side}_ep") or 0)
+        env[f"{upper}_DP_ATTN"] = _number(bool(setup.get(f"{side}_dp_attention")))
+    env.update(
+        {
+            "NUM_PREFILL_GPU": str(plan.prefill_gpus),
+            "NUM_DECODE_GPU": str(plan.decode_gpus),
+            "CONC_LIST": " ".join(str(c) for c in bench.concurrencies),
+            "MODEL": bench.model_name,
+        }
+    )
+    if bench.isl:
+        env["ISL"] = str(bench.isl)
+    if bench.osl:
+        env["OSL"] = str(bench.osl)
+    env["RANDOM_RANGE_RATIO"] = f"{bench.random_range_ratio:g}"
+    results = bench.command.results_dir if bench.command else ""
+    env.update(
+        {
+            "DISAGG_RUN_NAME": plan.name,
+            "DISAGG_RUN_DIR": "${run.dir}",
+            "DISAGG_RESULTS_DIR": results,
+            "RESULT_DIR": results,
+            "DISAGG_JOB_ID": "${run.job_id}",
+            "DISAGG_PYTHON": "${run.python}",
+            "DISAGG_SIMULATED": _text(plan.simulated),
+        }
+    )
+    return env
+
+
+class Custom(BenchmarkAdapter):
+    types = ("custom",)
+    reads = frozenset(
+        {
+            "command",
+            "env",
+            "container_image",
+            "concurrencies",
+            "isl",
+            "osl",
+            "random_range_ratio",
+            "use_chat_template",
+        }
+    )
+
+    def plan(self, inputs: BenchInputs) -> BenchPlan:
+        b = inputs.section
+        ignored = self.check_fields(inputs)
+        if not b.command or not b.command.strip():
+            raise inputs.fail(
+                "benchmark type custom needs a command",
+                ("benchmark",),
+                "add `command: ...` (run with bash -lc in the bench role)",
+            )
+        image = inputs.resolve_container(b.container_image) if b.container_image else None
+        return BenchPlan(
+            type=b.type,
+            model_name=inputs.model_name,
+            isl=b.isl or 0,
+            osl=b.osl or 0,
+            random_range_ratio=1.0 if b.random_range_ratio is None else b.random_range_ratio,
+            use_chat_template=bool(b.use_chat_template),
+            points=[],
+            concurrencies=concurrencies(inputs),
+            command=BenchCommand(
+                argv=["bash", "-lc", b.command],
+                results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
+                env={k: _text(v) for k, v in (b.env or {}).items()},
+                container_image=image,
+            ),
+            ignored=ignored,
+        )
+
+    def bench_role(self, plan: Plan) -> RolePlan:
+        command = plan.bench.command
+        assert command is not None
+        env = contract_env(plan)
+        env.update(command.env)  # the recipe's own values win
+        return RolePlan(
+            name="bench",
+            kind=RoleKind.BENCH,
+            node_ranks=[0],
+            argv=list(command.argv),
+            env=env,
+            container_image=command.container_image or plan.slurm.container_image,
+        )

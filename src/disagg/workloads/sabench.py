@@ -1,0 +1,144 @@
+"""`sa-bench`: disagg's own load generator, one in-process measured point per concurrency.
+
+Points: `benchmark.concurrencies` ("1x2x4" or a list); each point sends `num_prompts`
+(else concurrency x `num_prompts_mult`, default 10, at least 16) after a warm-up of
+concurrency x `num_warmup_mult` (default 2) requests. `req_rate` sends on a Poisson
+schedule at that rate, capped by the concurrency.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from disagg.plan.model import BenchPlan, PointPlan
+from disagg.recipe.schema import concurrency_points
+from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn
+
+DEFAULT_PROMPTS_MULT = 10
+MIN_PROMPTS = 16
+DEFAULT_WARMUP_MULT = 2
+
+TOKENIZER_IGNORED = (
+    "a tokenizer class for srt-slurm's own client; disagg builds prompts with the "
+    "model's tokenizer.json and counts output tokens from the server's usage"
+)
+
+
+def request_rate(inputs: BenchInputs) -> float | None:
+    """`req_rate` in requests/s; None for "inf" (as fast as the concurrency allows)."""
+    raw = inputs.section.req_rate
+    if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("inf", "")):
+        return None
+    try:
+        rate = float(raw)
+    except ValueError:
+        raise inputs.fail(
+            f"benchmark.req_rate {raw!r} is not a number or inf",
+            ("benchmark", "req_rate"),
+            'write requests per second, e.g. 10, or "inf"',
+        ) from None
+    if rate <= 0:
+        raise inputs.fail("benchmark.req_rate must be positive", ("benchmark", "req_rate"), None)
+    return None if rate == float("inf") else rate
+
+
+def concurrencies(inputs: BenchInputs) -> list[int]:
+    try:
+        return concurrency_points(inputs.section.concurrencies)
+    except ValueError as exc:
+        raise inputs.fail(
+            f"benchmark.concurrencies: {exc}",
+            ("benchmark", "concurrencies"),
+            'write e.g. "1x2x4" or [1, 2, 4]',
+        ) from None
+
+
+def slo(inputs: BenchInputs) -> dict[str, float]:
+    b = inputs.section
+    limits: dict[str, float] = {}
+    if b.ttft_threshold_ms is not None:
+        limits["ttft"] = float(b.ttft_threshold_ms)
+    if b.itl_threshold_ms is not None:
+        limits["tpot"] = float(b.itl_threshold_ms)
+    return limits
+
+
+class SaBench(BenchmarkAdapter):
+    types = ("sa-bench",)
+    reads = frozenset(
+        {
+            "isl",
+            "osl",
+            "concurrencies",
+            "req_rate",
+            "random_range_ratio",
+            "use_chat_template",
+            "num_prompts",
+            "num_prompts_mult",
+            "num_warmup_mult",
+            "ttft_threshold_ms",
+            "itl_threshold_ms",
+        }
+    )
+    ignores: ClassVar[dict[str, str]] = {
+        "custom_tokenizer": TOKENIZER_IGNORED,
+        "tokenizer_mode": TOKENIZER_IGNORED,
+    }
+
+    def plan(self, inputs: BenchInputs) -> BenchPlan:
+        b = inputs.section
+        ignored = self.check_fields(inputs)
+        if b.isl is None or b.osl is None:
+            raise inputs.fail(
+                f"benchmark type {b.type} needs isl and osl",
+                ("benchmark",),
+                "add `isl:` and `osl:` (input and output tokens per request)",
+            )
+        rate = request_rate(inputs)
+        levels = concurrencies(inputs)
+        if not levels and rate is None:
+            raise inputs.fail(
+                "no load points: benchmark.concurrencies is empty and req_rate is inf",
+                ("benchmark",),
+                'add e.g. `concurrencies: "1x2x4x8"`',
+            )
+        points = [self.point(inputs, c, rate) for c in levels] or [self.point(inputs, None, rate)]
+        simulated = inputs.simulated
+        return BenchPlan(
+            type=b.type,
+            model_name=inputs.model_name,
+            isl=b.isl,
+            osl=b.osl,
+            random_range_ratio=1.0 if b.random_range_ratio is None else b.random_range_ratio,
+            # Without a tokenizer (the simulated engine) the chat endpoint stands in for
+            # a client-side chat template: the server applies its own.
+            endpoint="chat" if b.use_chat_template and simulated else "completions",
+            use_chat_template=bool(b.use_chat_template) and not simulated,
+            tokenizer=None if simulated else "${model.path}",
+            arrival="poisson" if rate is not None else "constant",
+            slo=slo(inputs),
+            points=points,
+            concurrencies=levels,
+            ignored=ignored,
+        )
+
+    @staticmethod
+    def point(inputs: BenchInputs, concurrency: int | None, rate: float | None) -> PointPlan:
+        b = inputs.section
+        c = concurrency or 1
+        if b.num_prompts is not None:
+            prompts = b.num_prompts
+        else:
+            prompts = max(c * (b.num_prompts_mult or DEFAULT_PROMPTS_MULT), MIN_PROMPTS)
+        warmup_mult = b.num_warmup_mult if b.num_warmup_mult is not None else DEFAULT_WARMUP_MULT
+        return PointPlan(
+            concurrency=concurrency,
+            request_rate=rate,
+            num_prompts=prompts,
+            warmup_requests=c * warmup_mult,
+        )
+
+    def measure(self) -> MeasureFn:
+        from disagg.bench.api import measure_point
+
+        return measure_point

@@ -1,0 +1,283 @@
+"""`mooncake-router` / `trace-replay`: replay a timestamped trace with disagg's own generator.
+
+The trace is Mooncake's format, one JSON object a line: `timestamp` (ms since the
+trace began), `input_length`, `output_length` and `hash_ids` (one id per
+`block_tokens`-token block of the prompt; requests sharing leading ids share that
+prefix). Each request is sent at its timestamp (relative to the first), on the same
+absolute schedule the sa-bench rate mode uses; `concurrencies`, if given, makes one
+replay per value with at most that many requests in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from disagg.errors import DisaggError, SourceLocation
+from disagg.plan.model import BenchPlan, PointPlan, TracePlan
+from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn
+from disagg.workloads.sabench import concurrencies, slo
+
+if TYPE_CHECKING:
+    from disagg.bench.api import GpuCounts, PointOutcome
+    from disagg.bench.client import RequestSpec
+    from disagg.bench.prompts import PromptFactory
+
+MAX_TRACE_BYTES = 256 * 1024 * 1024
+MAX_RECORDS = 1_000_000
+MAX_TOKENS = 1_048_576  # one request's input or output length
+TRACE_SEED = 7_919
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    timestamp_ms: float
+    input_length: int
+    output_length: int
+    hash_ids: tuple[int, ...]
+
+
+def _bad(path: Path, line: int, message: str) -> DisaggError:
+    return DisaggError(
+        message,
+        location=SourceLocation(str(path), line, 1),
+        hint='each line is {"timestamp": MS, "input_length": N, "output_length": N, '
+        '"hash_ids": [ids]}',
+    )
+
+
+def _count(path: Path, line: int, item: dict[str, Any], key: str) -> int:
+    value = item.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOKENS:
+        raise _bad(path, line, f"{key} must be an integer in 1..{MAX_TOKENS}, got {value!r}")
+    return value
+
+
+def read_trace(path: Path) -> list[TraceRecord]:
+    """Every record of a trace file, in file order; a bad line is an error naming it."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise DisaggError(
+            f"trace file {path}: {exc.strerror or exc}", hint="check benchmark.trace_file"
+        ) from None
+    if not path.is_file() or size > MAX_TRACE_BYTES:
+        raise DisaggError(f"trace file {path}: not a regular file of at most 256 MiB")
+    records: list[TraceRecord] = []
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            if len(records) >= MAX_RECORDS:
+                raise _bad(path, number, f"more than {MAX_RECORDS} records")
+            try:
+                item = json.loads(text)
+            except ValueError as exc:
+                raise _bad(path, number, f"not a JSON object: {exc}") from None
+            if not isinstance(item, dict):
+                raise _bad(path, number, "not a JSON object")
+            stamp = item.get("timestamp")
+            if isinstance(stamp, bool) or not isinstance(stamp, int | float) or stamp < 0:
+                raise _bad(path, number, f"timestamp must be milliseconds >= 0, got {stamp!r}")
+            hashes = item.get("hash_ids", [])
+            if not isinstance(hashes, list) or not all(
+                isinstance(h, int) and not isinstance(h, bool) for h in hashes
+            ):
+                raise _bad(path, number, "hash_ids must be a list of integers")
+            records.append(
+                TraceRecord(
+                    timestamp_ms=float(stamp),
+                    input_length=_count(path, number, item, "input_length"),
+                    output_length=_count(path, number, item, "output_length"),
+                    hash_ids=tuple(hashes),
+                )
+            )
+    if not records:
+        raise DisaggError(f"trace file {path}: no records")
+    return records
+
+
+def trace_offsets(records: list[TraceRecord], speedup: float = 1.0) -> list[float]:
+    """Send times in seconds after the first request, in timestamp order."""
+    first = min(r.timestamp_ms for r in records)
+    return [(r.timestamp_ms - first) / 1000.0 / speedup for r in records]
+
+
+def build_requests(
+    factory: PromptFactory, records: list[TraceRecord], block_tokens: int
+) -> list[RequestSpec]:
+    """One request per record; equal leading hash ids give byte-equal prompt prefixes."""
+    blocks: dict[int, str] = {}
+
+    def block(hash_id: int, length: int) -> str:
+        key = hash_id * 2 + (0 if length == block_tokens else 1)
+        if key not in blocks:
+            rng = random.Random(TRACE_SEED * 1_000_003 + hash_id)
+            blocks[key] = factory.text(rng, length)
+        return blocks[key]
+
+    specs = []
+    for index, record in enumerate(records):
+        parts, left = [], record.input_length
+        for hash_id in record.hash_ids:
+            if left <= 0:
+                break
+            length = min(block_tokens, left)
+            parts.append(block(hash_id, length))
+            left -= length
+        if left > 0:  # the tail past the hashed blocks: unique to this request
+            parts.append(factory.text(random.Random(TRACE_SEED + 1 + index), left))
+        text = " ".join(p.strip() for p in parts)
+        specs.append(factory.request(index, text, record.input_length, record.output_length))
+    return specs
+
+
+def _sorted(records: list[TraceRecord]) -> list[TraceRecord]:
+    return sorted(records, key=lambda r: r.timestamp_ms)
+
+
+def measure_trace(
+    *,
+    base_url: str,
+    bench: BenchPlan,
+    point: PointPlan,
+    out_dir: Path,
+    gpus: GpuCounts,
+    run_name: str,
+    simulated: bool,
+    disaggregated: bool,
+    quiet: bool = False,
+    stop: threading.Event | None = None,
+    setup: Mapping[str, Any] | None = None,
+) -> PointOutcome:
+    """Replay the plan's trace as one point (same files and validity gate as sa-bench)."""
+    from disagg.bench.api import PointOutcome
+    from disagg.bench.client import Load
+    from disagg.bench.prompts import PromptFactory, PromptSettings
+    from disagg.bench.results import PointContext
+    from disagg.bench.runner import ClientOptions, endpoint_url, headline, run_point
+
+    assert bench.trace is not None
+    records = _sorted(read_trace(Path(bench.trace.path)))
+    factory = PromptFactory(
+        PromptSettings(
+            model=bench.model_name,
+            isl=bench.isl,
+            osl=bench.osl,
+            endpoint=bench.endpoint,
+            tokenizer=bench.tokenizer,
+            chat_template=bench.use_chat_template,
+            ignore_eos=bench.ignore_eos,
+            prompt_format="text",
+        )
+    )
+    options = ClientOptions()
+    load = Load(
+        url=endpoint_url(base_url, bench.endpoint),
+        chat=bench.endpoint == "chat",
+        requests=build_requests(factory, records, bench.trace.block_tokens),
+        concurrency=point.concurrency,
+        offsets=trace_offsets(records, bench.trace.speedup),
+        request_timeout_s=options.request_timeout_s,
+        tokenizer=bench.tokenizer,
+    )
+    ctx = PointContext(
+        run_name=run_name,
+        point=point,
+        prefill_gpus=gpus.prefill,
+        decode_gpus=gpus.decode,
+        disaggregated=disaggregated,
+        simulated=simulated,
+        setup=dict(setup or {}),
+    )
+    run = run_point(
+        base_url=base_url,
+        bench=bench,
+        ctx=ctx,
+        out_dir=out_dir,
+        options=options,
+        quiet=quiet,
+        stop=stop,
+        load=load,
+    )
+    return PointOutcome(
+        path=run.path, valid=run.valid, reason=run.reason, summary=headline(run.result)
+    )
+
+
+class TraceReplay(BenchmarkAdapter):
+    types = ("mooncake-router", "trace-replay")
+    reads = frozenset(
+        {
+            "trace_file",
+            "concurrencies",
+            "ttft_threshold_ms",
+            "itl_threshold_ms",
+            "use_chat_template",
+        }
+    )
+    ignores: ClassVar[dict[str, str]] = {
+        "aiperf_package": "disagg replays the trace with its own load generator, "
+        "not AIPerf; no package is installed",
+        "mooncake_workload": "a label here: the trace_file given is what is replayed",
+    }
+
+    def plan(self, inputs: BenchInputs) -> BenchPlan:
+        b = inputs.section
+        if b.mooncake_workload is not None and b.trace_file is None:
+            from disagg.errors import UnsupportedRecipe
+
+            raise UnsupportedRecipe(
+                f"benchmark.mooncake_workload (srt-slurm downloads the named trace "
+                f"{b.mooncake_workload!r} from the model hub; give `trace_file:` a local trace)"
+            )
+        ignored = self.check_fields(inputs)
+        if b.trace_file is None:
+            raise inputs.fail(
+                f"benchmark type {b.type} needs trace_file",
+                ("benchmark",),
+                "add `trace_file: PATH` (Mooncake trace JSONL; relative to the recipe)",
+            )
+        path = Path(b.trace_file).expanduser()
+        if not path.is_absolute():
+            path = inputs.recipe_dir / path
+        try:
+            records = read_trace(path)
+        except DisaggError as exc:
+            location = exc.location or None
+            if location is None:
+                raise inputs.fail(exc.message, ("benchmark", "trace_file"), exc.hint) from None
+            raise
+        levels = concurrencies(inputs)
+        count = len(records)
+        points = [
+            PointPlan(concurrency=c, num_prompts=count, label=f"trace_conc{c}") for c in levels
+        ] or [PointPlan(num_prompts=count, label="trace")]
+        simulated = inputs.simulated
+        return BenchPlan(
+            type=b.type,
+            model_name=inputs.model_name,
+            isl=round(sum(r.input_length for r in records) / count),
+            osl=round(sum(r.output_length for r in records) / count),
+            endpoint="chat" if b.use_chat_template and simulated else "completions",
+            use_chat_template=bool(b.use_chat_template) and not simulated,
+            tokenizer=None if simulated else "${model.path}",
+            arrival="constant",
+            slo=slo(inputs),
+            points=points,
+            concurrencies=levels,
+            trace=TracePlan(path=str(path.resolve())),
+            ignored=ignored,
+        )
+
+    def measure(self) -> MeasureFn:
+        return measure_trace
+
+    def prepare(self, bench: BenchPlan) -> None:
+        assert bench.trace is not None
+        read_trace(Path(bench.trace.path))

@@ -1,0 +1,79 @@
+"""`benchmark.type: custom` on the local Slurm: the recipe's client loop runs as the bench
+role's own `srun --overlap` step inside the job, and its point files become the results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import REPO, job_steps, wait_job_end
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+RECIPE = REPO / "tests" / "workloads" / "data" / "sim-custom.yaml"
+PROFILE = Path(__file__).parent / "data" / "local-slurm.yaml"
+
+
+def disagg(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "disagg", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=dict(os.environ),
+        timeout=120,
+        check=False,
+    )
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def submit(selector: str, out: Path) -> str:
+    done = disagg(
+        "submit", f"{RECIPE}:{selector}", "--cluster", str(PROFILE), "--out", str(out), "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    return str(json.loads(done.stdout)[0]["job_id"])
+
+
+def test_custom_sweep_runs_in_the_bench_role_on_slurm(
+    slurm_cluster: list[str], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    job_id = submit("base", run_dir)
+    assert wait_job_end(job_id) == "COMPLETED", (run_dir / f"slurm-{job_id}.out").read_text()
+
+    summary = read_json(run_dir / "summary.json")
+    assert summary["status"] == "completed" and summary["executor"] == "slurm"
+    assert sorted(p["key"] for p in summary["points"]) == ["conc1", "conc2", "conc4"]
+    for point in summary["points"]:
+        assert read_json(Path(point["result"]))["valid"] is True
+    state = read_json(run_dir / "state.json")
+    bench = next(role for role in state["roles"] if role["name"] == "bench")
+    assert [task["node"] for task in bench["tasks"]] == [slurm_cluster[0]]
+    # The job id the script saw is the Slurm job's.
+    topology = (run_dir / "bench-results" / "topology.txt").read_text().split()
+    assert topology == ["1x2", "1x2", job_id]
+    assert job_steps(job_id) == []
+
+
+def test_custom_command_failing_on_slurm_fails_the_job(
+    slurm_cluster: list[str], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    job_id = submit("override_fails", run_dir)
+    assert wait_job_end(job_id) == "FAILED"
+
+    summary = read_json(run_dir / "summary.json")
+    assert summary["status"] == "failed"
+    assert summary["reason"] == "benchmark command exited with code 3"
+    assert "cannot reach the dataset" in (run_dir / "logs" / "bench.log").read_text()
+    assert job_steps(job_id) == []

@@ -1,0 +1,72 @@
+"""`benchmark.type: custom` end to end on this machine: the recipe's own client loop runs
+in the bench role against the live frontend, its exit status decides the run, and the
+point files it writes become results that `disagg report` shows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from disagg.launch.state import PointStatus, RunStatus, RunSummary
+
+pytestmark = pytest.mark.slow
+
+RECIPE = Path(__file__).parent / "data" / "sim-custom.yaml"
+
+
+def disagg(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "disagg", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_custom_fixed_sequence_loop_runs_and_its_points_reach_the_report(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    done = disagg("run", f"{RECIPE}:base", "--local", "--out", run_dir)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    summary = RunSummary.read(run_dir)
+    assert summary is not None and summary.status is RunStatus.COMPLETED
+    assert sorted(p.key for p in summary.points) == ["conc1", "conc2", "conc4"]
+    assert all(p.status is PointStatus.MEASURED for p in summary.points)
+    for point in summary.points:
+        assert point.result is not None
+        result = json.loads(Path(point.result).read_text())
+        assert result["valid"] is True and result["simulated"] is True
+        assert result["benchmark_type"] == "custom"
+        assert result["completed"] == 4 * result["max_concurrency"]
+        assert result["num_prefill_gpu"] == 2 and result["num_decode_gpu"] == 2
+        assert Path(result["client_result_file"]).is_relative_to(run_dir / "bench-results")
+    # The contract variables reached the script: topology as InferenceX names it, a job id.
+    topology = (run_dir / "bench-results" / "topology.txt").read_text().split()
+    assert topology[:2] == ["1x2", "1x2"] and topology[2].startswith("local-")
+    log = (run_dir / "logs" / "orchestrator.log").read_text()
+    assert "kept " + str(run_dir / "bench-results" / "topology.txt") in log
+
+    report = disagg("report", run_dir, "--out", tmp_path / "report", "--json")
+    assert report.returncode == 0, report.stderr
+    shown = json.loads(report.stdout)
+    assert shown["valid_points"] == 3
+    assert sorted(point["conc"] for point in shown["points"]) == [1, 2, 4]
+
+
+def test_custom_command_that_exits_non_zero_fails_the_run(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    done = disagg("run", f"{RECIPE}:override_fails", "--local", "--out", run_dir)
+
+    assert done.returncode == 1
+    summary = RunSummary.read(run_dir)
+    assert summary is not None and summary.status is RunStatus.FAILED
+    assert summary.reason == "benchmark command exited with code 3"
+    assert summary.failure is not None and summary.failure.role == "bench"
+    assert any("cannot reach the dataset" in line for line in summary.failure.log_tail)
+    assert summary.points == []
+    assert not list((run_dir / "results").glob("*conc*"))
