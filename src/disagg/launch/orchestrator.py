@@ -178,7 +178,7 @@ class Orchestrator:
 
         workload = adapter_for(self.plan.bench.type)
         workload.prepare(self.plan.bench)
-        if self.plan.bench.points and self._all_points_done():
+        if self.plan.bench.command is None and self._all_points_done():
             self.log.info("every point already has a valid result; nothing to run")
             return
         with self._phase(Phase.STAGING):
