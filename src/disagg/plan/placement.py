@@ -456,13 +456,13 @@ class _Placer:
             raise DisaggError(
                 exc.message, location=self.variant.locate(("model", "path")), hint=exc.hint
             ) from None
+        from disagg.workloads import adapter_for
+
         self.check_engine()
+        bench = self.bench(model)  # benchmark refusals first, as before the engine's own
         gpn = self.gpus_per_node()
         placed, nodes = self.layout(gpn)
         workers = self.workers(placed, model)
-        from disagg.workloads import adapter_for
-
-        bench = self.bench(model)
         roles = [*workers, self.router(workers)]
         prefill = sum(r.total_gpus for r in workers if r.kind is RoleKind.PREFILL)
         decode = sum(r.total_gpus for r in workers if r.kind is not RoleKind.PREFILL)
