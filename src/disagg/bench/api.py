@@ -11,13 +11,17 @@ Contract (kept stable for the orchestrator):
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from disagg.plan.limits import LimitsPlan
 from disagg.plan.model import BenchPlan, PointPlan
+
+if TYPE_CHECKING:
+    from disagg.bench.client import Load
+    from disagg.bench.runner import ClientOptions
 
 
 @dataclass(frozen=True)
@@ -50,8 +54,12 @@ def measure_point(
     stop: threading.Event | None = None,
     setup: Mapping[str, Any] | None = None,
     limits: LimitsPlan | None = None,
+    make_load: Callable[[ClientOptions], Load] | None = None,
 ) -> PointOutcome:
-    """Measure one point. `stop` set (a role died) ends it within a second, marked invalid."""
+    """Measure one point. `stop` set (a role died) ends it within a second, marked invalid.
+
+    `make_load` builds the requests instead of `bench`'s synthetic ones (trace replay).
+    """
     from disagg.bench.results import PointContext
     from disagg.bench.runner import ClientOptions, headline, run_point
 
@@ -78,6 +86,7 @@ def measure_point(
         options=options,
         quiet=quiet,
         stop=stop,
+        make_load=make_load,
     )
     return PointOutcome(
         path=run.path, valid=run.valid, reason=run.reason, summary=headline(run.result)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -101,16 +102,16 @@ def run_point(
     options: ClientOptions | None = None,
     quiet: bool = False,
     stop: threading.Event | None = None,
-    load: Load | None = None,
+    make_load: Callable[[ClientOptions], Load] | None = None,
 ) -> PointRun:
     """Measure one point and write its files; a bad server makes it invalid, never raises.
 
-    `load` replaces the synthetic requests of `bench` (a replayed trace brings its own).
+    `make_load` replaces the synthetic requests of `bench` (a replayed trace brings its own).
     """
     options = options or ClientOptions()
     point = ctx.point
-    if load is None:
-        load = build_load(base_url, bench, point, options)
+    make = make_load or (lambda opts: build_load(base_url, bench, point, opts))
+    load = make(options)
     with PointProgress(point.key, point.num_prompts, quiet=quiet) as progress:
         run = execute(
             load,

@@ -23,6 +23,7 @@ from disagg.recipe.schema import BenchmarkSection
 
 if TYPE_CHECKING:
     from disagg.bench.api import GpuCounts, PointOutcome
+    from disagg.plan.limits import LimitsPlan
 
 COMMON_FIELDS = frozenset({"type"})
 # Fields any adapter accepts without effect, with why.
@@ -61,6 +62,7 @@ class MeasureFn(Protocol):
         quiet: bool = False,
         stop: threading.Event | None = None,
         setup: Mapping[str, Any] | None = None,
+        limits: LimitsPlan | None = None,
     ) -> PointOutcome: ...
 
 

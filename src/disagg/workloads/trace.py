@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from disagg.bench.api import GpuCounts, PointOutcome
     from disagg.bench.client import RequestSpec
     from disagg.bench.prompts import PromptFactory
+    from disagg.plan.limits import LimitsPlan
 
 MAX_TRACE_BYTES = 256 * 1024 * 1024
 MAX_RECORDS = 1_000_000
@@ -154,16 +155,17 @@ def measure_trace(
     quiet: bool = False,
     stop: threading.Event | None = None,
     setup: Mapping[str, Any] | None = None,
+    limits: LimitsPlan | None = None,
 ) -> PointOutcome:
-    """Replay the plan's trace as one point (same files and validity gate as sa-bench)."""
-    from disagg.bench.api import PointOutcome
+    """Replay the plan's trace as one point (same files, limits and validity gate as sa-bench)."""
+    from disagg.bench.api import measure_point
     from disagg.bench.client import Load
     from disagg.bench.prompts import PromptFactory, PromptSettings
-    from disagg.bench.results import PointContext
-    from disagg.bench.runner import ClientOptions, endpoint_url, headline, run_point
+    from disagg.bench.runner import ClientOptions, endpoint_url
 
     assert bench.trace is not None
-    records = _sorted(read_trace(Path(bench.trace.path)))
+    trace = bench.trace
+    records = _sorted(read_trace(Path(trace.path)))
     factory = PromptFactory(
         PromptSettings(
             model=bench.model_name,
@@ -176,37 +178,36 @@ def measure_trace(
             prompt_format="text",
         )
     )
-    options = ClientOptions()
-    load = Load(
-        url=endpoint_url(base_url, bench.endpoint),
-        chat=bench.endpoint == "chat",
-        requests=build_requests(factory, records, bench.trace.block_tokens),
-        concurrency=point.concurrency,
-        offsets=trace_offsets(records, bench.trace.speedup),
-        request_timeout_s=options.request_timeout_s,
-        tokenizer=bench.tokenizer,
-    )
-    ctx = PointContext(
-        run_name=run_name,
-        point=point,
-        prefill_gpus=gpus.prefill,
-        decode_gpus=gpus.decode,
-        disaggregated=disaggregated,
-        simulated=simulated,
-        setup=dict(setup or {}),
-    )
-    run = run_point(
+    requests = build_requests(factory, records, trace.block_tokens)
+    offsets = trace_offsets(records, trace.speedup)
+
+    def make_load(options: ClientOptions) -> Load:
+        return Load(
+            url=endpoint_url(base_url, bench.endpoint),
+            chat=bench.endpoint == "chat",
+            requests=requests,
+            concurrency=point.concurrency,
+            offsets=offsets,
+            request_timeout_s=options.request_timeout_s,
+            tokenizer=bench.tokenizer,
+            http=options.http,
+            stall_timeout_s=options.stall_timeout_s,
+        )
+
+    return measure_point(
         base_url=base_url,
         bench=bench,
-        ctx=ctx,
+        point=point,
         out_dir=out_dir,
-        options=options,
+        gpus=gpus,
+        run_name=run_name,
+        simulated=simulated,
+        disaggregated=disaggregated,
         quiet=quiet,
         stop=stop,
-        load=load,
-    )
-    return PointOutcome(
-        path=run.path, valid=run.valid, reason=run.reason, summary=headline(run.result)
+        setup=setup,
+        limits=limits,
+        make_load=make_load,
     )
 
 
