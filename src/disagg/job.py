@@ -20,6 +20,9 @@ from disagg.plan.model import Plan
 # that the job ends CANCELLED instead of FAILED with exit status 3. A time limit or a
 # plain scancel kills the job during this wait anyway (SIGTERM is default again here).
 SLURM_CANCEL_LINGER_S = 10.0
+# How long the job waits for the run directory's lock: `disagg submit` holds it until
+# sbatch answered, and a fast scheduler may start the job before that.
+LOCK_WAIT_S = 30.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,12 +35,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from disagg.launch.launchers import make_launcher
         from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
+        from disagg.launch.runlock import hold_run_dir, own_slurm_job
 
         run_dir: Path = args.run_dir.resolve()
         plan = Plan.read(run_dir)
-        launcher = make_launcher(args.executor, plan, run_dir)
-        options = OrchestratorOptions(executor=args.executor)
-        summary = Orchestrator(run_dir, plan, launcher, options).run()
+        lock = hold_run_dir(
+            run_dir, wait_s=LOCK_WAIT_S, own_job=own_slurm_job(), log=lambda line: print(line)
+        )
+        try:
+            launcher = make_launcher(args.executor, plan, run_dir)
+            options = OrchestratorOptions(executor=args.executor)
+            summary = Orchestrator(run_dir, plan, launcher, options).run()
+        finally:
+            lock.release()
     except DisaggError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code if exc.exit_code else EXIT_USAGE

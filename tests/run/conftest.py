@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from disagg.launch.state import RunState
 from disagg.plan.model import (
     BenchPlan,
     HealthPlan,
@@ -21,6 +22,7 @@ from disagg.plan.model import (
 )
 
 PY = sys.executable
+SIM_RECIPE = Path(__file__).resolve().parents[2] / "examples" / "sim" / "1p1d.yaml"
 
 
 def disagg(*args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -163,3 +165,25 @@ def sim_pd_roles(prefill: int, decode: int, *, extra: Iterable[str] = ()) -> lis
         decode=[w.name for w in workers if w.kind is RoleKind.DECODE],
     )
     return [*workers, router]
+
+
+def wait_for_phase(run_dir: Path, phase: str, proc: subprocess.Popen[bytes]) -> RunState:
+    """Poll state.json until the run reaches `phase` (the test's own timeout bounds it)."""
+    while True:
+        assert proc.poll() is None, f"disagg run ended early with {proc.returncode}"
+        try:
+            state = RunState.read(run_dir)
+        except ValueError:
+            state = None
+        if state is not None and state.phase.value == phase:
+            return state
+        time.sleep(0.1)
+
+
+def start_run(out: Path) -> subprocess.Popen[bytes]:
+    """`disagg run` of the simulated 1P1D example into `out`, in the background."""
+    return subprocess.Popen(
+        [PY, "-m", "disagg", "run", str(SIM_RECIPE), "--local", "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )

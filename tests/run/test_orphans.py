@@ -16,31 +16,16 @@ from disagg.launch.local import LocalLauncher
 from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
 from disagg.launch.state import RoleState, RunState, TaskState
 
-from .conftest import PY, alive, disagg, make_plan, python_role, wait_gone
-
-ROOT = Path(__file__).resolve().parents[2]
-RECIPE = ROOT / "examples" / "sim" / "1p1d.yaml"
-
-
-def wait_for_phase(run_dir: Path, phase: str, proc: subprocess.Popen[bytes]) -> RunState:
-    """Poll state.json until the run reaches `phase` (the test's own timeout bounds it)."""
-    while True:
-        assert proc.poll() is None, f"disagg run ended early with {proc.returncode}"
-        try:
-            state = RunState.read(run_dir)
-        except ValueError:
-            state = None
-        if state is not None and state.phase.value == phase:
-            return state
-        time.sleep(0.1)
-
-
-def start_run(out: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [PY, "-m", "disagg", "run", str(RECIPE), "--local", "--out", str(out)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+from .conftest import (
+    PY,
+    alive,
+    disagg,
+    make_plan,
+    python_role,
+    start_run,
+    wait_for_phase,
+    wait_gone,
+)
 
 
 def role_pids(state: RunState) -> list[int]:

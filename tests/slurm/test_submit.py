@@ -231,6 +231,12 @@ def test_pending_reason_on_a_drained_node_then_cancel(
 
         shown = wait_for(pending_with_reason, 20, "a pending reason")
         assert shown["status"] == "pending"
+        # one run per directory: a second submission into it is refused, naming the job
+        again = disagg(
+            "submit", f"{RECIPE}:override_slow", "--cluster", str(PROFILE), "--out", str(run_dir)
+        )
+        assert again.returncode == 2, again.stderr
+        assert f"is in use by Slurm job {job_id} (pending)" in " ".join(again.stderr.split())
         assert [n for n in shown["unavailable_nodes"] if n.startswith(node) and "drain" in n]
         assert any(n.endswith(": disagg test") for n in shown["unavailable_nodes"])
         human = " ".join(disagg("status", job_id).stdout.split())
@@ -246,6 +252,9 @@ def test_pending_reason_on_a_drained_node_then_cancel(
 
     # Back in service, the job starts; cancelling it stops the run cleanly.
     wait_for(lambda: read_json(run_dir / "state.json").get("phase") == "measure", 60, "measure")
+    local = disagg("run", f"{RECIPE}:override_slow", "--local", "--out", str(run_dir))
+    assert local.returncode == 2, local.stderr
+    assert f"is in use by Slurm job {job_id} (running)" in " ".join(local.stderr.split())
     cancelled = disagg("cancel", str(run_dir), "--json")
     assert cancelled.returncode == 0, cancelled.stderr
     assert json.loads(cancelled.stdout)["status"] == "cancelled"

@@ -92,14 +92,20 @@ def submit_command(
             exit_code=EXIT_USAGE,
         )
 
+    from disagg.launch.runlock import hold_run_dir
     from disagg.launch.runner import prepare_run_dir
 
     rows: list[dict[str, Any]] = []
     for plan, run_dir in zip(plans, run_dirs, strict=True):
-        if resume is None:
-            prepare_run_dir(plan, run_dir)
-        slurm.write_job_script(plan, run_dir)
-        job_id = None if dry_run else slurm.submit(run_dir)
+        # held while the files are written and sbatch answers; then the job's to take
+        lock = hold_run_dir(run_dir, log=lambda line: console.print(line, markup=False))
+        try:
+            if resume is None:
+                prepare_run_dir(plan, run_dir)
+            slurm.write_job_script(plan, run_dir)
+            job_id = None if dry_run else slurm.submit(run_dir)
+        finally:
+            lock.release()
         rows.append({"selector": plan.selector, "job_id": job_id, "run_dir": str(run_dir)})
     if as_json:
         print(json.dumps(rows, indent=2))

@@ -37,7 +37,22 @@ def prepare_run_dir(plan: Plan, run_dir: Path) -> None:
 def run_locally(
     plan: Plan, run_dir: Path, *, console: Console, quiet: bool = False
 ) -> tuple[RunSummary, Path | None]:
-    """Run one plan here; returns its summary and the report directory (when rendered)."""
+    """Run one plan here; returns its summary and the report directory (when rendered).
+
+    The run directory is locked first: a second run into it is refused, naming the first.
+    """
+    from disagg.launch.runlock import hold_run_dir
+
+    lock = hold_run_dir(run_dir, log=lambda line: console.print(line, markup=False))
+    try:
+        return _run_held(plan, run_dir, console=console, quiet=quiet)
+    finally:
+        lock.release()
+
+
+def _run_held(
+    plan: Plan, run_dir: Path, *, console: Console, quiet: bool
+) -> tuple[RunSummary, Path | None]:
     from disagg.launch.launchers import make_launcher
     from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
     from disagg.launch.view import LiveView, points_table

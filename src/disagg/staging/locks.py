@@ -56,7 +56,16 @@ def _identity() -> dict[str, Any]:
     pidns = 0
     with contextlib.suppress(OSError):
         pidns = os.stat("/proc/self/ns/pid").st_ino
-    return {"host": socket.gethostname(), "boot_id": boot, "pid_ns": pidns, "pid": os.getpid()}
+    identity: dict[str, Any] = {
+        "host": socket.gethostname(),
+        "boot_id": boot,
+        "pid_ns": pidns,
+        "pid": os.getpid(),
+    }
+    job = os.environ.get("SLURM_JOB_ID")
+    if job:
+        identity["slurm_job"] = job  # names the holder to a user on another node
+    return identity
 
 
 def _pid_alive(pid: int) -> bool:
@@ -147,6 +156,10 @@ class DirLock:
             self.lost = True
             return  # someone broke it; the directory is theirs now
         _discard(self.path, f"released-{self.token}")
+
+    def holder(self) -> str:
+        """Who holds the lock now, in words (`host pid N`, with the Slurm job when known)."""
+        return _describe(_parse(self._observe()))
 
     def __enter__(self) -> DirLock:
         self.acquire()
@@ -246,4 +259,5 @@ def _parse(state: bytes | None) -> dict[str, Any]:
 def _describe(owner: dict[str, Any]) -> str:
     if not owner:
         return "a process that has not written its owner file yet"
-    return f"{owner.get('host', '?')} pid {owner.get('pid', '?')}"
+    job = f" (Slurm job {owner['slurm_job']})" if owner.get("slurm_job") else ""
+    return f"{owner.get('host', '?')} pid {owner.get('pid', '?')}{job}"

@@ -1,0 +1,83 @@
+"""One run per run directory: a second `disagg run`, job or `submit` is refused, naming the holder.
+
+Two runs writing one directory overwrite each other's results and state. The lock
+is `RUN_DIR/run.lock/` (the staging `DirLock`: atomic `mkdir`, owner file with host,
+PID and Slurm job, heartbeat), so it works across nodes of a shared filesystem. A
+lock whose holder died on this host is taken over at once; one from another node
+after two minutes without a heartbeat. A directory whose newest Slurm job (from
+`slurm.json`) still waits or runs is busy too, although nothing holds the lock yet.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from disagg.errors import DisaggError
+from disagg.staging.locks import DirLock, LockTimeout
+
+RUN_LOCK = "run.lock"
+STALE_AFTER_S = 120.0
+
+
+class RunDirBusy(DisaggError):
+    """Another run holds this run directory."""
+
+
+def hold_run_dir(
+    run_dir: Path,
+    *,
+    wait_s: float = 0.0,
+    own_job: str | None = None,
+    log: Callable[[str], None] | None = None,
+) -> DirLock:
+    """Lock `run_dir` for this process or raise `RunDirBusy`; release the result when done.
+
+    `own_job` is the Slurm job this process runs in: that job's own entry in
+    `slurm.json` does not make the directory busy. `wait_s` lets a job wait for the
+    `disagg submit` that is still handing the directory over.
+    """
+    _refuse_if_job_active(run_dir, own_job)
+    lock = DirLock(
+        run_dir / RUN_LOCK,
+        stale_after_s=STALE_AFTER_S,
+        timeout_s=wait_s,
+        poll_s=0.1,
+        on_wait=log,
+    )
+    try:
+        lock.acquire()
+    except LockTimeout:
+        raise RunDirBusy(
+            f"{run_dir} is in use by another run: {lock.holder()}",
+            hint="wait for it to end, or pick another --out directory; "
+            "a lock left by a dead process is taken over by itself",
+        ) from None
+    return lock
+
+
+def _refuse_if_job_active(run_dir: Path, own_job: str | None) -> None:
+    if not (run_dir / "slurm.json").is_file():
+        return
+    from disagg.launch import slurm, slurmctl
+
+    try:
+        job_id = slurm.JobRecord.read(run_dir).job_id
+    except ValueError:
+        return
+    if job_id is None or job_id == own_job:
+        return
+    try:
+        job = slurmctl.job(job_id)
+    except DisaggError:
+        return  # Slurm unreachable: the lock alone decides
+    if job is not None and not job.finished:
+        raise RunDirBusy(
+            f"{run_dir} is in use by Slurm job {job_id} ({job.state.lower()})",
+            hint=f"wait for it, or stop it first: disagg cancel {run_dir}",
+        )
+
+
+def own_slurm_job() -> str | None:
+    return os.environ.get("SLURM_JOB_ID") or None
