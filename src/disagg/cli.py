@@ -16,6 +16,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command takes -h
 )
 
 err_console = make_console(stderr=True)
@@ -30,13 +31,30 @@ def version() -> None:
 
 def _register() -> None:
     from disagg.commands import register_all
+    from disagg.commands.options import plain_help_types
 
+    plain_help_types()
     register_all(app)
     app.command()(version)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        version()
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: bool = typer.Option(
+        False,
+        "--version",
+        "-V",
+        help="Print the disagg version and exit.",
+        callback=_print_version,
+        is_eager=True,
+    ),
+) -> None:
     """Disaggregated LLM-serving benchmarks: recipe -> lint -> plan -> stage -> run -> report."""
 
 

@@ -33,14 +33,14 @@ class Arrival(StrEnum):
 
 
 def parse_slo(text: str | None) -> dict[str, float]:
-    """`ttft=200,tpot=20,e2el=5000` (milliseconds) -> {"ttft": 200.0, ...}."""
+    """`ttft=200,tpot=20,e2el=5000` or vLLM's `ttft:200 tpot:20` (milliseconds) -> limits."""
     from disagg.bench.metrics import SLO_KEYS
 
     if not text:
         return {}
     out: dict[str, float] = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
+    for part in text.replace(",", " ").split():
+        key, sep, value = part.replace(":", "=", 1).partition("=")
         key = key.strip().lower()
         try:
             number = float(value)
@@ -49,7 +49,7 @@ def parse_slo(text: str | None) -> dict[str, float]:
         if not sep or key not in SLO_KEYS or number <= 0:
             raise DisaggError(
                 f"--slo: cannot read {part.strip()!r}",
-                hint="use ttft=MS,tpot=MS,e2el=MS in positive milliseconds, e.g. ttft=2000,tpot=50",
+                hint="use ttft:MS,tpot:MS,e2el:MS (or =) in positive milliseconds, e.g. ttft:2000",
             )
         out[key] = number
     return out
@@ -113,14 +113,22 @@ def _print_human(result: dict[str, Any], path: Path) -> None:
 
 
 def bench(
-    url: Annotated[str, typer.Option("--url", help="Server base URL, e.g. http://127.0.0.1:8000")],
+    url: Annotated[
+        str, typer.Option("--url", "--base-url", help="Server base URL, e.g. http://127.0.0.1:8000")
+    ],
     model: Annotated[str, typer.Option("--model", help="Served model name sent in each request")],
     isl: Annotated[int, typer.Option("--isl", min=1, help="Input tokens per request")],
     osl: Annotated[int, typer.Option("--osl", min=1, help="Output tokens per request")],
     num_prompts: Annotated[int, typer.Option("--num-prompts", min=1, help="Measured requests")],
-    out: Annotated[Path, typer.Option("--out", help="Directory for the result files")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the result files")],
     concurrency: Annotated[
-        int | None, typer.Option("--concurrency", min=1, help="Streams (or the cap with a rate)")
+        int | None,
+        typer.Option(
+            "--concurrency",
+            "--max-concurrency",
+            min=1,
+            help="Streams (or the cap with a rate)",
+        ),
     ] = None,
     request_rate: Annotated[
         float | None, typer.Option("--request-rate", help="Requests/s on an absolute schedule")
@@ -153,14 +161,20 @@ def bench(
             "--range-ratio",
             min=0.0,
             max=1.0,
-            help="Lengths uniform in [ratio*N, N] as in sa-bench; 1 = exact",
+            help="Lengths uniform in \\[ratio*N, N] as in sa-bench; 1 = exact",
         ),
     ] = 1.0,
     arrival: Annotated[Arrival, typer.Option("--arrival")] = Arrival.POISSON,
     burstiness: Annotated[float, typer.Option("--burstiness", help="Gamma shape")] = 1.0,
-    warmup: Annotated[int, typer.Option("--warmup", min=0, help="Unmeasured requests first")] = 0,
+    warmup: Annotated[
+        int,
+        typer.Option("--warmup", "--num-warmups", min=0, help="Unmeasured requests first"),
+    ] = 0,
     slo: Annotated[
-        str | None, typer.Option("--slo", help="Goodput SLOs in ms: ttft=..,tpot=..,e2el=..")
+        str | None,
+        typer.Option(
+            "--slo", "--goodput", help="Goodput SLOs in ms, as vLLM: ttft:500,tpot:50,e2el:20000"
+        ),
     ] = None,
     max_failure_ratio: Annotated[
         float, typer.Option("--max-failure-ratio", min=0.0, max=1.0)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from disagg.commands.options import CLUSTER_HELP
 from disagg.errors import EXIT_FINDINGS, EXIT_USAGE
 
 
@@ -28,9 +29,7 @@ def register(app: typer.Typer) -> None:
         check: Annotated[
             bool, typer.Option("--check", help="write nothing; exit 1 if a file would change")
         ] = False,
-        cluster: Annotated[
-            Path | None, typer.Option("--cluster", "-c", help="plan with this cluster profile")
-        ] = None,
+        cluster: Annotated[Path | None, typer.Option("--cluster", "-c", help=CLUSTER_HELP)] = None,
     ) -> None:
         """Rewrite v1 recipes in the schema 2 layout, keeping comments, key order and anchors.
 

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from disagg.commands.options import CLUSTER_HELP
 from disagg.console import make_console
 
 
@@ -27,7 +28,7 @@ def register(app: typer.Typer) -> None:
         ],
         cluster: Annotated[
             Path | None,
-            typer.Option("--cluster", "-c", help="cluster profile YAML (aliases, partition...)"),
+            typer.Option("--cluster", "-c", help=CLUSTER_HELP),
         ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help='print {"variants": [plan, ...]} for scripts')

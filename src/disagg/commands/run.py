@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from disagg.commands.options import CLUSTER_HELP
 from disagg.console import make_console
 from disagg.errors import DisaggError
 
@@ -52,11 +53,9 @@ def run_command(
         bool, typer.Option("--local", help="run here with the local executor")
     ] = False,
     out: Annotated[
-        Path | None, typer.Option("--out", help="run directory (one subdir per variant)")
+        Path | None, typer.Option("--out", "-o", help="run directory (one subdir per variant)")
     ] = None,
-    cluster: Annotated[
-        str | None, typer.Option("--cluster", help="cluster profile (name or YAML path)")
-    ] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", "-c", help=CLUSTER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object per run")] = False,
 ) -> None:
     from disagg.launch.runner import run_locally

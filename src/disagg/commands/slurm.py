@@ -13,6 +13,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from disagg.commands.options import CLUSTER_HELP
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS, EXIT_USAGE, DisaggError
 from disagg.plan.model import Plan
@@ -37,9 +38,7 @@ def submit_command(
     recipe: Annotated[
         str | None, typer.Argument(help="RECIPE.yaml[:SELECTOR]; omit with --resume")
     ] = None,
-    cluster: Annotated[
-        str | None, typer.Option("--cluster", help="cluster profile (name or YAML path)")
-    ] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", "-c", help=CLUSTER_HELP)] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="write plan.json and job.sbatch, submit nothing")
     ] = False,
@@ -47,7 +46,7 @@ def submit_command(
         Path | None, typer.Option("--resume", help="submit this existing run directory again")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="run directory (one subdir per variant)")
+        Path | None, typer.Option("--out", "-o", help="run directory (one subdir per variant)")
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="print selector, job_id, run_dir per variant")

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from disagg.commands.options import CLUSTER_HELP
 from disagg.console import make_console
 from disagg.errors import EXIT_USAGE, DisaggError
 from disagg.plan.model import Plan, StagingPlan
@@ -167,9 +168,7 @@ def stage(
     target: Annotated[
         str, typer.Argument(help="RECIPE[:SELECTOR], a run directory or a plan.json")
     ],
-    cluster: Annotated[
-        str | None, typer.Option("--cluster", "-c", help="cluster profile YAML")
-    ] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", "-c", help=CLUSTER_HELP)] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="list the repos each variant needs; no network")
     ] = False,

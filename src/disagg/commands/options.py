@@ -1,0 +1,64 @@
+"""What every command shares: the `--cluster` wording, and help that speaks the user's words.
+
+Typer 0.2x prints each option's Python type in help (`<bool>`, `<str>`,
+`<list[Path]>`, `<int range>`) and a required argument as `{recipe}`.
+`plain_help_types()` makes help show the placeholders command-line tools use (`TEXT`,
+`N`, `NUMBER`, `PATH`, `a|b|c`, nothing for a flag; `RECIPE` in the usage line), once,
+before the app parses anything.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Any, get_args
+
+CLUSTER_HELP = (
+    "cluster profile: a name (NAME.yaml in ./clusters, ./examples/clusters, "
+    "~/.config/disagg/clusters) or a YAML path"
+)
+_LABELS = {str: "TEXT", int: "N", float: "NUMBER", Path: "PATH", bool: "BOOL"}
+
+
+def placeholder(param: Any) -> str | None:
+    """The help placeholder of one typer option or argument; None for a flag."""
+    if param.metavar is not None:
+        return str(param.metavar)
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return None
+    desc = param.type_descriptor
+    if desc.is_choice:
+        label = "|".join(
+            str(choice.value if isinstance(choice, Enum) else choice) for choice in desc.choices
+        )
+    elif desc.is_path:
+        label = "PATH"
+    else:
+        annotation = desc.annotation
+        if desc.is_list and get_args(annotation):
+            annotation = get_args(annotation)[0]
+        label = _LABELS.get(annotation, "TEXT")
+    many = param.nargs != 1 or getattr(param, "multiple", False) or desc.is_list
+    return f"{label}..." if many else label
+
+
+def _usage_name(param: Any) -> str:
+    name = str(param.metavar or param.name or "").upper()
+    if not param.required:
+        name = f"[{name}]"
+    return f"{name}..." if param.nargs != 1 and not name.endswith("...") else name
+
+
+def plain_help_types() -> None:
+    """Make typer's help show `placeholder(param)` instead of Python types."""
+    from typer import core
+
+    def display(self: Any, ctx: Any) -> str | None:
+        return placeholder(self)
+
+    def usage(self: Any) -> str:
+        return _usage_name(self)
+
+    for cls in (core.TyperOption, core.TyperArgument):
+        cls.display_type_rich = display  # type: ignore[method-assign]
+    core.TyperArgument._usage_display_name = usage  # type: ignore[method-assign]

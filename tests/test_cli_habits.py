@@ -1,0 +1,64 @@
+"""The command line speaks the field's habits: --version, -h, no Python types in help,
+one short flag per shared option, the aliases benchmark users type."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from disagg import __version__
+from disagg.cli import _register, app
+from disagg.commands.bench import parse_slo
+
+_register()
+COMMAND = typer.main.get_command(app)
+NAMES = sorted(COMMAND.commands)  # type: ignore[attr-defined]
+runner = CliRunner()
+
+
+def _help(*args: str) -> str:
+    result = runner.invoke(app, [*args, "-h"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_version_flag_prints_the_version() -> None:
+    for flag in ("--version", "-V"):
+        result = runner.invoke(app, [flag])
+        assert result.exit_code == 0 and result.output.strip() == __version__
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_help_has_no_python_types(name: str) -> None:
+    text = _help(*name.split())
+    assert not re.search(r"<(bool|str|int|float|path|list\[)", text), text
+    usage = next(line for line in text.splitlines() if "usage:" in line.lower())
+    assert not re.search(r"\{[a-z_]+\}", usage), usage  # RECIPE, not {recipe}
+
+
+def test_shared_options_have_the_same_short_flag_everywhere() -> None:
+    def commands(group: object) -> list[object]:
+        out = []
+        for sub in getattr(group, "commands", {}).values():
+            out += commands(sub) if hasattr(sub, "commands") else [sub]
+        return out
+
+    for command in commands(COMMAND):
+        for param in getattr(command, "params", []):
+            opts = list(getattr(param, "opts", []))
+            if "--cluster" in opts:
+                assert "-c" in opts, command
+            if "--out" in opts:
+                assert "-o" in opts, command
+
+
+def test_bench_takes_the_names_benchmark_users_type() -> None:
+    text = _help("bench")
+    for alias in ("--base-url", "--max-concurrency", "--num-warmups", "--goodput"):
+        assert alias in text
+    assert "[ratio*N, N]" in text
+    assert parse_slo("ttft:50") == {"ttft": 50.0}
+    assert parse_slo("ttft:50 tpot:20,e2el=900") == {"ttft": 50.0, "tpot": 20.0, "e2el": 900.0}
