@@ -20,7 +20,7 @@ from disagg.recipe.load import parse_yaml
 from disagg.recipe.overrides import expand_variants
 from disagg.recipe.variants import load_variants
 
-from .recipe_helpers import MINIMAL, alias_bomb, deep_block, deep_flow, invoke
+from .recipe_helpers import MINIMAL, alias_bomb, deep_block, deep_flow, disagg, invoke
 
 FEW_MB = 8 * 2**20
 
@@ -137,3 +137,25 @@ def test_a_recipe_path_longer_than_a_file_name_is_a_clean_error(tmp_path: Path) 
     assert code == 2 and "File name too long" in error and len(error) < 400
     code, out, _ = invoke("lint", long)
     assert code == 2 and "File name too long" in out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["plan"],
+        ["lint"],
+        ["stage"],
+        ["submit", "--dry-run"],
+        ["submit", "--resume"],
+        ["report"],
+        ["status"],
+        ["logs"],
+        ["check-model"],
+    ],
+)
+def test_every_command_given_an_overlong_path_exits_2_without_a_traceback(
+    tmp_path: Path, command: list[str]
+) -> None:
+    done = disagg(*command, str(tmp_path / ("z" * 300)))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout

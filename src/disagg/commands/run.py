@@ -14,6 +14,7 @@ import typer
 from disagg.commands.options import CLUSTER_HELP
 from disagg.console import make_console
 from disagg.errors import DisaggError
+from disagg.probe import probe, shortened
 
 RUN_HELP = """Plan a recipe's variants and run each on this machine with the local executor.
 
@@ -107,8 +108,8 @@ def logs_command(
     from disagg.launch.follow import follow as follow_logs
     from disagg.launch.logs import role_logs, tail
 
-    if not run_dir.is_dir():
-        raise DisaggError(f"{run_dir}: no such run directory")
+    if not probe(run_dir).is_dir:
+        raise DisaggError(f"{shortened(run_dir)}: no such run directory")
     available = role_logs(run_dir)
     if not available:
         raise DisaggError(

@@ -12,6 +12,7 @@ from disagg.commands.options import CLUSTER_HELP
 from disagg.console import make_console
 from disagg.errors import EXIT_USAGE, DisaggError
 from disagg.plan.model import Plan, StagingPlan
+from disagg.probe import probe
 from disagg.staging import checkpoint as ck
 from disagg.staging.progress import human_bytes
 
@@ -75,9 +76,9 @@ def print_report(report: ck.Report) -> None:
 def load_plans(target: str, cluster: str | None) -> list[Plan]:
     """Plans for `RECIPE[:SELECTOR]`, or the plan of a run directory / plan.json."""
     path = Path(target)
-    if path.is_dir() and (path / "plan.json").is_file():
+    if probe(path).is_dir and (path / "plan.json").is_file():
         path = path / "plan.json"
-    if path.suffix == ".json" and path.is_file():
+    if path.suffix == ".json" and probe(path).is_file:
         return [Plan.read_file(path)]
     return _plans_from_recipe(target, cluster)
 

@@ -23,6 +23,7 @@ from disagg.launch import slurmctl
 from disagg.launch.sbatch import SBATCH_FILE, render
 from disagg.launch.state import RunState, RunStatus, RunSummary, points_done
 from disagg.plan.model import Plan
+from disagg.probe import probe
 
 SLURM_RECORD = "slurm.json"
 ORCHESTRATOR_DEAD = "dead"  # `status` of a run whose orchestrator died without a summary
@@ -148,7 +149,7 @@ class RunView:
 def resolve(target: str) -> tuple[Path | None, str | None]:
     """RUN_DIR or JOB_ID -> (run directory, newest job id); either may be unknown."""
     path = Path(target)
-    if path.is_dir():
+    if probe(path).is_dir:
         if not (path / "plan.json").is_file():
             raise DisaggError(f"{target}: not a run directory (no plan.json)")
         return path.resolve(), JobRecord.read(path).job_id

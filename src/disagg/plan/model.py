@@ -279,9 +279,10 @@ class Plan(_Strict):
     def read(cls, run_dir: Path) -> Plan:
         """`RUN_DIR/plan.json`; a missing, unreadable or invalid one is a DisaggError (exit 2)."""
         from disagg.errors import DisaggError
+        from disagg.probe import probe, shortened
 
-        if not run_dir.is_dir():
-            raise DisaggError(f"{run_dir}: not a directory", hint="pass a run directory")
+        if not probe(run_dir).is_dir:
+            raise DisaggError(f"{shortened(run_dir)}: not a directory", hint="pass a run directory")
         path = run_dir / PLAN_FILE
         if not path.is_file():
             raise DisaggError(

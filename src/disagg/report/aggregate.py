@@ -20,6 +20,7 @@ from typing import Any
 
 from disagg.errors import DisaggError
 from disagg.plan.model import Plan
+from disagg.probe import probe, shortened
 from disagg.redact import redact
 from disagg.report.model import ResultPoint, RunResults, SkippedResult
 
@@ -39,9 +40,9 @@ def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
     found: list[Path] = []
     seen: set[Path] = set()
     for path in paths:
-        if not path.exists():
+        if not probe(path).exists:
             raise DisaggError(
-                f"{path}: no such directory",
+                f"{shortened(path)}: no such directory",
                 hint="pass a run directory (it holds plan.json and results/) or a parent of runs",
             )
         if not path.is_dir():
