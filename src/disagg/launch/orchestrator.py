@@ -52,6 +52,7 @@ from disagg.launch.state import (
 from disagg.launch.watch import LivenessWatch, Watched
 from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
 from disagg.plan.templates import substitute
+from disagg.redact import redact
 from disagg.workloads.base import MeasureFn
 
 EXIT_COMPLETED = 0
@@ -298,7 +299,8 @@ class Orchestrator:
             for task_state, rank in zip(role_state.tasks, role.node_ranks, strict=True):
                 self._check_stop()
                 argv, env = self._render(role, rank)
-                self.log.info("start %s on node %d: %s", role.name, rank, " ".join(argv))
+                shown = " ".join(redact(argv))  # the log is printed and kept in the run dir
+                self.log.info("start %s on node %d: %s", role.name, rank, shown)
                 process = self.launcher.launch(
                     role=role.name,
                     node_rank=rank,
