@@ -42,6 +42,16 @@ def _rename_shard(directory: Path, to: str) -> str:
     return first
 
 
+RECIPE = """\
+name: tiny
+model: {{path: "{model}", container: sglang, precision: bf16}}
+resources: {{gpu_type: h100, gpus_per_node: 8, prefill_nodes: 1, prefill_workers: 1,
+  decode_nodes: 1, decode_workers: 1}}
+backend: {{sglang_config: {{prefill: {{tp-size: 8}}, decode: {{tp-size: 8}}}}}}
+benchmark: {{type: sa-bench, isl: 128, osl: 16, concurrencies: "1"}}
+"""
+
+
 def run_script(*args: str) -> subprocess.CompletedProcess[str]:
     # A guard against a hang (a FIFO opened for reading), not a timing claim.
     return subprocess.run(
@@ -187,3 +197,21 @@ def test_check_model_cli_reports_outside_files_without_their_bytes(tmp_path: Pat
     assert done.returncode == 1
     assert "outside the checkpoint" in done.stdout + done.stderr
     _assert_nothing_leaked(done.stdout + done.stderr)
+
+
+def test_the_submit_preflight_refuses_a_checkpoint_reaching_outside(tmp_path: Path) -> None:
+    from disagg.launch.slurm_preflight import check_models
+    from disagg.plan.placement import place
+    from disagg.recipe.variants import load_variants
+
+    model = write_checkpoint(tmp_path / "model", shards=2)
+    (model / _rename_shard(model, str(_outside_file(tmp_path)))).unlink()
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(RECIPE.format(model=model))
+    [variant] = load_variants(recipe)
+    plan = place(variant)
+    assert plan.staging.local_path == str(model)
+    result = check_models(plan)
+    [error] = result.errors
+    assert "outside the checkpoint" in error
+    _assert_nothing_leaked(error)
