@@ -30,9 +30,12 @@ def version() -> None:
 
 
 def _register() -> None:
+    """Add every command once (tests and `main` may both ask)."""
     from disagg.commands import register_all
     from disagg.commands.options import plain_help_types
 
+    if app.registered_commands:
+        return
     plain_help_types()
     register_all(app)
     app.command()(version)

@@ -110,3 +110,42 @@ def test_job_state_from_sacct_when_squeue_no_longer_knows_the_job(
     assert info is not None
     assert (info.source, info.state, info.reason) == ("sacct", "CANCELLED", None)
     assert (info.nodes, info.exit_code, info.partition) == ("node[1-3]", "0:15", "debug")
+
+
+def test_a_job_ended_by_its_time_limit_is_named_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The orchestrator sees Slurm's SIGTERM at the limit as a cancel; status says TIMEOUT."""
+    from disagg.launch.state import RunSummary
+
+    ended = slurmctl.JobInfo(job_id="7", state="TIMEOUT", source="scontrol")
+    monkeypatch.setattr(slurmctl, "job", lambda job_id: ended if job_id == "7" else None)
+    plan = one_p_two_d_plan()
+    plan.write(tmp_path)
+    now = time.time()
+    slurm.JobRecord(job_ids=["7"], submitted_at=[now - 100]).write(tmp_path)
+    RunSummary(
+        name=plan.name,
+        selector=plan.selector,
+        run_dir=str(tmp_path),
+        simulated=True,
+        executor="slurm",
+        status=RunStatus.CANCELLED,
+        exit_code=3,
+        reason="received SIGTERM",
+        started_at=now - 90,
+        finished_at=now - 10,
+    ).write(tmp_path)
+
+    view = slurm.view(str(tmp_path))
+    assert view.run_status == "timeout" and view.finished
+    assert view.to_json()["job_state"] == "TIMEOUT"
+
+    from typer.testing import CliRunner
+
+    from disagg.cli import _register, app
+
+    _register()
+    shown = CliRunner().invoke(app, ["status", str(tmp_path)], env={"COLUMNS": "200"})
+    assert shown.exit_code == 1
+    assert "TIMEOUT (time limit reached)" in shown.output

@@ -149,7 +149,8 @@ def status_command(
 ) -> None:
     """Job state (with the pending reason), phase and points done; the failed role's log tail.
 
-    Exit status: 0 nothing failed, 1 a run failed or was cancelled.
+    A job that reached its time limit shows as TIMEOUT. Exit status: 0 nothing failed,
+    1 a run failed, timed out or was cancelled.
     """
     from disagg.launch import slurm
 
@@ -180,7 +181,10 @@ def status_command(
             print(json.dumps(rows[0] if single else rows, indent=2))
         else:
             make_console().print(_render_views(views))
-    if any(v.run_status in ("failed", "cancelled", slurm.ORCHESTRATOR_DEAD) for v in views):
+    if any(
+        v.run_status in ("failed", "cancelled", slurm.TIMEOUT, slurm.ORCHESTRATOR_DEAD)
+        for v in views
+    ):
         raise typer.Exit(EXIT_FINDINGS)
 
 
@@ -202,6 +206,7 @@ _STATUS_STYLE = {
     "failed": "red",
     "dead": "red",
     "cancelled": "yellow",
+    "timeout": "red",
     "pending": "cyan",
     "running": "blue",
 }
@@ -217,7 +222,8 @@ def _render_views(views: list[Any]) -> Group:
         state = row["job_state"] or "-"
         if row["reason"]:
             state += f" ({row['reason']})"
-        status = Text(row["status"], style=_STATUS_STYLE.get(row["status"], ""))
+        shown = "TIMEOUT (time limit reached)" if row["status"] == "timeout" else row["status"]
+        status = Text(shown, style=_STATUS_STYLE.get(row["status"], ""))
         points = f"{row['points_done']}/{row['points_total']}" if row["points_total"] else "-"
         run = row["run_dir"] or row["target"]
         table.add_row(run, row["job_id"] or "-", state, status, row["phase"] or "-", points)
@@ -235,7 +241,7 @@ def _render_views(views: list[Any]) -> Group:
                 )
             )
         failure = row["failure"]
-        if failure and row["status"] in ("failed", "cancelled"):
+        if failure and row["status"] in ("failed", "cancelled", "timeout"):
             reason, role = failure["reason"], failure.get("role")
             named = f" (role {role})" if role and role not in reason else ""
             details.append(Text(f"{run}: {reason}{named}", style="red"))

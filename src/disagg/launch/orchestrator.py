@@ -123,7 +123,10 @@ class Orchestrator:
             orchestrator_pid=os.getpid(),
             orchestrator_host=host_id(),
             orchestrator_started=start_ticks(os.getpid()),
-            points=[PointState(key=p.key) for p in plan.bench.points],
+            points=[
+                PointState(key=p.key, requests=p.num_prompts + p.warmup_requests)
+                for p in plan.bench.points
+            ],
         )
 
     # ---- public -------------------------------------------------------------------

@@ -84,6 +84,10 @@ def is_job_id(text: str) -> bool:
     return text.isdigit()
 
 
+SLURM_TIMEOUT = "TIMEOUT"
+TIMEOUT = "timeout"  # the job reached its time limit
+
+
 @dataclass
 class RunView:
     """One row of `disagg status`: a job, its run directory, or both."""
@@ -100,6 +104,9 @@ class RunView:
     @property
     def run_status(self) -> str:
         """What happened to the run, in one word a script can compare."""
+        if self.job is not None and self.job.state == SLURM_TIMEOUT:
+            # Slurm's SIGTERM at the time limit reads as a cancel to the orchestrator.
+            return TIMEOUT
         if self.summary is not None:
             return self.summary.status.value
         if self.state is not None and self.state.orchestrator_dead():

@@ -78,6 +78,7 @@ class PointState(BaseModel):
     started_at: float | None = None
     finished_at: float | None = None
     seconds: float | None = None
+    requests: int = 0  # planned requests, warm-up included (0: unknown), for the sweep's ETA
 
 
 def points_done(points: Iterable[PointState]) -> int:

@@ -1,0 +1,44 @@
+"""The live view says how far a sweep is: the running point against its expected time, and
+an ETA for the sweep at the pace measured so far."""
+
+from __future__ import annotations
+
+from disagg.launch.state import PointState, PointStatus, RunState
+from disagg.launch.view import status_line, sweep_eta
+
+
+def _points() -> list[PointState]:
+    return [
+        PointState(key="conc1", status=PointStatus.MEASURED, seconds=10.0, requests=5),
+        PointState(key="conc4", status=PointStatus.RUNNING, started_at=100.0, requests=20),
+        PointState(key="conc16", status=PointStatus.PENDING, requests=80),
+    ]
+
+
+def test_eta_counts_the_rest_of_the_running_point_and_every_pending_one() -> None:
+    # 2 s per request: 40 s for conc4 (15 already spent) and 160 s for conc16.
+    assert sweep_eta(_points(), now=115.0) == 25.0 + 160.0
+
+
+def test_no_eta_before_the_first_point_ends() -> None:
+    points = _points()
+    points[0] = PointState(key="conc1", status=PointStatus.RUNNING, started_at=90.0, requests=5)
+    assert sweep_eta(points, now=95.0) is None
+
+
+def test_the_status_line_shows_progress_and_eta() -> None:
+    state = RunState(
+        name="sweep",
+        selector="r.yaml:base",
+        run_dir="/tmp/x",
+        simulated=True,
+        executor="local",
+        orchestrator_pid=1,
+        started_at=50.0,
+        current_point="conc4",
+        points=_points(),
+    )
+    text = status_line(state, now=115.0).plain
+    assert "points 1/3" in text
+    assert "measuring conc4 (15.0 s of ~40 s)" in text
+    assert "ETA 3m05s" in text
