@@ -15,12 +15,13 @@ import argparse
 import time
 from pathlib import Path
 
+from disagg.cluster_srtslurm import is_srtslurm_config
 from disagg.errors import UnsupportedRecipe
 from disagg.plan.placement import place
 from disagg.recipe.load import LoadedYaml, load_yaml
 from disagg.recipe.variants import Variant, variants_of
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "recipes" / "srt-slurm-v1.0.68"
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "recipes"
 
 
 class _Clock:
@@ -64,6 +65,11 @@ def main() -> None:
     timings: dict[str, tuple[float, float]] = {}  # stage -> (wall s, CPU s)
     clock = _Clock()
     loaded: list[LoadedYaml] = [load_yaml(path) for path in files]
+    loaded = [  # srt-slurm cluster configs are not recipes
+        item
+        for item in loaded
+        if not (isinstance(item.data, dict) and is_srtslurm_config(item.data))
+    ]
     timings["load (parse + positions)"] = clock.lap()
 
     variants: list[Variant] = [v for item in loaded for v in variants_of(item)]

@@ -9,9 +9,6 @@ from typing import Annotated, Any
 from urllib.parse import urlparse
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
-from rich.table import Table
 
 from disagg.errors import EXIT_FINDINGS, DisaggError
 
@@ -70,6 +67,9 @@ def check_url(url: str) -> str:
 
 
 def _print_human(result: dict[str, Any], path: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     valid = bool(result["valid"])
     title = f"{result['point']}: {'valid' if valid else 'INVALID'}"
@@ -224,6 +224,8 @@ def bench(
 
     Exits 1 when the point is invalid (too many failures, no output, wrong output lengths).
     """
+    from pydantic import ValidationError
+
     from disagg.bench.results import DETAILED_FIELDS, PointContext
     from disagg.bench.runner import ClientOptions, run_point
     from disagg.plan.model import BenchPlan, PointPlan

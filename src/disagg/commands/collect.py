@@ -18,7 +18,6 @@ import typer
 from disagg.atomic import write_bytes, write_json
 from disagg.console import make_console
 from disagg.errors import DisaggError
-from disagg.plan.model import Plan
 
 
 def register(app: typer.Typer) -> None:
@@ -71,6 +70,8 @@ def collect_command(
     target = out or into
     if target is None:
         raise DisaggError("collect needs --out DIR", hint="disagg collect RUN_DIR... --out DIR")
+    from disagg.plan.model import Plan
+
     plans = [(run_dir, Plan.read(run_dir)) for run_dir in run_dirs]
     for run_dir, plan in plans:
         if plan.simulated and not allow_simulated:

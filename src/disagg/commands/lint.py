@@ -7,20 +7,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from disagg.console import make_console
-from disagg.recipe.lint import Finding, LintReport, Severity, lint_paths
-from disagg.recipe.lint.fix import FixResult, fix_file
-from disagg.recipe.lint.runner import expand_paths
+if TYPE_CHECKING:  # imported when a command runs, so `disagg --help` stays fast
+    from rich.console import Console
 
-_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+    from disagg.recipe.lint import Finding, LintReport
+    from disagg.recipe.lint.fix import FixResult
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def _print_human(report: LintReport, console: Console, show_info: bool) -> None:
+    from rich.markup import escape
+
+    from disagg.recipe.lint import Severity
+
     shown = [f for f in report.findings if show_info or f.severity is not Severity.INFO]
     current = None
     for finding in shown:
@@ -41,8 +45,10 @@ def _print_human(report: LintReport, console: Console, show_info: bool) -> None:
 
 
 def _print_finding(finding: Finding, console: Console) -> None:
+    from rich.markup import escape
+
     where = finding.where
-    style = _STYLE[finding.severity]
+    style = _STYLE[str(finding.severity)]
     console.print(
         f"{escape(str(where))}: [bold]{finding.rule}[/] [{style}]{finding.severity}[/]: "
         f"{escape(finding.message)}",
@@ -59,6 +65,11 @@ def _print_finding(finding: Finding, console: Console) -> None:
 
 
 def _fix(paths: list[Path], console: Console) -> list[FixResult]:
+    from rich.markup import escape
+
+    from disagg.recipe.lint.fix import fix_file
+    from disagg.recipe.lint.runner import expand_paths
+
     files, _ = expand_paths(paths)
     results = []
     for path in files:
@@ -96,6 +107,9 @@ def register(app: typer.Typer) -> None:
         Rules: anchors shared across variant blocks, undefined aliases, long copies,
         --export commas, GPU/parallelism/concurrency consistency.
         """
+        from disagg.console import make_console
+        from disagg.recipe.lint import lint_paths
+
         stderr = make_console(stderr=True)
         if fix:
             _fix(paths, stderr if as_json else make_console())

@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
 from disagg.commands.options import CLUSTER_HELP
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS, EXIT_USAGE, DisaggError
-from disagg.plan.model import Plan
+
+if TYPE_CHECKING:  # imported when a command runs, so `disagg --help` stays fast
+    from rich.console import Group
 
 SUBMIT_HELP = """Pre-flight, render job.sbatch into each variant's run directory, and sbatch it.
 
@@ -60,6 +58,8 @@ def submit_command(
         if recipe is not None:
             raise DisaggError("give either a recipe or --resume RUN_DIR, not both")
         run_dir = resume.resolve()
+        from disagg.plan.model import Plan
+
         plans = [Plan.read(run_dir)]
         _refuse_if_active(run_dir)
         run_dirs = [run_dir]
@@ -109,6 +109,8 @@ def submit_command(
     if as_json:
         print(json.dumps(rows, indent=2))
         return
+    from rich.table import Table
+
     table = Table(title="dry run: nothing submitted" if dry_run else "submitted")
     for column in ("selector", "job", "run directory"):
         table.add_column(column)
@@ -152,6 +154,8 @@ def status_command(
     A job that reached its time limit shows as TIMEOUT. Exit status: 0 nothing failed,
     1 a run failed, timed out or was cancelled.
     """
+    from rich.live import Live
+
     from disagg.launch import slurm
 
     names = targets or _own_runs()
@@ -213,6 +217,10 @@ _STATUS_STYLE = {
 
 
 def _render_views(views: list[Any]) -> Group:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table()
     for column in ("run", "job", "slurm state", "status", "phase", "points"):
         table.add_column(column, overflow="fold")

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from disagg.commands.options import CLUSTER_HELP
-from disagg.console import make_console
+from disagg.console import LazyConsole
 from disagg.errors import EXIT_USAGE, DisaggError
-from disagg.plan.model import Plan, StagingPlan
 from disagg.probe import probe
-from disagg.staging import checkpoint as ck
-from disagg.staging.progress import human_bytes
 
-console = make_console(soft_wrap=True)
-err_console = make_console(stderr=True, soft_wrap=True)
+if TYPE_CHECKING:  # imported when a command runs, so `disagg --help` stays fast
+    from disagg.plan.model import Plan, StagingPlan
+    from disagg.staging import checkpoint as ck
+
+console = LazyConsole(soft_wrap=True)
+err_console = LazyConsole(stderr=True, soft_wrap=True)
 
 
 def check_model(
@@ -34,6 +35,8 @@ def check_model(
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON report")] = False,
 ) -> None:
     """Check that a model checkpoint is complete. Exit 0 complete, 1 incomplete, 2 bad input."""
+    from disagg.staging import checkpoint as ck
+
     try:
         report = ck.check(target, revision=revision, cache=str(cache) if cache else None)
     except ck.UnusableInput as exc:
@@ -49,6 +52,8 @@ def check_model(
 
 
 def print_report(report: ck.Report) -> None:
+    from disagg.staging.progress import human_bytes
+
     where = report.directory or report.target
     if report.complete:
         console.print(
@@ -75,6 +80,8 @@ def print_report(report: ck.Report) -> None:
 
 def load_plans(target: str, cluster: str | None) -> list[Plan]:
     """Plans for `RECIPE[:SELECTOR]`, or the plan of a run directory / plan.json."""
+    from disagg.plan.model import Plan
+
     path = Path(target)
     if probe(path).is_dir and (path / "plan.json").is_file():
         path = path / "plan.json"

@@ -1,12 +1,13 @@
 """Read a YAML file into plain Python data plus the source position of every key and value.
 
-Why not ruamel's round-trip loader: it keeps positions but runs in pure Python and
-takes seconds for the recipe corpus. This module drives ruamel's C event parser
-(`ruamel.yaml.clib`) and builds plain dicts/lists itself, recording `line:col` for
-each key path on the way, so a bad value can be reported as `file:line:col` without a
-second parse. ruamel's C scanner refuses some valid YAML (a plain scalar holding `:`
-inside a flow map, `{image: org/name:tag-1}`), so a file it refuses is parsed again
-with ruamel's pure-Python parser before anything is called malformed.
+Why not a round-trip loader (ruamel's keeps positions): it runs in pure Python and
+takes seconds for the recipe corpus. This module drives libyaml's C event parser
+through PyYAML (the parser srt-slurm itself reads recipes with, so both accept the
+same files, e.g. `{image: org/name:tag-1}`, which ruamel's C scanner refuses) and
+builds plain dicts/lists itself, recording `line:col` for each key path on the way,
+so a bad value can be reported as `file:line:col` without a second parse. A file
+the C parser refuses is parsed again by PyYAML's pure-Python parser before anything
+is called malformed.
 
 Scalars resolve as srt-slurm reads them: PyYAML's `safe_load`, i.e. YAML 1.1
 (`on`/`off`/`yes`/`no` are booleans, `0755` is octal, `1e3` is text, `1:30` is 90),
@@ -29,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.events import (
+import yaml
+from yaml import MarkedYAMLError, YAMLError
+from yaml.events import (
     AliasEvent,
     DocumentStartEvent,
     MappingEndEvent,
@@ -262,10 +263,12 @@ def parse_yaml(text: str, *, file: str, what: str = "recipe") -> LoadedYaml:
     return LoadedYaml(file=file, data=data, source=source)
 
 
-def _build(text: str, file: str, parser: YAML) -> tuple[SourceMap, _Builder, Any]:
+def _build(
+    text: str, file: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]
+) -> tuple[SourceMap, _Builder, Any]:
     source = SourceMap(file)
     builder = _Builder(source)
-    return source, builder, builder.build(parser.parse(text))
+    return source, builder, builder.build(yaml.parse(text, Loader=loader))
 
 
 def _yaml_error(exc: YAMLError, text: str, file: str) -> DisaggError:
@@ -293,15 +296,9 @@ def _yaml_error(exc: YAMLError, text: str, file: str) -> DisaggError:
     )
 
 
-_yaml_parsers: dict[bool, YAML] = {}
-
-
-def _parser(*, pure: bool = False) -> YAML:
-    """One shared parser per kind: C-backed (fast), or pure Python (accepts all valid YAML)."""
-    parser = _yaml_parsers.get(pure)
-    if parser is None:
-        parser = _yaml_parsers[pure] = YAML(typ="safe", pure=pure)
-    return parser
+def _parser(*, pure: bool = False) -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
+    """libyaml's C parser (fast; the parser srt-slurm's PyYAML uses), or PyYAML's pure one."""
+    return yaml.SafeLoader if pure or not hasattr(yaml, "CSafeLoader") else yaml.CSafeLoader
 
 
 def resolve_plain(value: str) -> Any:
@@ -364,6 +361,11 @@ def _to_float(text: str) -> float:
     return sign * float(body)
 
 
+def _pos(mark: Any) -> Pos:
+    """1-based (line, column) of a parser mark (libyaml always gives one)."""
+    return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+
+
 class _Builder:
     """Turns a parser event stream into plain data, filling a SourceMap as it goes."""
 
@@ -391,7 +393,7 @@ class _Builder:
                     )
                 continue
             if isinstance(event, ScalarEvent | SequenceStartEvent | MappingStartEvent | AliasEvent):
-                self.source.values[()] = (event.start_mark.line + 1, event.start_mark.column + 1)
+                self.source.values[()] = _pos(event.start_mark)
                 data = self._node(event, events, (), 0)
                 self.empty = data is None
             elif isinstance(event, StreamEndEvent):
@@ -498,7 +500,7 @@ class _Builder:
                 )
             key = self._scalar(event)
             self.budget.node()  # keys count, as in the linter's and expansion's tallies
-            key_pos = (event.start_mark.line + 1, event.start_mark.column + 1)
+            key_pos = _pos(event.start_mark)
             value_event = next(events)
             if key == "<<" and event.implicit[0] and event.tag is None:
                 merges.extend(self._merge_sources(value_event, events, path, depth))
