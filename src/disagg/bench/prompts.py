@@ -172,6 +172,13 @@ class PromptFactory:
         data = json.dumps(body, separators=(",", ":")).encode()
         return RequestSpec(index=index, body=data, input_len=isl, output_len=osl)
 
+    def head(self, text: str, length: int) -> str:
+        """The first `length` tokens of `text` built by `text()` (for shared prefixes)."""
+        if self.tokenizer is None:
+            return " ".join(text.split(" ")[:length])  # one word a token
+        ids = self.tokenizer.encode(text, add_special_tokens=False).ids[:length]
+        return str(self.tokenizer.decode(ids))
+
     def text(self, rng: random.Random, length: int) -> str:
         """Text of `length` tokens (exact with a tokenizer, one word a token without)."""
         if self.tokenizer is None:

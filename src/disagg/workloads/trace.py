@@ -116,11 +116,11 @@ def build_requests(
     blocks: dict[int, str] = {}
 
     def block(hash_id: int, length: int) -> str:
-        key = hash_id * 2 + (0 if length == block_tokens else 1)
-        if key not in blocks:
+        """The first `length` tokens of the block `hash_id` stands for (same id, same text)."""
+        if hash_id not in blocks:
             rng = random.Random(TRACE_SEED * 1_000_003 + hash_id)
-            blocks[key] = factory.text(rng, length)
-        return blocks[key]
+            blocks[hash_id] = factory.text(rng, block_tokens)
+        return factory.head(blocks[hash_id], length)
 
     specs = []
     for index, record in enumerate(records):

@@ -1,0 +1,108 @@
+"""Trace replay (`mooncake-router` / `trace-replay`): a Mooncake-format trace is read
+strictly, its shared prefixes become shared prompt text, and a run sends each request at
+its timestamp through the live router."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from disagg.bench.prompts import PromptFactory, PromptSettings
+from disagg.errors import DisaggError
+from disagg.launch.state import PointStatus, RunStatus, RunSummary
+from disagg.workloads.trace import build_requests, read_trace, trace_offsets
+
+DATA = Path(__file__).parent / "data"
+TRACE = DATA / "mini-trace.jsonl"
+RECIPE = DATA / "sim-trace.yaml"
+
+
+def disagg(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "disagg", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_shipped_trace_reads_with_its_timestamps_in_seconds() -> None:
+    records = read_trace(TRACE)
+    assert len(records) == 12
+    offsets = trace_offsets(records)
+    assert offsets[0] == 0.0 and offsets[1] == pytest.approx(0.05)
+    assert offsets[-1] == pytest.approx(1.1)
+    assert trace_offsets(records, speedup=2.0)[-1] == pytest.approx(0.55)
+
+
+def test_requests_sharing_hash_ids_share_their_prompt_prefix() -> None:
+    factory = PromptFactory(PromptSettings(model="m", isl=1, osl=1, prompt_format="text"))
+    records = read_trace(TRACE)
+    specs = build_requests(factory, records, block_tokens=16)
+    prompts = [json.loads(spec.body)["prompt"] for spec in specs]
+    words = [prompt.split(" ") for prompt in prompts]
+    assert [len(w) for w in words] == [r.input_length for r in records]
+    # 0 and 1 start with blocks 0, 1; 6 starts with 10, 11: 32 words shared, or not.
+    assert words[0][:32] == words[1][:32] and words[0][32:40] != words[1][32:40]
+    assert words[0][:16] != words[6][:16]
+    assert [json.loads(s.body)["max_tokens"] for s in specs] == [r.output_length for r in records]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"timestamp": -1, "input_length": 4, "output_length": 2}', "timestamp must be"),
+        ('{"timestamp": 0, "input_length": 0, "output_length": 2}', "input_length must be"),
+        ('{"timestamp": 0, "input_length": 4, "output_length": 2, "hash_ids": ["a"]}', "hash_ids"),
+        ("not json", "not a JSON object"),
+    ],
+)
+def test_a_bad_trace_line_is_named_with_file_and_line(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"timestamp": 0, "input_length": 4, "output_length": 2}\n' + line + "\n")
+    with pytest.raises(DisaggError) as caught:
+        read_trace(path)
+    assert caught.value.location is not None
+    assert (caught.value.location.file, caught.value.location.line) == (str(path), 2)
+    assert message in caught.value.message
+
+
+def test_plan_refuses_a_missing_trace_with_exit_2(tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(RECIPE.read_text().replace("mini-trace.jsonl", "absent.jsonl"))
+    done = disagg("plan", recipe)
+    assert done.returncode == 2
+    assert "absent.jsonl" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_trace_replay_run_sends_each_request_at_its_timestamp(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    done = disagg("run", RECIPE, "--local", "--out", run_dir)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    summary = RunSummary.read(run_dir)
+    assert summary is not None and summary.status is RunStatus.COMPLETED
+    assert [(p.key, p.status) for p in summary.points] == [("trace", PointStatus.MEASURED)]
+    result_path = summary.points[0].result
+    assert result_path is not None
+    result = json.loads(Path(result_path).read_text())
+    assert result["valid"] is True and result["completed"] == 12
+    sent = [
+        json.loads(line)
+        for line in Path(result_path).with_suffix(".jsonl").read_text().splitlines()
+    ]
+    offsets = trace_offsets(read_trace(TRACE))
+    by_index = sorted(sent, key=lambda r: r["index"])
+    # Never early: each request left at or after its own timestamp, in trace order.
+    assert all(r["send_ms"] >= 1000 * o - 1.0 for r, o in zip(by_index, offsets, strict=True))
+    sends = [r["send_ms"] for r in by_index]
+    assert sends == sorted(sends)
+    assert [r["output_len"] for r in by_index] == [r.output_length for r in read_trace(TRACE)]
