@@ -1,0 +1,98 @@
+"""Every `benchmark.type: custom` recipe of the shared corpora plans with its command and
+environment in the plan (or is refused for a reason that is not the benchmark's), and a
+variant the job would refuse is refused by `plan` first."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from disagg.errors import UnsupportedRecipe
+from disagg.plan.model import RoleKind
+from disagg.plan.placement import place
+from disagg.recipe.variants import load_variants
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "recipes"
+FIXED_SEQ = SHARED / "inferencex-schema2/dsr1/sglang/b200-fp4/8k1k"
+DSR1 = FIXED_SEQ / "disagg-1p1d-p-tp4-d-tp8-b512-c32-mtp.yaml"
+MI355X = Path(__file__).resolve().parents[2] / "examples" / "mi355x" / "dsr1-fp4-disagg.yaml"
+
+
+def disagg(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "disagg", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_custom_recipes_of_the_shared_corpora_plan_with_command_and_env() -> None:
+    planned = 0
+    for path in sorted(SHARED.rglob("*.yaml")):
+        if "cluster-configs" in path.parts:
+            continue
+        for variant in load_variants(path):
+            section = variant.config.benchmark
+            if section.type != "custom":
+                continue
+            try:
+                plan = place(variant)
+            except UnsupportedRecipe as exc:
+                assert not exc.what.startswith("benchmark"), (variant.selector, exc.what)
+                continue
+            planned += 1
+            assert plan.bench.command is not None and plan.bench.points == []
+            assert plan.bench.command.argv == ["bash", "-lc", section.command]
+            bench = next(role for role in plan.roles if role.kind is RoleKind.BENCH)
+            assert bench.argv == plan.bench.command.argv
+            for key, value in (section.env or {}).items():
+                assert bench.env[key] == str(value), (variant.selector, key)
+            assert bench.env["SRT_FRONTEND_URL"].endswith(".url}")
+            assert bench.env["DISAGG_RESULTS_DIR"] == "${run.dir}/bench-results"
+    assert planned >= 9
+
+
+def test_plan_shows_the_custom_command_and_its_environment() -> None:
+    human = disagg("plan", DSR1)
+    assert human.returncode == 0, human.stderr
+    assert "srt_fixed_sequence.sh" in human.stdout
+    assert "TOKENIZER=/model" in human.stdout and "SRT_FRONTEND_PORT=" in human.stdout
+    assert "PREFILL_TP=4" in human.stdout and "DECODE_TP=8" in human.stdout
+
+    shown = disagg("plan", DSR1, "--json")
+    assert shown.returncode == 0, shown.stderr
+    plan = json.loads(shown.stdout)["variants"][0]
+    assert plan["bench"]["type"] == "custom"
+    assert plan["bench"]["command"]["env"]["ISL"] == "8192"
+    bench = next(role for role in plan["roles"] if role["kind"] == "bench")
+    assert bench["argv"][:2] == ["bash", "-lc"] and bench["env"]["ISL"] == "8192"
+
+
+def test_mi355x_family_plans_every_variant_with_its_benchmark() -> None:
+    plans = [place(variant) for variant in load_variants(MI355X)]
+    assert len(plans) == 12
+    assert all(plan.bench.type == "sa-bench" and plan.bench.points for plan in plans)
+    assert all("concNone" not in [p.key for p in plan.bench.points] for plan in plans)
+
+
+def test_a_benchmark_the_job_would_refuse_is_refused_by_plan(tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    text = (Path(__file__).parent / "data" / "sim-custom.yaml").read_text()
+    recipe.write_text(text.replace("    type: custom\n", "    type: gsm8k\n", 1))
+    done = disagg("plan", f"{recipe}:base")
+    assert done.returncode == 2, done.stdout
+    assert "unsupported: benchmark type gsm8k (an accuracy benchmark" in " ".join(
+        (done.stdout + done.stderr).split()
+    )
+    field = tmp_path / "f.yaml"
+    field.write_text(text.replace("  benchmark:\n", "  benchmark:\n    num_shots: 5\n", 1))
+    done = disagg("plan", f"{field}:base")
+    assert done.returncode == 2, done.stdout
+    assert "unsupported: benchmark.num_shots (benchmark.type custom does not read it)" in (
+        " ".join((done.stdout + done.stderr).split())
+    )
