@@ -17,6 +17,7 @@ from disagg.bench.identity import SETUP_FIELDS, spec_decoding, worker_parallelis
 from disagg.bench.inferencex import InferenceXRow, ResultSetup, schema_problems, to_row
 from disagg.errors import DisaggError
 
+from .report_fixtures import RunFactory
 from .test_report_e2e import _disagg
 
 RECIPE = Path(__file__).parent / "data" / "sim-fields.yaml"
@@ -88,3 +89,27 @@ def test_results_and_collected_rows_carry_the_inferencex_fields(tmp_path: Path) 
 
     old = _disagg(["collect", str(runs), "--into", str(out), "--allow-simulated"], tmp_path, 60)
     assert old.returncode == 0 and "deprecated" in old.stderr
+
+
+def test_collect_takes_the_setup_of_results_that_name_none_from_the_plan(
+    make_run: RunFactory, tmp_path: Path
+) -> None:
+    """Custom benchmarks (and `disagg bench`) write results without setup fields."""
+    from typer.testing import CliRunner
+
+    from disagg.cli import _register, app
+
+    run_dir = make_run("custom", gpu_type="mi355x", framework="vllm", concs=(1, 4))
+    assert "hw" not in json.loads(next((run_dir / "results").glob("*.json")).read_text())
+    _register()
+    out = tmp_path / "rows"
+    done = CliRunner().invoke(app, ["collect", str(run_dir), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+
+    rows = [json.loads(p.read_text()) for p in sorted(out.glob("agg_*.json"))]
+    assert len(rows) == 2
+    for row in rows:
+        assert schema_problems(InferenceXRow, row) == []
+        assert (row["hw"], row["framework"], row["precision"]) == ("mi355x", "vllm", "fp8")
+        assert (row["decode_tp"], row["decode_dp_attention"]) == (8, True)
+        assert row["simulated"] is False

@@ -59,6 +59,7 @@ def collect_command(
     seconds). Simulated runs are refused unless --allow-simulated.
     """
     from disagg.bench.api import existing_valid_result
+    from disagg.bench.identity import setup_fields
     from disagg.bench.inferencex import to_row
     from disagg.bench.results import read_result
 
@@ -87,6 +88,10 @@ def collect_command(
             data = read_result(found) if found is not None else None
             if found is None or data is None:
                 continue
+            # A result that names no setup (a custom benchmark's, `disagg bench`'s) takes
+            # the run's: the plan is what ran it.
+            known = {key: value for key, value in data.items() if value is not None}
+            data = setup_fields(plan) | {"disagg": plan.disaggregated} | known
             try:
                 row = to_row(data, allow_simulated=allow_simulated)
             except DisaggError as exc:
