@@ -1,4 +1,4 @@
-"""Golden worker command lines for corpus recipes of each engine: what every node starts.
+"""Golden worker command lines (and engine config files) for corpus recipes of each engine.
 
 Regenerate after an intended change and review the diff:
 
@@ -17,15 +17,21 @@ from slurm.golden_support import check_golden
 
 from .engine_support import task_lines
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "recipes" / "srt-slurm-v1.0.68"
+RECIPES_ROOT = Path(__file__).resolve().parents[3] / "shared" / "recipes"
 GOLDEN = Path(__file__).parent / "golden"
 
+V1 = "srt-slurm-v1.0.68"
 RECIPES = {
     "vllm": [
-        "vllm/test/qwen3-0.6b-single-gpu.yaml",
-        "vllm/nemotron-super-120b/b200-fp4/1k1k/agg-tp1.yaml",
-        "vllm/deepseek-v4-pro/GB200/8k1k/disagg-gb200-1p4d-dep8-tp8-c256-c512-offload.yaml",
-        "vllm/deepseek-v4-pro/GB200/8k1k/disagg-gb200-3p1d-dep8-dep16-c4096-offload.yaml",
+        f"{V1}/vllm/test/qwen3-0.6b-single-gpu.yaml",
+        f"{V1}/vllm/nemotron-super-120b/b200-fp4/1k1k/agg-tp1.yaml",
+        f"{V1}/vllm/deepseek-v4-pro/GB200/8k1k/disagg-gb200-1p4d-dep8-tp8-c256-c512-offload.yaml",
+        f"{V1}/vllm/deepseek-v4-pro/GB200/8k1k/disagg-gb200-3p1d-dep8-dep16-c4096-offload.yaml",
+    ],
+    "trtllm": [
+        f"{V1}/trtllm/gpt-oss-120b/b200-fp4/1k1k/agg-tp1.yaml",
+        f"{V1}/trtllm/b200-fp8/1k1k/stp/ctx1_gen3_tp8_batch1024_eplb0_mtp0_4_trtllm_serve.yaml",
+        "srt-slurm-2.x/examples/trtllm/trtllm-serve-disagg.yaml",
     ],
 }
 CASES = [(engine, path) for engine, paths in RECIPES.items() for path in paths]
@@ -34,8 +40,11 @@ CASES = [(engine, path) for engine, paths in RECIPES.items() for path in paths]
 @pytest.mark.parametrize(("engine", "recipe"), CASES, ids=[Path(p).stem for _, p in CASES])
 def test_worker_command_lines(engine: str, recipe: str) -> None:
     parts = []
-    for variant in load_variants(CORPUS / recipe):
+    for variant in load_variants(RECIPES_ROOT / recipe):
         plan = place(variant)
         assert plan.engine == engine
         parts.append(f"# {variant.name}\n{task_lines(plan)}")
+        for role in plan.roles:  # engine configs the run directory gets (TRT-LLM's YAML)
+            for name, text in role.files.items():
+                parts.append(f"## {role.name}: {name}\n{text}")
     check_golden(f"{engine}/{Path(recipe).stem}.txt", "".join(parts), directory=GOLDEN)

@@ -230,22 +230,23 @@ def test_draft_model_repo_must_be_staged(tmp_path: Path) -> None:
     two = text.replace("prefill: {tensor-parallel-size: 8}", other)
     [finding] = only(lint_text(tmp_path, two), "DA008")
     assert "decode: org/draft" in finding.message and "prefill: org/other" in finding.message
-    # Other engines' drafts are not staged unless listed.
+    # TRT-LLM's drafts are staged by the plan too (its adapter reads them), one per variant.
+    eagle = "speculative_config: {decoding_type: Eagle, speculative_model_dir: org/eagle}"
     trt = (
         BASE.replace("type: sglang", "type: trtllm")
         .replace("sglang_config", "trtllm_config")
         .replace("tensor-parallel-size", "tensor_parallel_size")
         .replace(
-            "decode: {tensor_parallel_size: 8}",
-            "decode: {tensor_parallel_size: 8, speculative_model_dir: org/eagle}",
+            "decode: {tensor_parallel_size: 8}", f"decode: {{tensor_parallel_size: 8, {eagle}}}"
         )
     )
-    [finding] = only(lint_text(tmp_path, trt), "DA008")
-    assert "'org/eagle'" in finding.message and "not listed for staging" in finding.message
-    staged = trt.replace("precision: fp8}", "precision: fp8, stage_extra: [org/eagle]}")
-    assert only(lint_text(tmp_path, staged), "DA008") == []
-    local = trt.replace("org/eagle", "/models/eagle")
-    assert only(lint_text(tmp_path, local), "DA008") == []
+    assert only(lint_text(tmp_path, trt), "DA008") == []
+    both = trt.replace(
+        "prefill: {tensor_parallel_size: 8}",
+        f"prefill: {{tensor_parallel_size: 8, {eagle.replace('org/eagle', 'org/other')}}}",
+    )
+    [finding] = only(lint_text(tmp_path, both), "DA008")
+    assert "decode: org/eagle" in finding.message and "prefill: org/other" in finding.message
 
 
 def test_unreadable_inputs_exit_two(tmp_path: Path) -> None:

@@ -124,6 +124,12 @@ def spec_decoding(argv: Sequence[str]) -> str:
     return "none"
 
 
+def _speculative(role: RolePlan) -> str:
+    if role.parallel is not None:  # recorded by the plan from the engine adapter
+        return role.speculative.lower() if role.speculative else "none"
+    return spec_decoding(role.argv_on(0))
+
+
 def recipe_fingerprint(config: Mapping[str, Any]) -> str:
     """sha256 of the resolved variant config (canonical JSON): equal iff the recipe is."""
     text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
@@ -149,7 +155,17 @@ def _group(roles: Sequence[RolePlan]) -> dict[str, Any]:
     """tp/ep/dp-attention of a group of workers (the first one's: the plan makes them alike)."""
     if not roles:
         return {"tp": 0, "ep": 0, "dp_attention": False, "num_workers": 0}
-    layout = worker_parallelism(roles[0].argv_on(0))  # the head node's command
+    first = roles[0]
+    layout = (
+        WorkerParallelism(
+            tp=first.parallel.tp,
+            dp=first.parallel.dp,
+            ep=first.parallel.ep,
+            dp_attention=first.parallel.dp_attention,
+        )
+        if first.parallel is not None  # the engine adapter's reading, recorded by the plan
+        else worker_parallelism(first.argv_on(0))  # plans written before that was recorded
+    )
     return {
         "tp": layout.tp,
         "ep": layout.ep,
@@ -174,7 +190,7 @@ def setup_fields(plan: Plan) -> dict[str, Any]:
     routers = plan.roles_of(RoleKind.ROUTER)
     router, router_version = router_identity(routers[0] if routers else None)
     images = [role.container_image for role in workers if role.container_image]
-    algorithms = [spec_decoding(role.argv_on(0)) for role in workers]
+    algorithms = [_speculative(role) for role in workers]
     config = plan.config
     backend = config.get("backend")
     framework = backend.get("type") if isinstance(backend, Mapping) else None

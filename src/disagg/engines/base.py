@@ -107,6 +107,7 @@ class WorkerSpec:
     nnodes: int = 1
     ib_devices: tuple[str, ...] = ()
     simulated: bool = False
+    frontend: str = "sglang"  # the recipe's `frontend.type`
 
     @property
     def mode(self) -> Mode | None:
@@ -131,12 +132,14 @@ class WorkerCommand:
 
     `node_argv`, when set, holds one argv per node of a multi-node worker (the head
     node first) for engines whose nodes run different commands (vLLM's `--headless`).
+    `files`: text files the worker reads, relative to the run directory (TRT-LLM's YAML).
     """
 
     argv: list[str]
     ports: list[str]
     env: dict[str, str] = field(default_factory=dict)
     node_argv: list[list[str]] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
 
 
 class EngineAdapter(ABC):
@@ -202,6 +205,11 @@ class EngineAdapter(ABC):
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         """(key, what) when this worker cannot run as written: the plan refuses it up front."""
+        return None
+
+    def pd_router(self, prefill: list[str], decode: list[str]) -> WorkerCommand | None:
+        """The engine's own router for real prefill/decode workers (named by role), when its
+        KV hand-over needs one (TRT-LLM's `trtllm-serve disaggregated`); None: the frontend's."""
         return None
 
     def command(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:

@@ -13,6 +13,7 @@ from disagg.engines.base import EngineAdapter
 _MODULES: dict[str, str] = {
     "sglang": "disagg.engines.sglang",
     "vllm": "disagg.engines.vllm",
+    "trtllm": "disagg.engines.trtllm",
 }
 
 

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from disagg.errors import DisaggError
 from disagg.plan.container_paths import in_container, translate
 from disagg.plan.model import Plan, RolePlan
 from disagg.plan.templates import substitute, substitute_all
@@ -54,17 +55,28 @@ def job_id() -> str:
     return os.environ.get("SLURM_JOB_ID") or f"local-{os.getpid()}"
 
 
-def render_task(
-    plan: Plan, role: RolePlan, node_rank: int, bindings: Bindings
-) -> tuple[list[str], dict[str, str]]:
-    """argv and added environment for one task of `role` on node `node_rank`.
+def write_role_files(plan: Plan, role: RolePlan, bindings: Bindings, run_dir: Path) -> list[Path]:
+    """Write the files a role reads (engine configs) into the run directory, bound as the
+    role's head node task sees them (container paths included)."""
+    from disagg.atomic import write_text
 
-    GPU visibility comes last so that it always matches the plan's `gpu_ids`,
-    set through every variable the GPU vendor reads.
-    """
+    scoped = _scoped(plan, role, role.node_ranks[0] if role.node_ranks else 0, bindings)
+    written = []
+    for relative, text in role.files.items():
+        path = run_dir / relative
+        if not path.resolve().is_relative_to(run_dir.resolve()):
+            raise DisaggError(f"role {role.name}: file {relative} lies outside the run directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, substitute(text, scoped, self_name=role.name))
+        written.append(path)
+    return written
+
+
+def _scoped(plan: Plan, role: RolePlan, node_rank: int, bindings: Bindings) -> Bindings:
+    """The bindings one task of `role` on node `node_rank` sees."""
     scoped = dict(bindings)
     own = bindings[role.name]
-    index = role.node_ranks.index(node_rank)
+    index = role.node_ranks.index(node_rank) if node_rank in role.node_ranks else 0
     scoped[role.name] = {
         **own,
         "node_rank": str(index),
@@ -73,7 +85,21 @@ def render_task(
     model = bindings.get("model")
     if model is not None and in_container(plan, role):  # paths as the container sees them
         scoped["model"] = {key: translate(plan, role, value) for key, value in model.items()}
-    argv = substitute_all(role.argv_on(index), scoped, self_name=role.name)
+    return scoped
+
+
+def render_task(
+    plan: Plan, role: RolePlan, node_rank: int, bindings: Bindings
+) -> tuple[list[str], dict[str, str]]:
+    """argv and added environment for one task of `role` on node `node_rank`.
+
+    GPU visibility comes last so that it always matches the plan's `gpu_ids`,
+    set through every variable the GPU vendor reads.
+    """
+    scoped = _scoped(plan, role, node_rank, bindings)
+    argv = substitute_all(
+        role.argv_on(role.node_ranks.index(node_rank)), scoped, self_name=role.name
+    )
     env = {key: substitute(value, scoped, self_name=role.name) for key, value in role.env.items()}
     if role.gpu_ids:
         visible = ",".join(str(gpu) for gpu in role.gpu_ids)

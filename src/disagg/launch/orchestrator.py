@@ -30,7 +30,7 @@ from typing import TypeVar
 
 from disagg.errors import DisaggError
 from disagg.launch.base import RoleLauncher, RoleProcess
-from disagg.launch.bindings import Bindings, build_bindings, render_task
+from disagg.launch.bindings import Bindings, build_bindings, render_task, write_role_files
 from disagg.launch.health import canary, probe
 from disagg.launch.liveness import host_id, start_ticks
 from disagg.launch.logs import ORCHESTRATOR_LOG, log_dir, tail, task_log_path
@@ -292,6 +292,7 @@ class Orchestrator:
         for role in self.plan.roles:
             for rank in role.node_ranks:
                 self._render(role, rank)
+            write_role_files(self.plan, role, bindings, self.run_dir)
 
     def _render(self, role: RolePlan, node_rank: int) -> tuple[list[str], dict[str, str]]:
         return render_task(self.plan, role, node_rank, self._bindings)

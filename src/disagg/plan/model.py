@@ -52,6 +52,17 @@ class HealthPlan(_Strict):
     interval_s: float = 0.2
 
 
+class ParallelPlan(_Strict):
+    """A worker's parallel layout as its engine adapter reads the recipe (what it runs)."""
+
+    tp: int = 1
+    dp: int = 1
+    ep: int = 1
+    pp: int = 1
+    dp_attention: bool = False
+    gpus: int = 1  # GPUs the engine uses: tp x pp, times dp unless the ranks are shared
+
+
 class RolePlan(_Strict):
     """One process group. `argv` runs once per node in `node_ranks` (multi-node workers).
 
@@ -72,9 +83,14 @@ class RolePlan(_Strict):
     # One argv per node of a multi-node worker whose nodes run different commands (the
     # head node first); empty: `argv` on every node.
     node_argv: list[list[str]] = Field(default_factory=list)
+    # Files the orchestrator writes into the run directory (relative path -> text, with
+    # `${...}` placeholders bound) before the role starts: configs an engine reads.
+    files: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
     health: HealthPlan | None = None
     container_image: str | None = None
+    parallel: ParallelPlan | None = None  # workers only
+    speculative: str | None = None  # workers: the speculative decoding method, if any
 
     @property
     def nnodes(self) -> int:

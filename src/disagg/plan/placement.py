@@ -39,6 +39,7 @@ from disagg.plan.model import (
     GpuVendor,
     HealthPlan,
     ModelToStage,
+    ParallelPlan,
     Plan,
     RoleKind,
     RolePlan,
@@ -302,10 +303,13 @@ class _Placer:
                 nnodes=len(ranks),
                 ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
                 simulated=self.simulated,
+                frontend=self.config.frontend.type if self.config.frontend else "none",
             )
             self.check_supported(kind, args, spec)
             self.note_ignored(kind, args)
             command = self.adapter.command(args, spec)
+            par = self.adapter.parallelism(args)
+            reading = self.adapter.sim_reading(args)
             roles.append(
                 RolePlan(
                     name=f"{kind.value}-{index}",
@@ -317,6 +321,16 @@ class _Placer:
                     ports=command.ports,
                     argv=command.argv,
                     node_argv=command.node_argv,
+                    files=command.files,
+                    parallel=ParallelPlan(
+                        tp=par.tp,
+                        dp=par.dp,
+                        ep=par.ep,
+                        pp=par.pp,
+                        dp_attention=par.dp_attention,
+                        gpus=par.gpus,
+                    ),
+                    speculative=reading.speculative_algorithm,
                     env={**self.role_env(kind), **command.env},
                     health=self.worker_health(),
                     container_image=image,
@@ -326,6 +340,19 @@ class _Placer:
 
     def router(self, workers: list[RolePlan]) -> RolePlan:
         names = {kind: [r.name for r in workers if r.kind is kind] for kind in RoleKind}
+        own = None
+        if not self.simulated and names[RoleKind.PREFILL]:
+            own = self.adapter.pd_router(names[RoleKind.PREFILL], names[RoleKind.DECODE])
+        if own is not None:
+            return RolePlan(
+                name="router",
+                kind=RoleKind.ROUTER,
+                node_ranks=[0],
+                ports=own.ports,
+                argv=own.argv,
+                files=own.files,
+                health=HealthPlan(path="/health", deadline_s=ROUTER_HEALTH_DEADLINE_S),
+            )
         frontend = self.config.frontend
         extra = frontend.args if frontend is not None and frontend.type == "sglang" else None
         argv = router_engine.router_argv(

@@ -55,6 +55,7 @@ class EngineArgs:
     tp_size: int = 1
     dp_size: int = 1
     ep_size: int = 1
+    pp_size: int = 1  # counted in `gpus`; the timing model treats stages as one pipeline
     enable_dp_attention: bool = False
     max_running_requests: int | None = None
     chunked_prefill_size: int = 8192
@@ -81,7 +82,8 @@ class EngineArgs:
     @property
     def gpus(self) -> int:
         """GPUs this worker stands for: DP attention splits a TP group, plain DP replicates it."""
-        return self.tp_size if self.enable_dp_attention else self.tp_size * self.dp_size
+        replicas = 1 if self.enable_dp_attention else self.dp_size
+        return self.tp_size * self.pp_size * replicas
 
     @property
     def running_limit(self) -> int:
@@ -140,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--tokenizer-path", default=None)
     add("--disaggregation-mode", "--mode", dest="mode", type=_mode, default="aggregated")
     add("--disaggregation-bootstrap-port", dest="bootstrap_port", type=int, default=8998)
-    for setting in ("tp", "dp", "ep"):  # every spelling SGLang accepts
+    for setting in ("tp", "dp", "ep", "pp"):  # every spelling SGLang accepts
         add(*_spellings(setting), dest=f"{setting}_size", type=int, default=1)
     add(*_spellings("dp_attention"), dest="enable_dp_attention", action="store_true")
     add(*_spellings("max_running_requests"), dest="max_running_requests", type=int)
@@ -195,7 +197,7 @@ def parse_args(argv: Sequence[str]) -> EngineArgs:
 
 
 def _check(values: dict[str, object], sim: SimConstants) -> None:
-    for name in ("tp_size", "dp_size", "ep_size", "nnodes", "stream_interval"):
+    for name in ("tp_size", "dp_size", "ep_size", "pp_size", "nnodes", "stream_interval"):
         value = values[name]
         if not isinstance(value, int) or value < 1:
             raise DisaggError(f"--{name.replace('_', '-')} must be at least 1, got {value}")

@@ -20,6 +20,7 @@ def sim_worker_argv(
     if spec.mode is not None:
         argv += ["--disaggregation-mode", spec.mode]
     argv += ["--tp-size", str(par.tp), "--dp-size", str(par.dp), "--ep-size", str(par.ep)]
+    argv += ["--pp-size", str(par.pp)]
     # The simulator counts data-parallel ranks as GPUs unless attention-DP shares them.
     if par.dp_attention or (par.dp > 1 and not par.replicas_use_gpus):
         argv.append("--enable-dp-attention")

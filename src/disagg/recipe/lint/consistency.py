@@ -2,8 +2,9 @@
 
 These catch recipes that load but cannot run as written: an engine asked for more
 (or fewer) GPUs than its worker gets, workers that do not divide their nodes, a
-sweep with an empty, unsorted or repeated concurrency list, or a draft model repo
-that the job will not fetch before the engines start.
+sweep with an empty, unsorted or repeated concurrency list, or roles naming different
+draft model repos (the plan stages one per variant). Engine settings are read through
+the engine adapters, the same reading the plan uses.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from disagg.cluster import is_repo_id
 from disagg.engines import registry
-from disagg.engines.base import EngineAdapter
+from disagg.engines.base import EngineAdapter, Parallelism
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
 from disagg.recipe.schema import concurrency_points
@@ -26,27 +27,8 @@ DRAFT = ("DA008", "draft-model-not-staged")
 
 # resources prefix -> engine config section
 ROLES = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
-# Settings read for DA005, in the order _parallel_args returns them.
-_PARALLEL_SETTINGS = ("tp", "dp", "ep", "pp", "dp_attention")
-# Engines without an adapter yet: (tensor, data, expert, pipeline, dp-attention) arg names.
-_UNREGISTERED_ARGS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "trtllm": (
-        ("tensor_parallel_size",),
-        (),
-        ("moe_expert_parallel_size",),
-        ("pipeline_parallel_size",),
-        ("enable_attention_dp",),
-    ),
-    "vllm": (
-        ("tensor-parallel-size", "tp"),
-        ("data-parallel-size", "dp"),
-        (),
-        ("pipeline-parallel-size", "pp"),
-        (),
-    ),
-}
-# draft-model args of engines whose drafts the plan does not stage by itself
-_OTHER_DRAFT_KEYS = ("speculative_model_dir", "speculative_model", "speculative-model")
+# Settings whose written keys DA005 points at.
+_PARALLEL_SETTINGS = ("tp", "dp", "ep", "pp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,22 +205,21 @@ class _Checker:
             if role.gpus_per_worker is not None:
                 per[role.name] = role.gpus_per_worker
             else:
-                found = _parallel_args(engine, role)
+                found = _parallel(engine, role)
                 if found is None:
                     return
-                per[role.name] = _world(engine, found)
+                per[role.name] = found[0].gpus
         where = [self.loc(variant, ("resources", f"{r.name}_nodes"), "nodes") for r in roles]
         if roles[0].gpus_per_node > 0:
             self.capacity(variant, roles, per, where)
 
     def parallelism(self, variant: str, engine: str, role: _Role, gpus: int | None) -> None:
-        found = _parallel_args(engine, role)
+        found = _parallel(engine, role)
         if found is None:
             return
-        (tp_key, tp), (dp_key, dp), (ep_key, ep), (pp_key, pp), (_, dp_attention) = found
-        tp_n, dp_n, ep_n, pp_n = (_int(v) or 1 for v in (tp, dp, ep, pp))
-        world = _world(engine, found)
-        keys = [k for k in (tp_key, dp_key, ep_key, pp_key) if k]
+        par, keys = found
+        tp_n, dp_n, pp_n, world = par.tp, par.dp, par.pp, par.gpus
+        ep_n = par.ep if _written(engine, role, "ep") else 1  # vLLM's EP spans every rank
         where = [self.loc(variant, (*role.args_path, k), k) for k in keys]
         where.append(self.loc(variant, ("resources", f"{role.name}_nodes"), "nodes"))
         shown = ", ".join(f"{k}={role.args[k]}" for k in keys) or "no parallelism args (1 GPU)"
@@ -254,7 +235,7 @@ class _Checker:
                 "make the parallel sizes multiply to the worker's GPUs "
                 "(nodes x gpus_per_node / workers, or gpus_per_<role>)",
             )
-        if dp_attention and dp_n > 1 and tp_n % dp_n:
+        if par.dp_attention and dp_n > 1 and tp_n % dp_n:
             self.add(
                 PARALLELISM,
                 Severity.ERROR,
@@ -338,73 +319,30 @@ class _Checker:
             "use the same draft model in every role, or local paths",
         )
 
-    def draft_model(self, variant: str, config: Mapping[str, Any], role: _Role) -> None:
-        """Drafts of engines with an adapter are staged by the plan; other engines' are not."""
-        if registry.get(_engine(config)) is not None:
-            return
-        for key in _OTHER_DRAFT_KEYS:
-            value = role.args.get(key)
-            if not isinstance(value, str) or not is_repo_id(value):
-                continue
-            if value.removeprefix("hf:") in _staged(config):
-                continue
-            self.add(
-                DRAFT,
-                Severity.ERROR,
-                variant,
-                f"{role.name}: draft model {value!r} is a repo id that is not listed for "
-                "staging, so no node will have it when the engine starts",
-                [self.loc(variant, (*role.args_path, key), key)],
-                "add it to model.stage_extra, or point the arg at a local path",
-            )
-
 
 def _staged_draft(adapter: EngineAdapter, role: _Role) -> str | None:
     draft = adapter.draft_model(role.args)
     return draft.removeprefix("hf:") if draft and is_repo_id(draft) else None
 
 
-def _parallel_args(engine: str, role: _Role) -> list[tuple[str, Any]] | None:
-    """(arg name, value) for tensor, data, expert, pipeline parallel and DP attention."""
+def _parallel(engine: str, role: _Role) -> tuple[Parallelism, list[str]] | None:
+    """The engine adapter's reading of a role's parallel layout, and the keys it read."""
     adapter = registry.get(engine)
-    if adapter is not None:
-        return [adapter.flags.find(role.args, s) or ("", None) for s in _PARALLEL_SETTINGS]
-    names = _UNREGISTERED_ARGS.get(engine)
-    if names is None:
+    if adapter is None:
         return None
-    found: list[tuple[str, Any]] = []
-    for group in names:
-        hit = next((k for k in role.args if k in group), None)
-        found.append((hit or "", role.args.get(hit) if hit else None))
-    return found
+    keys = [hit[0] for s in _PARALLEL_SETTINGS if (hit := adapter.flags.find(role.args, s))]
+    return adapter.parallelism(role.args), keys
 
 
-def _world(engine: str, found: list[tuple[str, Any]]) -> int:
-    """GPUs one worker's engine uses: tp x pp, times dp unless DP attention shares the tp ranks."""
-    tp, dp, _, pp, dp_attention = (value for _, value in found)
-    replicas = 1 if dp_attention or engine == "trtllm" else (_int(dp) or 1)
-    return (_int(tp) or 1) * (_int(pp) or 1) * replicas
+def _written(engine: str, role: _Role, setting: str) -> tuple[str, ...]:
+    adapter = registry.get(engine)
+    hit = adapter.flags.find(role.args, setting) if adapter else None
+    return (hit[0],) if hit else ()
 
 
 def _draft_key(adapter: EngineAdapter, role: _Role) -> str:
     hit = adapter.flags.find(role.args, "draft_model")
     return hit[0] if hit else "speculative"
-
-
-def _staged(config: Mapping[str, Any]) -> set[str]:
-    model = config.get("model")
-    if not isinstance(model, Mapping):
-        return set()
-    listed = {str(model.get("path", ""))}
-    extra = model.get("stage_extra")
-    if isinstance(extra, list):
-        listed.update(str(item) for item in extra)
-    identity = config.get("identity")
-    if isinstance(identity, Mapping):
-        for entry in identity.values():
-            if isinstance(entry, Mapping) and "repo" in entry:
-                listed.add(str(entry["repo"]))
-    return listed
 
 
 def check(ctx: FileContext) -> list[Finding]:
@@ -421,7 +359,6 @@ def check(ctx: FileContext) -> list[Finding]:
         for role in roles:
             gpus = checker.role_layout(variant, role, shared)
             checker.parallelism(variant, engine, role, gpus)
-            checker.draft_model(variant, config, role)
         if shared and roles:
             checker.shared_pool(variant, engine, roles)
         if adapter is not None:

@@ -66,8 +66,12 @@ class FileContext:
 
     def locate(self, variant: str, path: tuple[str, ...]) -> Node | None:
         """The node that sets `path` in `variant`: its own block first, then `base`."""
-        name, _, rest = variant.partition("[")
-        index = int(rest.rstrip("]")) if rest else None
+        # `zip_override_x[2]` is element 2 of block `zip_override_x`; a block's own name
+        # may contain `[` (`override_[a`), so only a trailing `[digits]` is an index.
+        name, index = variant, None
+        head, bracket, rest = variant.rpartition("[")
+        if bracket and rest.endswith("]") and rest[:-1].isdigit():
+            name, index = head, int(rest[:-1])
         scopes = [self.root] if name == BASE and not self.is_override_file else []
         if name != BASE or self.is_override_file:
             scopes = [b for b in (self.block(name), self.block(BASE)) if b is not None]

@@ -1,0 +1,67 @@
+"""The simulated engine runs what the engine would: over every planned variant of the shared
+corpora, simulated, each worker's parallel sizes and GPU count are the plan's."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from pathlib import Path
+
+from disagg.engines.sim.args import parse_args
+from disagg.errors import UnsupportedRecipe
+from disagg.plan.model import Plan, RoleKind
+from disagg.plan.placement import place
+from disagg.recipe.lint.runner import lint_paths
+from disagg.recipe.variants import Variant, load_variants
+
+WORKER_KINDS = (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "recipes"
+
+
+def simulated(variant: Variant) -> Variant:
+    backend = variant.config.backend.model_copy(update={"engine": "sim"})
+    return dataclasses.replace(
+        variant, config=variant.config.model_copy(update={"backend": backend})
+    )
+
+
+def bound(argv: list[str]) -> list[str]:
+    return ["1" if "${" in arg else arg for arg in argv]
+
+
+def test_simulated_workers_have_the_plans_parallel_sizes_and_gpus() -> None:
+    files = [p for p in sorted(SHARED.rglob("*.yaml")) if "cluster-configs" not in p.parts]
+    checked: Counter[str] = Counter()
+    short_or_over: dict[Path, set[str]] = {}  # files whose engines ask for other GPU counts
+    for path in files:
+        for variant in load_variants(path):
+            try:
+                plan: Plan = place(simulated(variant))
+            except UnsupportedRecipe:
+                continue  # refused for a benchmark, frontend or field, never for its engine
+            for role in plan.roles:
+                if role.kind not in WORKER_KINDS:
+                    continue
+                sim = parse_args(bound(role.argv[4:]))
+                assert role.argv[:4] == ["${run.python}", "-m", "disagg", "sim-engine"]
+                # SGLang's own argv carries flags the simulator does not model; the others
+                # get only the simulator's flags, each of which it reads.
+                assert plan.backend == "sglang" or not sim.ignored, (path, role.name)
+                par = role.parallel
+                assert par is not None
+                reading = (sim.tp_size, sim.dp_size, sim.ep_size, sim.pp_size, sim.gpus)
+                assert reading == (par.tp, par.dp, par.ep, par.pp, par.gpus), (path, role.name)
+                if sim.gpus != role.total_gpus:
+                    short_or_over.setdefault(path, set()).add(variant.name)
+                checked[plan.backend] += 1
+    print(f"\nsimulated workers checked: {dict(checked)}")
+    assert checked["sglang"] > 1000 and checked["vllm"] > 10 and checked["trtllm"] > 1000
+    # Where an engine uses more or fewer GPUs than its worker gets, lint says so (DA005).
+    for path, variants in short_or_over.items():
+        flagged = {
+            v.strip()
+            for finding in lint_paths([path]).findings
+            if finding.rule == "DA005" and "GPUs per worker" in finding.message
+            for v in finding.message.rpartition(" [variants: ")[2][:-1].split(",")
+        }
+        assert variants <= flagged, (path, variants - flagged)

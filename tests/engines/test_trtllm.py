@@ -1,0 +1,134 @@
+"""TRT-LLM workers: `trtllm-serve` with the role's YAML config, and its disaggregated router."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from disagg.engines.base import WorkerSpec
+from disagg.engines.trtllm import ADAPTER, MpiLaunch
+from disagg.errors import UnsupportedRecipe
+from disagg.launch.bindings import build_bindings, write_role_files
+
+from .engine_support import plan_text, recipe
+
+ONE_NODE = "  gpus_per_node: 8\n  agg_nodes: 1\n  agg_workers: 1\n"
+PD = (
+    "  gpus_per_node: 8\n  prefill_nodes: 1\n  prefill_workers: 1\n"
+    "  decode_nodes: 0\n  decode_workers: 1\n  gpus_per_prefill: 4\n  gpus_per_decode: 4\n"
+)
+ROLE = (
+    "      tensor_parallel_size: 4\n      moe_expert_parallel_size: 4\n"
+    "      enable_attention_dp: true\n      max_batch_size: 32\n      max_num_tokens: 4096\n"
+    "      kv_cache_config: {free_gpu_memory_fraction: 0.8}\n"
+)
+
+
+def test_aggregated_worker_reads_its_role_map_as_yaml_from_the_run_directory(
+    tmp_path: Path,
+) -> None:
+    roles = "    aggregated:\n" + ROLE.replace("4\n", "8\n", 2)
+    plan = plan_text(tmp_path, recipe("trtllm", roles, resources=ONE_NODE))
+    assert (plan.engine, plan.backend) == ("trtllm", "trtllm")
+    worker = plan.role("aggregated-0")
+    assert worker.argv == [
+        "trtllm-serve", "${model.path}",
+        "--host", "${self.bind_host}", "--port", "${self.http_port}",
+        "--tp_size", "8", "--ep_size", "8",
+        "--extra_llm_api_options", "${run.dir}/trtllm/aggregated.yaml",
+    ]  # fmt: skip
+    config = yaml.safe_load(worker.files["trtllm/aggregated.yaml"])
+    assert config == {
+        "tensor_parallel_size": 8,
+        "moe_expert_parallel_size": 8,
+        "enable_attention_dp": True,
+        "max_batch_size": 32,
+        "max_num_tokens": 4096,
+        "kv_cache_config": {"free_gpu_memory_fraction": 0.8},
+    }
+    assert worker.parallel is not None
+    assert (worker.parallel.tp, worker.parallel.dp, worker.parallel.gpus) == (8, 8, 8)
+
+
+def test_prefill_decode_behind_trtllm_serve_disaggregated(tmp_path: Path) -> None:
+    roles = (
+        f"    prefill:\n{ROLE}    decode:\n{ROLE}      cache_transceiver_config: {{backend: UCX}}\n"
+    )
+    text = recipe("trtllm", roles, resources=PD).replace(
+        "benchmark:", "frontend: {type: trtllm_serve}\nbenchmark:"
+    )
+    plan = plan_text(tmp_path, text)
+    prefill = yaml.safe_load(plan.role("prefill-0").files["trtllm/prefill.yaml"])
+    assert prefill["cache_transceiver_config"] == {"backend": "DEFAULT"}  # TRT-LLM needs one
+    decode = yaml.safe_load(plan.role("decode-0").files["trtllm/decode.yaml"])
+    assert decode["cache_transceiver_config"] == {"backend": "UCX"}
+    router = plan.role("router")
+    assert router.argv == ["trtllm-serve", "disaggregated", "-c", "${run.dir}/trtllm/disagg.yaml"]
+    # The server list is bound when the orchestrator writes it into the run directory.
+    ports = {r.name: {f"{p}_port": 40000 + 10 * i + j for j, p in enumerate(r.ports)}
+             for i, r in enumerate(plan.roles)}  # fmt: skip
+    bindings = build_bindings(
+        plan, addresses=["10.0.0.1"], ports=ports, model_path="/m", draft_path="", run_dir=tmp_path
+    )
+    [path] = write_role_files(plan, router, bindings, tmp_path)
+    written = yaml.safe_load(path.read_text())
+    assert written["context_servers"] == {"num_instances": 1, "urls": ["10.0.0.1:40000"]}
+    assert written["generation_servers"] == {"num_instances": 1, "urls": ["10.0.0.1:40010"]}
+    assert (written["hostname"], written["port"]) == ("10.0.0.1", ports["router"]["http_port"])
+
+
+def test_prefill_decode_behind_another_frontend_is_refused(tmp_path: Path) -> None:
+    roles = f"    prefill:\n{ROLE}    decode:\n{ROLE}"
+    text = recipe("trtllm", roles, resources=PD).replace(
+        "benchmark:", "frontend: {type: dynamo}\nbenchmark:"
+    )
+    with pytest.raises(UnsupportedRecipe, match="TRT-LLM prefill workers behind frontend dynamo"):
+        plan_text(tmp_path, text)
+
+
+def test_a_worker_over_nodes_needs_one_mpi_step_and_is_refused_until_executors_have_it(
+    tmp_path: Path,
+) -> None:
+    resources = "  gpus_per_node: 4\n  agg_nodes: 2\n  agg_workers: 1\n"
+    roles = "    aggregated:\n      tensor_parallel_size: 8\n"
+    with pytest.raises(UnsupportedRecipe, match="TRT-LLM worker over 2 nodes"):
+        plan_text(tmp_path, recipe("trtllm", roles, resources=resources))
+    spec = WorkerSpec(role="aggregated", served_name="m", nnodes=2)
+    command = ADAPTER.worker({"tensor_parallel_size": 8}, spec)
+    assert command.argv[:2] == ["trtllm-llmapi-launch", "trtllm-serve"]
+    launch = ADAPTER.mpi_launch(spec, gpus_per_node=4)
+    assert launch == MpiLaunch(nodes=2, tasks_per_node=4)
+    assert launch.srun_options()[:4] == [
+        "--nodes=2",
+        "--ntasks=8",
+        "--ntasks-per-node=4",
+        "--mpi=pmix",
+    ]
+
+
+def test_simulated_trtllm_worker_counts_attention_dp_ranks_inside_tp(tmp_path: Path) -> None:
+    from disagg.engines.sim.args import parse_args
+
+    spec_map = "      speculative_config: {decoding_type: MTP, num_nextn_predict_layers: 3}\n"
+    roles = f"    prefill:\n{ROLE}    decode:\n{ROLE}{spec_map}"
+    text = recipe("trtllm", roles, resources=PD, backend="  engine: sim\n")
+    plan = plan_text(tmp_path, text)  # any frontend: the simulator speaks the router's protocol
+    decode = plan.role("decode-0")
+    args = parse_args(["1" if "${" in a else a for a in decode.argv[4:]])
+    assert (args.tp_size, args.dp_size, args.ep_size, args.gpus) == (4, 4, 4, 4)
+    assert args.enable_dp_attention and args.running_limit == 32
+    assert args.speculative_algorithm == "MTP" and args.speculative_num_steps == 3
+    assert decode.speculative == "MTP"
+
+
+def test_a_draft_model_repo_is_staged_and_bound_in_the_yaml(tmp_path: Path) -> None:
+    spec_map = (
+        "      speculative_config: {decoding_type: Eagle, max_draft_len: 3,"
+        " speculative_model_dir: org/eagle}\n"
+    )
+    plan = plan_text(tmp_path, recipe("trtllm", "    aggregated:\n" + spec_map, resources=ONE_NODE))
+    assert [m.repo_id for m in plan.staging.models if m.purpose == "draft"] == ["org/eagle"]
+    config = yaml.safe_load(plan.role("aggregated-0").files["trtllm/aggregated.yaml"])
+    assert config["speculative_config"]["speculative_model_dir"] == "${model.draft}"
