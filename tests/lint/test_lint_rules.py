@@ -299,3 +299,19 @@ def test_duplicate_key_is_a_warning_naming_both_lines_and_the_last_one_wins(
     assert "line 5 and line 6" in finding.message and "line 6 wins" in finding.message
     assert [(loc.line, loc.role) for loc in finding.locations] == [(6, "duplicate"), (5, "first")]
     assert parse_yaml(text, file="r.yaml").data["base"]["resources"]["gpu_type"] == "h200"
+
+
+def test_engine_settings_the_plan_replaces_are_listed_as_ignored(tmp_path: Path) -> None:
+    written = "prefill: {tensor-parallel-size: 8, model-path: /model/, port: 9000, host: 0.0.0.0}"
+    text = BASE.replace("prefill: {tensor-parallel-size: 8}", written)
+    findings = only(lint_text(tmp_path, text), "DA010")
+    fields = sorted(f.message.split(" is ignored")[0] for f in findings)
+    assert fields == [
+        "backend.sglang_config.prefill.model-path",
+        "backend.sglang_config.prefill.port",
+    ]  # `host` is honoured: the worker listens where the recipe says
+    assert all(f.severity is Severity.INFO for f in findings)
+    assert sorted((f.locations[0].line, f.locations[0].col) for f in findings) == [
+        (14, 54),
+        (14, 69),
+    ]

@@ -10,6 +10,7 @@ from disagg.recipe.lint import (
     consistency,
     cross_anchor,
     duplicate_key,
+    engine_settings,
     export_hazard,
     literal_secret,
     repeated_literal,
@@ -122,7 +123,7 @@ def lint_one(scanned: ScannedFile) -> list[Finding]:
             )
         )
         return findings
-    return findings + consistency.check(ctx)
+    return findings + consistency.check(ctx) + engine_settings.check(ctx)
 
 
 def lint_paths(paths: list[Path]) -> LintReport:

@@ -1,0 +1,60 @@
+"""DA010: engine settings the plan does not pass on as written (listed as ignored, with why).
+
+The plan sets placement itself (listen ports, node ranks, rendezvous addresses, the
+staged model path); a recipe that writes one of those gets the plan's value instead.
+Nothing about that is silent: `disagg plan` and plan.json list each such field under
+`ignored`, and this rule points at where it is written. The engine adapters decide
+which settings these are, the same answer the plan gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from disagg.engines import registry
+from disagg.engines.base import WORKER_ROLES
+from disagg.recipe.lint.context import FileContext
+from disagg.recipe.lint.model import Finding, Location, Severity
+
+RULE = "DA010"
+NAME = "engine-setting-ignored"
+
+
+def check(ctx: FileContext) -> list[Finding]:
+    variants: dict[tuple[str, str], list[str]] = {}
+    where: dict[tuple[str, str], Location] = {}
+    configs = dict(ctx.variants.configs)
+    if ctx.is_override_file and not configs:  # `file.yaml:base` is the only runnable selection
+        base = ctx.data.get("base")
+        configs["base"] = base if isinstance(base, dict) else {}
+    for variant, config in configs.items():
+        backend = config.get("backend")
+        if not isinstance(backend, Mapping):
+            continue
+        adapter = registry.get(str(backend.get("type") or "sglang"))
+        if adapter is None:
+            continue
+        for role in WORKER_ROLES:
+            path = adapter.args_path(role)
+            for item in adapter.ignored(adapter.role_args(backend, role), role):
+                field = ".".join((*path, item.key))
+                key = (field, item.reason)
+                variants.setdefault(key, []).append(variant)
+                if key not in where:
+                    node = ctx.locate(variant, (*path, item.key))
+                    where[key] = (
+                        Location(ctx.path, node.line, node.col, item.key, node.block)
+                        if node is not None
+                        else Location(ctx.path, role=item.key)
+                    )
+    return [
+        Finding(
+            rule=RULE,
+            name=NAME,
+            severity=Severity.INFO,
+            message=f"{field} is ignored: {why} [variants: {', '.join(names)}]",
+            locations=(where[(field, why)],),
+            hint="remove it; the plan decides this value",
+        )
+        for (field, why), names in variants.items()
+    ]
