@@ -7,6 +7,7 @@ page's filters read to show or hide it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from html import escape
 from typing import Any
@@ -205,6 +206,7 @@ def distribution_figure(chart: Chart) -> Any | None:
         horizontal_spacing=0.08,
     )
     drawn = False
+    spans: dict[int, list[float]] = {1: [], 2: []}  # whisker ends per panel, for the y range
     for series in chart.series:
         for col, field in ((1, "ttft_ms"), (2, "itl_ms")):
             labels: list[str] = []
@@ -218,6 +220,7 @@ def distribution_figure(chart: Chart) -> Any | None:
             if not boxes:
                 continue
             drawn = True
+            spans[col] += [b.low for b in boxes] + [b.high for b in boxes]
             fig.add_trace(
                 go.Box(
                     x=labels,
@@ -238,7 +241,11 @@ def distribution_figure(chart: Chart) -> Any | None:
             )
     if not drawn:
         return None
-    fig.update_yaxes(type="log")
+    for col, values in spans.items():
+        positive = [v for v in values if v > 0]
+        if positive:  # plotly's autorange ignores precomputed whiskers: fit them explicitly
+            low, high = math.log10(min(positive) / 1.3), math.log10(max(positive) * 1.3)
+            fig.update_yaxes(type="log", range=[low, high], row=1, col=col)
     fig.update_layout(
         template="plotly_white",
         boxmode="group",

@@ -288,7 +288,7 @@ max-width:1400px;padding:0 16px;color:#222}
 h1{margin-bottom:4px}h2{margin-top:36px;border-bottom:1px solid #ddd;padding-bottom:4px}
 .meta{color:#666;margin-top:0}
 .sim{background:#fff4e5;border-left:4px solid #e69f00;padding:8px 12px}
-table{border-collapse:collapse;font-size:13px;width:100%}
+table{border-collapse:collapse;font-size:13px;display:block;overflow-x:auto;max-width:100%}
 th,td{padding:4px 8px;border-bottom:1px solid #eee;text-align:left;white-space:nowrap}
 th{background:#f6f6f6;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.better{color:#0a7d32}td.worse{color:#b3261e}
