@@ -96,3 +96,40 @@ def test_a_benchmark_the_job_would_refuse_is_refused_by_plan(tmp_path: Path) -> 
     assert "unsupported: benchmark.num_shots (benchmark.type custom does not read it)" in (
         " ".join((done.stdout + done.stderr).split())
     )
+
+
+MI355X_CUSTOM = """
+override_custom_fixed_seq:
+  name: "mi355x-dsr1-fp4-custom-fixed-seq"
+  benchmark:
+    type: custom
+    concurrencies: [4, 8]
+    command: bash /infmax-workspace/benchmarks/multi_node/srt_fixed_sequence.sh
+    env:
+      TOKENIZER: /model
+
+override_custom_own_image:
+  name: "mi355x-dsr1-fp4-custom-own-image"
+  benchmark:
+    type: custom
+    command: run-client --url "$SRT_FRONTEND_URL"
+    container_image: "docker://example/bench-client:1"
+"""
+
+
+def test_a_custom_variant_of_the_mi355x_family_runs_in_the_jobs_container(tmp_path: Path) -> None:
+    from disagg.plan.from_recipe import plans_for
+
+    recipe = tmp_path / "family.yaml"
+    recipe.write_text(MI355X.read_text() + MI355X_CUSTOM)
+    profile = MI355X.parents[1] / "clusters" / "mi355x.yaml"
+    fixed, own = plans_for([f"{recipe}:override_custom_*"], profile)
+
+    bench = next(role for role in fixed.roles if role.kind is RoleKind.BENCH)
+    assert fixed.slurm.container_image and bench.container_image == fixed.slurm.container_image
+    # The sa-bench base's load fields reach the command instead of being dropped.
+    assert bench.env["NUM_PROMPTS_MULT"] == "10" and bench.env["REQ_RATE"] == "inf"
+    assert bench.env["ISL"] == "8192" and bench.env["CONC_LIST"] == "4 8"
+    assert bench.env["PREFILL_TP"] == "8" and bench.env["TOKENIZER"] == "/model"
+    own_bench = next(role for role in own.roles if role.kind is RoleKind.BENCH)
+    assert own_bench.container_image == "docker://example/bench-client:1"

@@ -143,6 +143,8 @@ class BenchCommand(_Strict):
     argv: list[str]
     results_dir: str  # `${run.dir}/...`: where the command is asked to write result files
     env: dict[str, str] = Field(default_factory=dict)  # benchmark.env as written
+    # sa-bench-style load fields the recipe set (REQ_RATE, NUM_PROMPTS_MULT, ...), for the command
+    load_env: dict[str, str] = Field(default_factory=dict)
     container_image: str | None = None  # benchmark.container_image, else the job's image
 
 

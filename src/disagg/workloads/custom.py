@@ -15,6 +15,16 @@ from disagg.workloads.base import BenchInputs, BenchmarkAdapter
 from disagg.workloads.sabench import concurrencies
 
 RESULTS_SUBDIR = "bench-results"
+# Load fields an sa-bench base may carry into a custom variant: handed to the command.
+LOAD_FIELDS = {
+    "req_rate": "REQ_RATE",
+    "num_prompts": "NUM_PROMPTS",
+    "num_prompts_mult": "NUM_PROMPTS_MULT",
+    "num_warmup_mult": "NUM_WARMUP_MULT",
+    "use_chat_template": "USE_CHAT_TEMPLATE",
+    "ttft_threshold_ms": "TTFT_THRESHOLD_MS",
+    "itl_threshold_ms": "ITL_THRESHOLD_MS",
+}
 SERVING_KINDS = (RoleKind.ROUTER, RoleKind.AGGREGATED, RoleKind.DECODE)
 
 
@@ -71,6 +81,8 @@ def contract_env(plan: Plan) -> dict[str, str]:
     if bench.osl:
         env["OSL"] = str(bench.osl)
     env["RANDOM_RANGE_RATIO"] = f"{bench.random_range_ratio:g}"
+    if bench.command is not None:
+        env.update(bench.command.load_env)
     results = bench.command.results_dir if bench.command else ""
     env.update(
         {
@@ -97,7 +109,7 @@ class Custom(BenchmarkAdapter):
             "isl",
             "osl",
             "random_range_ratio",
-            "use_chat_template",
+            *LOAD_FIELDS,
         }
     )
 
@@ -124,6 +136,11 @@ class Custom(BenchmarkAdapter):
                 argv=["bash", "-lc", b.command],
                 results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
                 env={k: _text(v) for k, v in (b.env or {}).items()},
+                load_env={
+                    name: _text(getattr(b, field))
+                    for field, name in LOAD_FIELDS.items()
+                    if field in b.model_fields_set and getattr(b, field) is not None
+                },
                 container_image=image,
             ),
             ignored=ignored,
