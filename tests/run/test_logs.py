@@ -67,7 +67,6 @@ def test_follow_prints_new_lines_until_the_run_ends(tmp_path: Path) -> None:
     )  # fmt: skip
     state.write(tmp_path)
     log = tmp_path / "logs" / "decode-0.log"
-    started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "disagg", "logs", str(tmp_path), "-r", "decode-0", "-f", "-n", "1"],
         stdout=subprocess.PIPE,
@@ -84,4 +83,3 @@ def test_follow_prints_new_lines_until_the_run_ends(tmp_path: Path) -> None:
 
     assert proc.returncode == 0
     assert [first.strip(), *rest.splitlines()] == ["decode line 99", "late line"]
-    assert time.monotonic() - started < 15

@@ -98,3 +98,13 @@ def existing_valid_result(out_dir: Path, point: PointPlan) -> Path | None:
     from disagg.bench.results import find_valid
 
     return find_valid(out_dir, point)
+
+
+def reusable_result(
+    out_dir: Path, point: PointPlan, expected: Mapping[str, Any]
+) -> tuple[Path | None, list[str]]:
+    """A valid result measured under `expected` (see `disagg.bench.fingerprint`), else
+    None and why an existing valid result of this point does not count."""
+    from disagg.bench.results import find_reusable
+
+    return find_reusable(out_dir, point, expected)

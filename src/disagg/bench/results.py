@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from disagg.atomic import write_json, write_text
+from disagg.bench.fingerprint import FINGERPRINT_KEYS, mismatch
 from disagg.bench.identity import SETUP_FIELDS
 from disagg.bench.metrics import STATS
 from disagg.bench.records import RequestRecord
@@ -192,6 +193,8 @@ def build_result(
     result.update(metrics)
     result.update(inferencex_fields(metrics, ctx, bench))
     result.update({name: ctx.setup.get(name) for name in SETUP_FIELDS})
+    # what the numbers were measured under, for resume (`disagg.bench.fingerprint`)
+    result.update({name: ctx.setup[name] for name in FINGERPRINT_KEYS if name in ctx.setup})
     result.update(
         {
             "result_version": RESULT_VERSION,
@@ -269,10 +272,31 @@ def read_result(path: Path) -> dict[str, Any] | None:
     return data
 
 
+def find_reusable(
+    out_dir: Path, point: PointPlan, expected: Mapping[str, Any]
+) -> tuple[Path | None, list[str]]:
+    """The newest valid result of this point measured under `expected` (its fingerprint
+    fields), else None and why the newest valid one of another plan does not count."""
+    candidates = sorted(_valid_for(out_dir, point), key=lambda p: p.stat().st_mtime)
+    why: list[str] = []
+    for path in reversed(candidates):
+        data = read_result(path) or {}
+        differs = mismatch(data, expected)
+        if not differs:
+            return path, []
+        why = why or differs
+    return None, why
+
+
 def find_valid(out_dir: Path, point: PointPlan) -> Path | None:
     """The newest valid result for this point (same key and prompt count), if any."""
+    found = _valid_for(out_dir, point)
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
+def _valid_for(out_dir: Path, point: PointPlan) -> list[Path]:
     if not out_dir.is_dir():
-        return None
+        return []
     marker = f"_conc{point.concurrency}" if point.concurrency else "_concinf"
     found: list[Path] = []
     for path in out_dir.glob("*.json"):
@@ -286,4 +310,4 @@ def find_valid(out_dir: Path, point: PointPlan) -> Path | None:
             and data.get("num_prompts") == point.num_prompts
         ):
             found.append(path)
-    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+    return found

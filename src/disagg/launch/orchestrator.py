@@ -221,16 +221,28 @@ class Orchestrator:
             watch.close()
 
     def _all_points_done(self) -> bool:
-        """Mark every point that already has a valid result as skipped (once, before staging)."""
-        from disagg.bench.api import existing_valid_result
+        """Mark every point that already has a valid result measured under this plan as
+        skipped (once, before staging); say why another plan's result is measured again."""
+        from disagg.bench.api import reusable_result
+        from disagg.bench.fingerprint import fingerprint_fields
 
         done = True
         for point, state in zip(self.plan.bench.points, self.state.points, strict=True):
-            found = existing_valid_result(self.results_dir, point)
+            found, why = reusable_result(
+                self.results_dir, point, fingerprint_fields(self.plan, point)
+            )
             if found is not None:
                 _mark_skipped(state, found)
-            else:
-                done = False
+                continue
+            done = False
+            if why:
+                shown = "; ".join(why[:5]) + (f"; {len(why) - 5} more" if len(why) > 5 else "")
+                self.log.info(
+                    "point %s: the existing result was measured under another plan (%s); "
+                    "measuring it again",
+                    point.key,
+                    shown,
+                )
         return done
 
     def _stage(self) -> tuple[str, str]:
@@ -397,6 +409,7 @@ class Orchestrator:
 
     def _measure_points(self, measure_point: MeasureFn) -> None:
         from disagg.bench.api import GpuCounts
+        from disagg.bench.fingerprint import fingerprint_fields
         from disagg.bench.identity import setup_fields
 
         setup = setup_fields(self.plan)
@@ -429,7 +442,7 @@ class Orchestrator:
                     quiet=self.options.quiet_bench,
                     stop=self.stop,
                     limits=self.plan.limits,
-                    setup=setup,
+                    setup={**setup, **fingerprint_fields(self.plan, point)},
                 ),
                 grace_s=MEASURE_STOP_GRACE_S,
             )
