@@ -293,7 +293,7 @@ def test_duplicate_key_is_a_warning_naming_both_lines_and_the_last_one_wins(
 ) -> None:
     text = BASE.replace("    gpu_type: h100\n", "    gpu_type: h100\n    gpu_type: h200\n")
     report = lint_text(tmp_path, text + "override_a: {benchmark: {concurrencies: [4]}}\n")
-    [finding] = only(report, "DA005")
+    [finding] = only(report, "DA012")
     assert finding.severity is Severity.WARNING and report.exit_code == 1
     assert "base.resources.gpu_type" in finding.message
     assert "line 5 and line 6" in finding.message and "line 6 wins" in finding.message

@@ -49,9 +49,24 @@ class FileContext:
         return to_python(self.root)
 
     @cached_property
-    def variants(self) -> Variants:
+    def dialect(self) -> str:
+        """`v1` or `schema2`, as the loader decides (`disagg.recipe.dialects`)."""
+        from disagg.recipe.dialects import detect
+
+        data = self.data
+        if not isinstance(data, dict):
+            return "v1"
         try:
-            return Variants(expand_variants(self.data, file=self.path))
+            return detect(data, lambda path: None)
+        except DisaggError:
+            return "v1"
+
+    @cached_property
+    def variants(self) -> Variants:
+        from disagg.recipe.dialects import without_schema_key
+
+        try:
+            return Variants(expand_variants(without_schema_key(self.data), file=self.path))
         except DisaggError as exc:
             error = exc
         try:  # again on the loader's positioned containers, only to say where
@@ -59,7 +74,7 @@ class FileContext:
         except DisaggError:
             return Variants(error=error)
         try:
-            expand_variants(positioned, file=self.path)
+            expand_variants(without_schema_key(positioned), file=self.path)
         except DisaggError as exc:
             error = exc
         return Variants(error=error)

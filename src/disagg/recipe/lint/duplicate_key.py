@@ -1,4 +1,4 @@
-"""DA005: a key written twice in one map.
+"""DA012: a key written twice in one map.
 
 srt-slurm's loader (and disagg's) keeps the last value without a word, so an edit
 to the first copy silently does nothing. The finding names both lines.
@@ -10,7 +10,7 @@ from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Severity
 from disagg.recipe.lint.nodes import Node, walk
 
-RULE = "DA005"
+RULE = "DA012"
 NAME = "duplicate-key"
 
 

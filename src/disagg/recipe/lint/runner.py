@@ -13,6 +13,7 @@ from disagg.recipe.lint import (
     engine_settings,
     export_hazard,
     literal_secret,
+    plan_check,
     repeated_literal,
     undefined_alias,
 )
@@ -123,6 +124,9 @@ def lint_one(scanned: ScannedFile) -> list[Finding]:
             )
         )
         return findings
+    findings += plan_check.check(ctx)
+    if ctx.dialect == "schema2":
+        return findings  # these rules read the v1 layout; DA013 placed every variant
     return findings + consistency.check(ctx) + engine_settings.check(ctx)
 
 

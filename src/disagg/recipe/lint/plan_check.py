@@ -1,0 +1,69 @@
+"""DA013: what `disagg plan` would refuse in this file, so that a lint gate means the recipe plans.
+
+The file is loaded, typed (unknown keys, wrong types) and every variant placed the
+way `plan` does it. Bad input is an error; a variant this project cannot run
+(`unsupported: ...`) a warning; fields a plan lists as ignored are info notes
+(engine settings excepted: DA010 reports those).
+An srt-slurm cluster config is not a recipe and is left alone.
+"""
+
+from __future__ import annotations
+
+from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
+from disagg.recipe.lint.context import FileContext
+from disagg.recipe.lint.model import Finding, Location, Severity
+
+RULE = "DA013"
+NAME = "does-not-plan"
+
+
+def _finding(
+    path: str,
+    where: SourceLocation | None,
+    severity: Severity,
+    message: str,
+    hint: str | None = None,
+) -> Finding:
+    location = Location(
+        path, where.line if where else None, where.column if where else None, "plan"
+    )
+    return Finding(RULE, NAME, severity, message, (location,), hint=hint)
+
+
+def check(ctx: FileContext) -> list[Finding]:
+    from disagg.cluster_srtslurm import is_srtslurm_config
+    from disagg.plan.placement import place
+    from disagg.recipe.load import parse_yaml
+    from disagg.recipe.variants import variants_of
+
+    if isinstance(ctx.data, dict) and is_srtslurm_config(ctx.data):
+        return []
+    try:
+        variants = variants_of(parse_yaml(ctx.scanned.text, file=ctx.path))
+    except UnsupportedRecipe as exc:
+        return [_finding(ctx.path, exc.location, Severity.WARNING, exc.message)]
+    except DisaggError as exc:
+        return [_finding(ctx.path, exc.location, Severity.ERROR, exc.message, exc.hint)]
+    findings = []
+    for variant in variants:
+        try:
+            plan = place(variant)
+        except UnsupportedRecipe as exc:
+            findings.append(_finding(ctx.path, exc.location, Severity.WARNING, exc.message))
+            continue
+        except DisaggError as exc:
+            findings.append(_finding(ctx.path, exc.location, Severity.ERROR, exc.message, exc.hint))
+            continue
+        for item in plan.ignored:
+            if item["field"].startswith("backend."):
+                continue  # engine settings: DA010 reports them, with their own place
+            findings.append(
+                _finding(
+                    ctx.path,
+                    variant.locate(tuple(item["field"].split("."))),
+                    Severity.INFO,
+                    f"{item['field']} is ignored by the plan: {item['why']} "
+                    f"(variant {variant.name})",
+                )
+            )
+    return findings

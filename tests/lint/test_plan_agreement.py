@@ -1,0 +1,69 @@
+"""DA013: lint reports what `disagg plan` refuses, so a lint gate in CI means the recipes plan."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.plan.placement import place
+from disagg.recipe.lint import Severity, lint_paths
+from disagg.recipe.variants import load_variants
+
+from .test_lint_rules import BASE, lint_text, only
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "recipes"
+
+
+def test_an_unknown_key_plan_refuses_is_a_lint_error_at_its_line(tmp_path: Path) -> None:
+    text = BASE.replace("    gpus_per_node: 8\n", "    gpus_per_nod: 8\n")
+    [finding] = only(lint_text(tmp_path, text + "override_a: {}\n"), "DA013")
+    assert finding.severity is Severity.ERROR
+    assert "unknown key `resources.gpus_per_nod`" in finding.message
+    assert finding.where is not None and finding.where.line == 6
+    assert finding.hint is not None and "gpus_per_node" in finding.hint
+
+
+def test_an_unsupported_variant_is_a_warning_and_ignored_fields_are_info(tmp_path: Path) -> None:
+    text = BASE + "  telemetry: {enabled: true}\noverride_t:\n  backend: {type: atom}\n"
+    text += "override_ok: {}\n"
+    report = lint_text(tmp_path, text)
+    found = only(report, "DA013")
+    warnings = [f for f in found if f.severity is Severity.WARNING]
+    infos = [f for f in found if f.severity is Severity.INFO]
+    assert len(warnings) == 1 and "unsupported: backend type atom" in warnings[0].message
+    assert any("telemetry.enabled is ignored" in f.message for f in infos)
+    assert report.exit_code == 1
+
+
+def test_a_schema2_override_file_lints_clean(tmp_path: Path) -> None:
+    text = (
+        "schema: 2\nbase:\n  name: t\n  model: {path: org/m, container: c, precision: fp8}\n"
+        "  resources: {gpu_type: h100, gpus_per_node: 8}\n  engine: sglang\n  roles:\n"
+        "    prefill: {nodes: 1, workers: 1, args: {tp-size: 8}}\n"
+        "    decode: {nodes: 1, workers: 1, args: {tp-size: 8}}\n"
+        "  benchmark: {type: sa-bench, isl: 8, osl: 8, concurrencies: [1]}\n"
+        "override_a: {benchmark: {concurrencies: [4]}}\n"
+    )
+    report = lint_text(tmp_path, text)
+    assert [f for f in report.findings if f.severity is not Severity.INFO] == []
+
+
+def test_lint_and_plan_agree_on_every_shared_recipe() -> None:
+    """A file plan refuses as bad input has a DA013 error; one plan accepts has none."""
+    files = sorted(SHARED.rglob("*.yaml"))
+    report = lint_paths(files)
+    errors = {f.file for f in report.findings if f.rule == "DA013" and f.severity is Severity.ERROR}
+    unreadable = {f.file for f in report.findings if f.rule == "DA000"}
+    assert unreadable == set()
+    for path in files:
+        if "cluster-configs" in path.parts:
+            continue
+        bad = False
+        try:
+            for variant in load_variants(path):
+                with contextlib.suppress(UnsupportedRecipe):
+                    place(variant)
+        except DisaggError:
+            bad = True
+        assert (str(path) in errors) == bad, path
