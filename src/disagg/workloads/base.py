@@ -30,6 +30,9 @@ COMMON_FIELDS = frozenset({"type"})
 COMMON_IGNORES = {
     "stream_output": "the client's output always goes to the bench role's log, which "
     "`disagg logs --follow` shows while it runs",
+    "client_placement": "the client runs on node 0, beside the orchestrator and router; "
+    "point it at $SRT_FRONTEND_HOST, which stays right wherever it runs",
+    "client_dedicated_node": "no node is reserved for the client: it runs on node 0",
 }
 
 FailFn = Callable[[str, tuple[str, ...], str | None], DisaggError]
