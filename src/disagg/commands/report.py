@@ -135,7 +135,7 @@ def _print_summary(console: Console, result: Report) -> None:
 
     from disagg.report import table
 
-    cols = table.columns(result.charts, with_run=False)
+    cols = table.columns(result.charts, with_run=False, terse=True)
     console.print(
         f"[bold]{result.point_count} valid point(s) from {len(result.runs)} run(s)[/]  "
         "[dim]latencies in ms · ★ on the Pareto frontier[/]",
@@ -155,7 +155,7 @@ def _print_summary(console: Console, result: Report) -> None:
         for col in cols:
             grid.add_column(col.header, justify="right" if col.numeric else "left", no_wrap=True)
         grid.add_column("", no_wrap=True)
-        for row in table.rows([run], result.charts, with_run=False):
+        for row in table.rows([run], result.charts, with_run=False, terse=True):
             grid.add_row(*row.cells, "★" if row.frontier else "")
         console.print()
         console.print(grid)

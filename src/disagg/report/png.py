@@ -121,15 +121,15 @@ def _draw(ax: Axes, chart: Chart) -> None:
 
 def _style_axes(ax: Axes, chart: Chart) -> None:
     title = f"{chart.title}: {chart.subtitle}" if chart.workload else chart.title
-    ax.set_title(title, fontsize=13, fontweight="bold", loc="left")
+    ax.set_title(title, fontsize=13, fontweight="bold", loc="left", pad=16)
     notes = [] if chart.workload else [chart.subtitle]
     notes += ["labels: concurrency", chart.better]
-    ax.text(
-        1.0,
-        1.01,
+    ax.text(  # under the title, so a long title never runs into it
+        0.0,
+        1.008,
         "  ·  ".join(note for note in notes if note),
         transform=ax.transAxes,
-        ha="right",
+        ha="left",
         va="bottom",
         fontsize=8,
         color="#555555",

@@ -38,8 +38,9 @@ def _count(name: str) -> Callable[[RunResults, ResultPoint], str]:
     return lambda _run, point: number(point.metric(name), 0)
 
 
-def columns(chart: View, *, with_run: bool = True) -> tuple[Column, ...]:
-    """The table's columns; `with_run=False` when each run gets its own table."""
+def columns(chart: View, *, with_run: bool = True, terse: bool = False) -> tuple[Column, ...]:
+    """The table's columns; `with_run=False` when each run gets its own table, `terse` for
+    an 80-column terminal (no requests, failures or duration: the HTML and CSV have them)."""
     y, x = chart.y_metric, chart.x_metric
     run = Column("run", lambda run, _point: run.label or run.name, numeric=False)
     extra_x = () if x is XMetric.INTERACTIVITY else (Column(x.short, _x_value(x)),)
@@ -47,9 +48,15 @@ def columns(chart: View, *, with_run: bool = True) -> tuple[Column, ...]:
         *((run,) if with_run else ()),
         Column("conc", _load),
         Column("GPUs", lambda _run, p: f"{p.prefill_gpus}+{p.decode_gpus}"),
-        Column("reqs", _count("completed")),
-        Column("failed", _count("failed")),
-        Column("dur s", _metric("duration", 1)),
+        *(
+            ()
+            if terse
+            else (
+                Column("reqs", _count("completed")),
+                Column("failed", _count("failed")),
+                Column("dur s", _metric("duration", 1)),
+            )
+        ),
         Column("req/s", _metric("request_throughput", 2)),
         Column(y.header, lambda _run, point: number(y.of(point))),
         Column("tok/s/user", lambda _run, point: number(point.interactivity)),
@@ -72,8 +79,10 @@ def _x_value(x: XMetric) -> Callable[[RunResults, ResultPoint], str]:
     return lambda _run, point: number(x.of(point), 2)
 
 
-def rows(runs: Sequence[RunResults], chart: View, *, with_run: bool = True) -> list[Row]:
-    cols = columns(chart, with_run=with_run)
+def rows(
+    runs: Sequence[RunResults], chart: View, *, with_run: bool = True, terse: bool = False
+) -> list[Row]:
+    cols = columns(chart, with_run=with_run, terse=terse)
     out = []
     for run in runs:
         for point in run.points:
