@@ -163,3 +163,11 @@ def test_mutated_schema2_recipes_only_raise_disagg_errors(
                 place(variant)
         except DisaggError as exc:
             assert str(exc)
+
+
+def test_an_internal_only_key_is_unknown_in_a_v1_recipe(write: Write) -> None:
+    path = write(MINIMAL + "role_overrides:\n  prefill: {container: other}\n")
+    with pytest.raises(DisaggError) as caught:
+        load_variants(path)
+    assert "unknown key `role_overrides`" in caught.value.message
+    assert caught.value.location is not None and caught.value.location.line == 24

@@ -15,6 +15,8 @@ from disagg.errors import DisaggError, SourceLocation
 Dialect = Literal["v1", "schema2"]
 SCHEMA_KEY = "schema"
 _SCHEMA2_KEYS = ("engine", "roles")
+# Internal fields only a schema-2 translation writes; a v1 file may not.
+INTERNAL_ONLY = ("role_overrides",)
 
 
 def detect(doc: Mapping[str, Any], locate: Any) -> Dialect:
@@ -94,6 +96,14 @@ def typed(
             result: SourceLocation = locate(schema2.source_path(tuple(path), written), key)
             return result
     else:
+        for key in INTERNAL_ONLY:
+            if key in written:
+                raise DisaggError(
+                    f"unknown key `{key}`" + (f" (in {context})" if context else ""),
+                    location=locate((key,), True),
+                    hint="a v1 recipe has no such key; schema 2 writes per-role images and "
+                    "srun options under `roles.<role>`",
+                )
         locate_internal = locate
     try:
         config = RecipeConfig.model_validate(internal)
