@@ -52,6 +52,7 @@ class LocalProcess(RoleProcess):
         code = self._popen.poll()
         # Even when the leader already exited, children may still hold the group.
         self.signal_group(signal.SIGTERM)
+        self.signal_group(signal.SIGCONT)  # a stopped (hung) task must run to see SIGTERM
         if code is None:
             try:
                 code = self._popen.wait(timeout=grace_s)

@@ -1,0 +1,139 @@
+"""How fast failures end the work they stop. Prints seconds; asserts nothing.
+
+- stop latency: a point's stop event set (a role died, a cancel) 1 s after its
+  first request -> the load generator returned (its result written), in this
+  process and with 2 worker processes. Target: ~1 s.
+- hung worker: a decode worker of a simulated 1P2D run is SIGSTOPped during a point
+  -> the run has failed naming it, with `limits.liveness_timeout` 5 s. Target: the
+  liveness timeout plus a few seconds.
+- role death: a decode worker SIGKILLed during a point -> the run has failed.
+  Target: under 5 s.
+
+The tests check what happens in these cases (order and outcome); how long it takes
+depends on the machine's load, so it is measured here.
+
+Usage: .venv/bin/python benchmarks/failure_latency.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import statistics
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+from disagg.bench.results import PointContext
+from disagg.bench.runner import ClientOptions, run_point
+from disagg.bench.testing import ServerConfig, serve_in_subprocess
+from disagg.launch.launchers import make_launcher
+from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
+from disagg.launch.state import RunState
+from disagg.plan.from_recipe import plans_for
+from disagg.plan.limits import LimitsPlan
+from disagg.plan.model import BenchPlan, Plan, PointPlan
+
+RECIPE = Path(__file__).resolve().parent.parent / "examples" / "sim" / "1p2d.yaml"
+
+
+def stop_latency(workers: int) -> float:
+    """Seconds from setting the stop event, once 1 s of requests ran, to `run_point` returning."""
+    point = PointPlan(concurrency=8, num_prompts=400)
+    bench = BenchPlan(model_name="m", isl=32, osl=100, points=[point])
+    stop = threading.Event()
+    set_at: list[float] = []
+
+    def fire_after_first_request(url: str) -> None:
+        while not stop.is_set():
+            with urllib.request.urlopen(url + "/stats", timeout=5) as resp:
+                if json.loads(resp.read())["requests"] >= 1:
+                    time.sleep(1.0)  # the streams are running, not starting
+                    set_at.append(time.monotonic())
+                    stop.set()
+                    return
+            time.sleep(0.01)
+
+    with serve_in_subprocess(ServerConfig(ttft_ms=50, itl_ms=50)) as url:
+        firing = threading.Thread(target=fire_after_first_request, args=(url,), daemon=True)
+        firing.start()
+        with tempfile.TemporaryDirectory() as tmp:
+            run_point(
+                base_url=url,
+                bench=bench,
+                ctx=PointContext("bench", point, 0, 0, False, simulated=True),
+                out_dir=Path(tmp),
+                options=ClientOptions(workers=workers),
+                quiet=True,
+                stop=stop,
+            )
+        ended = time.monotonic()
+        firing.join()
+    return ended - set_at[0]
+
+
+def stopped_run(kill: signal.Signals) -> float:
+    """Seconds from signalling decode-1 during a point to the run's summary."""
+    plan: Plan = plans_for([str(RECIPE)], None)[0]
+    points = [PointPlan(concurrency=16, num_prompts=4000)]
+    plan = plan.model_copy(
+        update={
+            "bench": plan.bench.model_copy(update={"points": points}),
+            "limits": LimitsPlan(liveness_timeout_s=5.0, liveness_interval_s=0.5),
+        }
+    )
+    signalled: list[float] = []
+    pids: list[int] = []
+
+    def send(pid: int) -> None:
+        signalled.append(time.monotonic())
+        os.kill(pid, kill)
+
+    def hook(state: RunState) -> None:
+        if state.current_point and not pids:
+            pid = state.role("decode-1").tasks[0].pid
+            assert pid is not None
+            pids.append(pid)
+            threading.Timer(1.0, send, args=(pid,)).start()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp)
+        plan.write(run_dir)
+        options = OrchestratorOptions(echo=False, quiet_bench=True, handle_signals=False)
+        launcher = make_launcher("local", plan, run_dir)
+        try:
+            summary = Orchestrator(run_dir, plan, launcher, options, on_update=hook).run()
+        finally:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        ended = time.monotonic()
+    if summary.status.value != "failed":
+        raise SystemExit(f"expected a failed run, got {summary.status.value}")
+    return ended - signalled[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    rows: dict[str, Callable[[], float]] = {
+        "stop latency, in-process (s)": lambda: stop_latency(1),
+        "stop latency, 2 workers (s)": lambda: stop_latency(2),
+        "hung decode worker -> run failed, liveness 5 s (s)": lambda: stopped_run(signal.SIGSTOP),
+        "killed decode worker -> run failed (s)": lambda: stopped_run(signal.SIGKILL),
+    }
+    for name, fn in rows.items():
+        values = [fn() for _ in range(args.repeat)]
+        shown = " ".join(f"{v:.2f}" for v in values)
+        print(f"{name:<52} median {statistics.median(values):6.2f}   ({shown})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
