@@ -36,7 +36,7 @@ def test_aggregated_worker_reads_its_role_map_as_yaml_from_the_run_directory(
     assert worker.argv == [
         "trtllm-serve", "${model.path}",
         "--host", "${self.bind_host}", "--port", "${self.http_port}",
-        "--tp_size", "8", "--ep_size", "8",
+        "--served_model_name", "org/model", "--tp_size", "8", "--ep_size", "8",
         "--extra_llm_api_options", "${run.dir}/trtllm/aggregated.yaml",
     ]  # fmt: skip
     config = yaml.safe_load(worker.files["trtllm/aggregated.yaml"])
@@ -132,3 +132,18 @@ def test_a_draft_model_repo_is_staged_and_bound_in_the_yaml(tmp_path: Path) -> N
     assert [m.repo_id for m in plan.staging.models if m.purpose == "draft"] == ["org/eagle"]
     config = yaml.safe_load(plan.role("aggregated-0").files["trtllm/aggregated.yaml"])
     assert config["speculative_config"]["speculative_model_dir"] == "${model.draft}"
+
+
+def test_engine_wide_knobs_are_carried_out_or_said_to_be_ignored(tmp_path: Path) -> None:
+    backend = (
+        "  served_model_name: my/name\n"
+        "  aggregated_extra_args: [--tool_parser, glm47]\n"
+        "  numa_cpu_bind: true\n"
+    )
+    roles = "    aggregated:\n      tensor_parallel_size: 8\n"
+    plan = plan_text(tmp_path, recipe("trtllm", roles, resources=ONE_NODE, backend=backend))
+    argv = plan.role("aggregated-0").argv
+    assert argv[argv.index("--served_model_name") + 1] == "my/name" == plan.bench.model_name
+    assert argv[-2:] == ["--tool_parser", "glm47"]
+    [numa] = [i for i in plan.ignored if i["field"] == "backend.numa_cpu_bind"]
+    assert numa["action"] == "ignored" and "taskset" in numa["why"]

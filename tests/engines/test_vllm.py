@@ -194,3 +194,14 @@ def test_engine_flags_leave_out_program_model_and_placement() -> None:
     flags = ADAPTER.engine_flags(args, WorkerSpec(role="decode", served_name="m"))
     assert flags[:4] == ["--tensor-parallel-size", "4", "--served-model-name", "m"]
     assert "--port" not in flags and "serve" not in flags and "--kv-transfer-config" in flags
+
+
+def test_engine_wide_knobs_are_carried_out_refused_or_said_to_be_ignored(tmp_path: Path) -> None:
+    roles = "    aggregated:\n      tensor-parallel-size: 8\n"
+    binary = "  vllm_serve_binary: /opt/vllm-rs/bin/vllm-rs\n  sequential_node_start: 2\n"
+    plan = plan_text(tmp_path, recipe("vllm", roles, resources=ONE_NODE, backend=binary))
+    assert plan.role("aggregated-0").argv[:2] == ["/opt/vllm-rs/bin/vllm-rs", "serve"]
+    assert [i["field"] for i in plan.ignored] == ["backend.sequential_node_start"]
+    per_gpu = recipe("vllm", roles, resources=ONE_NODE, backend="  dp_launch_mode: per_gpu\n")
+    with pytest.raises(UnsupportedRecipe, match=r"backend\.dp_launch_mode"):
+        plan_text(tmp_path, per_gpu)

@@ -108,6 +108,8 @@ class WorkerSpec:
     ib_devices: tuple[str, ...] = ()
     simulated: bool = False
     frontend: str = "sglang"  # the recipe's `frontend.type`
+    # The recipe's `backend` map as written, for the engine-wide knobs an adapter honours.
+    backend: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def mode(self) -> Mode | None:
@@ -154,6 +156,8 @@ class EngineAdapter(ABC):
     placement_keys: ClassVar[frozenset[str]] = frozenset()
     # Placement keys whose written value the plan still honours (`host`: listen address).
     honoured_keys: ClassVar[frozenset[str]] = frozenset({"host"})
+    # Engine-wide `backend.*` knobs this adapter carries out (see `backend_fields`).
+    backend_fields: ClassVar[frozenset[str]] = frozenset()
     # Whether a real prefill worker serves SGLang's bootstrap port (the router names it).
     bootstrap: ClassVar[bool] = False
 

@@ -108,6 +108,9 @@ class TRTLLM(EngineAdapter):
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_KEYS
     honoured_keys: ClassVar[frozenset[str]] = frozenset()
+    backend_fields: ClassVar[frozenset[str]] = frozenset(
+        {"prefill_extra_args", "decode_extra_args", "aggregated_extra_args"}
+    )
 
     def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
         """Attention-DP spreads the attention layers over the TP ranks (no extra GPUs)."""
@@ -205,7 +208,9 @@ class TRTLLM(EngineAdapter):
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
         config = self.engine_config(args, spec)
         argv = ["trtllm-serve", "${model.path}", "--host", listen_host(args)]
-        argv += ["--port", "${self.http_port}", *self.engine_flags(args, spec)]
+        argv += ["--port", "${self.http_port}", "--served_model_name", spec.served_name]
+        extra = spec.backend.get(f"{spec.role}_extra_args") or []
+        argv += [*self.engine_flags(args, spec), *(str(word) for word in extra)]
         if spec.multi_node:
             argv = [LAUNCH_WRAPPER, *argv]
         ports = ["http", "dist_init"] if spec.multi_node else ["http"]

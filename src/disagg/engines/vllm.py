@@ -118,6 +118,7 @@ class VLLM(EngineAdapter):
     label: ClassVar[str] = "vLLM"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
+    backend_fields: ClassVar[frozenset[str]] = frozenset({"connector", "vllm_serve_binary"})
 
     def role_args(self, backend: Mapping[str, Any], role: WorkerRole) -> Mapping[str, Any]:
         """A prefill/decode role without a connector of its own takes `backend.connector`."""
@@ -203,7 +204,8 @@ class VLLM(EngineAdapter):
         return render_args(kept)
 
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        flags = ["vllm", "serve", "${model.path}", *self.engine_flags(args, spec)]
+        program = str(spec.backend.get("vllm_serve_binary") or "vllm")
+        flags = [program, "serve", "${model.path}", *self.engine_flags(args, spec)]
         serve = ["--host", listen_host(args), "--port", "${self.http_port}"]
         par = self.parallelism(args)
         ports = ["http"]

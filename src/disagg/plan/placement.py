@@ -29,6 +29,7 @@ from disagg.cluster import (
 )
 from disagg.engines import registry
 from disagg.engines import router as router_engine
+from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.container_paths import check_container_paths
@@ -246,7 +247,20 @@ class _Placer:
             name = self.adapter.served_model_name(self.role_args(kind))
             if name:
                 return name
+        if self.config.backend.served_model_name:  # srt-slurm 2.x's engine-wide name
+            return self.config.backend.served_model_name
         return model.value if model.kind == "repo" else model.written
+
+    def check_backend_knobs(self) -> None:
+        """Engine-wide knobs the engine does not carry out: refused, or listed as ignored."""
+        for field, action, why in unhonoured_knobs(self.backend, self.adapter.backend_fields):
+            if action == "refused":
+                where = "" if self.variant.name == "base" else f" in variant {self.variant.name}"
+                raise UnsupportedRecipe(
+                    f"{field} ({why}){where}",
+                    location=self.variant.locate(tuple(field.split("."))),
+                )
+            self.ignored.setdefault(field, why)
 
     def check_engine(self) -> None:
         written = self.config.backend.engine
@@ -304,6 +318,7 @@ class _Placer:
                 ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
                 simulated=self.simulated,
                 frontend=self.config.frontend.type if self.config.frontend else "none",
+                backend=self.backend,
             )
             self.check_supported(kind, args, spec)
             self.note_ignored(kind, args)
@@ -487,6 +502,7 @@ class _Placer:
 
         self.check_engine()
         bench = self.bench(model)  # benchmark refusals first, as before the engine's own
+        self.check_backend_knobs()
         gpn = self.gpus_per_node()
         placed, nodes = self.layout(gpn)
         workers = self.workers(placed, model)

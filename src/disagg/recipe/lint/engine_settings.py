@@ -1,10 +1,12 @@
-"""DA010: engine settings the plan does not pass on as written (listed as ignored, with why).
+"""DA010: engine settings the plan does not carry out as written (ignored or refused, with why).
 
 The plan sets placement itself (listen ports, node ranks, rendezvous addresses, the
 staged model path); a recipe that writes one of those gets the plan's value instead.
 Nothing about that is silent: `disagg plan` and plan.json list each such field under
 `ignored`, and this rule points at where it is written. The engine adapters decide
-which settings these are, the same answer the plan gets.
+which settings these are, the same answer the plan gets. Engine-wide `backend.*` knobs
+no adapter carries out (`engines.backend_fields`) are listed the same way; the ones
+the plan refuses are warnings.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from disagg.engines import registry
+from disagg.engines.backend_fields import unhonoured
 from disagg.engines.base import WORKER_ROLES
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
@@ -23,6 +26,7 @@ NAME = "engine-setting-ignored"
 def check(ctx: FileContext) -> list[Finding]:
     variants: dict[tuple[str, str], list[str]] = {}
     where: dict[tuple[str, str], Location] = {}
+    refused: set[str] = set()
     configs = dict(ctx.variants.configs)
     if ctx.is_override_file and not configs:  # `file.yaml:base` is the only runnable selection
         base = ctx.data.get("base")
@@ -34,6 +38,18 @@ def check(ctx: FileContext) -> list[Finding]:
         adapter = registry.get(str(backend.get("type") or "sglang"))
         if adapter is None:
             continue
+        for field, action, why in unhonoured(backend, adapter.backend_fields):
+            key = (field, why)
+            variants.setdefault(key, []).append(variant)
+            if action == "refused":
+                refused.add(field)
+            if key not in where:
+                node = ctx.locate(variant, tuple(field.split(".")))
+                where[key] = (
+                    Location(ctx.path, node.line, node.col, field, node.block)
+                    if node is not None
+                    else Location(ctx.path, role=field)
+                )
         for role in WORKER_ROLES:
             path = adapter.args_path(role)
             for item in adapter.ignored(adapter.role_args(backend, role), role):
@@ -51,10 +67,13 @@ def check(ctx: FileContext) -> list[Finding]:
         Finding(
             rule=RULE,
             name=NAME,
-            severity=Severity.INFO,
-            message=f"{field} is ignored: {why} [variants: {', '.join(names)}]",
+            severity=Severity.WARNING if field in refused else Severity.INFO,
+            message=f"{field} is {'refused' if field in refused else 'ignored'}: {why} "
+            f"[variants: {', '.join(names)}]",
             locations=(where[(field, why)],),
-            hint="remove it; the plan decides this value",
+            hint="remove it; plan refuses the variant while it is set"
+            if field in refused
+            else "remove it; the plan decides this value",
         )
         for (field, why), names in variants.items()
     ]
