@@ -67,3 +67,17 @@ def test_lint_and_plan_agree_on_every_shared_recipe() -> None:
         except DisaggError:
             bad = True
         assert (str(path) in errors) == bad, path
+
+
+def test_consistency_rules_read_schema2_and_point_at_its_lines(tmp_path: Path) -> None:
+    text = (
+        "schema: 2\nname: t\nmodel: {path: org/m, container: c, precision: fp8}\n"
+        "resources: {gpu_type: h100, gpus_per_node: 8}\nengine: sglang\nroles:\n"
+        "  prefill:\n    nodes: 1\n    workers: 1\n    args: {tp-size: 4}\n"
+        "  decode:\n    nodes: 1\n    workers: 1\n    args: {tp-size: 8}\n"
+        "benchmark: {type: sa-bench, isl: 8, osl: 8, concurrencies: [1]}\n"
+    )
+    report = lint_text(tmp_path, text)
+    [finding] = only(report, "DA005")
+    assert "prefill" in finding.message and "tp 4" in finding.message
+    assert finding.where is not None and finding.where.line == 10  # roles.prefill.args

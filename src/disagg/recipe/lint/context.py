@@ -19,8 +19,12 @@ def is_variant_block(name: str | None) -> bool:
 
 @dataclass(slots=True)
 class Variants:
+    """Each variant's config in the internal (v1) layout the rules read; for a schema-2
+    file also as written, to find the line a translated path came from."""
+
     configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: DisaggError | None = None
+    written: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -66,9 +70,11 @@ class FileContext:
         from disagg.recipe.dialects import without_schema_key
 
         try:
-            return Variants(expand_variants(without_schema_key(self.data), file=self.path))
+            expanded = expand_variants(without_schema_key(self.data), file=self.path)
         except DisaggError as exc:
             error = exc
+        else:
+            return _translated(expanded) if self.dialect == "schema2" else Variants(expanded)
         try:  # again on the loader's positioned containers, only to say where
             positioned = parse_yaml(self.scanned.text, file=self.path).data
         except DisaggError:
@@ -81,6 +87,11 @@ class FileContext:
 
     def locate(self, variant: str, path: tuple[str, ...]) -> Node | None:
         """The node that sets `path` in `variant`: its own block first, then `base`."""
+        written = self.variants.written.get(variant)
+        if written is not None:  # a schema-2 file: where it wrote the internal path
+            from disagg.recipe.dialects.schema2 import source_path
+
+            path = tuple(str(part) for part in source_path(path, written))
         # `zip_override_x[2]` is element 2 of block `zip_override_x`; a block's own name
         # may contain `[` (`override_[a`), so only a trailing `[digits]` is an index.
         name, index = variant, None
@@ -101,3 +112,26 @@ class FileContext:
                 return node.items[index]
             return node
         return None
+
+
+def _translated(expanded: dict[str, dict[str, Any]]) -> Variants:
+    """Schema-2 variants in the internal layout. A variant that does not validate as
+    schema 2 is left out: DA013 reports it, with the loader's own message."""
+    from pydantic import ValidationError
+
+    from disagg.recipe.dialects.schema2 import to_internal
+    from disagg.recipe.dialects.schema2_model import Schema2Recipe
+
+    variants = Variants()
+    for name, config in expanded.items():
+        written = {k: v for k, v in config.items() if not str(k).startswith("x-")}
+        try:
+            Schema2Recipe.model_validate(written)
+        except ValidationError:
+            continue
+        internal = to_internal(written)
+        if any(o.get("engine") for o in internal.get("role_overrides", {}).values()):
+            continue  # roles on different engines: refused by plan (DA013), no layout to check
+        variants.configs[name] = internal
+        variants.written[name] = written
+    return variants

@@ -125,8 +125,6 @@ def lint_one(scanned: ScannedFile) -> list[Finding]:
         )
         return findings
     findings += plan_check.check(ctx)
-    if ctx.dialect == "schema2":
-        return findings  # these rules read the v1 layout; DA013 placed every variant
     return findings + consistency.check(ctx) + engine_settings.check(ctx)
 
 
