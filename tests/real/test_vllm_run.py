@@ -33,15 +33,13 @@ NUM_PROMPTS = 8
 RUN_TIMEOUT_S = 900
 
 
-def _nixl(role: str) -> str:
-    return json.dumps(
-        {"kv_connector": "NixlConnector", "kv_role": role, "kv_buffer_device": "cpu"},
-        separators=(",", ":"),
-    )
-
-
 def write_recipe(tmp_path: Path, model: TinyModel, *, disaggregated: bool) -> Path:
-    """A v1 recipe for the tiny model: one aggregated worker, or one prefill + one decode."""
+    """A v1 recipe for the tiny model: one aggregated worker, or one prefill + one decode.
+
+    The prefill/decode pair names no KV connector: the adapter's default, NIXL as srt-slurm
+    renders it (`kv_role: kv_both`), runs as written on CPU, where vLLM keeps the KV
+    buffer in host memory by itself.
+    """
     worker = {
         "served-model-name": model.served_name,
         "max-model-len": model.max_model_len,
@@ -56,10 +54,8 @@ def write_recipe(tmp_path: Path, model: TinyModel, *, disaggregated: bool) -> Pa
             "gpus_per_prefill": 1,
             "gpus_per_decode": 1,
         }
-        config = {
-            "prefill": {**worker, "kv-transfer-config": _nixl("kv_producer")},
-            "decode": {**worker, "kv-transfer-config": _nixl("kv_consumer")},
-        }
+        # No connector named: backend.connector's default (nixl, as srt-slurm) applies.
+        config = {"prefill": dict(worker), "decode": dict(worker)}
     else:
         resources = {"agg_nodes": 1, "agg_workers": 1, "gpus_per_agg": 1}
         config = {"aggregated": worker}
