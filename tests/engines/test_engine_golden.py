@@ -22,6 +22,10 @@ GOLDEN = Path(__file__).parent / "golden"
 
 V1 = "srt-slurm-v1.0.68"
 RECIPES = {
+    "sglang": [
+        f"{V1}/h100/1k1k/mtp/h100-fp8-1p1d-max-dep-mtp.yaml",
+        f"{V1}/h100/1k1k/stp/h100-fp8-1p2d-max-tp.yaml",
+    ],
     "vllm": [
         f"{V1}/vllm/test/qwen3-0.6b-single-gpu.yaml",
         f"{V1}/vllm/nemotron-super-120b/b200-fp4/1k1k/agg-tp1.yaml",
