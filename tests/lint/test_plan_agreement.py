@@ -81,3 +81,16 @@ def test_consistency_rules_read_schema2_and_point_at_its_lines(tmp_path: Path) -
     [finding] = only(report, "DA005")
     assert "prefill" in finding.message and "tp 4" in finding.message
     assert finding.where is not None and finding.where.line == 10  # roles.prefill.args
+
+
+def test_schema2_layout_without_the_marker_is_a_warning(tmp_path: Path) -> None:
+    marked = (
+        "schema: 2\nname: t\nmodel: {path: org/m, container: c, precision: fp8}\n"
+        "resources: {gpu_type: h100, gpus_per_node: 8}\nengine: sglang\nroles:\n"
+        "  agg: {nodes: 1, workers: 1, args: {tp-size: 8}}\n"
+        "benchmark: {type: sa-bench, isl: 8, osl: 8, concurrencies: [1]}\n"
+    )
+    assert only(lint_text(tmp_path, marked), "DA014") == []
+    [finding] = only(lint_text(tmp_path, marked.removeprefix("schema: 2\n")), "DA014")
+    assert finding.severity is Severity.WARNING and "`engine`" in finding.message
+    assert finding.where is not None and finding.where.line == 4

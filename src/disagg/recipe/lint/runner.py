@@ -15,6 +15,7 @@ from disagg.recipe.lint import (
     literal_secret,
     plan_check,
     repeated_literal,
+    schema_marker,
     undefined_alias,
 )
 from disagg.recipe.lint.context import FileContext
@@ -124,7 +125,7 @@ def lint_one(scanned: ScannedFile) -> list[Finding]:
             )
         )
         return findings
-    findings += plan_check.check(ctx)
+    findings += plan_check.check(ctx) + schema_marker.check(ctx)
     return findings + consistency.check(ctx) + engine_settings.check(ctx)
 
 
