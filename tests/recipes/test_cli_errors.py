@@ -131,6 +131,10 @@ def test_schema_command_prints_the_recipe_schema(tmp_path: Path) -> None:
     assert {"name", "model", "resources", "backend", "benchmark"} <= set(recipe["properties"])
     assert recipe["additionalProperties"] is False
     assert "engine" in schema["$defs"]["BackendSection"]["properties"]
+    two = schema["$defs"]["Schema2Recipe"]
+    assert two["properties"]["schema"]["const"] == 2 and "schema" in two["required"]
+    assert {"engine", "roles", "services"} <= set(two["properties"])
+    assert "backend" not in two["properties"] and len(schema["anyOf"]) == 4
     out = tmp_path / "schema.json"
     assert invoke("schema", "--out", str(out))[0] == 0
     assert json.loads(out.read_text()) == schema
