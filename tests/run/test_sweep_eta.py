@@ -3,8 +3,8 @@ an ETA for the sweep at the pace measured so far."""
 
 from __future__ import annotations
 
-from disagg.launch.state import PointState, PointStatus, RunState
-from disagg.launch.view import status_line, sweep_eta
+from disagg.launch.state import PointState, PointStatus, RunState, sweep_eta
+from disagg.launch.view import status_line
 
 
 def _points() -> list[PointState]:

@@ -48,6 +48,8 @@ from disagg.launch.state import (
     RunStatus,
     RunSummary,
     TaskState,
+    duration_text,
+    sweep_eta,
 )
 from disagg.launch.watch import LivenessWatch, Watched
 from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
@@ -427,7 +429,15 @@ class Orchestrator:
                 point_state.status = PointStatus.RUNNING
                 point_state.started_at = time.time()
             self._publish()
-            self.log.info("point %s: measuring %d request(s)", point.key, point.num_prompts)
+            eta = sweep_eta(self.state.points, time.time())
+            self.log.info(
+                "point %s (%d of %d): measuring %d request(s)%s",
+                point.key,
+                self.state.points.index(point_state) + 1,
+                len(self.state.points),
+                point.num_prompts,
+                f"; sweep ETA ~{duration_text(eta)}" if eta is not None else "",
+            )
             started = time.monotonic()
             outcome = self._interruptible(
                 lambda point=point: measure_point(  # type: ignore[misc]

@@ -8,7 +8,7 @@ environment (which may carry secrets such as HF_TOKEN).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
 
@@ -84,6 +84,48 @@ class PointState(BaseModel):
 def points_done(points: Iterable[PointState]) -> int:
     """Points that have a valid result: measured in this run or kept from an earlier one."""
     return sum(1 for p in points if p.status in (PointStatus.MEASURED, PointStatus.SKIPPED))
+
+
+def seconds_per_request(points: Sequence[PointState]) -> float | None:
+    """Measured seconds per planned request so far (None before the first point ends)."""
+    done = [
+        p
+        for p in points
+        if p.status in (PointStatus.MEASURED, PointStatus.INVALID) and p.seconds and p.requests
+    ]
+    if not done:
+        return None
+    return sum(p.seconds or 0.0 for p in done) / sum(p.requests for p in done)
+
+
+def sweep_eta(points: Sequence[PointState], now: float) -> float | None:
+    """Seconds until the last point ends, at the pace of the points measured so far.
+
+    Later points (higher concurrency) usually take less per request, so this errs long.
+    """
+    pace = seconds_per_request(points)
+    if pace is None:
+        return None
+    left = 0.0
+    for point in points:
+        if point.status is PointStatus.PENDING:
+            left += pace * point.requests
+        elif point.status is PointStatus.RUNNING:
+            elapsed = now - point.started_at if point.started_at else 0.0
+            left += max(0.0, pace * point.requests - elapsed)
+    return left
+
+
+def duration_text(seconds: float) -> str:
+    """`45 s`, `3m05s`, `1h02m`."""
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
 
 
 class Failure(BaseModel):

@@ -16,7 +16,16 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from disagg.launch.state import PointState, PointStatus, RoleState, RunState, RunStatus
+from disagg.launch.state import (
+    PointState,
+    PointStatus,
+    RoleState,
+    RunState,
+    RunStatus,
+    duration_text,
+    seconds_per_request,
+    sweep_eta,
+)
 
 # Headline metrics (display order, short header) when the load generator reports them.
 # Kept narrow enough for an 80-column terminal; every number is in the report.
@@ -101,48 +110,6 @@ def points_table(points: Sequence[PointState], *, title: str | None = None) -> T
     return table
 
 
-def seconds_per_request(points: Sequence[PointState]) -> float | None:
-    """Measured seconds per planned request so far (None before the first point ends)."""
-    done = [
-        p
-        for p in points
-        if p.status in (PointStatus.MEASURED, PointStatus.INVALID) and p.seconds and p.requests
-    ]
-    if not done:
-        return None
-    return sum(p.seconds or 0.0 for p in done) / sum(p.requests for p in done)
-
-
-def sweep_eta(points: Sequence[PointState], now: float) -> float | None:
-    """Seconds until the last point ends, at the pace of the points measured so far.
-
-    Later points (higher concurrency) usually take less per request, so this errs long.
-    """
-    pace = seconds_per_request(points)
-    if pace is None:
-        return None
-    left = 0.0
-    for point in points:
-        if point.status is PointStatus.PENDING:
-            left += pace * point.requests
-        elif point.status is PointStatus.RUNNING:
-            elapsed = now - point.started_at if point.started_at else 0.0
-            left += max(0.0, pace * point.requests - elapsed)
-    return left
-
-
-def _duration(seconds: float) -> str:
-    """`45 s`, `3m05s`, `1h02m`."""
-    whole = round(seconds)
-    if whole < 60:
-        return f"{whole} s"
-    minutes, secs = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
 def status_line(state: RunState, now: float | None = None) -> Text:
     elapsed = (now or time.time()) - state.started_at
     done = state.points_done
@@ -157,11 +124,11 @@ def status_line(state: RunState, now: float | None = None) -> Text:
         running = next((p for p in state.points if p.key == state.current_point), None)
         since = (now or time.time()) - running.started_at if running and running.started_at else 0
         expected = seconds_per_request(state.points)
-        of = f" of ~{_duration(expected * running.requests)}" if expected and running else ""
+        of = f" of ~{duration_text(expected * running.requests)}" if expected and running else ""
         text.append(f"  measuring {state.current_point} ({since:.1f} s{of})", style="yellow")
         eta = sweep_eta(state.points, now or time.time())
         if eta is not None:
-            text.append(f"  ETA {_duration(eta)}", style="bold")
+            text.append(f"  ETA {duration_text(eta)}", style="bold")
     if state.failure is not None and state.status is not RunStatus.CANCELLED:
         text.append(f"\n{state.failure.reason}", style="red")
     return text
