@@ -45,3 +45,15 @@ def test_a_misspelled_limit_is_refused_with_its_position(tmp_path: Path) -> None
     with pytest.raises(DisaggError) as info:
         plans_for([recipe_with(tmp_path, "\nlimits:\n  request_timout: 5\n")], None)
     assert "request_timout" in str(info.value)
+
+
+def test_plan_output_shows_the_limits(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    recipe = recipe_with(tmp_path, "\nlimits:\n  request_timeout: 60\n  liveness_timeout: 10\n")
+    shown = subprocess.run(
+        [sys.executable, "-m", "disagg", "plan", recipe], capture_output=True, text=True
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "request 60s, stall 300s, point none, run none, liveness 10s" in shown.stdout

@@ -108,6 +108,20 @@ def _models(plan: Plan) -> str:
     return f"{text} [not staged: simulated]" if staging.skip else text
 
 
+def _limits(plan: Plan) -> str:
+    """The time limits after start-up (`limits:`), in seconds."""
+    limits = plan.limits
+
+    def shown(value: float | None) -> str:
+        return "none" if value is None else f"{value:g}s"
+
+    return (
+        f"request {shown(limits.request_timeout_s)}, stall {shown(limits.stall_timeout_s)}, "
+        f"point {shown(limits.point_timeout_s)}, run {shown(limits.run_timeout_s)}, "
+        f"liveness {shown(limits.liveness_timeout_s)}"
+    )
+
+
 def render_plan(plan: Plan) -> Panel:
     """One variant: a summary grid above the role table."""
     summary = Table.grid(padding=(0, 2))
@@ -127,6 +141,7 @@ def render_plan(plan: Plan) -> Panel:
     summary.add_row("benchmark", plan.bench.type)
     summary.add_row("concurrency", _points(plan))
     summary.add_row("models", _models(plan))
+    summary.add_row("limits", _limits(plan))
     if plan.slurm.container_image:
         summary.add_row("container", plan.slurm.container_image)
     if plan.ignored:
