@@ -7,6 +7,7 @@ status command's output, and that nothing is left running afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -212,6 +213,37 @@ def test_killed_decode_worker_fails_fast_then_resume_measures_the_rest(
     assert after[: len(kept)] == ["skipped"] * len(kept)
     assert after[len(kept) :] == ["measured"] * (len(after) - len(kept))
     assert_nothing_left(run_dir, second)
+
+
+def test_hung_decode_worker_fails_the_job_naming_it(
+    slurm_cluster: list[str], tmp_path: Path
+) -> None:
+    # SIGSTOP: the srun step and its process live on, holding the port, answering nothing
+    run_dir = tmp_path / "run"
+    job_id = submit("override_hung", run_dir)
+
+    def first_point_done() -> bool:
+        points = read_json(run_dir / "state.json").get("points", [])
+        return bool(points) and points[0]["status"] == "measured"
+
+    wait_for(first_point_done, 90, "the first point to be measured")
+    victims = wait_for(lambda: role_processes(run_dir).get("decode-1"), 10, "decode-1's process")
+    try:
+        for pid in victims:
+            os.kill(pid, signal.SIGSTOP)
+        assert wait_job_end(job_id, timeout_s=120) == "FAILED"
+    finally:
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    code, shown = status(str(run_dir))
+    assert code == 1 and shown["status"] == "failed"
+    assert shown["failure"]["role"] == "decode-1"
+    assert shown["failure"]["reason"].startswith("role decode-1 stopped serving")
+    statuses = [p["status"] for p in shown["points"]]
+    assert statuses[0] == "measured" and statuses[-1] == "aborted", statuses
+    assert_nothing_left(run_dir, job_id)
 
 
 def test_pending_reason_on_a_drained_node_then_cancel(
