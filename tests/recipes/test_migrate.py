@@ -94,6 +94,9 @@ def test_cli_in_place_check_and_output(write: Write, tmp_path: Path) -> None:
     assert code == 0 and path.read_text() == out.read_text()
     code, _, err = invoke("migrate", "--check", str(path))
     assert code == 0 and "schema 2 already" in err
+    config = write("default_partition: batch\ngpus_per_node: 8\n", "srtslurm.yaml")
+    code, _, err = invoke("migrate", "--check", str(config))
+    assert code == 0 and "an srt-slurm cluster config, left alone" in err
 
 
 def test_nothing_is_written_when_a_variant_would_plan_differently(

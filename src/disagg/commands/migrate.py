@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
         from disagg.plan.from_recipe import expand_targets, load_cluster
         from disagg.recipe.migrate import migrate_file, plan_outcomes
 
-        err = make_console(stderr=True)
+        err = make_console(stderr=True, soft_wrap=True)
         files = [Path(p) for p in expand_targets([str(p) for p in recipes])]
         if output is not None and (in_place or len(files) != 1):
             raise DisaggError(
@@ -65,7 +65,8 @@ def register(app: typer.Typer) -> None:
                 failed += 1
                 continue
             if not result.changed or result.text is None:
-                err.print(f"{escape(str(path))}: schema 2 already", highlight=False)
+                why = "an srt-slurm cluster config" if result.not_recipe else "schema 2 already"
+                err.print(f"{escape(str(path))}: {why}, left alone", highlight=False)
                 continue
             changed += 1
             if check:

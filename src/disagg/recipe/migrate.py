@@ -49,6 +49,7 @@ class Migration:
     path: Path
     text: str | None
     variants: int
+    not_recipe: bool = False  # an srt-slurm cluster config met in a directory
 
     @property
     def changed(self) -> bool:
@@ -63,8 +64,11 @@ def migrate_file(path: Path, plan: Callable[[str, str], list[tuple[str, Any]]]) 
     data = loaded.data
     if not isinstance(data, dict):
         raise MigrationError("a recipe is a map of fields", location=loaded.source.locate(()))
+    from disagg.cluster_srtslurm import is_srtslurm_config
     from disagg.recipe.dialects import detect
 
+    if is_srtslurm_config(data):
+        return Migration(path, None, 0, not_recipe=True)
     if detect(data, lambda p: loaded.source.locate(p, key=True)) == "schema2":
         return Migration(path, None, 0)
     yaml = round_trip_yaml(text)
