@@ -57,6 +57,16 @@ def test_custom_fixed_sequence_loop_runs_and_its_points_reach_the_report(tmp_pat
     assert shown["valid_points"] == 3
     assert sorted(point["conc"] for point in shown["points"]) == [1, 2, 4]
 
+    collected = disagg(
+        "collect", run_dir, "--out", tmp_path / "rows", "--allow-simulated", "--json"
+    )
+    assert collected.returncode == 0, collected.stderr
+    assert sorted(row["point"] for row in json.loads(collected.stdout)) == [
+        "conc1",
+        "conc2",
+        "conc4",
+    ]
+
 
 def test_custom_command_that_exits_non_zero_fails_the_run(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"

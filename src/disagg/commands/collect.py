@@ -58,10 +58,10 @@ def collect_command(
     row: hardware, framework, precision, parallelism, per-GPU throughput, latencies in
     seconds). Simulated runs are refused unless --allow-simulated.
     """
-    from disagg.bench.api import existing_valid_result
     from disagg.bench.identity import setup_fields
     from disagg.bench.inferencex import to_row
     from disagg.bench.results import read_result
+    from disagg.workloads.collect import valid_results
 
     err = make_console(stderr=True)
     if out is not None and into is not None:
@@ -83,10 +83,9 @@ def collect_command(
     written: list[dict[str, str]] = []
     target.mkdir(parents=True, exist_ok=True)
     for run_dir, plan in plans:
-        for point in plan.bench.points:
-            found = existing_valid_result(run_dir / "results", point)
-            data = read_result(found) if found is not None else None
-            if found is None or data is None:
+        for key, found in valid_results(run_dir, plan):
+            data = read_result(found)
+            if data is None:
                 continue
             # A result that names no setup (a custom benchmark's, `disagg bench`'s) takes
             # the run's: the plan is what ran it.
@@ -101,7 +100,7 @@ def collect_command(
             agg = target / f"agg_{found.name}"
             write_json(agg, row)
             written.append(
-                {"run_dir": str(run_dir), "point": point.key, "file": str(dest), "row": str(agg)}
+                {"run_dir": str(run_dir), "point": key, "file": str(dest), "row": str(agg)}
             )
     if as_json:
         print(json.dumps(written, indent=2))

@@ -187,3 +187,24 @@ def collect(results_dir: Path, plan: Plan, out_dir: Path) -> Collected:
         )
     found.other_files += files[MAX_FILES:]
     return found
+
+
+def valid_results(run_dir: Path, plan: Plan) -> list[tuple[str, Path]]:
+    """(point key, result file) of every valid point of a run, for `disagg collect`.
+
+    In-process benchmarks: the newest valid result of each planned point. A command
+    benchmark plans no points: every valid result its run wrote to `results/`.
+    """
+    from disagg.bench.api import existing_valid_result
+    from disagg.bench.results import read_result
+
+    results = run_dir / "results"
+    if plan.bench.command is None:
+        found = [(p.key, existing_valid_result(results, p)) for p in plan.bench.points]
+        return [(key, path) for key, path in found if path is not None]
+    listed: list[tuple[str, Path]] = []
+    for path in sorted(results.glob("*.json")) if results.is_dir() else []:
+        data = read_result(path)
+        if data is not None and data.get("valid") is True:
+            listed.append((str(data["point"]), path))
+    return listed
