@@ -127,7 +127,7 @@ def test_what_cannot_be_migrated_faithfully_is_refused(write: Write) -> None:
         migrate_file(path, plan_outcomes)
 
 
-@pytest.mark.timeout(1200)  # ruamel's round trip of 555 files: about 15 s of CPU, more on a busy box
+@pytest.mark.timeout(1200)  # a round trip of 555 files: about 15 s of CPU, more when busy
 def test_every_v1_corpus_file_migrates_and_plans_identically() -> None:
     """migrate_file plans every variant before and after and raises on any difference."""
     files = sorted(CORPUS.rglob("*.yaml"))
