@@ -133,3 +133,12 @@ def test_a_custom_variant_of_the_mi355x_family_runs_in_the_jobs_container(tmp_pa
     assert bench.env["PREFILL_TP"] == "8" and bench.env["TOKENIZER"] == "/model"
     own_bench = next(role for role in own.roles if role.kind is RoleKind.BENCH)
     assert own_bench.container_image == "docker://example/bench-client:1"
+
+
+def test_a_benchmark_field_without_effect_is_listed_as_ignored_with_why() -> None:
+    recipe = SHARED / "srt-slurm-v1.0.68/dsv4-pro/sglang/gb300-fp4/1k1k/agg/mtp"
+    plan = place(load_variants(recipe / "agg-low-latency-chat.yaml")[0])
+    ignored = {item["field"]: item["why"] for item in plan.ignored}
+    assert "tokenizer.json" in ignored["benchmark.custom_tokenizer"]
+    shown = disagg("plan", recipe / "agg-low-latency-chat.yaml")
+    assert "benchmark.custom_tokenizer" in shown.stdout
