@@ -100,7 +100,11 @@ def test_collect_takes_the_setup_of_results_that_name_none_from_the_plan(
     from disagg.cli import _register, app
 
     run_dir = make_run("custom", gpu_type="mi355x", framework="vllm", concs=(1, 4))
-    assert "hw" not in json.loads(next((run_dir / "results").glob("*.json")).read_text())
+    first = next((run_dir / "results").glob("*.json"))
+    assert "hw" not in json.loads(first.read_text())
+    # one output token per request: no TPOT, so no interactivity (null, not a failure)
+    single = json.loads(first.read_text()) | {"median_tpot_ms": 0.0, "median_intvty": None}
+    first.write_text(json.dumps(single))
     _register()
     out = tmp_path / "rows"
     done = CliRunner().invoke(app, ["collect", str(run_dir), "-o", str(out)])
@@ -113,3 +117,4 @@ def test_collect_takes_the_setup_of_results_that_name_none_from_the_plan(
         assert (row["hw"], row["framework"], row["precision"]) == ("mi355x", "vllm", "fp8")
         assert (row["decode_tp"], row["decode_dp_attention"]) == (8, True)
         assert row["simulated"] is False
+    assert sorted(row["median_intvty"] is None for row in rows) == [False, True]

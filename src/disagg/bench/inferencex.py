@@ -89,7 +89,7 @@ class InferenceXRow(_Open):
     p99_ttft: float
     median_tpot: float
     median_e2el: float
-    median_intvty: float
+    median_intvty: float | None  # null when no request produced a second token (TPOT 0)
     # multi-node rows
     prefill_tp: int | None = None
     prefill_ep: int | None = None
@@ -163,8 +163,8 @@ def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[
             row[key.removesuffix("_ms")] = float(value) / 1000.0
     for stat in _TPOT_STATS:
         tpot = result.get(f"{stat}_tpot_ms")
-        if isinstance(tpot, int | float) and tpot > 0:
-            row[f"{stat}_intvty"] = 1000.0 / float(tpot)
+        value = float(tpot) if isinstance(tpot, int | float) and not isinstance(tpot, bool) else 0.0
+        row[f"{stat}_intvty"] = 1000.0 / value if value > 0 else None
     row |= {
         "router": result["router"],
         "router_version": result["router_version"],

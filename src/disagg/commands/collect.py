@@ -89,8 +89,11 @@ def collect_command(
                 continue
             # A result that names no setup (a custom benchmark's, `disagg bench`'s) takes
             # the run's: the plan is what ran it.
-            known = {key: value for key, value in data.items() if value is not None}
-            data = setup_fields(plan) | {"disagg": plan.disaggregated} | known
+            fallback = setup_fields(plan) | {"disagg": plan.disaggregated}
+            data = dict(data)
+            for key, value in fallback.items():
+                if data.get(key) is None:
+                    data[key] = value
             try:
                 row = to_row(data, allow_simulated=allow_simulated)
             except DisaggError as exc:
