@@ -107,8 +107,9 @@ def test_collect_takes_the_setup_of_results_that_name_none_from_the_plan(
     first.write_text(json.dumps(single))
     _register()
     out = tmp_path / "rows"
-    done = CliRunner().invoke(app, ["collect", str(run_dir), "-o", str(out)])
+    done = CliRunner().invoke(app, ["collect", str(run_dir), "-o", str(out), "--json"])
     assert done.exit_code == 0, done.output
+    assert [entry["point"] for entry in json.loads(done.output)] == ["conc1", "conc4"]
 
     rows = [json.loads(p.read_text()) for p in sorted(out.glob("agg_*.json"))]
     assert len(rows) == 2

@@ -91,9 +91,9 @@ def collect_command(
             # the run's: the plan is what ran it.
             fallback = setup_fields(plan) | {"disagg": plan.disaggregated}
             data = dict(data)
-            for key, value in fallback.items():
-                if data.get(key) is None:
-                    data[key] = value
+            for name, value in fallback.items():
+                if data.get(name) is None:
+                    data[name] = value
             try:
                 row = to_row(data, allow_simulated=allow_simulated)
             except DisaggError as exc:
