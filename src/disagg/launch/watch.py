@@ -59,18 +59,24 @@ class LivenessWatch:
         probe_timeout = min(PROBE_TIMEOUT_CAP_S, max(0.5, self.timeout_s / 2))
         answered = {target.role: time.monotonic() for target in self.targets}
         while not (self._closed.is_set() or self.stop.is_set()):
+            details: dict[str, str] = {}
             for target in self.targets:
                 ok, detail = probe(target.url, timeout_s=probe_timeout)
                 if self._closed.is_set() or self.stop.is_set():
                     return
-                now = time.monotonic()
                 if ok:
-                    answered[target.role] = now
-                elif now - answered[target.role] > self.timeout_s:
+                    answered[target.role] = time.monotonic()
+                else:
+                    details[target.role] = detail
+            now = time.monotonic()
+            # Decided after a whole round, first in plan order (workers before the router):
+            # a router whose readiness follows its workers' must not be blamed for them.
+            for target in self.targets:
+                if target.role in details and now - answered[target.role] > self.timeout_s:
                     self.on_dead(
                         target.role,
                         f"role {target.role} stopped serving: no healthy answer for "
-                        f"{self.timeout_s:g} s (GET {target.url}: {detail})",
+                        f"{self.timeout_s:g} s (GET {target.url}: {details[target.role]})",
                     )
                     return
             self._closed.wait(self.interval_s)
