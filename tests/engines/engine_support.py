@@ -53,8 +53,10 @@ def task_lines(plan: Plan) -> str:
     for role in plan.roles:
         if role.kind not in WORKER_KINDS and role.kind is not RoleKind.ROUTER:
             continue
-        for rank in role.node_ranks:
+        for rank in role.launch_ranks:
             argv, env = render_task(plan, role, rank, bindings)
             shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-            lines.append(f"{role.name}[{rank}]: {shown} {shlex.join(argv)}".replace(":  ", ": "))
+            step = f" (mpi {role.nnodes}x{role.mpi.tasks_per_node})" if role.mpi else ""
+            line = f"{role.name}[{rank}]{step}: {shown} {shlex.join(argv)}"
+            lines.append(line.replace(":  ", ": "))
     return "\n".join(lines) + "\n"

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from disagg.engines.base import WorkerSpec
-from disagg.engines.trtllm import ADAPTER, MpiLaunch
-from disagg.errors import UnsupportedRecipe
+from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.launch.bindings import build_bindings, write_role_files
+from disagg.launch.local import LocalLauncher
+from disagg.launch.srun import srun_argv
+from disagg.plan.model import MpiPlan
 
 from .engine_support import plan_text, recipe
 
@@ -88,24 +89,36 @@ def test_prefill_decode_behind_another_frontend_is_refused(tmp_path: Path) -> No
         plan_text(tmp_path, text)
 
 
-def test_a_worker_over_nodes_needs_one_mpi_step_and_is_refused_until_executors_have_it(
-    tmp_path: Path,
-) -> None:
+def test_a_worker_over_nodes_is_one_mpi_step_of_a_rank_per_gpu(tmp_path: Path) -> None:
     resources = "  gpus_per_node: 4\n  agg_nodes: 2\n  agg_workers: 1\n"
     roles = "    aggregated:\n      tensor_parallel_size: 8\n"
-    with pytest.raises(UnsupportedRecipe, match="TRT-LLM worker over 2 nodes"):
-        plan_text(tmp_path, recipe("trtllm", roles, resources=resources))
-    spec = WorkerSpec(role="aggregated", served_name="m", nnodes=2)
-    command = ADAPTER.worker({"tensor_parallel_size": 8}, spec)
-    assert command.argv[:2] == ["trtllm-llmapi-launch", "trtllm-serve"]
-    launch = ADAPTER.mpi_launch(spec, gpus_per_node=4)
-    assert launch == MpiLaunch(nodes=2, tasks_per_node=4)
-    assert launch.srun_options()[:4] == [
-        "--nodes=2",
-        "--ntasks=8",
-        "--ntasks-per-node=4",
-        "--mpi=pmix",
-    ]
+    plan = plan_text(tmp_path, recipe("trtllm", roles, resources=resources))
+    worker = plan.role("aggregated-0")
+    assert worker.argv[:2] == ["trtllm-llmapi-launch", "trtllm-serve"]
+    assert worker.mpi == MpiPlan(tasks_per_node=4) and worker.launch_ranks == [0]
+    argv = srun_argv(
+        job_id="7",
+        node="n1",
+        name="disagg.aggregated-0.0",
+        argv=["trtllm-llmapi-launch", "trtllm-serve"],
+        env={},
+        slurm=plan.slurm,
+        mpi=worker.mpi,
+        mpi_nodes=["n1", "n2"],
+    )
+    assert argv[3:8] == [
+        "--nodes=2", "--ntasks=8", "--ntasks-per-node=4", "--nodelist=n1,n2", "--mpi=pmix",
+    ]  # fmt: skip
+    with pytest.raises(DisaggError, match="local executor"):
+        LocalLauncher().launch(
+            role="aggregated-0",
+            node_rank=0,
+            argv=["true"],
+            env={},
+            log_path=tmp_path / "log",
+            mpi=worker.mpi,
+            mpi_nodes=[0, 1],
+        )
 
 
 def test_simulated_trtllm_worker_counts_attention_dp_ranks_inside_tp(tmp_path: Path) -> None:

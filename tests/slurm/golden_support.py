@@ -66,7 +66,7 @@ def srun_lines(
     for role in plan.roles:
         if not role.argv:
             continue
-        for rank in role.node_ranks:
+        for rank in role.launch_ranks:  # an MPI role is one step from its head node
             argv, env = render_task(plan, role, rank, bindings)
             cmd = srun_argv(
                 job_id="4242",
@@ -77,6 +77,8 @@ def srun_lines(
                 slurm=plan.slurm,
                 container_image=role.container_image,
                 container_env=list(env),
+                mpi=role.mpi,
+                mpi_nodes=[nodes[r] for r in role.node_ranks] if role.mpi else (),
             )
             lines.append(shlex.join(cmd))
     return "\n".join(lines) + "\n"

@@ -105,6 +105,7 @@ class WorkerSpec:
     role: WorkerRole
     served_name: str
     nnodes: int = 1
+    gpus_per_node: int = 1  # GPUs the worker has on each of its nodes
     ib_devices: tuple[str, ...] = ()
     simulated: bool = False
     frontend: str = "sglang"  # the recipe's `frontend.type`
@@ -142,6 +143,9 @@ class WorkerCommand:
     env: dict[str, str] = field(default_factory=dict)
     node_argv: list[list[str]] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
+    # Set: one MPI step over all the worker's nodes with this many ranks on each (srun
+    # --mpi), instead of one task per node.
+    mpi_tasks_per_node: int | None = None
 
 
 class EngineAdapter(ABC):

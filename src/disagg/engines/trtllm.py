@@ -12,10 +12,9 @@ TRT-LLM needs to serve a context or generation role). The router in front of the
 `trtllm-serve disaggregated -c trtllm/disagg.yaml`, whose context/generation server
 lists `disaggregated_config` writes (see `frontend.type: trtllm_serve`).
 
-On one node `trtllm-serve` starts its own ranks. A worker spanning nodes runs one MPI
-rank per GPU under `srun --mpi=pmix`, each wrapped in `trtllm-llmapi-launch`
-(`mpi_launch`); the executors here start one task per node, so such a worker is
-refused at plan time rather than started wrongly.
+On one node `trtllm-serve` starts its own ranks. A worker spanning nodes is one MPI
+step of a rank per GPU (`srun --mpi=pmix --ntasks-per-node=G` from the Slurm
+executor), each rank wrapped in `trtllm-llmapi-launch`; the local executor refuses it.
 
 No TRT-LLM runs on this machine: golden files and the simulated engine stand in.
 """
@@ -23,7 +22,6 @@ No TRT-LLM runs on this machine: golden files and the simulated engine stand in.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import yaml
@@ -67,25 +65,6 @@ LAUNCH_WRAPPER = "trtllm-llmapi-launch"
 DISAGG_FRONTEND = "trtllm_serve"
 DISAGG_CONFIG = "trtllm/disagg.yaml"
 DEFAULT_TRANSCEIVER = {"backend": "DEFAULT"}
-
-
-@dataclass(frozen=True)
-class MpiLaunch:
-    """How a multi-node worker must be started: one MPI step of one rank per GPU."""
-
-    nodes: int
-    tasks_per_node: int
-    mpi: str = "pmix"
-
-    def srun_options(self) -> list[str]:
-        return [
-            f"--nodes={self.nodes}",
-            f"--ntasks={self.nodes * self.tasks_per_node}",
-            f"--ntasks-per-node={self.tasks_per_node}",
-            f"--mpi={self.mpi}",
-            "--oversubscribe",
-            "--cpu-bind=verbose,none",
-        ]
 
 
 def config_file(role: WorkerRole) -> str:
@@ -178,9 +157,6 @@ class TRTLLM(EngineAdapter):
                 flags += [flag, str(sizes[setting])]
         return [*flags, "--extra_llm_api_options", "${run.dir}/" + config_file(spec.role)]
 
-    def mpi_launch(self, spec: WorkerSpec, gpus_per_node: int) -> MpiLaunch | None:
-        return MpiLaunch(spec.nnodes, gpus_per_node) if spec.multi_node else None
-
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.simulated:
             return None
@@ -189,11 +165,6 @@ class TRTLLM(EngineAdapter):
                 f"TRT-LLM {spec.mode} workers behind frontend {spec.frontend} (their KV "
                 f"hand-over runs through `trtllm-serve disaggregated`: frontend.type "
                 f"{DISAGG_FRONTEND})"
-            )
-        if spec.multi_node:
-            return "tensor_parallel_size", (
-                f"a TRT-LLM worker over {spec.nnodes} nodes (it needs one MPI srun step of a "
-                "rank per GPU; the executors start one task per node)"
             )
         return None
 
@@ -213,11 +184,11 @@ class TRTLLM(EngineAdapter):
         argv += [*self.engine_flags(args, spec), *(str(word) for word in extra)]
         if spec.multi_node:
             argv = [LAUNCH_WRAPPER, *argv]
-        ports = ["http", "dist_init"] if spec.multi_node else ["http"]
         return WorkerCommand(
             argv=argv,
-            ports=ports,
+            ports=["http"],
             files={config_file(spec.role): yaml.safe_dump(config, sort_keys=False)},
+            mpi_tasks_per_node=spec.gpus_per_node if spec.multi_node else None,
         )
 
 

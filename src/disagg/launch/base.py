@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from disagg.errors import DisaggError
+from disagg.plan.model import MpiPlan
 
 
 class RoleProcess(ABC):
@@ -57,11 +58,15 @@ class RoleLauncher(ABC):
         env: Mapping[str, str],
         log_path: Path,
         container_image: str | None = None,
+        mpi: MpiPlan | None = None,
+        mpi_nodes: Sequence[int] = (),
     ) -> RoleProcess:
         """Start one task of `role` on node `node_rank`, output appended to `log_path`.
 
         `env` is the complete set of variables the orchestrator adds for this task;
-        implementations pass it without re-splitting anything on commas.
+        implementations pass it without re-splitting anything on commas. With `mpi`, the
+        task is one MPI step over the nodes `mpi_nodes` (head first), `mpi.tasks_per_node`
+        ranks on each; an executor that cannot start one refuses.
         """
 
     def port_is_free(self, node_rank: int, port: int) -> bool:

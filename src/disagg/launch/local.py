@@ -22,6 +22,7 @@ from pathlib import Path
 from disagg.errors import DisaggError
 from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
 from disagg.launch.liveness import stop_group
+from disagg.plan.model import MpiPlan
 
 PDEATH = Path(__file__).with_name("pdeath.py")
 
@@ -84,9 +85,17 @@ class LocalLauncher(RoleLauncher):
         env: Mapping[str, str],
         log_path: Path,
         container_image: str | None = None,
+        mpi: MpiPlan | None = None,
+        mpi_nodes: Sequence[int] = (),
     ) -> RoleProcess:
         if not argv:
             raise DisaggError(f"role {role} has an empty command")
+        if mpi is not None:
+            raise DisaggError(
+                f"role {role} is one MPI step over {len(mpi_nodes)} nodes; the local executor "
+                "starts plain processes",
+                hint="run it on Slurm (disagg submit)",
+            )
         failure = f"role {role}: cannot start {argv[0]!r}"
         # Looked up on the PATH the role runs with (its env may put an engine's bin first),
         # and said here, not as exit 127 of the wrapper.

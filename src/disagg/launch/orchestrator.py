@@ -293,7 +293,7 @@ class Orchestrator:
                             node=names[rank] if rank < len(names) else str(rank),
                             log=str(task_log_path(self.run_dir, role.name, rank, role.nnodes)),
                         )
-                        for rank in role.node_ranks
+                        for rank in role.launch_ranks
                     ],
                 )
                 for role in self.plan.roles
@@ -314,7 +314,7 @@ class Orchestrator:
     def _launch(self, roles: list[RolePlan]) -> None:
         for role in roles:
             role_state = self.state.role(role.name)
-            for task_state, rank in zip(role_state.tasks, role.node_ranks, strict=True):
+            for task_state, rank in zip(role_state.tasks, role.launch_ranks, strict=True):
                 self._check_stop()
                 argv, env = self._render(role, rank)
                 shown = " ".join(redact(argv))  # the log is printed and kept in the run dir
@@ -326,6 +326,8 @@ class Orchestrator:
                     env=env,
                     log_path=Path(task_state.log),
                     container_image=role.container_image,
+                    mpi=role.mpi,
+                    mpi_nodes=role.node_ranks if role.mpi is not None else (),
                 )
                 with self._lock:
                     self._tasks.append((role, process))

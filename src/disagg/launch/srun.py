@@ -33,7 +33,7 @@ from disagg.errors import DisaggError
 from disagg.launch import slurmctl
 from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
 from disagg.launch.launchers import register
-from disagg.plan.model import GpuVendor, Plan, SlurmPlan
+from disagg.plan.model import GpuVendor, MpiPlan, Plan, SlurmPlan
 
 STEP_PREFIX = "disagg."
 PROBE_WINDOW = 256
@@ -71,15 +71,30 @@ def srun_argv(
     slurm: SlurmPlan,
     container_image: str | None = None,
     container_env: Sequence[str] = (),
+    mpi: MpiPlan | None = None,
+    mpi_nodes: Sequence[str] = (),
 ) -> list[str]:
-    """The full srun command line of one task (also what the golden tests record)."""
+    """The full srun command line of one task (also what the golden tests record).
+
+    With `mpi`, the step spans `mpi_nodes` (the head node first) with one rank per GPU:
+    `--nodes/--ntasks/--ntasks-per-node/--mpi` instead of one task on `node`.
+    """
+    if mpi is not None and mpi_nodes:
+        count = len(mpi_nodes)
+        placement = [
+            f"--nodes={count}",
+            f"--ntasks={count * mpi.tasks_per_node}",
+            f"--ntasks-per-node={mpi.tasks_per_node}",
+            f"--nodelist={','.join(mpi_nodes)}",
+            f"--mpi={mpi.mpi}",
+        ]
+    else:
+        placement = ["--nodes=1", "--ntasks=1", f"--nodelist={node}"]
     cmd = [
         "srun",
         "--overlap",
         f"--jobid={job_id}",
-        "--nodes=1",
-        "--ntasks=1",
-        f"--nodelist={node}",
+        *placement,
         f"--job-name={name}",
         "--kill-on-bad-exit=1",
     ]
@@ -241,14 +256,19 @@ class SrunLauncher(RoleLauncher):
         env: Mapping[str, str],
         log_path: Path,
         container_image: str | None = None,
+        mpi: MpiPlan | None = None,
+        mpi_nodes: Sequence[int] = (),
     ) -> RoleProcess:
         if not argv:
             raise DisaggError(f"role {role} has an empty command")
-        if not 0 <= node_rank < len(self._names):
-            raise DisaggError(
-                f"role {role} wants node rank {node_rank}; the job has {len(self._names)} node(s)"
-            )
+        for rank in (node_rank, *mpi_nodes):
+            if not 0 <= rank < len(self._names):
+                raise DisaggError(
+                    f"role {role} wants node rank {rank}; the job has {len(self._names)} node(s)"
+                )
         cmd = srun_argv(
+            mpi=mpi,
+            mpi_nodes=[self._names[rank] for rank in mpi_nodes],
             job_id=self.job_id,
             node=self._names[node_rank],
             name=step_name(role, node_rank),

@@ -63,6 +63,14 @@ class ParallelPlan(_Strict):
     gpus: int = 1  # GPUs the engine uses: tp x pp, times dp unless the ranks are shared
 
 
+class MpiPlan(_Strict):
+    """A worker started as one MPI step across all its nodes, one rank per GPU (TRT-LLM over
+    several nodes), instead of one task per node."""
+
+    tasks_per_node: int
+    mpi: str = "pmix"  # srun --mpi
+
+
 class RolePlan(_Strict):
     """One process group. `argv` runs once per node in `node_ranks` (multi-node workers).
 
@@ -90,11 +98,17 @@ class RolePlan(_Strict):
     health: HealthPlan | None = None
     container_image: str | None = None
     parallel: ParallelPlan | None = None  # workers only
+    mpi: MpiPlan | None = None  # one MPI step over `node_ranks`, started from the head node
     speculative: str | None = None  # workers: the speculative decoding method, if any
 
     @property
     def nnodes(self) -> int:
         return len(self.node_ranks)
+
+    @property
+    def launch_ranks(self) -> list[int]:
+        """The node ranks a task is started on: each node, or the head node of an MPI step."""
+        return self.node_ranks[:1] if self.mpi is not None else self.node_ranks
 
     def argv_on(self, index: int) -> list[str]:
         """The argv of this role's `index`-th node (0 = its head node)."""

@@ -40,6 +40,7 @@ from disagg.plan.model import (
     GpuVendor,
     HealthPlan,
     ModelToStage,
+    MpiPlan,
     ParallelPlan,
     Plan,
     RoleKind,
@@ -315,6 +316,7 @@ class _Placer:
                 role=_worker_role(kind),
                 served_name=served,
                 nnodes=len(ranks),
+                gpus_per_node=len(ids),
                 ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
                 simulated=self.simulated,
                 frontend=self.config.frontend.type if self.config.frontend else "none",
@@ -337,6 +339,9 @@ class _Placer:
                     argv=command.argv,
                     node_argv=command.node_argv,
                     files=command.files,
+                    mpi=MpiPlan(tasks_per_node=command.mpi_tasks_per_node)
+                    if command.mpi_tasks_per_node
+                    else None,
                     parallel=ParallelPlan(
                         tp=par.tp,
                         dp=par.dp,
