@@ -11,7 +11,7 @@ from disagg.launch.local import LocalLauncher
 from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
 from disagg.launch.state import Phase, RunState, RunStatus, RunSummary
 
-from .conftest import make_plan, python_role, wait_gone
+from .conftest import make_plan, python_role, sim_worker, wait_gone
 
 OPTIONS = OrchestratorOptions(echo=False, handle_signals=False, stop_grace_s=2.0)
 
@@ -63,3 +63,24 @@ def test_a_summary_that_cannot_be_written_makes_the_exit_non_zero(
     assert summary.exit_code == 1
     assert summary.reason is not None and "summary.json" in summary.reason
     assert "No space left on device" in summary.reason
+
+
+@pytest.mark.slow
+def test_a_result_that_cannot_be_written_fails_the_run_clearly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from disagg.bench import runner
+
+    def full(*_args: object, **_kw: object) -> Path:
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "results" / "x"))
+
+    monkeypatch.setattr(runner, "write_point", full)
+    plan = make_plan([sim_worker("aggregated-0", "aggregated")])
+    plan.write(tmp_path)
+
+    summary = Orchestrator(tmp_path, plan, LocalLauncher(), OPTIONS).run()
+
+    assert summary.status is RunStatus.FAILED and summary.exit_code == 1
+    assert summary.reason == f"cannot write {tmp_path}/results/x: No space left on device"
+    pids = [pid for group in summary.role_pids.values() for pid in group]
+    assert pids and wait_gone(pids) == []
