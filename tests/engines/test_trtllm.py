@@ -160,3 +160,13 @@ def test_engine_wide_knobs_are_carried_out_or_said_to_be_ignored(tmp_path: Path)
     assert argv[-2:] == ["--tool_parser", "glm47"]
     [numa] = [i for i in plan.ignored if i["field"] == "backend.numa_cpu_bind"]
     assert numa["action"] == "ignored" and "taskset" in numa["why"]
+
+
+def test_plan_output_says_which_config_files_the_run_directory_gets(tmp_path: Path) -> None:
+    from recipes.recipe_helpers import invoke
+
+    path = tmp_path / "recipe.yaml"
+    path.write_text(recipe("trtllm", "    aggregated:\n" + ROLE, resources=ONE_NODE))
+    code, out, _ = invoke("plan", str(path))
+    flat = "".join(ch for ch in out if ch.isalnum() or ch in "/._")
+    assert code == 0 and "writesRUN_DIR/trtllm/aggregated.yaml" in flat

@@ -168,6 +168,11 @@ def render_plan(plan: Plan) -> Panel:
             env += "\n[dim]abridged; `disagg plan --json` has the whole command[/]"
         if role.node_argv:
             env += f"\n[dim]nodes 1-{role.nnodes - 1} run their own argv (plan.json node_argv)[/]"
+        if role.mpi is not None:
+            ranks = f"{role.nnodes} x {role.mpi.tasks_per_node}"
+            env += f"\n[dim]one MPI step ({role.mpi.mpi}) of {ranks} ranks[/]"
+        for name in role.files:
+            env += f"\n[dim]writes RUN_DIR/{escape(name)}[/]"
         roles.add_row(
             role.name,
             _nodes(role),
