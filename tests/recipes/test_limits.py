@@ -57,3 +57,36 @@ def test_plan_output_shows_the_limits(tmp_path: Path) -> None:
     )
     assert shown.returncode == 0, shown.stderr
     assert "request 60s, stall 300s, point none, run none, liveness 10s" in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("30", 1800.0),
+        ("30:15", 1815.0),
+        ("04:00:00", 14400.0),
+        ("1-00", 86400.0),
+        ("1-02:30", 95400.0),
+        ("1-02:30:10", 95410.0),
+        ("UNLIMITED", None),
+        ("0", None),
+        ("1:2:3:4", None),
+    ],
+)
+def test_slurm_time_limits_read_as_slurm_reads_them(text: str, seconds: float | None) -> None:
+    from disagg.plan.limits import slurm_seconds
+
+    assert slurm_seconds(text) == seconds
+
+
+def test_a_slurm_time_limit_ends_the_run_first_unless_run_timeout_is_set(
+    tmp_path: Path,
+) -> None:
+    # the orchestrator stops a minute early: teardown and summary before Slurm's kill
+    [plan] = plans_for([recipe_with(tmp_path, '\nslurm:\n  time_limit: "00:30:00"\n')], None)
+    assert plan.limits.run_timeout_s == 1800 - 60
+    [short] = plans_for([recipe_with(tmp_path, '\nslurm:\n  time_limit: "5"\n')], None)
+    assert short.limits.run_timeout_s == 300 - 30  # a tenth of a short limit
+    explicit = '\nslurm:\n  time_limit: "00:30:00"\nlimits:\n  run_timeout: 100\n'
+    [own] = plans_for([recipe_with(tmp_path, explicit)], None)
+    assert own.limits.run_timeout_s == 100

@@ -4,6 +4,10 @@ Start-up is bounded by each role's health deadline; these bound the rest: a requ
 without a token, a point without progress, a point, the whole run, and a started
 role that stops answering its health check (probed during the canary and every
 point). Defaults end a run on a hung worker within about half a minute.
+
+Without `limits.run_timeout`, a Slurm time limit (`slurm.time_limit` or the cluster
+profile's) sets the run's own limit a little earlier, so that the orchestrator tears
+down, keeps its results and says why, instead of being killed by Slurm mid-point.
 """
 
 from __future__ import annotations
@@ -26,15 +30,49 @@ class LimitsPlan(BaseModel):
     liveness_interval_s: float = 2.0
 
 
-def limits_plan(section: LimitsSection) -> LimitsPlan:
+def limits_plan(section: LimitsSection, slurm_time_limit: str | None = None) -> LimitsPlan:
     def seconds(value: float | None) -> float | None:
         return None if value is None else float(value)
 
+    run = seconds(section.run_timeout)
+    if run is None and slurm_time_limit:
+        allowed = slurm_seconds(slurm_time_limit)
+        if allowed is not None:
+            run = allowed - min(SLURM_MARGIN_S, SLURM_MARGIN_SHARE * allowed)
     return LimitsPlan(
         request_timeout_s=float(section.request_timeout),
         stall_timeout_s=seconds(section.stall_timeout),
         point_timeout_s=seconds(section.point_timeout),
-        run_timeout_s=seconds(section.run_timeout),
+        run_timeout_s=run,
         liveness_timeout_s=float(section.liveness_timeout),
         liveness_interval_s=float(section.liveness_interval),
     )
+
+
+SLURM_MARGIN_S = 60.0  # teardown and the summary need this much before Slurm's kill
+SLURM_MARGIN_SHARE = 0.1  # ... or a tenth of a short limit
+
+
+def slurm_seconds(text: str) -> float | None:
+    """Seconds of a Slurm time limit (`MM`, `MM:SS`, `HH:MM:SS`, `D-HH[:MM[:SS]]`);
+    None for `UNLIMITED`, `INFINITE` or anything else Slurm would not read as a time."""
+    days, _, clock = text.strip().rpartition("-")
+    try:
+        parts = [int(part) for part in clock.split(":")]
+        day_count = int(days) if days else 0
+    except ValueError:
+        return None
+    if len(parts) > 3:
+        return None
+    if days:  # D-HH, D-HH:MM, D-HH:MM:SS
+        hours, minutes, secs = parts + [0] * (3 - len(parts))
+    elif len(parts) == 1:
+        hours, minutes, secs = 0, parts[0], 0
+    elif len(parts) == 2:
+        hours, minutes, secs = 0, parts[0], parts[1]
+    else:
+        hours, minutes, secs = parts
+    if min(day_count, hours, minutes, secs) < 0:
+        return None
+    total = ((day_count * 24 + hours) * 60 + minutes) * 60 + secs
+    return float(total) if total > 0 else None

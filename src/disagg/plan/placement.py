@@ -512,6 +512,7 @@ class _Placer:
         placed, nodes = self.layout(gpn)
         workers = self.workers(placed, model)
         roles = [*workers, self.router(workers)]
+        slurm = self.slurm(nodes, gpn)
         prefill = sum(r.total_gpus for r in workers if r.kind is RoleKind.PREFILL)
         decode = sum(r.total_gpus for r in workers if r.kind is not RoleKind.PREFILL)
         plan = Plan(
@@ -531,8 +532,8 @@ class _Placer:
             roles=roles,
             bench=bench,
             staging=self.staging(model, workers),
-            slurm=self.slurm(nodes, gpn),
-            limits=limits_plan(self.config.limits),
+            slurm=slurm,
+            limits=limits_plan(self.config.limits, slurm.time_limit),
             config=self.variant.raw,
             ignored=[
                 {**found.to_json(), "field": self.variant.written_field(found.path)}
