@@ -67,3 +67,15 @@ def test_a_result_without_a_fingerprint_is_measured_again(tmp_path: Path) -> Non
 
     assert [p.status for p in again.points] == [PointStatus.MEASURED]
     assert "it carries no measurement fingerprint (written by an older disagg)" in log_of(tmp_path)
+
+
+def test_another_gpu_type_is_another_measurement() -> None:
+    from disagg.bench.fingerprint import fingerprint_fields, mismatch
+
+    h100, h200 = sim_plan(), sim_plan()
+    h100.config = {"resources": {"gpu_type": "h100"}}
+    h200.config = {"resources": {"gpu_type": "h200"}}
+    point = h100.bench.points[0]
+    old = fingerprint_fields(h100, point)
+    assert mismatch(old, fingerprint_fields(h100, point)) == []
+    assert mismatch(old, fingerprint_fields(h200, point)) == ['gpu_type: "h100" -> "h200"']

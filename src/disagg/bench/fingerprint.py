@@ -2,10 +2,11 @@
 
 A result is reusable only when everything that changes its numbers is the same: the
 load (lengths, prompt format, arrival, seed, SLOs, the point itself), the roles
-(their commands and environment as the plan renders them, GPUs, images), the engine
-and the models. Names, paths of the recipe and the run's time limits are left out:
-they change no number. The inputs are kept in the result (`measured_under`) next to
-their hash (`measurement_fingerprint`), so a mismatch is said field by field.
+(their commands and environment as the plan renders them, GPUs, images), the engine,
+the GPU type and vendor, and the models. Names, paths of the recipe and the run's
+time limits are left out: they change no number. The inputs are kept in the result
+(`measured_under`) next to their hash (`measurement_fingerprint`), so a mismatch is
+said field by field.
 """
 
 from __future__ import annotations
@@ -58,10 +59,19 @@ def measured_under(plan: Plan, point: PointPlan) -> dict[str, Any]:
         "engine": plan.engine,
         "simulated": plan.simulated,
         "gpus": {"prefill": plan.prefill_gpus, "decode": plan.decode_gpus},
+        # the hardware: another GPU type or vendor measures something else
+        "gpu_type": _gpu_type(plan),
+        "gpu_vendor": plan.gpu_vendor.value,
         "models": [m.model_dump(mode="json") for m in plan.staging.models],
         "local_model": plan.staging.local_path,
         "roles": roles,
     }
+
+
+def _gpu_type(plan: Plan) -> str | None:
+    resources = plan.config.get("resources")
+    value = resources.get("gpu_type") if isinstance(resources, Mapping) else None
+    return str(value) if value is not None else None
 
 
 def fingerprint_fields(plan: Plan, point: PointPlan) -> dict[str, Any]:
