@@ -35,7 +35,7 @@ def test_sigstopped_decode_worker_fails_the_run_naming_it(tmp_path: Path) -> Non
     plan = make_plan(
         sim_pd_roles(1, 2), points=(4, 8, 16), num_prompts=400, decode_gpus=2, isl=64, osl=64
     )
-    plan.limits = LimitsPlan(liveness_timeout_s=2.0, liveness_interval_s=0.2)
+    plan.limits = LimitsPlan(liveness_timeout_s=5.0, liveness_interval_s=0.2)
     stopped: list[int] = []
 
     def hook(state: RunState) -> None:
