@@ -33,6 +33,9 @@ benchmark:
   isl: 1024
   osl: 128
   concurrencies: "1x4"
+frontend:
+  type: sglang
+  enable_multiple_frontends: false
 """
 
 

@@ -320,10 +320,14 @@ def test_without_a_profile_aliases_are_kept(write: Write) -> None:
     assert plan.slurm.container_image == "sglang" and not plan.slurm.pyxis
 
 
-def test_frontend_args_reach_the_router_only_for_the_sglang_frontend(write: Write) -> None:
-    dynamo = MINIMAL + "frontend:\n  type: dynamo\n  args:\n    router-mode: kv\n"
-    assert "--router-mode" not in plan_of(write, dynamo).role("router").argv
-    sglang = MINIMAL + "frontend:\n  type: sglang\n  args:\n    policy: cache_aware\n"
+def test_frontend_args_reach_the_frontend_the_recipe_names(write: Write) -> None:
+    without = MINIMAL.split("frontend:")[0]
+    dynamo = without + "frontend:\n  type: dynamo\n  args:\n    router-mode: kv\n"
+    plan = plan_of(write, dynamo)
+    assert plan.frontend == "dynamo"
+    argv = plan.role("frontend-0").argv
+    assert argv[argv.index("--router-mode") + 1] == "kv"
+    sglang = without + "frontend:\n  type: sglang\n  args:\n    policy: cache_aware\n"
     argv = plan_of(write, sglang).role("router").argv
     assert argv[argv.index("--policy") + 1] == "cache_aware"
 

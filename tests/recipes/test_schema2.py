@@ -49,6 +49,9 @@ benchmark:
   isl: 1024
   osl: 128
   concurrencies: "1x4"
+frontend:
+  type: sglang-router
+  enable_multiple_frontends: false
 """
 
 

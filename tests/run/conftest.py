@@ -145,7 +145,7 @@ def sim_worker(name: str, mode: str, *, extra: Iterable[str] = ()) -> RolePlan:
 def router_role(
     *, prefill: Sequence[str] = (), decode: Sequence[str] = (), aggregated: Sequence[str] = ()
 ) -> RolePlan:
-    from disagg.engines.router import ROUTER_HEALTH_PATH, ROUTER_PORTS, router_argv
+    from disagg.frontends.smg import ROUTER_HEALTH_PATH, ROUTER_PORTS, router_argv
 
     return RolePlan(
         name="router",

@@ -39,6 +39,7 @@ _SPEC_CONFIG_FLAGS = ("--speculative-config",)  # vLLM: JSON with `method`
 _ROUTERS = {
     "sglang_router.launch_router": ("sglang-router", "sglang-router"),
     "smg": ("smg", "smg"),
+    "smg.launch_router": ("smg", "smg"),
     "dynamo.frontend": ("dynamo", "ai-dynamo"),
 }
 

@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from disagg.plan.model import BenchPlan
 
 
-def probe(url: str, *, timeout_s: float = 1.0) -> tuple[bool, str]:
-    """GET `url`: (True, "") on HTTP 200, else (False, what happened)."""
+def probe(url: str, *, timeout_s: float = 1.0, expect: str | None = None) -> tuple[bool, str]:
+    """GET `url`: (True, "") on HTTP 200 (whose body holds `expect`, when given), else
+    (False, what happened)."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            response.read(4096)
+            body = response.read(64 * 1024)
+            if response.status == 200 and expect is not None and expect.encode() not in body:
+                return False, f"HTTP 200 without {expect!r} yet"
             return response.status == 200, f"HTTP {response.status}"
     except urllib.error.HTTPError as exc:
         return False, f"HTTP {exc.code}"

@@ -1,7 +1,8 @@
 """The in-allocation orchestrator: one plan.json in, roles up, points measured, roles down.
 
-Phases: stage models -> allocate ports -> launch workers -> health gate -> launch
-router -> health gate -> canary -> measure each point -> teardown -> summary.json.
+Phases: stage models -> allocate ports -> start the plan's stages in order (services,
+workers, frontends: each launched, then health-gated) -> canary -> measure each point
+-> teardown -> summary.json.
 
 A monitor thread polls every role task during all phases. The first task that
 exits, a health deadline that passes, or SIGTERM/SIGINT sets one stop event that
@@ -52,7 +53,7 @@ from disagg.launch.state import (
     sweep_eta,
 )
 from disagg.launch.watch import LivenessWatch, Watched
-from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
+from disagg.plan.model import WORKER_KINDS, BenchPlan, Plan, RoleKind, RolePlan
 from disagg.plan.templates import substitute
 from disagg.redact import redact
 from disagg.workloads.base import MeasureFn
@@ -66,7 +67,6 @@ RESULTS_DIR = "results"
 MONITOR_INTERVAL_S = 0.1
 MEASURE_STOP_GRACE_S = 10.0  # the load generator promises to end within ~1 s of `stop`
 LOG_TAIL_LINES = 30
-WORKER_KINDS = (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
 
 T = TypeVar("T")
 UpdateHook = Callable[[RunState], None]
@@ -178,7 +178,9 @@ class Orchestrator:
             self.plan.selector,
             len(self.plan.bench.points),
             self.options.executor,
-            ", simulated engine" if self.plan.simulated else "",
+            f", simulated by {self.plan.simulator or 'disagg sim-engine'}"
+            if self.plan.simulated
+            else "",
         )
         from disagg.workloads import adapter_for
 
@@ -192,23 +194,21 @@ class Orchestrator:
         with self._phase(Phase.PORTS):
             self._bind(models)
         _warm_bench_imports()
-        workers = [r for r in self.plan.roles if r.kind in WORKER_KINDS and r.argv]
-        others = [
-            r
-            for r in self.plan.roles
-            if r.kind not in WORKER_KINDS and r.kind is not RoleKind.BENCH and r.argv
-        ]
+        # Start order and health gating come from the plan (the frontend adapter's
+        # stages: services, workers, frontends); each stage is healthy before the next.
+        stages = self.plan.launch_stages()
+        labels = _stage_labels(stages)
         with self._phase(Phase.LAUNCH):
-            self._mark("workers_launch")
-            self._launch(workers)
+            if stages:
+                self._mark(f"{labels[0]}_launch")
+                self._launch(stages[0])
         with self._phase(Phase.HEALTH):
-            self._wait_healthy(workers)
-            self._mark("workers_healthy")
-            if others:
-                self._mark("router_launch")
-                self._launch(others)
-                self._wait_healthy(others)
-                self._mark("router_healthy")
+            for number, stage in enumerate(stages):
+                if number:
+                    self._mark(f"{labels[number]}_launch")
+                    self._launch(stage)
+                self._wait_healthy(stage)
+                self._mark(f"{labels[number]}_healthy")
         watch = self._watch_liveness()
         try:
             with self._phase(Phase.CANARY):
@@ -355,7 +355,8 @@ class Orchestrator:
             elapsed = time.monotonic() - start
             for name, (role, url) in list(waiting.items()):
                 assert role.health is not None
-                ok, detail = probe(url, timeout_s=min(2.0, max(0.5, interval * 5)))
+                timeout = min(2.0, max(0.5, interval * 5))
+                ok, detail = probe(url, timeout_s=timeout, expect=role.health.expect)
                 if ok:
                     del waiting[name]
                     with self._lock:
@@ -394,6 +395,8 @@ class Orchestrator:
         ).start()
 
     def _serving_url(self) -> str:
+        if self.plan.serving_role is not None:
+            return self._bindings[self.plan.serving_role]["url"]
         for kind in (RoleKind.ROUTER, RoleKind.AGGREGATED, RoleKind.DECODE):
             for role in self.plan.roles_of(kind):
                 url = self._bindings.get(role.name, {}).get("url")
@@ -796,6 +799,24 @@ class Orchestrator:
         finally:
             for sig, old in previous.items():
                 signal.signal(sig, old)
+
+
+def _stage_labels(stages: list[list[RolePlan]]) -> list[str]:
+    """Timeline names of the start stages: `workers`, `router`, `services` (a second stage
+    of the same kind gets its number, e.g. `services3`), else `stageN`."""
+    labels: list[str] = []
+    for number, stage in enumerate(stages):
+        kinds = {role.kind for role in stage}
+        if kinds <= set(WORKER_KINDS):
+            label = "workers"
+        elif kinds == {RoleKind.ROUTER}:
+            label = "router"
+        elif kinds == {RoleKind.SERVICE}:
+            label = "services"
+        else:
+            label = "stage"
+        labels.append(f"{label}{number}" if label in labels or label == "stage" else label)
+    return labels
 
 
 def _brief(outcome: object) -> str:

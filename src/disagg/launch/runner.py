@@ -68,14 +68,16 @@ def _run_held(
     else:
         summary = Orchestrator(run_dir, plan, launcher, options).run()
     console.print(points_table(summary.points, title=f"{plan.name} ({plan.selector})"))
-    _print_outcome(console, summary, run_dir)
+    _print_outcome(console, summary, run_dir, plan.simulator)
     has_points = summary.points_measured or summary.points_skipped
     report = render_report([run_dir], run_dir / "report", console) if has_points else None
     return summary, report
 
 
-def _print_outcome(console: Console, summary: RunSummary, run_dir: Path) -> None:
-    label = " (simulated engine)" if summary.simulated else ""
+def _print_outcome(
+    console: Console, summary: RunSummary, run_dir: Path, simulator: str | None = None
+) -> None:
+    label = f" (simulated by {simulator or 'disagg sim-engine'})" if summary.simulated else ""
     if summary.status is RunStatus.COMPLETED:
         console.print(f"[green]completed[/]{label}: {escape(str(run_dir))}")
         return

@@ -40,8 +40,12 @@ class RoleKind(StrEnum):
     PREFILL = "prefill"
     DECODE = "decode"
     AGGREGATED = "aggregated"
-    ROUTER = "router"
+    ROUTER = "router"  # the frontend: a router (smg, sglang-router) or Dynamo's frontend
+    SERVICE = "service"  # what a frontend needs first: etcd, NATS, nginx
     BENCH = "bench"
+
+
+WORKER_KINDS = (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
 
 
 class HealthPlan(_Strict):
@@ -50,6 +54,9 @@ class HealthPlan(_Strict):
     path: str = "/health"
     deadline_s: float = 600.0
     interval_s: float = 0.2
+    # When set, a 200 counts only if the body contains this text (e.g. a model name in
+    # Dynamo's `/v1/models`: the frontend answers 200 before any worker has registered).
+    expect: str | None = None
 
 
 class ParallelPlan(_Strict):
@@ -166,8 +173,8 @@ class BenchPlan(_Strict):
     """The load generator's settings shared by every point of the run."""
 
     endpoint: Literal["completions", "chat"] = "completions"
-    # The sglang-router accepts only text prompts (token-id lists get HTTP 422), so
-    # plans send text: exact-length with a tokenizer, synthetic words without one.
+    # Chosen by the frontend adapter: smg and the sglang-router accept only text
+    # prompts (token-id lists get HTTP 400/422); Dynamo's frontend takes both.
     prompt_format: Literal["text", "token_ids"] = "text"
     model_name: str
     isl: int
@@ -264,6 +271,13 @@ class Plan(_Strict):
     decode_gpus: int  # for aggregated variants: all worker GPUs
     disaggregated: bool
     roles: list[RolePlan]
+    # The frontend that runs (`smg`, `sglang-router`, `dynamo`) and how its roles start:
+    # each stage's roles are launched, then health-gated, before the next stage starts.
+    # Empty: workers first, then every other role (plans written before stages existed).
+    frontend: str = "sglang-router"
+    stages: list[list[str]] = Field(default_factory=list)
+    serving_role: str | None = None  # where load goes; None: the first router, else a worker
+    simulator: str | None = None  # what stands in for GPU workers: `disagg sim-engine`, ...
     bench: BenchPlan
     staging: StagingPlan
     slurm: SlurmPlan
@@ -292,6 +306,16 @@ class Plan(_Strict):
 
         data = self.model_dump(mode="json")
         return [".".join(str(part) for part in path) for path in literal_secrets(data)]
+
+    def launch_stages(self) -> list[list[RolePlan]]:
+        """Roles with a command, in start order: the plan's stages, else workers then the rest."""
+        runnable = [role for role in self.roles if role.argv]
+        if self.stages:
+            by_name = {role.name: role for role in runnable}
+            return [[by_name[name] for name in stage if name in by_name] for stage in self.stages]
+        workers = [r for r in runnable if r.kind in WORKER_KINDS]
+        others = [r for r in runnable if r.kind not in (*WORKER_KINDS, RoleKind.BENCH)]
+        return [stage for stage in (workers, others) if stage]
 
     def write(self, run_dir: Path) -> Path:
         """Write plan.json; a plan holding a literal secret, and its run directory, are made

@@ -17,6 +17,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from disagg.cluster import (
@@ -28,10 +29,10 @@ from disagg.cluster import (
     resolve_model,
 )
 from disagg.engines import registry
-from disagg.engines import router as router_engine
 from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
 from disagg.plan.container_paths import check_container_paths
 from disagg.plan.limits import limits_plan
 from disagg.plan.model import (
@@ -49,11 +50,11 @@ from disagg.plan.model import (
     StagingPlan,
 )
 from disagg.recipe.honoured import unhonoured
-from disagg.recipe.schema import RecipeConfig
+from disagg.recipe.schema import FrontendSection, RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
 
 SIM_HEALTH_DEADLINE_S = 60.0
-ROUTER_HEALTH_DEADLINE_S = 120.0
+ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -358,41 +359,40 @@ class _Placer:
             )
         return roles
 
-    def router(self, workers: list[RolePlan]) -> RolePlan:
-        names = {kind: [r.name for r in workers if r.kind is kind] for kind in RoleKind}
-        own = None
-        if not self.simulated and names[RoleKind.PREFILL]:
-            own = self.adapter.pd_router(names[RoleKind.PREFILL], names[RoleKind.DECODE])
-        if own is not None:
-            return RolePlan(
-                name="router",
-                kind=RoleKind.ROUTER,
-                node_ranks=[0],
-                ports=own.ports,
-                argv=own.argv,
-                files=own.files,
-                health=HealthPlan(path="/health", deadline_s=ROUTER_HEALTH_DEADLINE_S),
-            )
-        frontend = self.config.frontend
-        extra = frontend.args if frontend is not None and frontend.type == "sglang" else None
-        argv = router_engine.router_argv(
-            prefill=names[RoleKind.PREFILL],
-            decode=names[RoleKind.DECODE],
-            aggregated=names[RoleKind.AGGREGATED],
-            extra=extra,
-            tokenizer_path=None if self.simulated else "${model.path}",
-            bootstrap=all("bootstrap" in r.ports for r in workers if r.kind is RoleKind.PREFILL),
-        )
+    def engine_router(self, workers: list[RolePlan]) -> RolePlan | None:
+        """The engine's own router for real prefill/decode workers, when its KV hand-over
+        needs one (TRT-LLM's `trtllm-serve disaggregated`)."""
+        prefill = [r.name for r in workers if r.kind is RoleKind.PREFILL]
+        decode = [r.name for r in workers if r.kind is RoleKind.DECODE]
+        own = self.adapter.pd_router(prefill, decode) if prefill and not self.simulated else None
+        if own is None:
+            return None
         return RolePlan(
             name="router",
             kind=RoleKind.ROUTER,
             node_ranks=[0],
-            ports=list(router_engine.ROUTER_PORTS),
-            argv=argv,
-            health=HealthPlan(
-                path=router_engine.ROUTER_HEALTH_PATH, deadline_s=ROUTER_HEALTH_DEADLINE_S
-            ),
+            ports=own.ports,
+            argv=own.argv,
+            files=own.files,
+            health=HealthPlan(path="/health", deadline_s=ENGINE_ROUTER_HEALTH_DEADLINE_S),
         )
+
+    def frontend(self, workers: list[RolePlan], model: ModelRef) -> FrontendRoles:
+        """The frontend adapter of `frontend.type`: its services, roles and start order."""
+        section = self.config.frontend or FrontendSection()
+        local = model.kind == "path" and Path(model.value).expanduser().is_dir()
+        context = FrontendContext(
+            config=self.config,
+            frontend=section,
+            workers=workers,
+            engine=self.engine,
+            simulated=self.simulated,
+            served_name=self.served_name(model),
+            fail=self.fail,
+            model_dir=model.value if local else None,
+            engine_router=self.engine_router(workers),
+        )
+        return frontend_for(section.type).plan(context)
 
     def container_image(self) -> str | None:
         written = self.config.model.container
@@ -511,7 +511,13 @@ class _Placer:
         gpn = self.gpus_per_node()
         placed, nodes = self.layout(gpn)
         workers = self.workers(placed, model)
-        roles = [*workers, self.router(workers)]
+        frontend = self.frontend(workers, model)
+        roles = frontend.roles
+        # The frontend decides which prompt form its API takes, and may bring a tokenizer.
+        update: dict[str, object] = {"prompt_format": frontend.prompt_format}
+        if frontend.tokenizer is not None:
+            update["tokenizer"] = frontend.tokenizer
+        bench = bench.model_copy(update=update)
         slurm = self.slurm(nodes, gpn)
         prefill = sum(r.total_gpus for r in workers if r.kind is RoleKind.PREFILL)
         decode = sum(r.total_gpus for r in workers if r.kind is not RoleKind.PREFILL)
@@ -530,6 +536,10 @@ class _Placer:
             decode_gpus=decode,
             disaggregated=self.config.resources.disaggregated,
             roles=roles,
+            frontend=frontend.frontend,
+            stages=[[role.name for role in stage] for stage in frontend.stages],
+            serving_role=frontend.serving_role,
+            simulator=frontend.simulator,
             bench=bench,
             staging=self.staging(model, workers),
             slurm=slurm,
@@ -541,6 +551,7 @@ class _Placer:
                 if found.action == "ignored"
             ]
             + [{"field": f, "action": "ignored", "why": why} for f, why in self.ignored.items()]
+            + frontend.ignored
             + [
                 {"field": f"cluster.{key}", "action": "ignored", "why": why}
                 for key, why in (self.profile.ignored_settings if self.profile else {}).items()

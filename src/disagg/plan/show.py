@@ -131,6 +131,11 @@ def render_plan(plan: Plan) -> Panel:
     engine = f"{plan.engine} (simulated)" if plan.simulated else plan.engine
     summary.add_row("recipe", f"{plan.name}  [dim]{plan.selector}[/]")
     summary.add_row("engine", f"{engine}, {kind}")
+    start = " -> ".join(", ".join(stage) for stage in plan.stages)
+    serving = f"; load to {plan.serving_role}" if plan.serving_role else ""
+    summary.add_row("frontend", f"{plan.frontend}{serving}" + (f"; start {start}" if start else ""))
+    if plan.simulator:
+        summary.add_row("simulated by", plan.simulator)
     summary.add_row(
         "nodes",
         f"{plan.nodes} x {plan.gpus_per_node} GPUs; uses {plan.total_gpus} "

@@ -220,6 +220,10 @@ class FrontendSection(Section):
         default="dynamo",
         description="v1: dynamo, sglang (the router), trtllm_serve; others are refused at plan",
     )
+    package: Literal["smg", "sglang-router"] | None = Field(
+        default=None,
+        description="for sglang-router/smg types: `smg` (default) or `sglang-router` (0.3.2)",
+    )
     enable_multiple_frontends: bool = True
     num_additional_frontends: int = Field(default=9, ge=0)
     nginx_container: str | None = None

@@ -24,8 +24,6 @@ from disagg.recipe.overrides import expand_variants as _expand
 from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.selectors import Selector, parse_selector, select
 
-KNOWN_FRONTENDS = ("dynamo", "sglang", "trtllm_serve")
-
 
 @dataclass(frozen=True)
 class Variant:
@@ -211,9 +209,12 @@ def unsupported_reason(config: RecipeConfig) -> str | None:
             f"backend type {backend} (engines: {', '.join(engines)}; "
             "`backend.engine: sim` simulates any of them)"
         )
-    frontend = config.frontend.type if config.frontend is not None else None
-    if frontend is not None and frontend not in KNOWN_FRONTENDS:
-        return f"frontend type {frontend} (known: {', '.join(KNOWN_FRONTENDS)})"
+    if config.frontend is not None:
+        from disagg.frontends import refusal as frontend_refusal
+
+        refused = frontend_refusal(config.frontend.type)
+        if refused is not None:
+            return refused
     from disagg.workloads.registry import refusal
 
     return refusal(config.benchmark.type)

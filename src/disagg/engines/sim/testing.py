@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from disagg.engines.router import ROUTER_HEALTH_PATH, router_argv
+from disagg.frontends.smg import ROUTER_HEALTH_PATH, router_argv
 from disagg.launch.base import spawn_logged
 from disagg.launch.health import probe
 from disagg.launch.local import LocalProcess

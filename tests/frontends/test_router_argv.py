@@ -1,23 +1,36 @@
-"""The router argv the plan renders: placeholders the orchestrator binds, real flags."""
+"""The router argv the plan renders: placeholders the orchestrator binds, real flags.
+
+smg (the default) and the pinned sglang-router 0.3.2 take the same flags; only the
+module differs."""
 
 from __future__ import annotations
 
 import pytest
 
-from disagg.engines.router import ROUTER_HEALTH_PATH, ROUTER_PORTS, router_argv
 from disagg.errors import DisaggError
+from disagg.frontends.smg import ROUTER_HEALTH_PATH, ROUTER_PORTS, router_argv
 from disagg.plan.templates import placeholders, substitute_all
 
 
 def test_pd_argv_names_every_worker_with_bootstrap_port() -> None:
     argv = router_argv(prefill=["prefill-0"], decode=["decode-0", "decode-1"])
-    assert argv[:4] == ["${run.python}", "-m", "sglang_router.launch_router", "--pd-disaggregation"]
+    assert argv[:4] == ["${run.python}", "-m", "smg.launch_router", "--pd-disaggregation"]
     joined = " ".join(argv)
     assert "--prefill ${prefill-0.url} ${prefill-0.bootstrap_port}" in joined
     assert "--decode ${decode-0.url} --decode ${decode-1.url}" in joined
     assert "--port ${self.http_port}" in joined
     assert "--prometheus-port ${self.metrics_port}" in joined
+    assert joined.count("--prometheus-host ${self.bind_host}") == 1  # smg's: 0.0.0.0:29000
     assert "--worker-urls" not in argv
+
+
+def test_sglang_router_stays_selectable_with_the_same_flags() -> None:
+    smg = router_argv(prefill=["prefill-0"], decode=["decode-0"], host="127.0.0.1")
+    legacy = router_argv(
+        prefill=["prefill-0"], decode=["decode-0"], host="127.0.0.1", package="sglang-router"
+    )
+    assert legacy[2] == "sglang_router.launch_router"
+    assert legacy[3:] == smg[3:]
 
 
 def test_regular_mode_lists_aggregated_urls() -> None:
@@ -79,6 +92,7 @@ def test_explicit_policy_wins_and_tokenizer_path_is_passed() -> None:
         ({"prefill": ["p"], "decode": ["d"], "aggregated": ["a"]}, "cannot mix"),
         ({}, "at least one worker"),
         ({"aggregated": ["a"], "extra": {"port": 1}}, "frontend.args.port"),
+        ({"aggregated": ["a"], "extra": {"prometheus-host": "x"}}, "prometheus-host"),
     ],
 )
 def test_bad_inputs_are_user_errors(kwargs: dict[str, object], needle: str) -> None:

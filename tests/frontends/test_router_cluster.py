@@ -1,4 +1,4 @@
-"""Simulated workers behind the REAL sglang-router: PD (1 prefill + 2 decode) and regular mode."""
+"""Simulated workers behind the REAL smg router: PD (1 prefill + 2 decode) and regular mode."""
 
 from __future__ import annotations
 
@@ -107,4 +107,4 @@ def test_pd_batch_of_prompts_gets_per_prompt_bootstrap_fields(pd: SimCluster) ->
 def test_router_refuses_token_id_prompts(pd: SimCluster) -> None:
     """A fact the load generator must respect: send text through the router, not token ids."""
     status, _ = post_json(pd.url + "/v1/completions", {"model": "sim-model", "prompt": [1, 2]})
-    assert status == 422
+    assert status == 400  # smg; sglang-router 0.3.2 answers 422

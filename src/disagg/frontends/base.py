@@ -1,0 +1,78 @@
+"""The frontend seam: what one `frontend.type` owns, as one small interface.
+
+A frontend adapter gets the worker roles the engine adapter rendered and returns
+every role the job runs (services it needs first, the workers as it launches
+them, its own router/frontend roles), the order in which they start (each stage
+health-gated before the next), where the load generator sends requests, which
+prompt form its HTTP API accepts, and the recipe fields it does not honour.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from disagg.errors import DisaggError
+from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
+from disagg.recipe.schema import FrontendSection, RecipeConfig
+
+PromptFormat = Literal["text", "token_ids"]
+Fail = Callable[[str, tuple[str, ...], str | None], DisaggError]
+
+
+@dataclass(frozen=True)
+class FrontendContext:
+    """What placement knows when the frontend is planned."""
+
+    config: RecipeConfig
+    frontend: FrontendSection  # the recipe's, or the defaults when it has none
+    workers: list[RolePlan]  # as the engine adapter rendered them, in placement order
+    engine: str  # `sglang`, `sim`, `mocker`, ...
+    simulated: bool
+    served_name: str
+    fail: Fail  # builds a positioned error: (message, recipe path, hint)
+    model_dir: str | None = None  # the main model as a local directory, when it is one
+    # The engine's own PD router (TRT-LLM's `trtllm-serve disaggregated`), when its KV
+    # hand-over needs one: no other router can front such workers.
+    engine_router: RolePlan | None = None
+    host: str = "${self.bind_host}"  # the node's own address (loopback locally)
+
+    def names(self, kind: RoleKind) -> list[str]:
+        return [role.name for role in self.workers if role.kind is kind]
+
+
+@dataclass
+class FrontendRoles:
+    """An adapter's answer: every role in start order, and how requests reach them."""
+
+    frontend: str  # the frontend that runs, as plan.json records it
+    stages: list[list[RolePlan]]
+    serving_role: str
+    prompt_format: PromptFormat
+    simulator: str | None = None  # what stands in for GPU workers, when simulated
+    tokenizer: str | None = None  # for the load generator, when the adapter has one
+    ignored: list[dict[str, str]] = field(default_factory=list)  # as Plan.ignored lists them
+
+    @property
+    def roles(self) -> list[RolePlan]:
+        """Workers first (placement order), then services and frontends, as plans list them."""
+        flat = [role for stage in self.stages for role in stage]
+        workers = [role for role in flat if role.kind in WORKER_KINDS]
+        return [*workers, *(role for role in flat if role.kind not in WORKER_KINDS)]
+
+
+def ignored(field: str, why: str) -> dict[str, str]:
+    """One entry of `Plan.ignored`: a recipe field this frontend does not carry out."""
+    return {"field": field, "action": "ignored", "why": why}
+
+
+class Frontend(ABC):
+    """One `frontend.type`; registered by name in `disagg.frontends`."""
+
+    types: ClassVar[tuple[str, ...]]  # the recipe spellings this adapter answers to
+
+    @abstractmethod
+    def plan(self, ctx: FrontendContext) -> FrontendRoles:
+        """Roles, stages and serving endpoint for the workers in `ctx`."""

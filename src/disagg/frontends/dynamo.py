@@ -1,0 +1,326 @@
+"""NVIDIA Dynamo (`ai-dynamo` 1.6.1): `python -m dynamo.frontend` in front of Dynamo workers.
+
+Workers run each engine through Dynamo's own worker module (`python -m dynamo.sglang`
+with SGLang's flags), or `python -m dynamo.mocker`, Dynamo's CPU engine simulator, when
+the plan is simulated: the recipe's prefill/decode/aggregated layout is kept and each
+worker becomes a mocker in that mode. The frontend discovers the workers and routes
+prefill -> decode itself, so no worker URL is passed to it.
+
+Facts about ai-dynamo 1.6.1, observed on CPU with the mocker:
+
+- `--discovery-backend file` (a directory in `DYN_FILE_KV` shared by frontend and
+  workers) with `--request-plane tcp` needs neither etcd nor NATS; simulated plans use
+  it, with the directory in the run directory. On clusters, as srt-slurm does, etcd
+  (discovery) and NATS start first as services of their own.
+- Dynamo advertises the machine's interface address unless `DYN_TCP_RPC_HOST`,
+  `DYN_TCP_RESPONSE_STREAM_HOST`, `DYN_EVENT_PLANE_HOST` and `DYN_SYSTEM_HOST` say
+  otherwise: every role gets its node's own address in them.
+- A worker has no HTTP API; with `DYN_SYSTEM_PORT` it serves `/health`, which is 200
+  once its `generate` endpoint is ready when `DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS`
+  names it (else it stays `notready`).
+- The frontend's `/health` answers 200 with no worker at all; `/v1/models` lists the
+  model once a decode (or aggregated) worker has registered, so the frontend is gated
+  on the served name appearing there.
+- Text and token-id prompts both work on `/v1/completions`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from disagg.engines import sglang as sglang_engine
+from disagg.errors import DisaggError
+from disagg.frontends import dynamo_install
+from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
+from disagg.frontends.nginx import nginx_role
+from disagg.plan.model import HealthPlan, RoleKind, RolePlan
+
+DYNAMO_VERSION = "1.6.1"
+FRONTEND_MODULE = "dynamo.frontend"
+MOCKER_MODULE = "dynamo.mocker"
+DISCOVERY_DIR = "${run.dir}/dynamo-discovery"
+FRONTEND_HEALTH_DEADLINE_S = 120.0
+MOCKER_HEALTH_DEADLINE_S = 60.0
+# Dynamo's own worker module per engine (`python -m dynamo.<engine>`).
+# SGLang's flags pass through unchanged; dynamo.vllm takes vLLM's engine arguments in
+# another shape than `vllm serve`, so vLLM workers keep smg (said in the plan).
+WORKER_MODULES: dict[str, str] = {"sglang": "dynamo.sglang"}
+# Flags this adapter sets on the frontend; `frontend.args` may not override them.
+_MANAGED = frozenset({"http-host", "http-port", "discovery-backend", "request-plane"})
+# Mocker flags read from `backend.*` (srt-slurm's mocker fields), when set.
+_MOCKER_FIELDS = (
+    "speedup_ratio",
+    "decode_speedup_ratio",
+    "num_gpu_blocks_override",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "block_size",
+    "data_parallel_size",
+    "startup_time",
+    "kv_transfer_bandwidth",
+    "kv_cache_dtype",
+)
+
+
+class DynamoFrontend(Frontend):
+    """Dynamo's frontend over Dynamo workers, with etcd/NATS or file discovery."""
+
+    types: ClassVar[tuple[str, ...]] = ("dynamo",)
+
+    def plan(self, ctx: FrontendContext) -> FrontendRoles:
+        mocked = ctx.simulated or ctx.engine == "mocker"
+        if mocked and not ctx.model_dir:
+            if "type" in ctx.frontend.model_fields_set:
+                raise ctx.fail(
+                    "simulated workers behind Dynamo run as dynamo.mocker, which needs "
+                    "model.path to be a local model directory with a tokenizer",
+                    ("model", "path"),
+                    "point model.path (or its profile alias) at such a directory, or use "
+                    "`frontend.type: sglang-router` for the simulated SGLang engine",
+                )
+            return _stand_in(
+                ctx, "its mocker needs model.path to be a local model directory with a tokenizer"
+            )
+        if not mocked and ctx.engine not in WORKER_MODULES:
+            return _stand_in(ctx, f"Dynamo's {ctx.engine} worker command is not built here")
+        plane = ctx.config.dynamo.request_plane or "tcp"
+        discovery = "file" if mocked else "etcd"
+        services = [] if mocked else _services(plane)
+        env = _runtime_env(discovery, plane)
+        python = "${run.python}" if mocked else "python3"
+        workers = [
+            _mocker(ctx, role, env, discovery, plane) if mocked else _worker(ctx, role, env)
+            for role in ctx.workers
+        ]
+        count = _frontend_count(ctx)
+        frontends = [
+            _frontend(ctx, "frontend" if count == 1 else f"frontend-{i}", env, python, plane)
+            for i in range(count)
+        ]
+        notes = _ignored(ctx, mocked)
+        if not mocked:
+            wanted, why_not = _requirement(ctx)
+            if wanted:  # once per job: the first Dynamo role installs, the others reuse it
+                workers = [_installed(role, wanted) for role in workers]
+                frontends = [_installed(role, wanted) for role in frontends]
+            if why_not:
+                notes.append(ignored("dynamo.hash", why_not))
+        image = next((role.container_image for role in ctx.workers if role.container_image), None)
+        if image is not None:  # Dynamo, etcd and NATS come with the workers' image
+            services = [role.model_copy(update={"container_image": image}) for role in services]
+            frontends = [role.model_copy(update={"container_image": image}) for role in frontends]
+        stages = [stage for stage in (services, workers, frontends) if stage]
+        serving = frontends[0].name
+        if count > 1:
+            proxy = nginx_role(ctx.frontend, [role.name for role in frontends])
+            stages.append([proxy])
+            serving = proxy.name
+        return FrontendRoles(
+            frontend="dynamo",
+            stages=stages,
+            serving_role=serving,
+            prompt_format="token_ids",  # Dynamo's frontend takes both; ids count exactly
+            simulator="dynamo.mocker" if mocked else None,
+            tokenizer="${model.path}",
+            ignored=notes,
+        )
+
+
+def _runtime_env(discovery: str, plane: str) -> dict[str, str]:
+    """What every Dynamo process needs: where discovery is, and its own address."""
+    own = "${self.bind_host}"
+    env = {
+        "DYN_TCP_RPC_HOST": own,
+        "DYN_TCP_RESPONSE_STREAM_HOST": own,
+        "DYN_EVENT_PLANE_HOST": own,
+        "DYN_SYSTEM_HOST": own,
+    }
+    if discovery == "file":
+        env["DYN_FILE_KV"] = DISCOVERY_DIR
+    else:
+        env["ETCD_ENDPOINTS"] = "${etcd.url}"
+    if plane == "nats" or discovery == "etcd":
+        env["NATS_SERVER"] = "nats://${nats.host}:${nats.client_port}"
+    return env
+
+
+def _worker_env(ctx: FrontendContext, role: RolePlan, env: dict[str, str]) -> dict[str, str]:
+    return {
+        **role.env,
+        **env,
+        "DYN_SYSTEM_PORT": "${self.http_port}",
+        "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS": json.dumps(["generate"]),
+    }
+
+
+def _mocker(
+    ctx: FrontendContext, role: RolePlan, env: dict[str, str], discovery: str, plane: str
+) -> RolePlan:
+    """A simulated worker: `dynamo.mocker` in the role's mode, with the model's tokenizer."""
+    argv = ["${run.python}", "-m", MOCKER_MODULE, "--model-path", "${model.path}"]
+    argv += ["--model-name", ctx.served_name]
+    argv += ["--discovery-backend", discovery, "--request-plane", plane]
+    ports = ["http"]
+    if role.kind is RoleKind.PREFILL:
+        argv += ["--disaggregation-mode", "prefill", "--bootstrap-ports", "${self.bootstrap_port}"]
+        ports.append("bootstrap")
+    elif role.kind is RoleKind.DECODE:
+        argv += ["--disaggregation-mode", "decode"]
+    backend = ctx.config.backend
+    for field in _MOCKER_FIELDS:
+        value = getattr(backend, field)
+        if value is not None:
+            argv += [f"--{field.replace('_', '-')}", str(value)]
+    return role.model_copy(
+        update={
+            "argv": argv,
+            "ports": ports,
+            "env": _worker_env(ctx, role, env),
+            "health": HealthPlan(path="/health", deadline_s=MOCKER_HEALTH_DEADLINE_S),
+            "container_image": None,
+        }
+    )
+
+
+def _worker(ctx: FrontendContext, role: RolePlan, env: dict[str, str]) -> RolePlan:
+    """A real worker: the engine adapter's command under Dynamo's worker module."""
+    module = WORKER_MODULES[ctx.engine]
+    argv = list(role.argv)
+    at = argv.index("-m") + 1 if "-m" in argv else None
+    if at is None or at >= len(argv):
+        raise ctx.fail(
+            f"cannot run the {ctx.engine} worker command under {module}",
+            ("backend", "type"),
+            "the engine's command is not `python -m <module> ...`",
+        )
+    argv[at] = module
+    health = (role.health or HealthPlan()).model_copy(update={"path": "/health"})
+    return role.model_copy(
+        update={"argv": argv, "env": _worker_env(ctx, role, env), "health": health}
+    )
+
+
+def _frontend(
+    ctx: FrontendContext, name: str, env: dict[str, str], python: str, plane: str
+) -> RolePlan:
+    discovery = "file" if "DYN_FILE_KV" in env else "etcd"
+    argv = [python, "-m", FRONTEND_MODULE, "--http-host", "${self.bind_host}"]
+    argv += ["--http-port", "${self.http_port}"]
+    argv += ["--discovery-backend", discovery, "--request-plane", plane]
+    argv += _frontend_args(ctx)
+    extra_env = {key: str(value) for key, value in (ctx.frontend.env or {}).items()}
+    return RolePlan(
+        name=name,
+        kind=RoleKind.ROUTER,
+        node_ranks=[0],
+        ports=["http"],
+        argv=argv,
+        env={**env, **extra_env},
+        health=HealthPlan(
+            path="/v1/models",
+            deadline_s=FRONTEND_HEALTH_DEADLINE_S,
+            expect=json.dumps(ctx.served_name),
+        ),
+    )
+
+
+def _frontend_args(ctx: FrontendContext) -> list[str]:
+    args = dict(ctx.frontend.args or {})
+    for key in args:
+        if sglang_engine.flag_name(str(key)) in _MANAGED:
+            raise ctx.fail(
+                f"frontend.args.{key} is set by disagg and cannot be overridden",
+                ("frontend", "args", str(key)),
+                "disagg picks the frontend's address, port, discovery and request plane",
+            )
+    return sglang_engine.render_args(args)
+
+
+def _frontend_count(ctx: FrontendContext) -> int:
+    section = ctx.frontend
+    if not section.enable_multiple_frontends:
+        return 1
+    return 1 + section.num_additional_frontends
+
+
+def _services(plane: str) -> list[RolePlan]:
+    """etcd (discovery) and NATS (events; requests too when `request_plane: nats`)."""
+    etcd = RolePlan(
+        name="etcd",
+        kind=RoleKind.SERVICE,
+        node_ranks=[0],
+        ports=["http", "peer"],
+        argv=[
+            "etcd",
+            "--name",
+            "disagg",
+            "--data-dir",
+            "${run.dir}/etcd",
+            "--listen-client-urls",
+            "http://${self.bind_host}:${self.http_port}",
+            "--advertise-client-urls",
+            "http://${self.host}:${self.http_port}",
+            "--listen-peer-urls",
+            "http://${self.bind_host}:${self.peer_port}",
+            "--initial-advertise-peer-urls",
+            "http://${self.host}:${self.peer_port}",
+            "--initial-cluster",
+            "disagg=http://${self.host}:${self.peer_port}",
+        ],
+        health=HealthPlan(path="/health", deadline_s=60.0, expect='"true"'),
+    )
+    nats = RolePlan(
+        name="nats",
+        kind=RoleKind.SERVICE,
+        node_ranks=[0],
+        ports=["client", "http"],
+        argv=[
+            "nats-server",
+            "-js",
+            "--addr",
+            "${self.bind_host}",
+            "--port",
+            "${self.client_port}",
+            "--http_port",
+            "${self.http_port}",
+            "--store_dir",
+            "${run.dir}/nats",
+        ],
+        health=HealthPlan(path="/healthz", deadline_s=60.0),
+    )
+    return [etcd, nats]
+
+
+def _ignored(ctx: FrontendContext, mocked: bool) -> list[dict[str, str]]:
+    dynamo = ctx.config.dynamo
+    pinned = dynamo.version or dynamo.hash or dynamo.wheel or dynamo.source or dynamo.top_of_tree
+    if mocked and pinned:  # simulated on this machine: the pinned ai-dynamo of disagg runs
+        why = f"simulated runs use this environment's ai-dynamo {DYNAMO_VERSION}"
+        return [ignored("dynamo.source", why)]
+    return []
+
+
+def _requirement(ctx: FrontendContext) -> tuple[str | None, str | None]:
+    try:
+        return dynamo_install.requirement(ctx.config.dynamo)
+    except DisaggError as exc:
+        raise ctx.fail(exc.message, ("dynamo",), exc.hint) from None
+
+
+def _installed(role: RolePlan, wanted: str) -> RolePlan:
+    argv = dynamo_install.installing(role.argv, wanted)
+    node_argv = [dynamo_install.installing(a, wanted) for a in role.node_argv]
+    env = {**role.env, **dynamo_install.env()}
+    return role.model_copy(update={"argv": argv, "node_argv": node_argv, "env": env})
+
+
+def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:
+    """Workers Dynamo cannot front here: smg fronts them, and the plan says why."""
+    from disagg.frontends.smg import RouterFrontend
+
+    planned = RouterFrontend().plan(ctx)
+    args = " and frontend.args" if ctx.frontend.args else ""
+    why = f"dynamo{args}: {reason}; {planned.frontend} fronts the workers instead"
+    planned.ignored = [ignored("frontend.type", why), *planned.ignored]
+    return planned

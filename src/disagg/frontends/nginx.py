@@ -1,0 +1,68 @@
+"""nginx fanning requests out over several frontends (srt-slurm's `enable_multiple_frontends`).
+
+The configuration is rendered at plan time with `${frontend-i.host}` placeholders and
+written by the role itself once they are bound, so plan.json shows exactly what runs.
+nginx answers `/nginx-health` itself: the health gate for the proxy, started after
+the frontends it forwards to are healthy.
+"""
+
+from __future__ import annotations
+
+from disagg.plan.model import HealthPlan, RoleKind, RolePlan
+from disagg.recipe.schema import FrontendSection
+
+NGINX_HEALTH_PATH = "/nginx-health"
+PREFIX = "${run.dir}/nginx"
+DEFAULT_AFFINITY_HEADER = "X-Dynamo-Session-ID"
+
+
+def nginx_conf(section: FrontendSection, upstreams: list[str]) -> str:
+    """nginx.conf for one proxy over the named frontend roles."""
+    servers = "\n".join(f"    server ${{{name}.host}}:${{{name}.http_port}};" for name in upstreams)
+    affinity = ""
+    if section.nginx_session_affinity:
+        header = section.nginx_session_affinity_header or DEFAULT_AFFINITY_HEADER
+        affinity = f"    hash $http_{header.lower().replace('-', '_')} consistent;\n"
+    keepalive = section.nginx_keepalive_timeout
+    return f"""worker_processes 1;
+pid {PREFIX}/nginx.pid;
+events {{ worker_connections 8192; }}
+http {{
+  access_log off;
+  client_body_temp_path {PREFIX}/body;
+  proxy_temp_path {PREFIX}/proxy;
+  keepalive_timeout {keepalive};
+  upstream frontends {{
+{affinity}{servers}
+    keepalive 256;
+  }}
+  server {{
+    listen ${{self.bind_host}}:${{self.http_port}};
+    location = {NGINX_HEALTH_PATH} {{ return 200 "ok"; }}
+    location / {{
+      proxy_pass http://frontends;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_read_timeout 3600s;
+    }}
+  }}
+}}
+"""
+
+
+def nginx_role(section: FrontendSection, upstreams: list[str]) -> RolePlan:
+    """The proxy role: writes its configuration, then runs nginx in the foreground."""
+    script = (
+        f'mkdir -p {PREFIX} && printf "%s" "$0" > {PREFIX}/nginx.conf && '
+        f"exec nginx -p {PREFIX} -c {PREFIX}/nginx.conf -e stderr -g 'daemon off;'"
+    )
+    return RolePlan(
+        name="nginx",
+        kind=RoleKind.SERVICE,
+        node_ranks=[0],
+        ports=["http"],
+        argv=["bash", "-c", script, nginx_conf(section, upstreams)],
+        health=HealthPlan(path=NGINX_HEALTH_PATH, deadline_s=60.0),
+        container_image=section.nginx_container,
+    )

@@ -1,0 +1,127 @@
+"""Simulated Dynamo recipes through the REAL `dynamo.frontend`, with `dynamo.mocker` workers.
+
+What a user of `disagg run` relies on for a `frontend.type: dynamo` recipe: the frontend
+it names is the one that runs (and routes prefill -> decode itself), every point is
+measured with exactly the requested tokens, the result says what simulated the
+workers, and a worker or frontend that dies fails the run, leaving nothing running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from disagg.launch.local import LocalLauncher
+from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
+from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
+from disagg.plan.from_recipe import plans_for
+from disagg.plan.model import Plan
+from run.conftest import disagg, wait_gone
+from tiny_model import TinyModel
+
+pytestmark = pytest.mark.slow
+
+OPTIONS = OrchestratorOptions(echo=False, quiet_bench=True, handle_signals=False)
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dynamo" / "sim-1p1d-dynamo.yaml"
+
+
+def recipe(tmp_path: Path, model: TinyModel, *, aggregated: bool = False) -> Path:
+    """The shipped example, pointed at the test's tiny model (aggregated when asked)."""
+    text = EXAMPLE.read_text().replace('"/tmp/tiny-llama"', json.dumps(str(model.path)))
+    text = text.replace('"tiny-llama"', json.dumps(model.served_name))
+    if aggregated:
+        layout = text[text.index("resources:") : text.index("backend:")]
+        text = text.replace(layout, "resources:\n  gpu_type: sim\n  gpus_per_node: 8\n\n")
+        roles = text[text.index("  sglang_config:") : text.index("frontend:")]
+        served = json.dumps(model.served_name)
+        text = text.replace(
+            roles, f"  sglang_config:\n    aggregated:\n      served-model-name: {served}\n\n"
+        )
+    path = tmp_path / "dynamo.yaml"
+    path.write_text(text)
+    return path
+
+
+def results(run_dir: Path) -> list[dict[str, object]]:
+    return [json.loads(p.read_text()) for p in sorted((run_dir / "results").glob("*.json"))]
+
+
+@pytest.mark.parametrize("aggregated", [False, True], ids=["1p1d", "aggregated"])
+def test_sweep_runs_through_the_real_dynamo_frontend(
+    tmp_path: Path, tiny_model: TinyModel, aggregated: bool
+) -> None:
+    path = recipe(tmp_path, tiny_model, aggregated=aggregated)
+    out = tmp_path / "runs"
+    done = disagg("run", path, "--local", "--out", out, "--json", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = Path(json.loads(done.stdout)["run_dir"])
+    plan = Plan.read(run_dir)
+    assert plan.frontend == "dynamo" and plan.simulator == "dynamo.mocker"
+    assert plan.bench.prompt_format == "token_ids"
+    frontend = plan.role("frontend")
+    assert frontend.argv[1:3] == ["-m", "dynamo.frontend"]
+    workers = [
+        role for role in plan.roles if role.kind.value in ("prefill", "decode", "aggregated")
+    ]
+    assert [w.argv[2] for w in workers] == ["dynamo.mocker"] * len(workers)
+    assert plan.stages == [[w.name for w in workers], ["frontend"]]
+    measured = results(run_dir)
+    assert len(measured) == 3
+    for result in measured:
+        assert result["valid"] is True and result["simulated"] is True
+        assert result["failed"] == 0
+        assert result["total_output_tokens"] == result["completed"] * plan.bench.osl  # type: ignore[operator]
+    log = (run_dir / "logs" / "frontend.log").read_text()
+    if aggregated:
+        assert "Prefill router target activated" not in log
+    else:  # the frontend found the prefill mocker and routes prefill -> decode itself
+        assert "Prefill router target activated" in log
+    summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+    assert wait_gone([pid for pids in summary.role_pids.values() for pid in pids]) == []
+
+
+def _kill_during_second_point(role: str) -> tuple[list[int], object]:
+    killed: list[int] = []
+
+    def kill(state: RunState) -> None:
+        pid = state.role(role).tasks[0].pid
+        assert pid is not None
+        killed.append(pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+    def hook(state: RunState) -> None:
+        if state.current_point == "conc4" and not killed:
+            killed.append(0)  # arm once
+            threading.Timer(0.3, kill, args=(state,)).start()
+
+    return killed, hook
+
+
+@pytest.mark.parametrize("victim", ["decode-0", "frontend"])
+def test_a_dying_worker_or_frontend_fails_the_run(
+    tmp_path: Path, tiny_model: TinyModel, victim: str
+) -> None:
+    [plan] = plans_for([str(recipe(tmp_path, tiny_model))], None)
+    plan.bench.points[1].num_prompts = 400  # long enough to be killed in the middle
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    plan.write(run_dir)
+    _, hook = _kill_during_second_point(victim)
+    summary = Orchestrator(run_dir, plan, LocalLauncher(), OPTIONS, on_update=hook).run()  # type: ignore[arg-type]
+
+    assert summary.status is RunStatus.FAILED and summary.exit_code == 1
+    assert summary.reason == f"role {victim} exited with code -9"
+    assert summary.failure is not None and summary.failure.role == victim
+    first, during, after = (p.status for p in summary.points)
+    assert first is PointStatus.MEASURED
+    # Requests to a dead frontend fail at once: the point may end invalid before it is aborted.
+    assert during in (PointStatus.ABORTED, PointStatus.INVALID)
+    assert after is PointStatus.ABORTED
+    assert wait_gone([pid for pids in summary.role_pids.values() for pid in pids]) == []

@@ -1,0 +1,56 @@
+"""The shipped Dynamo example submitted to the local Slurm: the real `dynamo.frontend` on the
+first node, a `dynamo.mocker` prefill and decode on two nodes, discovered through the run
+directory on the shared filesystem."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurm.conftest import REPO, job_steps, wait_job_end
+from tiny_model import TinyModel
+
+from .test_dynamo_run import recipe
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+PROFILE = REPO / "tests" / "slurm" / "data" / "local-slurm.yaml"
+
+
+def test_1p1d_dynamo_sweep_on_two_slurm_nodes(
+    slurm_cluster: list[str], tmp_path: Path, tiny_model: TinyModel
+) -> None:
+    path = recipe(tmp_path, tiny_model)
+    path.write_text(path.read_text().replace("decode_nodes: 0", "decode_nodes: 1"))
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "disagg", "submit", str(path), "--cluster", str(PROFILE)]
+    done = subprocess.run(
+        [*command, "--out", str(run_dir), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    job_id = str(json.loads(done.stdout)[0]["job_id"])
+    final = wait_job_end(job_id, timeout_s=300)
+    assert final == "COMPLETED", (run_dir / f"slurm-{job_id}.out").read_text()[-3000:]
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["executor"] == "slurm"
+    assert [p["status"] for p in summary["points"]] == ["measured"] * 3
+    for point in summary["points"]:
+        result = json.loads(Path(point["result"]).read_text())
+        assert result["valid"] is True and result["router"] == "dynamo"
+    state = json.loads((run_dir / "state.json").read_text())
+    nodes = {role["name"]: [t["node"] for t in role["tasks"]] for role in state["roles"]}
+    assert nodes["prefill-0"] == nodes["frontend"] == [slurm_cluster[0]]
+    assert nodes["decode-0"] == [slurm_cluster[1]]
+    log = (run_dir / "logs" / "frontend.log").read_text()
+    assert "Prefill router target activated" in log
+    assert job_steps(job_id) == []

@@ -1,0 +1,142 @@
+"""What each frontend adapter plans for a recipe: the frontend it names, its services, the
+start order, where the load goes, and a one-line reason for anything it does not run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.plan.model import Plan, RoleKind
+from disagg.plan.placement import place
+from disagg.recipe.variants import load_variants
+from recipes.recipe_helpers import MINIMAL
+
+WITHOUT_FRONTEND = MINIMAL[: MINIMAL.index("frontend:")]
+
+
+def plan_of(tmp_path: Path, text: str) -> Plan:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(text)
+    [plan] = [place(variant) for variant in load_variants(path)]
+    return plan
+
+
+def test_a_recipe_without_frontend_runs_dynamo_as_srt_slurm_does(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, WITHOUT_FRONTEND)
+    assert plan.frontend == "dynamo" and plan.simulator is None
+    assert plan.stages == [
+        ["etcd", "nats"],
+        ["prefill-0", "decode-0"],
+        [f"frontend-{i}" for i in range(10)],  # 1 + num_additional_frontends (9)
+        ["nginx"],
+    ]
+    assert plan.serving_role == "nginx"
+    assert plan.bench.prompt_format == "token_ids"
+    worker = plan.role("prefill-0")
+    assert "python3 -m dynamo.sglang --model-path ${model.path}" in " ".join(worker.argv)
+    assert "--tp-size 8" in " ".join(worker.argv)  # the engine's own flags
+    assert worker.env["ETCD_ENDPOINTS"] == "${etcd.url}"
+    assert worker.env["DYN_SYSTEM_PORT"] == "${self.http_port}"
+    assert worker.health is not None and worker.health.path == "/health"
+    frontend = plan.role("frontend-0")
+    assert frontend.health is not None and frontend.health.path == "/v1/models"
+    assert frontend.health.expect == json.dumps(plan.bench.model_name)
+    assert {plan.role(name).kind for name in ("etcd", "nats", "nginx")} == {RoleKind.SERVICE}
+
+
+def test_dynamo_is_installed_once_per_job_from_the_recipe_source(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, WITHOUT_FRONTEND + "dynamo:\n  version: 1.2.0\n")
+    dynamo_roles = [r for r in plan.roles if r.kind is not RoleKind.SERVICE and r.argv]
+    for role in dynamo_roles:
+        assert role.argv[:2] == ["bash", "-c"]
+        assert "flock ${run.dir}/dynamo-install.lock" in role.argv[2]
+        assert "ai-dynamo==1.2.0" in role.argv[2]
+        assert role.env["PYTHONPATH"] == "${run.dir}/dynamo-install"
+    git = "dynamo:\n  source:\n    git: https://example.invalid/dynamo.git\n    rev: abc123\n"
+    plan = plan_of(tmp_path, WITHOUT_FRONTEND + git)
+    assert "git+https://example.invalid/dynamo.git@abc123" in plan.role("decode-0").argv[2]
+    plan = plan_of(tmp_path, WITHOUT_FRONTEND + "dynamo:\n  install: false\n")
+    assert plan.role("decode-0").argv[:3] == ["python3", "-m", "dynamo.sglang"]
+
+
+def test_nginx_fans_out_with_session_affinity(tmp_path: Path) -> None:
+    text = WITHOUT_FRONTEND + (
+        "frontend:\n  type: dynamo\n  num_additional_frontends: 1\n"
+        "  nginx_session_affinity: true\n  nginx_session_affinity_header: X-Correlation-ID\n"
+    )
+    conf = plan_of(tmp_path, text).role("nginx").argv[3]
+    assert "server ${frontend-0.host}:${frontend-0.http_port};" in conf
+    assert "server ${frontend-1.host}:${frontend-1.http_port};" in conf
+    assert "hash $http_x_correlation_id consistent;" in conf
+    assert "listen ${self.bind_host}:${self.http_port};" in conf
+
+
+def test_one_dynamo_frontend_without_fan_out(tmp_path: Path) -> None:
+    text = WITHOUT_FRONTEND + "frontend:\n  type: dynamo\n  enable_multiple_frontends: false\n"
+    plan = plan_of(tmp_path, text)
+    assert plan.serving_role == "frontend" and plan.stages[-1] == ["frontend"]
+
+
+def test_frontend_args_cannot_take_over_what_disagg_sets(tmp_path: Path) -> None:
+    text = WITHOUT_FRONTEND + "frontend:\n  type: dynamo\n  args:\n    http-port: 1\n"
+    with pytest.raises(DisaggError, match=r"frontend\.args\.http-port is set by disagg"):
+        plan_of(tmp_path, text)
+
+
+@pytest.mark.parametrize("kind", ["vllm-router", "none", "atomesh", "tilert-router"])
+def test_frontends_not_built_here_are_refused_in_one_line(tmp_path: Path, kind: str) -> None:
+    with pytest.raises(UnsupportedRecipe) as caught:
+        plan_of(tmp_path, WITHOUT_FRONTEND + f"frontend:\n  type: {kind}\n")
+    assert caught.value.message.startswith(f"unsupported: frontend type {kind} (")
+    assert "\n" not in caught.value.message
+    assert caught.value.location is not None and caught.value.location.line is not None
+
+
+def test_sglang_router_stays_selectable_for_recipes_that_pin_it(tmp_path: Path) -> None:
+    text = WITHOUT_FRONTEND + "frontend:\n  type: sglang-router\n  package: sglang-router\n"
+    plan = plan_of(tmp_path, text)
+    assert plan.frontend == "sglang-router"
+    assert plan.role("router").argv[1:3] == ["-m", "sglang_router.launch_router"]
+    assert plan.bench.prompt_format == "text"  # it refuses token ids (HTTP 422)
+    smg = plan_of(tmp_path, WITHOUT_FRONTEND + "frontend:\n  type: sglang-router\n")
+    assert smg.frontend == "smg" and smg.role("router").argv[2] == "smg.launch_router"
+    fan_out = [i for i in smg.ignored if i["field"] == "frontend.enable_multiple_frontends"]
+    assert fan_out and "one router serves" in fan_out[0]["why"]
+
+
+SIM = WITHOUT_FRONTEND.replace("backend:\n", "backend:\n  engine: sim\n")
+
+
+def test_simulated_recipe_defaulting_to_dynamo_without_tokenizer_says_smg_runs(
+    tmp_path: Path,
+) -> None:
+    plan = plan_of(tmp_path, SIM)
+    assert plan.frontend == "smg"
+    [note] = [i for i in plan.ignored if i["field"] == "frontend.type"]
+    assert "mocker needs model.path to be a local model directory" in note["why"]
+
+
+def test_simulated_recipe_naming_dynamo_needs_a_tokenizer_directory(tmp_path: Path) -> None:
+    with pytest.raises(DisaggError, match=r"dynamo\.mocker, which needs") as caught:
+        plan_of(tmp_path, SIM + "frontend:\n  type: dynamo\n")
+    assert caught.value.location is not None  # points at model.path
+
+
+def test_simulated_dynamo_with_a_model_directory_runs_the_mocker(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    text = SIM.replace("path: hf:org/tiny", f"path: {model}") + (
+        "frontend:\n  type: dynamo\n  enable_multiple_frontends: false\n"
+    )
+    plan = plan_of(tmp_path, text)
+    assert plan.simulator == "dynamo.mocker" and plan.bench.tokenizer == "${model.path}"
+    prefill = plan.role("prefill-0")
+    assert prefill.argv[2] == "dynamo.mocker"
+    assert "--disaggregation-mode prefill --bootstrap-ports ${self.bootstrap_port}" in " ".join(
+        prefill.argv
+    )
+    assert prefill.env["DYN_FILE_KV"] == "${run.dir}/dynamo-discovery"
+    assert not any(r.kind is RoleKind.SERVICE for r in plan.roles)  # no etcd/NATS needed
