@@ -57,7 +57,11 @@ def test_prefill_decode_get_the_nixl_connector_and_a_side_channel_each(tmp_path:
         assert role.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "${self.bind_host}"
         assert "--disaggregation-mode" not in role.argv  # not a `vllm serve` flag
     router = plan.role("router").argv
-    assert router[router.index("--prefill") + 2] == "none"  # vLLM serves no bootstrap port
+    # smg moves vLLM's KV only for workers registered with their connector (no bootstrap port)
+    assert router[1:3] == ["-m", "disagg.frontends.register"]
+    at = router.index("--worker")
+    assert router[at : at + 4] == ["--worker", "${prefill-0.url}", "prefill", "NixlConnector"]
+    assert "--prefill" not in router and "--bootstrap-port" not in router
 
 
 @pytest.mark.parametrize(
