@@ -119,10 +119,10 @@ def test_simulated_recipe_defaulting_to_dynamo_without_tokenizer_says_smg_runs(
     assert "mocker needs model.path to be a local model directory" in note["why"]
 
 
-def test_simulated_recipe_naming_dynamo_needs_a_tokenizer_directory(tmp_path: Path) -> None:
-    with pytest.raises(DisaggError, match=r"dynamo\.mocker, which needs") as caught:
-        plan_of(tmp_path, SIM + "frontend:\n  type: dynamo\n")
-    assert caught.value.location is not None  # points at model.path
+def test_simulated_recipe_naming_dynamo_without_tokenizer_says_smg_runs(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, SIM + "frontend:\n  type: dynamo\n")
+    assert plan.frontend == "smg" and plan.role("router").argv[2] == "smg.launch_router"
+    assert any(i["field"] == "frontend.type" for i in plan.ignored)
 
 
 def test_simulated_dynamo_with_a_model_directory_runs_the_mocker(tmp_path: Path) -> None:

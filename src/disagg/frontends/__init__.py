@@ -25,6 +25,7 @@ REGISTRY: dict[str, Frontend] = {name: adapter for adapter in _ADAPTERS for name
 REFUSED: dict[str, str] = {
     "vllm-router": "not built here; smg fronts vLLM workers: `type: smg`",
     "none": "a services-only job has no endpoint to benchmark",
+    "vllm-direct": "the direct vllm frontend is not built here; smg fronts vLLM: `type: smg`",
     "atomesh": "not built here",
     "tilert-router": "not built here",
 }

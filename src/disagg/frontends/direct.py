@@ -1,4 +1,4 @@
-"""Direct frontends (schema 2's `sglang` and `vllm`): the single aggregated worker serves.
+"""Direct frontends (schema 2's `sglang`): the single aggregated worker serves.
 
 No router process runs; the load goes to the worker's own HTTP port, so the recipe must
 have exactly one aggregated worker.
@@ -15,7 +15,7 @@ from disagg.plan.model import RoleKind
 class DirectFrontend(Frontend):
     """The one aggregated worker is the endpoint (srt-slurm's direct frontends)."""
 
-    types: ClassVar[tuple[str, ...]] = ("sglang-direct", "vllm-direct")
+    types: ClassVar[tuple[str, ...]] = ("sglang-direct",)
 
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         engine = ctx.frontend.type.removesuffix("-direct")

@@ -71,14 +71,6 @@ class DynamoFrontend(Frontend):
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         mocked = ctx.simulated or ctx.engine == "mocker"
         if mocked and not ctx.model_dir:
-            if "type" in ctx.frontend.model_fields_set:
-                raise ctx.fail(
-                    "simulated workers behind Dynamo run as dynamo.mocker, which needs "
-                    "model.path to be a local model directory with a tokenizer",
-                    ("model", "path"),
-                    "point model.path (or its profile alias) at such a directory, or use "
-                    "`frontend.type: sglang-router` for the simulated SGLang engine",
-                )
             return _stand_in(
                 ctx, "its mocker needs model.path to be a local model directory with a tokenizer"
             )
@@ -316,7 +308,8 @@ def _installed(role: RolePlan, wanted: str) -> RolePlan:
 
 
 def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:
-    """Workers Dynamo cannot front here: smg fronts them, and the plan says why."""
+    """Workers Dynamo cannot front here (no tokenizer directory for the mocker, an engine
+    whose Dynamo worker is not built): smg fronts them, and the plan says why."""
     from disagg.frontends.smg import RouterFrontend
 
     planned = RouterFrontend().plan(ctx)
