@@ -461,6 +461,8 @@ class Orchestrator:
                 ),
                 grace_s=MEASURE_STOP_GRACE_S,
             )
+            if not outcome.valid:  # a role that died fails requests at once: name it first
+                self._poll_tasks()
             with self._lock:
                 point_state.seconds = round(time.monotonic() - started, 3)
                 point_state.finished_at = time.time()
@@ -561,25 +563,30 @@ class Orchestrator:
         while not self._tearing_down:
             if run_limit is not None and time.monotonic() - started > run_limit:
                 self._fail(f"the run's time limit of {run_limit:g} s was reached (limits)")
+            self._poll_tasks()
+            time.sleep(MONITOR_INTERVAL_S)
+
+    def _poll_tasks(self) -> None:
+        """Record every task that ended since the last poll; the first one fails the run."""
+        with self._lock:
+            tasks = list(self._tasks)
+        for role, process in tasks:
+            code = process.poll()
+            if code is None or self._tearing_down:
+                continue
+            key = (role.name, process.node_rank)
             with self._lock:
-                tasks = list(self._tasks)
-            for role, process in tasks:
-                code = process.poll()
-                if code is None or self._tearing_down:
-                    continue
-                key = (role.name, process.node_rank)
                 if key in self._exit_codes:
                     continue
                 self._exit_codes[key] = code
-                self._record_exit(role.name, process.node_rank, code)
-                if not self.stop.is_set():
-                    node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
-                    self._fail(
-                        f"role {role.name}{node} exited with code {code}",
-                        role=role.name,
-                        node_rank=process.node_rank,
-                    )
-            time.sleep(MONITOR_INTERVAL_S)
+            self._record_exit(role.name, process.node_rank, code)
+            if not self.stop.is_set():
+                node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
+                self._fail(
+                    f"role {role.name}{node} exited with code {code}",
+                    role=role.name,
+                    node_rank=process.node_rank,
+                )
 
     def _record_exit(
         self, role: str, node_rank: int, code: int | None, *, stopped: bool = False
