@@ -62,7 +62,7 @@ def test_results_and_collected_rows_carry_the_inferencex_fields(tmp_path: Path) 
         assert (data["prefill_tp"], data["prefill_dp_attention"]) == (1, False)
         assert (data["decode_tp"], data["decode_ep"], data["decode_dp_attention"]) == (2, 2, True)
         assert (data["prefill_num_workers"], data["decode_num_workers"]) == (1, 1)
-        assert data["router"] == "sglang-router" and data["router_version"]
+        assert data["router"] == "smg" and data["router_version"]  # the default router
         assert data["recipe_fingerprint"].startswith("sha256:")
 
     out = tmp_path / "collected"
