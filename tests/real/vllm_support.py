@@ -16,8 +16,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 # A cold build downloads about 1 GB and installs 3.7 GB; cached builds answer at once.
 ENV_BUILD_TIMEOUT_S = 1800
-# Cold start of vLLM on a loaded 2-core host (the first start on a machine is the slowest).
-STARTUP_DEADLINE_S = 600.0
 
 # What vLLM needs on a CPU-only host: loopback for every address it advertises, a small
 # KV cache, no thread pinning (the cores are shared), no hub and no usage reporting.
