@@ -202,7 +202,7 @@ def test_decode_worker_refuses_requests_without_a_room_and_times_out_a_missing_o
         started = time.monotonic()
         status, raw = post_json(decode.url + "/v1/completions", {"prompt": "x", **room})
         assert status == 503 and b"12345" in raw
-        assert 0.4 < time.monotonic() - started < 5
+        assert time.monotonic() - started >= 0.4  # it waited out the handover timeout
         # the same room succeeds once the prefill worker has seen it (either order works)
         assert post_json(prefill.url + "/v1/completions", {"prompt": "x", **room})[0] == 200
         status, raw = post_json(decode.url + "/v1/completions", {"prompt": "x", **room})
