@@ -10,8 +10,8 @@ import typer
 from typer.testing import CliRunner
 
 from disagg import __version__
+from disagg.bench.metrics import parse_slo
 from disagg.cli import _register, app
-from disagg.commands.bench import parse_slo
 
 _register()
 COMMAND = typer.main.get_command(app)

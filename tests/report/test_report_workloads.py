@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from disagg.bench.metrics import parse_slo
 from disagg.errors import DisaggError
 from disagg.report.aggregate import load_runs
 from disagg.report.build import analyse
@@ -16,7 +17,7 @@ from disagg.report.diff import config_diff
 from disagg.report.labels import _box, place
 from disagg.report.model import XMetric, YMetric
 from disagg.report.png import FRONTIER_LABEL, build_figure
-from disagg.report.requests import goodput, parse_slo
+from disagg.report.requests import goodput
 
 from .report_fixtures import LEGEND, RunFactory
 

@@ -20,6 +20,32 @@ PERCENTILES = (90.0, 95.0, 99.0)
 SLO_KEYS = ("ttft", "tpot", "e2el")
 
 
+def parse_slo(items: str | Sequence[str] | None, *, flag: str = "--goodput") -> dict[str, float]:
+    """SLO limits in ms from `ttft:50 tpot:20`, `ttft=50,tpot=20` or several such items.
+
+    One reader for `disagg bench --goodput/--slo` and `disagg report --goodput/--slo`
+    (vLLM writes `KEY:MS`, srt-slurm `KEY=MS`); bad input is exit 2 naming `flag`.
+    """
+    from disagg.errors import DisaggError
+
+    texts = [items] if isinstance(items, str) else list(items or [])
+    limits: dict[str, float] = {}
+    for part in (p for text in texts for p in text.replace(",", " ").split()):
+        key, sep, value = part.replace("=", ":", 1).partition(":")
+        key = key.strip().lower()
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not sep or key not in SLO_KEYS or number <= 0:
+            raise DisaggError(
+                f"{flag} {part!r}: expected KEY:MS with KEY one of {', '.join(SLO_KEYS)}",
+                hint=f"e.g. {flag} ttft:500 {flag} tpot:50 (positive milliseconds)",
+            )
+        limits[key] = number
+    return limits
+
+
 def percentile(ordered: Sequence[float], q: float) -> float:
     """The q-th percentile of already sorted values, linear interpolation."""
     if not ordered:

@@ -29,29 +29,6 @@ class Arrival(StrEnum):
     GAMMA = "gamma"
 
 
-def parse_slo(text: str | None) -> dict[str, float]:
-    """`ttft=200,tpot=20,e2el=5000` or vLLM's `ttft:200 tpot:20` (milliseconds) -> limits."""
-    from disagg.bench.metrics import SLO_KEYS
-
-    if not text:
-        return {}
-    out: dict[str, float] = {}
-    for part in text.replace(",", " ").split():
-        key, sep, value = part.replace(":", "=", 1).partition("=")
-        key = key.strip().lower()
-        try:
-            number = float(value)
-        except ValueError:
-            number = -1.0
-        if not sep or key not in SLO_KEYS or number <= 0:
-            raise DisaggError(
-                f"--slo: cannot read {part.strip()!r}",
-                hint="use ttft:MS,tpot:MS,e2el:MS (or =) in positive milliseconds, e.g. ttft:2000",
-            )
-        out[key] = number
-    return out
-
-
 def check_url(url: str) -> str:
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
@@ -226,6 +203,7 @@ def bench(
     """
     from pydantic import ValidationError
 
+    from disagg.bench.metrics import parse_slo
     from disagg.bench.results import DETAILED_FIELDS, PointContext
     from disagg.bench.runner import ClientOptions, run_point
     from disagg.plan.model import BenchPlan, PointPlan
@@ -261,7 +239,7 @@ def bench(
             arrival=arrival.value,
             burstiness=burstiness,
             max_failure_ratio=max_failure_ratio,
-            slo=parse_slo(slo),
+            slo=parse_slo(slo, flag="--slo"),
             seed=seed,
             points=[point],
         )

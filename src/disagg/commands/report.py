@@ -87,9 +87,9 @@ def report(
     Exit status: 0 report written, 1 no valid point at all, 2 bad input.
     """
 
+    from disagg.bench.metrics import parse_slo
     from disagg.report.aggregate import load_runs
     from disagg.report.build import analyse, write_report
-    from disagg.report.requests import parse_slo
 
     console = make_console()
     err = make_console(stderr=True)

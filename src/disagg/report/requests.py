@@ -17,10 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from disagg.errors import DisaggError
 from disagg.report.model import ResultPoint
 
-SLO_KEYS = ("ttft", "tpot", "e2el")
 MAX_SAMPLES = 200_000  # ITLs kept per point for its distribution (an even stride beyond)
 
 
@@ -102,25 +100,6 @@ def box(values: Sequence[float]) -> BoxStats | None:
         return None
     p1, q1, med, q3, p99 = np.percentile(np.asarray(values, dtype=float), [1, 25, 50, 75, 99])
     return BoxStats(float(p1), float(q1), float(med), float(q3), float(p99), len(values))
-
-
-def parse_slo(items: Sequence[str]) -> dict[str, float]:
-    """`["ttft:50", "tpot:20"]` (or `"ttft:50,tpot:20"`) -> limits in ms; bad input is exit 2."""
-    limits: dict[str, float] = {}
-    for item in (part for text in items for part in text.replace(",", " ").split()):
-        key, sep, value = item.partition(":")
-        key = key.strip().lower()
-        try:
-            number = float(value)
-        except ValueError:
-            number = -1.0
-        if not sep or key not in SLO_KEYS or number <= 0:
-            raise DisaggError(
-                f"--goodput {item!r}: expected KEY:MS with KEY one of {', '.join(SLO_KEYS)}",
-                hint="e.g. --goodput ttft:500 --goodput tpot:50 (milliseconds)",
-            )
-        limits[key] = number
-    return limits
 
 
 @dataclass(frozen=True)
