@@ -58,7 +58,6 @@ def test_launcher_in_a_three_node_job(slurm_cluster: list[str], tmp_path: Path) 
     assert result["local_probe_free"] is False
     assert result["tree_running"] is True
     assert result["tree_exit"] is not None
-    assert result["stop_seconds"] < 8
     assert job_steps(job_id) == []
     left = subprocess.run(["pgrep", "-f", token], capture_output=True, text=True).stdout
     assert left == "", f"processes left running: {left}"
