@@ -17,7 +17,8 @@ def register(app: typer.Typer) -> None:
     def import_config(
         source: Annotated[Path, typer.Argument(help="srtslurm.yaml (srt-slurm cluster config)")],
         output: Annotated[
-            Path | None, typer.Option("--output", "-o", help="write here instead of stdout")
+            Path | None,
+            typer.Option("--out", "--output", "-o", help="write here instead of stdout"),
         ] = None,
     ) -> None:
         """Write the disagg profile an srt-slurm cluster config means (exit 2 on bad input).

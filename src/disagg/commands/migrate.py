@@ -24,7 +24,8 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--in-place", "-i", help="rewrite each file (atomically)")
         ] = False,
         output: Annotated[
-            Path | None, typer.Option("--output", "-o", help="write the one migrated file here")
+            Path | None,
+            typer.Option("--out", "--output", "-o", help="write the one migrated file here"),
         ] = None,
         check: Annotated[
             bool, typer.Option("--check", help="write nothing; exit 1 if a file would change")
@@ -34,7 +35,7 @@ def register(app: typer.Typer) -> None:
         """Rewrite v1 recipes in the schema 2 layout, keeping comments, key order and anchors.
 
         Every variant is planned before and after in the same run; a file whose plans
-        would differ is not written. Without --in-place or --output the new text is
+        would differ is not written. Without --in-place or --out the new text is
         printed. Exit 0 done (or nothing to do); 1 with --check when a file would
         change; 2 bad input or a file that cannot be migrated faithfully.
         """
@@ -50,7 +51,7 @@ def register(app: typer.Typer) -> None:
         files = [Path(p) for p in expand_targets([str(p) for p in recipes])]
         if output is not None and (in_place or len(files) != 1):
             raise DisaggError(
-                "--output takes exactly one recipe and no --in-place",
+                "--out takes exactly one recipe and no --in-place",
                 hint="use --in-place for several files",
             )
         profile = load_cluster(cluster)
