@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from disagg.bench import metrics as metric_calc
-from disagg.bench.client import Load
+from disagg.bench.client import Load, RequestSpec
 from disagg.bench.progress import PointProgress
 from disagg.bench.prompts import PromptFactory, PromptSettings
 from disagg.bench.results import PointContext, build_result, judge, result_stem, write_point
@@ -79,11 +79,33 @@ def build_load(base_url: str, bench: BenchPlan, point: PointPlan, options: Clien
             burstiness=bench.burstiness,
             seed=bench.seed,
         )
+    return point_load(
+        base_url,
+        bench,
+        point,
+        options,
+        requests=factory.build(point.num_prompts),
+        warmup=factory.build(point.warmup_requests, seed_offset=1),
+        offsets=offsets,
+    )
+
+
+def point_load(
+    base_url: str,
+    bench: BenchPlan,
+    point: PointPlan,
+    options: ClientOptions,
+    *,
+    requests: list[RequestSpec],
+    warmup: list[RequestSpec] | None = None,
+    offsets: list[float] | None = None,
+) -> Load:
+    """The one place a point's requests become a Load, for sa-bench and trace replay alike."""
     return Load(
         url=endpoint_url(base_url, bench.endpoint),
         chat=bench.endpoint == "chat",
-        requests=factory.build(point.num_prompts),
-        warmup=factory.build(point.warmup_requests, seed_offset=1),
+        requests=requests,
+        warmup=warmup if warmup is not None else [],
         concurrency=point.concurrency,
         offsets=offsets,
         request_timeout_s=options.request_timeout_s,

@@ -161,7 +161,7 @@ def measure_trace(
     from disagg.bench.api import measure_point
     from disagg.bench.client import Load
     from disagg.bench.prompts import PromptFactory, PromptSettings
-    from disagg.bench.runner import ClientOptions, endpoint_url
+    from disagg.bench.runner import ClientOptions, point_load
 
     assert bench.trace is not None
     trace = bench.trace
@@ -182,17 +182,7 @@ def measure_trace(
     offsets = trace_offsets(records, trace.speedup)
 
     def make_load(options: ClientOptions) -> Load:
-        return Load(
-            url=endpoint_url(base_url, bench.endpoint),
-            chat=bench.endpoint == "chat",
-            requests=requests,
-            concurrency=point.concurrency,
-            offsets=offsets,
-            request_timeout_s=options.request_timeout_s,
-            tokenizer=bench.tokenizer,
-            http=options.http,
-            stall_timeout_s=options.stall_timeout_s,
-        )
+        return point_load(base_url, bench, point, options, requests=requests, offsets=offsets)
 
     return measure_point(
         base_url=base_url,
