@@ -181,20 +181,14 @@ def latency_figure(chart: Chart) -> Any:
     fig.update_xaxes(type="log", title=load_name)
     fig.update_yaxes(rangemode="tozero", tickformat=",.0f", col=1)
     fig.update_yaxes(rangemode="tozero", col=2)
-    fig.update_layout(
-        template="plotly_white",
-        title={
-            "text": f"Latency by point: {escape(chart.subtitle)}<br><sup>colour: run · "
-            "p50 solid line, circles · p90 dashed, squares · p99 dotted, diamonds</sup>",
-            "x": 0.01,
-        },
-        showlegend=True,
-        legend={"title": "run (click to hide)"},
+    return _finish_latency(
+        fig,
+        chart,
+        f"Latency by point: {escape(chart.subtitle)}<br><sup>colour: run · "
+        "p50 solid line, circles · p90 dashed, squares · p99 dotted, diamonds</sup>",
+        legend="run (click to hide)",
         height=520,
-        margin={"t": 90},
     )
-    watermark(fig, chart)
-    return fig
 
 
 def distribution_figure(chart: Chart) -> Any | None:
@@ -246,17 +240,25 @@ def distribution_figure(chart: Chart) -> Any | None:
         if positive:  # plotly's autorange ignores precomputed whiskers: fit them explicitly
             low, high = math.log10(min(positive) / 1.3), math.log10(max(positive) * 1.3)
             fig.update_yaxes(type="log", range=[low, high], row=1, col=col)
+    fig.update_layout(boxmode="group")
+    return _finish_latency(
+        fig,
+        chart,
+        f"Latency distributions per point: {escape(chart.subtitle)}<br><sup>"
+        "box: p25-p75 with the median · whiskers: p1-p99 · x: concurrency</sup>",
+        legend="run",
+        height=480,
+    )
+
+
+def _finish_latency(fig: Any, chart: Chart, title: str, *, legend: str, height: int) -> Any:
+    """The layout both latency panels share: one place for template, title, legend, watermark."""
     fig.update_layout(
         template="plotly_white",
-        boxmode="group",
-        title={
-            "text": f"Latency distributions per point: {escape(chart.subtitle)}<br><sup>"
-            "box: p25-p75 with the median · whiskers: p1-p99 · x: concurrency</sup>",
-            "x": 0.01,
-        },
+        title={"text": title, "x": 0.01},
         showlegend=True,
-        legend={"title": "run"},
-        height=480,
+        legend={"title": legend},
+        height=height,
         margin={"t": 90},
     )
     watermark(fig, chart)
