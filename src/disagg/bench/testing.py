@@ -281,6 +281,12 @@ class _Conn(asyncio.Protocol):
         late = (
             time.monotonic() - stream.arrival - (config.ttft_ms + stream.sent * config.itl_ms) / 1e3
         )
+        if late < 0:
+            # The loop's clock is coarser than time.monotonic() (uvloop's is cached in whole
+            # milliseconds per iteration), so a timer can fire just before its due time:
+            # wait out the rest, since no chunk may leave before its scheduled time.
+            server.loop.call_later(-late, self._emit, stream)
+            return
         if stream.sent == 0:
             server.first_late_sum += late
             server.first_count += 1
