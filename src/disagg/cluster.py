@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from disagg.errors import DisaggError, SourceLocation
 from disagg.plan.model import GpuVendor
 from disagg.recipe.errors import validation_error
-from disagg.recipe.load import KeyPath, load_yaml
+from disagg.recipe.load import load_yaml
+from disagg.recipe.source_map import KeyPath
 
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 HF_PREFIX = "hf:"

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from disagg.errors import DisaggError, SourceLocation
-from disagg.recipe.load import Key, KeyPath
+from disagg.recipe.source_map import Key, KeyPath
 
 Locator = Callable[[KeyPath, bool], SourceLocation]
 MAX_LISTED = 5

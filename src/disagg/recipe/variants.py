@@ -18,11 +18,12 @@ from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
 from disagg.recipe import dialects
 from disagg.recipe.dialects import Dialect, schema2
 from disagg.recipe.honoured import unhonoured
-from disagg.recipe.load import Key, KeyPath, LoadedYaml, SourceMap, load_yaml
+from disagg.recipe.load import LoadedYaml, load_yaml
 from disagg.recipe.overrides import BASE, IGNORED_PREFIX, OVERRIDE_PREFIX, ZIP_PREFIX, deep_merge
 from disagg.recipe.overrides import expand_variants as _expand
 from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.selectors import Selector, parse_selector, select
+from disagg.recipe.source_map import Key, KeyPath, SourceMap
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.model import BenchPlan, Plan, PointPlan, RolePlan
-from disagg.recipe.schema import BenchmarkSection
+from disagg.recipe.benchmark_section import BenchmarkSection
 
 if TYPE_CHECKING:
     from disagg.bench.api import GpuCounts, PointOutcome

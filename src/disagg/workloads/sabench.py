@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from disagg.plan.model import BenchPlan, PointPlan
-from disagg.recipe.schema import concurrency_points
+from disagg.recipe.benchmark_section import concurrency_points
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn
 
 DEFAULT_PROMPTS_MULT = 10

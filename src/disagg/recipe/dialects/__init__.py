@@ -47,7 +47,7 @@ def detect(doc: Mapping[str, Any], locate: Any) -> Dialect:
 
 def without_schema_key(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The document minus its `schema` marker (top level and in `base`), positions kept."""
-    from disagg.recipe.load import PosDict
+    from disagg.recipe.source_map import PosDict
 
     def strip(block: Mapping[str, Any]) -> dict[str, Any]:
         copy = PosDict({k: v for k, v in block.items() if k != SCHEMA_KEY})

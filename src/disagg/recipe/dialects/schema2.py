@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from disagg.errors import DisaggError
-from disagg.recipe.load import Key, KeyPath
+from disagg.recipe.source_map import Key, KeyPath
 
 ROLE_TO_MODE = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
 MODE_TO_ROLE = {mode: role for role, mode in ROLE_TO_MODE.items()}

@@ -14,6 +14,8 @@ from typing import Any, Literal
 from pydantic import Field, create_model
 from pydantic.fields import FieldInfo
 
+from disagg.recipe.backend_section import BackendSection, EngineArgs, EnvMap, Scalar
+from disagg.recipe.benchmark_section import BenchmarkSection
 from disagg.recipe.job_sections import (
     HealthCheckSection,
     HostSetupSection,
@@ -28,16 +30,7 @@ from disagg.recipe.job_sections import (
     SlurmSection,
     TelemetrySection,
 )
-from disagg.recipe.schema import (
-    BackendSection,
-    BenchmarkSection,
-    DynamoSection,
-    EngineArgs,
-    EnvMap,
-    FrontendSection,
-    ModelSection,
-    Scalar,
-)
+from disagg.recipe.schema import DynamoSection, FrontendSection, ModelSection
 
 ROLE_NAMES = ("prefill", "decode", "agg")
 EngineType = Literal["atom", "sglang", "tilert", "trtllm", "vllm", "mocker"]

@@ -16,9 +16,9 @@ from typing import Any
 from disagg.cluster import is_repo_id
 from disagg.engines import registry
 from disagg.engines.base import EngineAdapter, Parallelism
+from disagg.recipe.benchmark_section import concurrency_points
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
-from disagg.recipe.schema import concurrency_points
 
 PARALLELISM = ("DA005", "parallelism-vs-gpus")
 LAYOUT = ("DA006", "workers-vs-nodes")

@@ -19,7 +19,7 @@ import yaml
 
 from disagg.errors import DisaggError, SourceLocation
 from disagg.recipe.limits import MAX_DEPTH, ExpansionBudget, too_deep
-from disagg.recipe.load import resolve_plain
+from disagg.recipe.yaml_scalars import resolve_plain
 
 _TAG = "tag:yaml.org,2002:"
 
