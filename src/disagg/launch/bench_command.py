@@ -1,0 +1,75 @@
+"""The recipe's own benchmark client, run in the bench role: its exit status decides the run.
+
+What it wrote into its results directory is collected into point results
+(`disagg.workloads.collect`); an invalid point or a non-zero exit fails the run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from disagg.launch.run_context import RunContext
+from disagg.launch.state import PointState, PointStatus
+from disagg.plan.model import RoleKind
+from disagg.plan.templates import substitute
+
+
+def run_bench_command(run: RunContext) -> None:
+    from disagg.workloads.collect import collect
+
+    command = run.plan.bench.command
+    assert command is not None
+    role = next(r for r in run.plan.roles if r.kind is RoleKind.BENCH)
+    argv, env = run.render(role, role.node_ranks[0])
+    results = Path(substitute(command.results_dir, run.bindings, self_name=role.name))
+    results.mkdir(parents=True, exist_ok=True)
+    task = run.state.role(role.name).tasks[0]
+    run.log.info("start %s: %s", role.name, " ".join(argv))
+    process = run.launcher.launch(
+        role=role.name,
+        node_rank=role.node_ranks[0],
+        argv=argv,
+        env=env,
+        log_path=Path(task.log),
+        container_image=role.container_image,
+    )
+    with run.lock:
+        task.pid = process.pid
+    run.publish()
+    code: int | None = None
+    try:
+        while (code := process.poll()) is None:
+            if run.stop.wait(0.2):
+                break
+    finally:
+        if code is None:
+            code = process.stop(run.options.stop_grace_s)
+            run.record_exit(role.name, process.node_rank, code, stopped=True)
+        else:
+            run.record_exit(role.name, process.node_rank, code)
+    found = collect(results, run.plan, run.results_dir)
+    with run.lock:
+        for point in found.points:
+            run.state.points.append(
+                PointState(
+                    key=point.key,
+                    status=PointStatus.MEASURED if point.valid else PointStatus.INVALID,
+                    result=str(point.result),
+                    reason=point.reason,
+                    headline=point.headline,
+                )
+            )
+    run.publish()
+    for point in found.points:
+        state = "valid" if point.valid else f"INVALID ({point.reason})"
+        run.log.info("result %s from %s: %s", point.key, point.source, state)
+    for other in found.other_files:
+        run.log.info("kept %s", other)
+    run.check_stop()
+    if code != 0:
+        run.fail(f"benchmark command exited with code {code}", role=role.name)
+        return
+    invalid = [p for p in found.points if not p.valid]
+    if invalid:
+        keys = ", ".join(p.key for p in invalid)
+        run.fail(f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0].reason})")

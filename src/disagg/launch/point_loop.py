@@ -1,0 +1,172 @@
+"""Measuring: the canary, then each point of the sweep through the load generator.
+
+Resume is decided first (`mark_done_points`): a point whose result was measured
+under this same plan is skipped, any other is measured again with the reason said.
+Each point runs in a worker thread the stop event can abandon; a point that ends
+invalid fails the run once the sweep is over, and a role that died during it is
+named before the point's own reason.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from disagg.errors import DisaggError
+from disagg.launch.health import canary
+from disagg.launch.run_context import RunContext, Stop
+from disagg.launch.state import PointState, PointStatus, duration_text, sweep_eta
+from disagg.plan.model import BenchPlan, RoleKind
+from disagg.plan.templates import substitute
+from disagg.workloads.base import MeasureFn
+
+MEASURE_STOP_GRACE_S = 10.0  # the load generator promises to end within ~1 s of `stop`
+
+
+def mark_done_points(run: RunContext) -> bool:
+    """Mark every point that already has a valid result measured under this plan as
+    skipped (once, before staging); say why another plan's result is measured again."""
+    from disagg.bench.api import reusable_result
+    from disagg.bench.fingerprint import fingerprint_fields
+
+    done = True
+    for point, state in zip(run.plan.bench.points, run.state.points, strict=True):
+        found, why = reusable_result(run.results_dir, point, fingerprint_fields(run.plan, point))
+        if found is not None:
+            _mark_skipped(state, found)
+            continue
+        done = False
+        if why:
+            shown = "; ".join(why[:5]) + (f"; {len(why) - 5} more" if len(why) > 5 else "")
+            run.log.info(
+                "point %s: the existing result was measured under another plan (%s); "
+                "measuring it again",
+                point.key,
+                shown,
+            )
+    return done
+
+
+def serving_url(run: RunContext) -> str:
+    """Where load goes: the plan's serving role, else a router, aggregated or decode worker."""
+    if run.plan.serving_role is not None:
+        return run.bindings[run.plan.serving_role]["url"]
+    for kind in (RoleKind.ROUTER, RoleKind.AGGREGATED, RoleKind.DECODE):
+        for role in run.plan.roles_of(kind):
+            url = run.bindings.get(role.name, {}).get("url")
+            if url:
+                return url
+    raise DisaggError("the plan has no router or worker with an http port to send load to")
+
+
+def run_canary(run: RunContext) -> None:
+    url = serving_url(run)
+    result = run.interruptible(
+        lambda: canary(url, run.plan.bench, timeout_s=run.options.canary_timeout_s)
+    )
+    if not result.ok:
+        run.fail(f"canary request failed: {result.detail}")
+        raise Stop
+    run.log.info("canary ok through %s: %r", url, result.detail)
+
+
+def measure_points(run: RunContext, measure_point: MeasureFn) -> None:
+    from disagg.bench.api import GpuCounts
+    from disagg.bench.fingerprint import fingerprint_fields
+    from disagg.bench.identity import setup_fields
+
+    setup = setup_fields(run.plan)
+    url = serving_url(run)
+    bench = rendered_bench(run)
+    gpus = GpuCounts(prefill=run.plan.prefill_gpus, decode=run.plan.decode_gpus)
+    invalid: list[tuple[str, str | None]] = []
+    for point, point_state in zip(run.plan.bench.points, run.state.points, strict=True):
+        run.check_stop()
+        if point_state.status is PointStatus.SKIPPED:  # found by `mark_done_points`
+            run.log.info("point %s: valid result exists, skipped", point.key)
+            continue
+        with run.lock:
+            run.state.current_point = point.key
+            point_state.status = PointStatus.RUNNING
+            point_state.started_at = time.time()
+        run.publish()
+        eta = sweep_eta(run.state.points, time.time())
+        run.log.info(
+            "point %s (%d of %d): measuring %d request(s)%s",
+            point.key,
+            run.state.points.index(point_state) + 1,
+            len(run.state.points),
+            point.num_prompts,
+            f"; sweep ETA ~{duration_text(eta)}" if eta is not None else "",
+        )
+        started = time.monotonic()
+        outcome = run.interruptible(
+            lambda point=point: measure_point(  # type: ignore[misc]
+                base_url=url,
+                bench=bench,
+                point=point,
+                out_dir=run.results_dir,
+                gpus=gpus,
+                run_name=run.plan.name,
+                simulated=run.plan.simulated,
+                disaggregated=run.plan.disaggregated,
+                quiet=run.options.quiet_bench,
+                stop=run.stop,
+                limits=run.plan.limits,
+                setup={**setup, **fingerprint_fields(run.plan, point)},
+            ),
+            grace_s=MEASURE_STOP_GRACE_S,
+        )
+        if not outcome.valid:  # a role that died fails requests at once: name it first
+            run.poll_tasks()
+        with run.lock:
+            point_state.seconds = round(time.monotonic() - started, 3)
+            point_state.finished_at = time.time()
+            point_state.headline = dict(outcome.summary)
+            run.state.current_point = None
+            if run.stop.is_set() and not outcome.valid:
+                point_state.status = PointStatus.ABORTED
+                point_state.reason = outcome.reason
+            elif outcome.valid:
+                point_state.status, point_state.result = PointStatus.MEASURED, str(outcome.path)
+            else:
+                point_state.status = PointStatus.INVALID
+                point_state.reason = outcome.reason
+                invalid.append((point.key, outcome.reason))
+        run.publish()
+        run.log.info("point %s: %s %s", point.key, point_state.status.value, _brief(outcome))
+    run.check_stop()
+    if invalid:
+        keys = ", ".join(key for key, _ in invalid)
+        run.fail(f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0][1]})")
+
+
+def rendered_bench(run: RunContext) -> BenchPlan:
+    """The bench plan with its placeholders (a tokenizer path) bound."""
+    bench = run.plan.bench
+    name = "bench"
+    bindings = {**run.bindings, name: {}}
+    update: dict[str, object] = {}
+    if bench.tokenizer:
+        update["tokenizer"] = substitute(bench.tokenizer, bindings, self_name=name)
+    return bench.model_copy(update=update) if update else bench
+
+
+def _brief(outcome: object) -> str:
+    summary = getattr(outcome, "summary", {}) or {}
+    reason = getattr(outcome, "reason", None)
+    parts = [f"{k}={v:.4g}" for k, v in list(summary.items())[:4]]
+    if reason:
+        parts.append(f"({reason})")
+    return " ".join(parts)
+
+
+def _mark_skipped(state: PointState, result: Path) -> None:
+    """A point measured by an earlier run: keep its file and show its numbers again."""
+    from disagg.bench.results import read_result
+    from disagg.bench.runner import headline
+
+    state.status, state.result = PointStatus.SKIPPED, str(result)
+    data = read_result(result)
+    if data is not None:
+        state.headline = headline(data)

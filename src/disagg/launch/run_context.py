@@ -1,0 +1,243 @@
+"""What every phase of a run shares: the plan, the state record, the stop event.
+
+The orchestrator's phases (role start, point loop, teardown) are separate modules;
+they meet here. One lock guards the state, one stop event ends every phase, and
+`fail` records the first failure only (later ones are its consequences). Every
+state change is published (state.json + the live view); a write that fails is said
+once and fails the run but never stops teardown.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from disagg.launch.base import RoleLauncher, RoleProcess
+from disagg.launch.bindings import Bindings, render_task
+from disagg.launch.liveness import host_id, start_ticks
+from disagg.launch.logs import tail, task_log_path
+from disagg.launch.run_log import make_logger
+from disagg.launch.state import STATE_FILE, Failure, Phase, PointState, RunState
+from disagg.plan.model import Plan, RolePlan
+
+EXIT_COMPLETED = 0
+EXIT_FAILED = 1
+EXIT_BAD_PLAN = 2
+EXIT_CANCELLED = 3
+
+RESULTS_DIR = "results"
+LOG_TAIL_LINES = 30
+
+T = TypeVar("T")
+UpdateHook = Callable[[RunState], None]
+
+
+@dataclass(frozen=True)
+class OrchestratorOptions:
+    executor: str = "local"
+    echo: bool = True  # also print the orchestrator's log lines on stderr
+    quiet_bench: bool = False  # let measure_point print its own progress unless set
+    stop_grace_s: float = 5.0
+    canary_timeout_s: float = 60.0
+    handle_signals: bool = True  # SIGTERM/SIGINT/SIGHUP -> cancel (main thread only)
+    port_base: int | None = None
+
+
+class Stop(Exception):
+    """Raised inside a phase once the stop event is set; the reason is already recorded."""
+
+
+class RunContext:
+    """The run's shared record; every method may be called from any thread."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        plan: Plan,
+        launcher: RoleLauncher,
+        options: OrchestratorOptions,
+        on_update: UpdateHook | None,
+    ) -> None:
+        self.run_dir = run_dir
+        self.plan = plan
+        self.launcher = launcher
+        self.options = options
+        self.on_update = on_update
+        self.results_dir = run_dir / RESULTS_DIR
+        self.stop = threading.Event()
+        self.lock = threading.RLock()
+        self.cancelled = False
+        self.tearing_down = False
+        self.tasks: list[tuple[RolePlan, RoleProcess]] = []
+        self.exit_codes: dict[tuple[str, int], int | None] = {}
+        self.phase_seconds: dict[str, float] = {}
+        self.timeline: dict[str, float] = {}
+        self.started = time.time()
+        self.bindings: Bindings = {}
+        self.write_error: str | None = None  # the first state/summary write that failed
+        self.log = make_logger(run_dir, echo=options.echo)
+        self.state = RunState(
+            name=plan.name,
+            selector=plan.selector,
+            run_dir=str(run_dir),
+            simulated=plan.simulated,
+            executor=options.executor,
+            orchestrator_pid=os.getpid(),
+            orchestrator_host=host_id(),
+            orchestrator_started=start_ticks(os.getpid()),
+            points=[
+                PointState(key=p.key, requests=p.num_prompts + p.warmup_requests)
+                for p in plan.bench.points
+            ],
+        )
+
+    # ---- stopping and failing -------------------------------------------------------
+
+    def check_stop(self) -> None:
+        if self.stop.is_set():
+            raise Stop
+
+    def fail(self, reason: str, *, role: str | None = None, node_rank: int | None = None) -> None:
+        """Record the first failure (later ones are consequences) and set the stop event."""
+        with self.lock:
+            if self.stop.is_set():
+                return
+            failure = Failure(reason=reason, role=role)
+            if role is not None:
+                role_plan = self.plan.role(role)
+                rank = role_plan.node_ranks[0] if node_rank is None else node_rank
+                log_path = task_log_path(self.run_dir, role, rank, role_plan.nnodes)
+                failure.log = str(log_path)
+                failure.log_tail = tail(log_path, LOG_TAIL_LINES)
+            self.state.failure = failure
+            self.stop.set()
+        self.log.error("FAILED: %s", reason)
+        if failure.log_tail:
+            self.log.error("last %d lines of %s:", len(failure.log_tail), failure.log)
+            for line in failure.log_tail:
+                self.log.error("  | %s", line)
+        self.publish()
+
+    def cancel(self, reason: str) -> None:
+        with self.lock:
+            if not self.stop.is_set():
+                self.cancelled = True
+                self.state.failure = Failure(reason=reason)
+                self.log.info("%s: stopping", reason)
+        self.stop.set()
+
+    # ---- role tasks -----------------------------------------------------------------
+
+    def render(self, role: RolePlan, node_rank: int) -> tuple[list[str], dict[str, str]]:
+        return render_task(self.plan, role, node_rank, self.bindings)
+
+    def poll_tasks(self) -> None:
+        """Record every task that ended since the last poll; the first one fails the run."""
+        with self.lock:
+            tasks = list(self.tasks)
+        for role, process in tasks:
+            code = process.poll()
+            if code is None or self.tearing_down:
+                continue
+            key = (role.name, process.node_rank)
+            with self.lock:
+                if key in self.exit_codes:
+                    continue
+                self.exit_codes[key] = code
+            self.record_exit(role.name, process.node_rank, code)
+            if not self.stop.is_set():
+                node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
+                self.fail(
+                    f"role {role.name}{node} exited with code {code}",
+                    role=role.name,
+                    node_rank=process.node_rank,
+                )
+
+    def record_exit(
+        self, role: str, node_rank: int, code: int | None, *, stopped: bool = False
+    ) -> None:
+        with self.lock:
+            for task in self.state.role(role).tasks:
+                if task.node_rank == node_rank:
+                    task.exit_code = code
+                    task.stopped = stopped
+
+    # ---- recording ------------------------------------------------------------------
+
+    def mark(self, milestone: str) -> None:
+        self.timeline[milestone] = round(time.time() - self.started, 4)
+
+    def publish(self) -> None:
+        with self.lock:
+            try:
+                self.state.write(self.run_dir)
+            except OSError as exc:
+                write_error: OSError | None = exc
+            else:
+                write_error = None
+            snapshot = self.state.model_copy(deep=True)
+        if write_error is not None:
+            self.write_failed(STATE_FILE, write_error)
+        if self.on_update is not None:
+            self.on_update(snapshot)
+
+    def write_failed(self, name: str, exc: OSError) -> None:
+        """A full disk or read-only run directory: said once, fails the run, stops nothing else.
+
+        Teardown and the summary go on regardless: a write that fails must never leave
+        roles running.
+        """
+        with self.lock:
+            if self.write_error is not None:
+                return
+            self.write_error = f"cannot write {self.run_dir / name}: {exc.strerror or exc}"
+            already_stopping = self.stop.is_set()
+        if already_stopping:  # `fail` keeps the first reason; this one is still said
+            self.log.error("FAILED: %s", self.write_error)
+        else:
+            self.fail(self.write_error)
+
+    @contextmanager
+    def phase(self, phase: Phase, *, checked: bool = True) -> Iterator[None]:
+        if checked:
+            self.check_stop()
+        with self.lock:
+            self.state.phase = phase
+        self.publish()
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phase_seconds[phase.value] = round(time.monotonic() - started, 3)
+
+    def interruptible(self, fn: Callable[[], T], *, grace_s: float = 0.0) -> T:
+        """Run `fn` in a worker thread; once the run stops, wait `grace_s` for it, then give up.
+
+        The load generator ends a point within a second of the stop event, so it gets a
+        grace period to write what it measured; a canary stuck on a dead router does not.
+        """
+        box: list[T] = []
+        errors: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                box.append(fn())
+            except BaseException as exc:
+                errors.append(exc)
+
+        worker = threading.Thread(target=target, name="phase-worker", daemon=True)
+        worker.start()
+        while worker.is_alive():
+            if self.stop.wait(0.05):
+                worker.join(grace_s)
+                if worker.is_alive():
+                    raise Stop
+        if errors:
+            raise errors[0]
+        return box[0]
