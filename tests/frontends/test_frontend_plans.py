@@ -70,7 +70,8 @@ def test_nginx_fans_out_with_session_affinity(tmp_path: Path) -> None:
     conf = plan_of(tmp_path, text).role("nginx").argv[3]
     assert "server ${frontend-0.host}:${frontend-0.http_port};" in conf
     assert "server ${frontend-1.host}:${frontend-1.http_port};" in conf
-    assert "hash $http_x_correlation_id consistent;" in conf
+    assert "map $http_x_correlation_id $affinity_key" in conf
+    assert "hash $affinity_key consistent;" in conf
     assert "listen ${self.bind_host}:${self.http_port};" in conf
 
 

@@ -3,7 +3,10 @@
 The configuration is rendered at plan time with `${frontend-i.host}` placeholders and
 written by the role itself once they are bound, so plan.json shows exactly what runs.
 nginx answers `/nginx-health` itself: the health gate for the proxy, started after
-the frontends it forwards to are healthy.
+the frontends it forwards to are healthy. With `nginx_session_affinity` the header's
+value is hashed consistently to one frontend; a request without it hashes its own
+request id, so such requests stay spread (srt-slurm's behaviour). Request bodies stay
+in memory (long prompts are not refused or spooled to a temp file).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ DEFAULT_AFFINITY_HEADER = "X-Dynamo-Session-ID"
 def nginx_conf(section: FrontendSection, upstreams: list[str]) -> str:
     """nginx.conf for one proxy over the named frontend roles."""
     servers = "\n".join(f"    server ${{{name}.host}}:${{{name}.http_port}};" for name in upstreams)
-    affinity = ""
-    if section.nginx_session_affinity:
+    affinity = key = ""
+    if section.nginx_session_affinity:  # a request without the header keeps its own key
         header = section.nginx_session_affinity_header or DEFAULT_AFFINITY_HEADER
-        affinity = f"    hash $http_{header.lower().replace('-', '_')} consistent;\n"
+        variable = f"$http_{header.lower().replace('-', '_')}"
+        key = f'  map {variable} $affinity_key {{ "" $request_id; default {variable}; }}\n'
+        affinity = "    hash $affinity_key consistent;\n"
     keepalive = section.nginx_keepalive_timeout
     return f"""worker_processes 1;
 pid {PREFIX}/nginx.pid;
@@ -32,7 +37,9 @@ http {{
   client_body_temp_path {PREFIX}/body;
   proxy_temp_path {PREFIX}/proxy;
   keepalive_timeout {keepalive};
-  upstream frontends {{
+  client_max_body_size 0;
+  client_body_buffer_size 16m;
+{key}  upstream frontends {{
 {affinity}{servers}
     keepalive 256;
   }}
