@@ -54,6 +54,9 @@ class FrontendRoles:
     simulator: str | None = None  # what stands in for GPU workers, when simulated
     tokenizer: str | None = None  # for the load generator, when the adapter has one
     ignored: list[dict[str, str]] = field(default_factory=list)  # as Plan.ignored lists them
+    # Recipe fields (dotted, as Plan.ignored names them) that the roles here carry out,
+    # which the generic rules would otherwise list as not started (`services.etcd`).
+    honoured: set[str] = field(default_factory=set)
 
     @property
     def roles(self) -> list[RolePlan]:

@@ -10,8 +10,9 @@ Facts about ai-dynamo 1.6.1, observed on CPU with the mocker:
 
 - `--discovery-backend file` (a directory in `DYN_FILE_KV` shared by frontend and
   workers) with `--request-plane tcp` needs neither etcd nor NATS; simulated plans use
-  it, with the directory in the run directory. On clusters, as srt-slurm does, etcd
-  (discovery) and NATS start first as services of their own.
+  it, with the directory in the run directory, unless the recipe names etcd or NATS.
+  On clusters, as srt-slurm does, etcd (discovery) and NATS start first as services of
+  their own (`disagg.frontends.discovery`).
 - Dynamo advertises the machine's interface address unless `DYN_TCP_RPC_HOST`,
   `DYN_TCP_RESPONSE_STREAM_HOST`, `DYN_EVENT_PLANE_HOST` and `DYN_SYSTEM_HOST` say
   otherwise: every role gets its node's own address in them.
@@ -33,13 +34,13 @@ from disagg.engines import sglang as sglang_engine
 from disagg.errors import DisaggError
 from disagg.frontends import dynamo_install
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
+from disagg.frontends.discovery import DiscoveryPlane, discovery_plane
 from disagg.frontends.nginx import nginx_role
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
 DYNAMO_VERSION = "1.6.1"
 FRONTEND_MODULE = "dynamo.frontend"
 MOCKER_MODULE = "dynamo.mocker"
-DISCOVERY_DIR = "${run.dir}/dynamo-discovery"
 FRONTEND_HEALTH_DEADLINE_S = 120.0
 MOCKER_HEALTH_DEADLINE_S = 60.0
 # Dynamo's own worker module per engine (`python -m dynamo.<engine>`).
@@ -76,13 +77,15 @@ class DynamoFrontend(Frontend):
             )
         if not mocked and ctx.engine not in WORKER_MODULES:
             return _stand_in(ctx, f"Dynamo's {ctx.engine} worker command is not built here")
-        plane = ctx.config.dynamo.request_plane or "tcp"
-        discovery = "file" if mocked else "etcd"
-        services = [] if mocked else _services(plane)
-        env = _runtime_env(discovery, plane)
+        discovery = discovery_plane(ctx, mocked)
+        plane = discovery.request_plane
+        services = discovery.services
+        env = _runtime_env(discovery)
         python = "${run.python}" if mocked else "python3"
         workers = [
-            _mocker(ctx, role, env, discovery, plane) if mocked else _worker(ctx, role, env)
+            _mocker(ctx, role, env, discovery.discovery, plane)
+            if mocked
+            else _worker(ctx, role, env)
             for role in ctx.workers
         ]
         count = _frontend_count(ctx)
@@ -90,7 +93,7 @@ class DynamoFrontend(Frontend):
             _frontend(ctx, "frontend" if count == 1 else f"frontend-{i}", env, python, plane)
             for i in range(count)
         ]
-        notes = _ignored(ctx, mocked)
+        notes = [*discovery.notes, *_ignored(ctx, mocked)]
         if not mocked:
             wanted, why_not = _requirement(ctx)
             if wanted:  # once per job: the first Dynamo role installs, the others reuse it
@@ -100,7 +103,10 @@ class DynamoFrontend(Frontend):
                 notes.append(ignored("dynamo.hash", why_not))
         image = next((role.container_image for role in ctx.workers if role.container_image), None)
         if image is not None:  # Dynamo, etcd and NATS come with the workers' image
-            services = [role.model_copy(update={"container_image": image}) for role in services]
+            services = [
+                role if role.container_image else role.model_copy(update={"container_image": image})
+                for role in services
+            ]
             frontends = [role.model_copy(update={"container_image": image}) for role in frontends]
         stages = [stage for stage in (services, workers, frontends) if stage]
         serving = frontends[0].name
@@ -116,25 +122,20 @@ class DynamoFrontend(Frontend):
             simulator="dynamo.mocker" if mocked else None,
             tokenizer="${model.path}",
             ignored=notes,
+            honoured=discovery.honoured,
         )
 
 
-def _runtime_env(discovery: str, plane: str) -> dict[str, str]:
+def _runtime_env(discovery: DiscoveryPlane) -> dict[str, str]:
     """What every Dynamo process needs: where discovery is, and its own address."""
     own = "${self.bind_host}"
-    env = {
+    return {
         "DYN_TCP_RPC_HOST": own,
         "DYN_TCP_RESPONSE_STREAM_HOST": own,
         "DYN_EVENT_PLANE_HOST": own,
         "DYN_SYSTEM_HOST": own,
+        **discovery.env,
     }
-    if discovery == "file":
-        env["DYN_FILE_KV"] = DISCOVERY_DIR
-    else:
-        env["ETCD_ENDPOINTS"] = "${etcd.url}"
-    if plane == "nats" or discovery == "etcd":
-        env["NATS_SERVER"] = "nats://${nats.host}:${nats.client_port}"
-    return env
 
 
 def _worker_env(ctx: FrontendContext, role: RolePlan, env: dict[str, str]) -> dict[str, str]:
@@ -234,54 +235,6 @@ def _frontend_count(ctx: FrontendContext) -> int:
     if not section.enable_multiple_frontends:
         return 1
     return 1 + section.num_additional_frontends
-
-
-def _services(plane: str) -> list[RolePlan]:
-    """etcd (discovery) and NATS (events; requests too when `request_plane: nats`)."""
-    etcd = RolePlan(
-        name="etcd",
-        kind=RoleKind.SERVICE,
-        node_ranks=[0],
-        ports=["http", "peer"],
-        argv=[
-            "etcd",
-            "--name",
-            "disagg",
-            "--data-dir",
-            "${run.dir}/etcd",
-            "--listen-client-urls",
-            "http://${self.bind_host}:${self.http_port}",
-            "--advertise-client-urls",
-            "http://${self.host}:${self.http_port}",
-            "--listen-peer-urls",
-            "http://${self.bind_host}:${self.peer_port}",
-            "--initial-advertise-peer-urls",
-            "http://${self.host}:${self.peer_port}",
-            "--initial-cluster",
-            "disagg=http://${self.host}:${self.peer_port}",
-        ],
-        health=HealthPlan(path="/health", deadline_s=60.0, expect='"true"'),
-    )
-    nats = RolePlan(
-        name="nats",
-        kind=RoleKind.SERVICE,
-        node_ranks=[0],
-        ports=["client", "http"],
-        argv=[
-            "nats-server",
-            "-js",
-            "--addr",
-            "${self.bind_host}",
-            "--port",
-            "${self.client_port}",
-            "--http_port",
-            "${self.http_port}",
-            "--store_dir",
-            "${run.dir}/nats",
-        ],
-        health=HealthPlan(path="/healthz", deadline_s=60.0),
-    )
-    return [etcd, nats]
 
 
 def _ignored(ctx: FrontendContext, mocked: bool) -> list[dict[str, str]]:

@@ -548,7 +548,7 @@ class _Placer:
             ignored=[
                 {**found.to_json(), "field": self.variant.written_field(found.path)}
                 for found in unhonoured(self.variant.raw)
-                if found.action == "ignored"
+                if found.action == "ignored" and found.field not in frontend.honoured
             ]
             + [{"field": f, "action": "ignored", "why": why} for f, why in self.ignored.items()]
             + frontend.ignored

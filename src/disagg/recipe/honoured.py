@@ -74,6 +74,16 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
     for path, action, why, neutral in _RULES:
         if _is_set(_value(raw, path), neutral):
             found.append(Unhonoured(path, action, why))
+    # etcd / nats entries are Dynamo's discovery plane: its adapter starts them or says why
+    # not, and under any other frontend they say what v1's `infra` says (rules above).
+    services = raw.get("services")
+    for service in services if isinstance(services, list) else ():
+        if not isinstance(service, Mapping) or service.get("enabled", True) is False:
+            continue
+        kind = service.get("type", "generic")
+        if kind not in ("etcd", "nats"):
+            why = f"no {kind} service is started (a frontend that needs one starts its own)"
+            found.append(Unhonoured(("services", str(service.get("name"))), "ignored", why))
     model = raw.get("model")
     image = model.get("container") if isinstance(model, Mapping) else None
     overrides = raw.get("role_overrides")

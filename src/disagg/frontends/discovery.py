@@ -1,0 +1,248 @@
+"""Dynamo's discovery plane: etcd (where workers register) and NATS (a request or event
+plane), started as service roles of their own, or file discovery in the run directory.
+
+As srt-slurm does, a Dynamo job on a cluster runs both before the workers, each taken
+over by a `services:` entry of its type when the recipe has one (`external: URL` points
+at a running one and starts nothing, `enabled: false` starts none). A simulated run
+starts them when the recipe names them (a `services:` entry of type etcd or nats, or a
+Dynamo plane set to `nats`), so that its workers register exactly as they would on the
+cluster; otherwise Dynamo's file discovery in the run directory stands in, and the
+plan says so.
+
+Facts about the Debian builds (etcd 3.4.23, nats-server 2.9.10): etcd answers
+`GET /health` on its client port with `{"health":"true"}`; nats-server answers
+`GET /healthz` on its monitoring port; nats-server takes `max_payload` only from a
+configuration file, and refuses one above `max_pending` (64 MB unless raised).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from disagg.frontends.base import FrontendContext, ignored
+from disagg.plan.model import HealthPlan, RoleKind, RolePlan
+from disagg.recipe.job_sections import ServiceSection
+
+DISCOVERY_DIR = "${run.dir}/dynamo-discovery"
+SERVICE_HEALTH_DEADLINE_S = 60.0
+PLANES = {"request_plane": ("tcp", "nats"), "event_plane": ("nats", "zmq")}
+_MB = 1024 * 1024
+_NATS_OPTIONS = frozenset({"max_payload_mb"})
+# `services:` fields of an etcd/nats entry that the role started here does not carry out.
+_NOT_CARRIED = ("command", "source", "build_command", "preamble", "readiness", "metrics")
+_PLACED_ON_HEAD = (None, "head", "infra", "dedicated")  # `dedicated`: see infra's own note
+
+
+@dataclass
+class DiscoveryPlane:
+    """How every Dynamo process of one plan finds the others."""
+
+    discovery: str  # `etcd` or `file`, as `--discovery-backend` takes it
+    request_plane: str
+    env: dict[str, str]  # what each Dynamo process needs to reach the plane
+    services: list[RolePlan] = field(default_factory=list)  # started before the workers
+    notes: list[dict[str, str]] = field(default_factory=list)  # as Plan.ignored lists them
+    honoured: set[str] = field(default_factory=set)  # recipe fields the services carry out
+
+
+def discovery_plane(ctx: FrontendContext, mocked: bool) -> DiscoveryPlane:
+    """etcd and NATS as the recipe (and srt-slurm's defaults for a cluster) ask for them."""
+    planes = _planes(ctx)
+    request, event = planes["request_plane"] or "tcp", planes["event_plane"]
+    declared = _declared(ctx)
+    etcd, nats = declared.get("etcd"), declared.get("nats")
+    wants_etcd = etcd.enabled if etcd else not mocked
+    nats_plane = "nats" in (request, event)
+    wants_nats = nats.enabled if nats else (not mocked or nats_plane)
+    if nats_plane and not wants_nats:
+        which = "request_plane" if request == "nats" else "event_plane"
+        raise ctx.fail(
+            f"dynamo.{which}: nats needs a NATS server, and services.nats is disabled",
+            ("dynamo", which),
+            "enable the nats service, or use the tcp request plane and the zmq event plane",
+        )
+    plane = DiscoveryPlane(
+        discovery="etcd" if wants_etcd else "file", request_plane=request, env={}
+    )
+    if event:
+        plane.env["DYN_EVENT_PLANE"] = event
+    if wants_etcd:
+        _add_etcd(ctx, plane, etcd)
+    else:
+        plane.env["DYN_FILE_KV"] = DISCOVERY_DIR
+    if wants_nats:
+        _add_nats(ctx, plane, nats)
+    plane.notes += _not_started(mocked, wants_etcd, wants_nats, etcd, nats)
+    return plane
+
+
+def _planes(ctx: FrontendContext) -> dict[str, str | None]:
+    dynamo = ctx.config.dynamo
+    chosen: dict[str, str | None] = {}
+    for name, allowed in PLANES.items():
+        value = getattr(dynamo, name)
+        if value is not None and value not in allowed:
+            raise ctx.fail(
+                f"dynamo.{name} must be one of {', '.join(allowed)}, not {value!r}",
+                ("dynamo", name),
+                f"Dynamo {ctx.config.dynamo.version or '1.6.1'} takes --{name.replace('_', '-')}"
+                f" {' or '.join(allowed)}",
+            )
+        chosen[name] = value
+    return chosen
+
+
+def _declared(ctx: FrontendContext) -> dict[str, ServiceSection]:
+    """The recipe's etcd / nats `services:` entries by type (the last one of a type wins).
+
+    v1's `infra` names them as well (`disagg migrate` turns it into such entries): a NATS
+    payload limit names NATS, a node reserved for them names both."""
+    infra = ctx.config.infra
+    named = {"nats"} if infra.nats_max_payload_mb else set()
+    named |= {"etcd", "nats"} if infra.etcd_nats_dedicated_node else set()
+    declared = {kind: ServiceSection(name=kind, type=kind) for kind in sorted(named)}
+    declared.update({s.type: s for s in ctx.config.services if s.type in ("etcd", "nats")})
+    return declared
+
+
+def _add_etcd(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection | None) -> None:
+    if entry is not None and entry.external:
+        plane.env["ETCD_ENDPOINTS"] = entry.external
+        plane.honoured.add(f"services.{entry.name}")
+        return
+    name = entry.name if entry else "etcd"
+    role = RolePlan(
+        name=name,
+        kind=RoleKind.SERVICE,
+        node_ranks=[0],
+        ports=["http", "peer"],
+        argv=[
+            "etcd",
+            "--name",
+            "disagg",
+            "--data-dir",
+            f"${{run.dir}}/{name}",
+            "--listen-client-urls",
+            "http://${self.bind_host}:${self.http_port}",
+            "--advertise-client-urls",
+            "http://${self.host}:${self.http_port}",
+            "--listen-peer-urls",
+            "http://${self.bind_host}:${self.peer_port}",
+            "--initial-advertise-peer-urls",
+            "http://${self.host}:${self.peer_port}",
+            "--initial-cluster",
+            "disagg=http://${self.host}:${self.peer_port}",
+        ],
+        health=HealthPlan(path="/health", deadline_s=SERVICE_HEALTH_DEADLINE_S, expect='"true"'),
+    )
+    if entry is not None:
+        role = _taken_over(ctx, role, entry, plane, known_options=frozenset())
+    plane.services.append(role)
+    plane.env["ETCD_ENDPOINTS"] = f"${{{name}.url}}"
+
+
+def _add_nats(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection | None) -> None:
+    if entry is not None and entry.external:
+        plane.env["NATS_SERVER"] = entry.external
+        plane.honoured.add(f"services.{entry.name}")
+        return
+    name = entry.name if entry else "nats"
+    argv = ["nats-server", "-js", "--addr", "${self.bind_host}", "--port", "${self.client_port}"]
+    argv += ["--http_port", "${self.http_port}", "--store_dir", f"${{run.dir}}/{name}"]
+    role = RolePlan(
+        name=name,
+        kind=RoleKind.SERVICE,
+        node_ranks=[0],
+        ports=["client", "http"],
+        argv=argv,
+        health=HealthPlan(path="/healthz", deadline_s=SERVICE_HEALTH_DEADLINE_S),
+    )
+    payload = _payload_mb(ctx, entry)
+    if payload is not None:
+        conf = f"{name}/nats.conf"
+        size = payload * _MB
+        text = f"max_payload: {size}\nmax_pending: {max(size, 64 * _MB)}\n"
+        role = role.model_copy(
+            update={"argv": [*argv, "-c", f"${{run.dir}}/{conf}"], "files": {conf: text}}
+        )
+        plane.honoured.add("infra.nats_max_payload_mb")
+    if entry is not None:
+        role = _taken_over(ctx, role, entry, plane, known_options=_NATS_OPTIONS)
+    plane.services.append(role)
+    plane.env["NATS_SERVER"] = f"nats://${{{name}.host}}:${{{name}.client_port}}"
+
+
+def _payload_mb(ctx: FrontendContext, entry: ServiceSection | None) -> int | None:
+    if entry is not None and "max_payload_mb" in entry.options:
+        value = entry.options["max_payload_mb"]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ctx.fail(
+                f"services.{entry.name}.options.max_payload_mb must be a whole number of MB",
+                ("services",),
+                "e.g. max_payload_mb: 32",
+            )
+        return value
+    return ctx.config.infra.nats_max_payload_mb
+
+
+def _taken_over(
+    ctx: FrontendContext,
+    role: RolePlan,
+    entry: ServiceSection,
+    plane: DiscoveryPlane,
+    *,
+    known_options: frozenset[str],
+) -> RolePlan:
+    """The recipe's entry for this service: its extra args, env and image; the rest said."""
+    unknown = sorted(set(entry.options) - known_options)
+    if unknown:
+        known = ", ".join(sorted(known_options)) or "none"
+        raise ctx.fail(
+            f"services.{entry.name}.options.{unknown[0]} is not an option of {entry.type}",
+            ("services",),
+            f"{entry.type} options: {known}",
+        )
+    plane.honoured.add(f"services.{entry.name}")
+    for key in _NOT_CARRIED:
+        if getattr(entry, key):
+            why = f"the {entry.type} service runs disagg's own command, without {key}"
+            plane.notes.append(ignored(f"services.{entry.name}.{key}", why))
+    where = entry.placement.node if entry.placement else None
+    if where not in _PLACED_ON_HEAD:
+        why = f"{entry.type} runs once, on the first node, not on {where}"
+        plane.notes.append(ignored(f"services.{entry.name}.placement.node", why))
+    return role.model_copy(
+        update={
+            "argv": [*role.argv, *entry.args],
+            "env": {**role.env, **entry.env},
+            "container_image": entry.container,
+        }
+    )
+
+
+def _not_started(
+    mocked: bool,
+    etcd_runs: bool,
+    nats_runs: bool,
+    etcd: ServiceSection | None,
+    nats: ServiceSection | None,
+) -> list[dict[str, str]]:
+    """Say what stands in for an etcd or NATS that srt-slurm would start for this recipe."""
+    notes = []
+    if not etcd_runs:
+        why = (
+            "simulated run: Dynamo discovers its workers through files in the run directory,"
+            " not etcd; a services entry of type etcd runs etcd"
+            if mocked and etcd is None
+            else "disabled: Dynamo discovers its workers through files in the run directory"
+        )
+        notes.append(ignored("services.etcd", why))
+    if not nats_runs:
+        why = (
+            "simulated run: no Dynamo plane uses NATS (request plane tcp, event plane zmq),"
+            " so none is started; a services entry of type nats runs it"
+            if mocked and nats is None
+            else "disabled: no NATS server is started"
+        )
+        notes.append(ignored("services.nats", why))
+    return notes
