@@ -54,3 +54,39 @@ def test_1p1d_dynamo_sweep_on_two_slurm_nodes(
     log = (run_dir / "logs" / "frontend.log").read_text()
     assert "Prefill router target activated" in log
     assert job_steps(job_id) == []
+
+
+def test_etcd_and_nats_run_as_job_steps_on_the_first_node(
+    slurm_cluster: list[str], tmp_path: Path, tiny_model: TinyModel
+) -> None:
+    """The recipe's etcd and NATS as `srun` steps beside the frontend; the decode worker on
+    the second node registers in that etcd and takes requests over that NATS."""
+    from .test_services_run import SERVICES, require_services
+
+    require_services()
+    path = recipe(tmp_path, tiny_model)
+    text = path.read_text().replace("decode_nodes: 0", "decode_nodes: 1")
+    path.write_text(text + SERVICES + "dynamo:\n  request_plane: nats\n")
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "disagg", "submit", str(path), "--cluster", str(PROFILE)]
+    done = subprocess.run(
+        [*command, "--out", str(run_dir), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    job_id = str(json.loads(done.stdout)[0]["job_id"])
+    final = wait_job_end(job_id, timeout_s=300)
+    assert final == "COMPLETED", (run_dir / f"slurm-{job_id}.out").read_text()[-3000:]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert [p["status"] for p in summary["points"]] == ["measured"] * 3
+    state = json.loads((run_dir / "state.json").read_text())
+    nodes = {role["name"]: [t["node"] for t in role["tasks"]] for role in state["roles"]}
+    assert nodes["etcd"] == nodes["nats"] == nodes["frontend"] == [slurm_cluster[0]]
+    assert nodes["decode-0"] == [slurm_cluster[1]]
+    assert (run_dir / "etcd" / "member").is_dir()
+    assert "Starting NATS push endpoint listener" in (run_dir / "logs" / "decode-0.log").read_text()
+    assert job_steps(job_id) == []

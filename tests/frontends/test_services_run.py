@@ -37,10 +37,16 @@ FAN_OUT = (
     "  num_additional_frontends: 1\n  nginx_session_affinity: true\n"
 )
 SESSION_HEADER = "X-Dynamo-Session-ID"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples/dynamo/sim-1p1d-dynamo-services.yaml"
 
 
 @pytest.fixture(autouse=True)
 def _services_installed() -> None:
+    require_services()
+
+
+def require_services() -> None:
+    """Skip (or, under scripts/test, fail) when etcd, nats-server or nginx is missing."""
     missing = [name for name in ("etcd", "nats-server", "nginx") if not _which(name)]
     if missing:
         message = f"{', '.join(missing)} missing: scripts/services-up installs them (apt)"
@@ -63,17 +69,26 @@ def all_pids(summary: RunSummary) -> list[int]:
     return [pid for pids in summary.role_pids.values() for pid in pids]
 
 
-def test_1p1d_sweep_discovers_through_etcd_and_sends_requests_over_nats(
+def test_the_services_example_discovers_through_etcd_and_sends_requests_over_nats(
     tmp_path: Path, tiny_model: TinyModel
 ) -> None:
-    path = with_services(tmp_path, tiny_model, SERVICES + "dynamo:\n  request_plane: nats\n")
+    """The shipped example: etcd, NATS, a 1P1D mocker pair, two frontends behind nginx."""
+    text = EXAMPLE.read_text().replace('"/tmp/tiny-llama"', json.dumps(str(tiny_model.path)))
+    path = tmp_path / "services.yaml"
+    path.write_text(text.replace('"tiny-llama"', json.dumps(tiny_model.served_name)))
     done = disagg("run", path, "--local", "--out", tmp_path / "runs", "--json", timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     run_dir = Path(json.loads(done.stdout)["run_dir"])
     plan = Plan.read(run_dir)
-    assert plan.stages == [["etcd", "nats"], ["prefill-0", "decode-0"], ["frontend"]]
+    assert plan.stages == [
+        ["etcd", "nats"],
+        ["prefill-0", "decode-0"],
+        ["frontend-0", "frontend-1"],
+        ["nginx"],
+    ]
+    assert plan.serving_role == "nginx"
     assert not [item for item in plan.ignored if item["field"].startswith("services")]
-    for name in ("prefill-0", "decode-0", "frontend"):
+    for name in ("prefill-0", "decode-0", "frontend-0", "frontend-1"):
         argv = " ".join(plan.role(name).argv)
         assert "--discovery-backend etcd --request-plane nats" in argv
         assert "DYN_FILE_KV" not in plan.role(name).env
@@ -84,11 +99,11 @@ def test_1p1d_sweep_discovers_through_etcd_and_sends_requests_over_nats(
     logs = run_dir / "logs"
     # Workers registered in etcd (its data directory lies in the run directory), none in files.
     assert (run_dir / "etcd" / "member").is_dir() and not (run_dir / "dynamo-discovery").exists()
-    assert "Prefill router target activated" in (logs / "frontend.log").read_text()
+    assert "Prefill router target activated" in (logs / "frontend-0.log").read_text()
     # The workers took requests from NATS (their request plane), not over TCP.
     assert "Starting NATS push endpoint listener" in (logs / "decode-0.log").read_text()
     summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
-    assert {"etcd", "nats"} <= set(summary.role_pids)
+    assert {"etcd", "nats", "nginx"} <= set(summary.role_pids)
     assert wait_gone(all_pids(summary)) == []
 
 
@@ -97,6 +112,19 @@ def received(log: str) -> set[str]:
     plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
     lines = (line for line in plain.splitlines() if "request received" in line)
     return {m.group(1) for line in lines if (m := re.search(r"request_id=([0-9a-f-]{36})", line))}
+
+
+def children(pid: int) -> list[int]:
+    """Processes whose parent is `pid`, from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def _send_sessions(state: RunState, sent: dict[str, list[str]]) -> None:
@@ -133,17 +161,20 @@ def test_nginx_spreads_requests_over_two_frontends_and_keeps_a_session_on_one(
     plan.write(run_dir)
     sent: dict[str, list[str]] = {}
     errors: list[BaseException] = []
+    workers: list[int] = []  # nginx's worker processes, which must end with the run too
 
     def hook(state: RunState) -> None:
         if state.current_point == "conc1" and not sent and not errors:
             try:
+                master = state.role("nginx").tasks[0].pid
+                workers.extend(children(master) if master else [])
                 _send_sessions(state, sent)
             except (OSError, ValueError, KeyError) as exc:
                 errors.append(exc)
 
     summary = Orchestrator(run_dir, plan, LocalLauncher(), OPTIONS, on_update=hook).run()  # type: ignore[arg-type]
     assert summary.status is RunStatus.COMPLETED, summary.reason
-    assert errors == []
+    assert errors == [] and workers
     served = {
         name: received((run_dir / "logs" / f"{name}.log").read_text())
         for name in ("frontend-0", "frontend-1")
@@ -153,7 +184,7 @@ def test_nginx_spreads_requests_over_two_frontends_and_keeps_a_session_on_one(
         reached = {name for name, seen in served.items() if set(ids) & seen}
         assert len(reached) == 1, f"session {session} reached {reached}"
         assert set(ids) <= served[reached.pop()]
-    assert wait_gone(all_pids(summary)) == []
+    assert wait_gone([*all_pids(summary), *workers]) == []
 
 
 def test_a_dying_etcd_fails_the_run_naming_it(tmp_path: Path, tiny_model: TinyModel) -> None:
