@@ -136,6 +136,9 @@ def profile_fields(config: SrtSlurmCluster) -> dict[str, Any]:
         "segment": config.use_segment_sbatch_directive,
         "gpu_vendor": "amd" if amd else "nvidia",
         "network_interface": config.network_interface,
+        # srt-slurm starts every worker in its container image through pyxis: its
+        # `containers` and `default_mounts` mean nothing otherwise.
+        "pyxis": True,
         "mounts": dict(config.default_mounts or {}),
         "containers": dict(config.containers or {}),
         "models": dict(config.model_paths or {}),

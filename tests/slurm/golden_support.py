@@ -79,6 +79,7 @@ def srun_lines(
                 container_env=list(env),
                 mpi=role.mpi,
                 mpi_nodes=[nodes[r] for r in role.node_ranks] if role.mpi else (),
+                run_dir=run_dir,
             )
             lines.append(shlex.join(cmd))
     return "\n".join(lines) + "\n"

@@ -32,10 +32,17 @@ class FlagTable:
 
     `normalise` maps a written key to the engine's canonical spelling (SGLang and vLLM
     accept `tp_size` and `tp-size` alike; TRT-LLM's YAML keys are taken as written).
+
+    `paths` is the path kind: canonical keys whose value names a file or directory the
+    role reads from the host (a draft model, a tokenizer, a config file), which a
+    containerised role must reach through a mount. `key.sub` names a path inside a map
+    value (or its JSON text). Cache and output directories are not listed: a role may
+    keep those inside its container.
     """
 
     spellings: Mapping[str, tuple[str, ...]]
     dashes: bool = True
+    paths: frozenset[str] = frozenset()
 
     def normalise(self, key: str) -> str:
         return str(key).replace("_", "-") if self.dashes else str(key)
@@ -60,6 +67,15 @@ class FlagTable:
 
     def names(self, setting: str) -> tuple[str, ...]:
         return tuple(self.spellings.get(setting, ()))
+
+    def is_path(self, key: str) -> bool:
+        """Whether the written `key`'s value is a host path (the path kind)."""
+        return self.normalise(key) in self.paths
+
+    def path_fields(self, key: str) -> tuple[str, ...]:
+        """Fields of the written `key`'s map value that are host paths (`key.sub` entries)."""
+        prefix = self.normalise(key) + "."
+        return tuple(sorted(p[len(prefix) :] for p in self.paths if p.startswith(prefix)))
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,21 @@ FLAGS = FlagTable(
         "speculative": ("speculative-algorithm",),
         "speculative_steps": ("speculative-num-steps",),
         "context_length": ("context-length",),
-    }
+    },
+    # Host files a worker reads. `deepep-config` also takes JSON text, which is no path;
+    # `chat-template` is left out: it often names a template shipped in the image.
+    paths=frozenset(
+        {
+            "speculative-draft-model-path",
+            "speculative-draft-model",
+            "speculative-token-map",
+            "tokenizer-path",
+            "deepep-config",
+            "init-expert-location",
+            "decrypted-config-file",
+            "decrypted-draft-config-file",
+        }
+    ),
 )
 # Flags the plan sets itself (every spelling SGLang accepts), dropped from recipe args.
 PLACEMENT_FLAGS = frozenset(

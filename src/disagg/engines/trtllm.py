@@ -52,6 +52,15 @@ FLAGS = FlagTable(
         "cuda_graph": ("cuda_graph_config",),
     },
     dashes=False,
+    # Host files a worker reads (the draft model, also inside `speculative_config`).
+    paths=frozenset(
+        {
+            "speculative_model_dir",
+            "speculative_model",
+            "speculative_config.speculative_model_dir",
+            "tokenizer",
+        }
+    ),
 )
 # Written into the YAML as the plan decides, never taken from the recipe's map.
 PLACEMENT_KEYS = frozenset({"host", "port", "model"})

@@ -55,7 +55,19 @@ FLAGS = FlagTable(
         "kv_transfer_config": ("kv-transfer-config",),
         "connector": ("connector",),
         "hybrid_lb": ("data-parallel-hybrid-lb",),
-    }
+    },
+    # Host files a worker reads; `speculative-config.model` is the draft inside its JSON.
+    paths=frozenset(
+        {
+            "speculative-model",
+            "speculative-config.model",
+            "tokenizer",
+            "hf-config-path",
+            "ssl-keyfile",
+            "ssl-certfile",
+            "ssl-ca-certs",
+        }
+    ),
 )
 PLACEMENT_FLAGS = frozenset(
     {

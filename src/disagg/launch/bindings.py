@@ -4,7 +4,8 @@ Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`,
 `node_rank`), `self` (the role being launched, with this task's `node_rank` and
 `bind_host`: the address of the node this task runs on, which servers listen on
 instead of every interface), `model` (`path`, `draft`: for a role in a container,
-as its mounts show them) and `run` (`dir`, `python`, `job_id`).
+as its mounts show them) and `run` (`dir`, `python`, `job_id`; in a container `dir` is
+where the run directory is mounted, `RUN_DIR_INSIDE`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from disagg.errors import DisaggError
-from disagg.plan.container_paths import in_container, translate
+from disagg.plan.container_paths import RUN_DIR_INSIDE, in_container, translate
 from disagg.plan.model import Plan, RolePlan
 from disagg.plan.templates import substitute, substitute_all
 
@@ -82,9 +83,13 @@ def _scoped(plan: Plan, role: RolePlan, node_rank: int, bindings: Bindings) -> B
         "node_rank": str(index),
         "bind_host": bindings.get(NODES, {}).get(str(node_rank), own["host"]),
     }
-    model = bindings.get("model")
-    if model is not None and in_container(plan, role):  # paths as the container sees them
-        scoped["model"] = {key: translate(plan, role, value) for key, value in model.items()}
+    if in_container(plan, role):  # paths as the container sees them
+        model = bindings.get("model")
+        if model is not None:
+            scoped["model"] = {key: translate(plan, role, value) for key, value in model.items()}
+        run = bindings.get("run")
+        if run is not None:  # the Slurm executor mounts the run directory there
+            scoped["run"] = {**run, "dir": RUN_DIR_INSIDE}
     return scoped
 
 

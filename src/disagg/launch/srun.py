@@ -33,6 +33,7 @@ from disagg.errors import DisaggError
 from disagg.launch import slurmctl
 from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
 from disagg.launch.launchers import register
+from disagg.plan.container_paths import RUN_DIR_INSIDE
 from disagg.plan.model import GpuVendor, MpiPlan, Plan, SlurmPlan
 
 STEP_PREFIX = "disagg."
@@ -73,8 +74,11 @@ def srun_argv(
     container_env: Sequence[str] = (),
     mpi: MpiPlan | None = None,
     mpi_nodes: Sequence[str] = (),
+    run_dir: Path | None = None,
 ) -> list[str]:
     """The full srun command line of one task (also what the golden tests record).
+
+    In a container, `run_dir` is mounted at `RUN_DIR_INSIDE` (`${run.dir}` there).
 
     With `mpi`, the step spans `mpi_nodes` (the head node first) with one rank per GPU:
     `--nodes/--ntasks/--ntasks-per-node/--mpi` instead of one task on `node`.
@@ -103,14 +107,9 @@ def srun_argv(
     if container_image and slurm.pyxis:
         cmd.append(f"--container-image={container_image}")
         mounts = []
-        for host, target in slurm.container_mounts.items():
-            # `target` may carry pyxis options (`/data:ro`); a comma would start a new mount.
-            if "," in host or "," in target or ":" in host:
-                raise DisaggError(
-                    f"container mount {host}:{target} contains ',' (or ':' in the host path)",
-                    hint="pyxis splits --container-mounts on both; use a path without them",
-                )
-            mounts.append(f"{host}:{target}")
+        mounts = [_mount_text(host, target) for host, target in slurm.container_mounts.items()]
+        if run_dir is not None:
+            mounts.append(_mount_text(str(run_dir), RUN_DIR_INSIDE))
         if mounts:
             cmd.append(f"--container-mounts={','.join(mounts)}")
         if container_env:
@@ -121,6 +120,16 @@ def srun_argv(
         cmd += ["env", *pinned]
     cmd += list(argv)
     return cmd
+
+
+def _mount_text(host: str, target: str) -> str:
+    """One `--container-mounts` entry; `target` may carry pyxis options (`/data:ro`)."""
+    if "," in host or "," in target or ":" in host:
+        raise DisaggError(
+            f"container mount {host}:{target} contains ',' (or ':' in the host path)",
+            hint="pyxis splits --container-mounts on both; use a path without them",
+        )
+    return f"{host}:{target}"
 
 
 class SrunProcess(RoleProcess):
@@ -177,9 +186,11 @@ class SrunLauncher(RoleLauncher):
         node_names: Sequence[str],
         slurm: SlurmPlan,
         python: str = sys.executable,
+        run_dir: Path | None = None,
     ) -> None:
         self.job_id = job_id
         self.slurm = slurm
+        self.run_dir = run_dir  # mounted into every container
         self.python = python
         self._names = list(node_names)
         self._nodes: dict[str, slurmctl.NodeInfo] | None = None
@@ -188,7 +199,11 @@ class SrunLauncher(RoleLauncher):
 
     @classmethod
     def from_environment(
-        cls, slurm: SlurmPlan, environ: Mapping[str, str] = os.environ
+        cls,
+        slurm: SlurmPlan,
+        environ: Mapping[str, str] = os.environ,
+        *,
+        run_dir: Path | None = None,
     ) -> SrunLauncher:
         job_id = environ.get("SLURM_JOB_ID")
         nodelist = environ.get("SLURM_JOB_NODELIST")
@@ -197,7 +212,8 @@ class SrunLauncher(RoleLauncher):
                 "the slurm executor runs inside a Slurm job (SLURM_JOB_ID is not set)",
                 hint="submit the run with `disagg submit`, or use `disagg run --local`",
             )
-        return cls(job_id=job_id, node_names=slurmctl.hostnames(nodelist), slurm=slurm)
+        names = slurmctl.hostnames(nodelist)
+        return cls(job_id=job_id, node_names=names, slurm=slurm, run_dir=run_dir)
 
     # ---- nodes ----------------------------------------------------------------------
 
@@ -277,6 +293,7 @@ class SrunLauncher(RoleLauncher):
             slurm=self.slurm,
             container_image=container_image,
             container_env=list(env),
+            run_dir=self.run_dir,
         )
         popen = spawn_logged(
             cmd,
@@ -331,7 +348,7 @@ def _quietly(action: Callable[[], None]) -> None:
 
 
 def _factory(plan: Plan, run_dir: Path) -> RoleLauncher:
-    return SrunLauncher.from_environment(plan.slurm)
+    return SrunLauncher.from_environment(plan.slurm, run_dir=run_dir)
 
 
 register("slurm", _factory)

@@ -5,15 +5,34 @@ model staged at `/it-share/hf-hub-cache/hub/models--x/...` is
 `/hf_hub_cache/hub/models--x/...` inside. Plan time refuses a plan whose containerised
 roles would need a host path outside every mount; run time translates the paths the
 roles are given (`${model.path}`, `${model.draft}`) for the roles that run in one.
+
+Paths written in a recipe: a worker setting of the engine's path kind (its flag table's
+`paths`) is a host path and is translated, or kept when it already names a place under
+a mount's container side (srt-slurm recipes write `/model/...`, `/logs/...`); anything
+else is refused at plan time. Other settings, environment values and benchmark
+commands may name files of the image itself, so only the host paths a mount holds are
+translated there and the rest is left as written.
+
+The run directory is mounted into every container at `/logs`, as srt-slurm mounts its
+log directory, and `${run.dir}` is that path for a containerised role.
 """
 
 from __future__ import annotations
 
+import json
 import posixpath
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
 
+from disagg.engines.base import FlagTable
 from disagg.errors import DisaggError, SourceLocation
 from disagg.plan.model import Plan, RolePlan
+
+RUN_DIR_INSIDE = "/logs"  # where a container sees the run directory
+# An absolute path inside free text (a shell command): after a start, space, quote, = or :.
+_TEXT_PATH = re.compile(r"(?<![^\s'\"=:])/(?!/)[^\s'\";:,]*")
 
 
 def mount_pairs(mounts: Mapping[str, str]) -> list[tuple[str, str]]:
@@ -38,6 +57,94 @@ def to_container(path: str, mounts: Mapping[str, str]) -> str | None:
     return None
 
 
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def inside_view(path: str, mounts: Mapping[str, str]) -> str | None:
+    """Absolute `path` as a container sees it: a host path translated by its mount, one
+    already under a mount's container side (or the run directory's) kept as written;
+    None when no mount holds it either way."""
+    inside = to_container(path, mounts)
+    if inside is not None:
+        return inside + "/" if path.endswith("/") and not inside.endswith("/") else inside
+    norm = posixpath.normpath(path)
+    targets = [target for _host, target in mount_pairs(mounts)] + [RUN_DIR_INSIDE]
+    return path if any(_under(norm, target) for target in targets) else None
+
+
+def _host_path(value: Any) -> bool:
+    """An absolute path as written (a placeholder is bound, and translated, at run time)."""
+    return isinstance(value, str) and posixpath.isabs(value) and "${" not in value
+
+
+def _lenient(value: Any, mounts: Mapping[str, str]) -> Any:
+    """A host path a mount holds, translated; any other value as written."""
+    if isinstance(value, list):
+        return [_lenient(item, mounts) for item in value]
+    if not _host_path(value):
+        return value
+    inside = to_container(value, mounts)
+    return value if inside is None else inside
+
+
+def translate_text(text: str, mounts: Mapping[str, str]) -> str:
+    """Free text (a shell command, an environment value) with every absolute path a
+    mount's host side holds translated; other paths (the image's own) as written."""
+
+    def replace(match: re.Match[str]) -> str:
+        inside = to_container(match.group(0), mounts)
+        return match.group(0) if inside is None else inside
+
+    return _TEXT_PATH.sub(replace, text) if "/" in text else text
+
+
+def translate_args(
+    args: Mapping[str, Any], table: FlagTable, mounts: Mapping[str, str]
+) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """A containerised worker's settings with host paths as the container sees them, and
+    the (key as written, path) of every path-kind value outside every mount."""
+    out: dict[str, Any] = {}
+    outside: list[tuple[str, str]] = []
+
+    def strict(key: str, value: Any) -> Any:
+        if isinstance(value, list):
+            return [strict(key, item) for item in value]
+        if not _host_path(value):
+            return value  # a repo id, a relative name, JSON text, a placeholder, a number
+        inside = inside_view(value, mounts)
+        if inside is None:
+            outside.append((key, value))
+            return value
+        return inside
+
+    for key, value in args.items():
+        fields = table.path_fields(key)
+        if table.is_path(key):
+            out[key] = strict(str(key), value)
+        elif fields:
+            out[key] = _translate_fields(value, fields, partial(strict, str(key)))
+        else:
+            out[key] = _lenient(value, mounts)
+    return out, outside
+
+
+def _translate_fields(value: Any, fields: tuple[str, ...], strict: Callable[[Any], Any]) -> Any:
+    """`fields` of a map value (or of its JSON text) through `strict`."""
+    parsed = value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value  # not JSON: the engine reports it
+    if not isinstance(parsed, Mapping):
+        return value
+    translated = {k: strict(v) if k in fields else v for k, v in parsed.items()}
+    if translated == parsed:
+        return value  # as written, JSON spacing included
+    return json.dumps(translated) if isinstance(value, str) else translated
+
+
 def in_container(plan: Plan, role: RolePlan) -> bool:
     """Whether this role's processes start inside a container image (pyxis on Slurm)."""
     return bool(role.container_image) and plan.slurm.pyxis
@@ -56,11 +163,31 @@ def translate(plan: Plan, role: RolePlan, path: str) -> str:
     return inside
 
 
+def translate_roles(plan: Plan, *, skip: frozenset[str] = frozenset()) -> None:
+    """Environment values and commands of containerised roles (but those in `skip`, whose
+    settings were translated one by one) with the host paths a mount holds translated."""
+    mounts = plan.slurm.container_mounts
+    for role in plan.roles:
+        if not in_container(plan, role):
+            continue
+        role.env = {key: translate_text(value, mounts) for key, value in role.env.items()}
+        if role.name not in skip:
+            role.argv = [translate_text(word, mounts) for word in role.argv]
+            role.node_argv = [[translate_text(w, mounts) for w in argv] for argv in role.node_argv]
+
+
 def check_container_paths(plan: Plan, *, model_location: SourceLocation | None = None) -> None:
     """Refuse, at plan time, host paths a containerised role needs that no mount holds."""
     if not any(in_container(plan, role) for role in plan.roles):
         return
     mounts = plan.slurm.container_mounts
+    for host, target in mount_pairs(mounts):
+        if _under(target, RUN_DIR_INSIDE):
+            raise DisaggError(
+                f"container mount {host}:{target} is where containers see the run directory "
+                f"({RUN_DIR_INSIDE})",
+                hint=f"mount it elsewhere; the run directory is always mounted at {RUN_DIR_INSIDE}",
+            )
     staging = plan.staging
     problems: list[str] = []
     location: SourceLocation | None = None

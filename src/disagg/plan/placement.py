@@ -33,7 +33,12 @@ from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
-from disagg.plan.container_paths import check_container_paths
+from disagg.plan.container_paths import (
+    check_container_paths,
+    mount_pairs,
+    translate_args,
+    translate_roles,
+)
 from disagg.plan.limits import limits_plan
 from disagg.plan.model import (
     BenchPlan,
@@ -325,12 +330,13 @@ class _Placer:
             )
             self.check_supported(kind, args, spec)
             self.note_ignored(kind, args)
-            command = self.adapter.command(args, spec)
+            name = f"{kind.value}-{index}"
+            command = self.adapter.command(self.container_args(kind, name, args, image), spec)
             par = self.adapter.parallelism(args)
             reading = self.adapter.sim_reading(args)
             roles.append(
                 RolePlan(
-                    name=f"{kind.value}-{index}",
+                    name=name,
                     kind=kind,
                     index=index,
                     node_ranks=ranks,
@@ -358,6 +364,41 @@ class _Placer:
                 )
             )
         return roles
+
+    def container_args(
+        self, kind: RoleKind, name: str, args: Mapping[str, Any], image: str | None
+    ) -> Mapping[str, Any]:
+        """A worker's settings as its container sees them: host paths through the mounts; a
+        path-kind setting outside every mount is refused at its line."""
+        if image is None or not self.pyxis:
+            return args
+        mounts = self.container_mounts()
+        translated, outside = translate_args(args, self.adapter.flags, mounts)
+        if outside:
+            key, path = outside[0]
+            shown = ", ".join(f"{h}:{i}" for h, i in mount_pairs(mounts)) or "none"
+            raise self.fail(
+                f"role {name} runs in container {image}, but its {key} {path} lies outside "
+                f"every container mount (mounts: {shown})",
+                (*self.adapter.args_path(_worker_role(kind)), key),
+                "add a mount that holds it to the cluster profile's `mounts` (or the recipe's "
+                "`container_mounts`), or write the path as the container sees it",
+            )
+        return translated
+
+    @property
+    def pyxis(self) -> bool:
+        return bool(self.profile and self.profile.pyxis) and not self.simulated
+
+    def container_mounts(self) -> dict[str, str]:
+        """host -> container: the profile's mounts, then the recipe's."""
+        cfg = self.config
+        mounts = dict(self.profile.mounts) if self.profile else {}
+        mounts.update(cfg.container_mounts)
+        for pair in cfg.extra_mount:
+            host, sep, inside = pair.partition(":")
+            mounts[host] = inside if sep else host
+        return mounts
 
     def engine_router(self, workers: list[RolePlan]) -> RolePlan | None:
         """The engine's own router for real prefill/decode workers, when its KV hand-over
@@ -470,11 +511,6 @@ class _Placer:
         directives.update({k: _env_text(v) for k, v in cfg.sbatch_directives.items()})
         srun = dict(profile.srun_options) if profile else {}
         srun.update({k: _env_text(v) for k, v in cfg.srun_options.items()})
-        mounts = dict(profile.mounts) if profile else {}
-        mounts.update(cfg.container_mounts)
-        for pair in cfg.extra_mount:
-            host, sep, inside = pair.partition(":")
-            mounts[host] = inside if sep else host
         return SlurmPlan(
             job_name=cfg.name,
             nodes=nodes,
@@ -488,8 +524,8 @@ class _Placer:
             directives=directives,
             srun_options=srun,
             container_image=None if self.simulated else self.container_image(),
-            container_mounts=mounts,
-            pyxis=bool(profile and profile.pyxis) and not self.simulated,
+            container_mounts=self.container_mounts(),
+            pyxis=self.pyxis,
             secret_env=list(profile.secret_env) if profile else ["HF_TOKEN"],
             setup_script=cfg.setup_script,
         )
@@ -563,6 +599,7 @@ class _Placer:
         )
         plan.roles.append(adapter_for(bench.type).bench_role(plan))
         check_container_paths(plan, model_location=self.variant.locate(("model", "path")))
+        translate_roles(plan, skip=frozenset(role.name for role in workers))
         return plan
 
 
