@@ -92,7 +92,7 @@ _NOT_CARRIED: dict[str, str] = {
     "reporting": "no status reporting or log upload",
     "cloud": "no cloud storage sync",
     "srtctl_root": "srtctl's own files are not used",
-    "nginx_raise_ulimit": "no nginx runs",
+    "nginx_raise_ulimit": "only the recipe's frontend.nginx_raise_ulimit raises nginx's limit",
     "runtime_config_transport": "plan.json travels on the shared filesystem",
 }
 

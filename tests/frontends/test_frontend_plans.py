@@ -73,6 +73,10 @@ def test_nginx_fans_out_with_session_affinity(tmp_path: Path) -> None:
     assert "map $http_x_correlation_id $affinity_key" in conf
     assert "hash $affinity_key consistent;" in conf
     assert "listen ${self.bind_host}:${self.http_port};" in conf
+    script = plan_of(tmp_path, text).role("nginx").argv[2]
+    assert "ulimit" not in script and "worker_rlimit_nofile" not in script
+    raised = plan_of(tmp_path, text + "  nginx_raise_ulimit: true\n").role("nginx").argv[2]
+    assert 'ulimit -n "$n"' in raised and "worker_rlimit_nofile $n;" in raised
 
 
 def test_one_dynamo_frontend_without_fan_out(tmp_path: Path) -> None:

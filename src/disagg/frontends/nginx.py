@@ -7,6 +7,8 @@ the frontends it forwards to are healthy. With `nginx_session_affinity` the head
 value is hashed consistently to one frontend; a request without it hashes its own
 request id, so such requests stay spread (srt-slurm's behaviour). Request bodies stay
 in memory (long prompts are not refused or spooled to a temp file).
+`nginx_raise_ulimit` raises the open-file limit to the hard limit and sets
+`worker_rlimit_nofile` to it, as srt-slurm's generated configuration does.
 """
 
 from __future__ import annotations
@@ -60,10 +62,12 @@ http {{
 
 def nginx_role(section: FrontendSection, upstreams: list[str]) -> RolePlan:
     """The proxy role: writes its configuration, then runs nginx in the foreground."""
-    script = (
-        f'mkdir -p {PREFIX} && printf "%s" "$0" > {PREFIX}/nginx.conf && '
-        f"exec nginx -p {PREFIX} -c {PREFIX}/nginx.conf -e stderr -g 'daemon off;'"
-    )
+    script = f'mkdir -p {PREFIX} && printf "%s" "$0" > {PREFIX}/nginx.conf && '
+    globals_ = "daemon off;"
+    if section.nginx_raise_ulimit:  # open files up to the hard limit, for nginx and its workers
+        script += 'n=$(ulimit -Hn); [ "$n" = unlimited ] && n=1048576; ulimit -n "$n" && '
+        globals_ += " worker_rlimit_nofile $n;"
+    script += f'exec nginx -p {PREFIX} -c {PREFIX}/nginx.conf -e stderr -g "{globals_}"'
     return RolePlan(
         name="nginx",
         kind=RoleKind.SERVICE,
