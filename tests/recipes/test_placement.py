@@ -148,7 +148,7 @@ def test_aggregated(write: Write) -> None:
                 "decode_nodes": 1,
                 "decode_workers": 1,
             },
-            "need 2 node(s) of 8 GPUs, but prefill_nodes is 1",
+            "need 2 node(s) of 8 GPUs, but resources.prefill_nodes is 1",
         ),
         (
             {
@@ -179,7 +179,7 @@ def test_aggregated(write: Write) -> None:
                 "decode_nodes": 1,
                 "decode_workers": 1,
             },
-            "needs prefill_workers >= 1",
+            "needs resources.prefill_workers >= 1",
         ),
     ],
 )

@@ -31,12 +31,19 @@ REFUSED: dict[str, str] = {
 }
 
 
-def refusal(frontend_type: str) -> str | None:
-    """`frontend type X (why)` for a type this project does not run, else None."""
+def refusal(frontend_type: str, *, schema2: bool = False) -> str | None:
+    """`frontend type X (why)` for a type this project does not run, else None; `schema2`
+    names the types as schema 2 spells them (its `sglang` is the internal `sglang-direct`)."""
     if frontend_type in REGISTRY:
         return None
-    why = REFUSED.get(frontend_type, f"built here: {', '.join(sorted(REGISTRY))}")
-    return f"frontend type {frontend_type} ({why})"
+    from disagg.recipe.dialects.schema2 import DIRECT_FRONTENDS, FRONTEND_TYPES_BACK
+
+    def shown(name: str) -> str:
+        return FRONTEND_TYPES_BACK.get(name, name) if schema2 else name
+
+    built = sorted({shown(name) for name in REGISTRY if schema2 or name not in DIRECT_FRONTENDS})
+    why = REFUSED.get(frontend_type, f"built here: {', '.join(built)}")
+    return f"frontend type {shown(frontend_type)} ({why})"
 
 
 def frontend_for(frontend_type: str) -> Frontend:

@@ -129,6 +129,11 @@ class _Placer:
         self.backend = backend.model_dump(exclude_unset=True)
         self.ignored: dict[str, str] = {}  # engine settings not passed on: field -> why
 
+    def named(self, *path: str) -> str:
+        """A field as this variant's file spells it (`resources.prefill_nodes` in v1,
+        `roles.prefill.nodes` in schema 2), for messages."""
+        return self.variant.written_field(path)
+
     def fail(self, message: str, path: tuple[str, ...], hint: str | None = None) -> DisaggError:
         return DisaggError(
             f"{message} (variant {self.variant.name})" if self.variant.name != "base" else message,
@@ -157,14 +162,16 @@ class _Placer:
             decode = res.decode_workers or 0
             if prefill < 1 or decode < 1:
                 raise self.fail(
-                    "a disaggregated variant needs prefill_workers >= 1 and decode_workers >= 1",
+                    f"a disaggregated variant needs {self.named('resources', 'prefill_workers')}"
+                    f" >= 1 and {self.named('resources', 'decode_workers')} >= 1",
                     ("resources",),
-                    "or use agg_nodes/agg_workers for an aggregated variant",
+                    f"or use {self.named('resources', 'agg_nodes')}/"
+                    f"{self.named('resources', 'agg_workers')} for an aggregated variant",
                 )
             if res.prefill_nodes is None:
                 raise self.fail(
-                    "resources.prefill_nodes is not set",
-                    ("resources",),
+                    f"{self.named('resources', 'prefill_nodes')} is not set",
+                    ("resources", "prefill_nodes"),
                     "set how many nodes the prefill workers use",
                 )
             gpp = res.gpus_per_prefill or _split(res.prefill_nodes, gpn, prefill)
@@ -180,7 +187,10 @@ class _Placer:
             ]
         workers = res.agg_workers if res.agg_workers is not None else 1
         if workers < 1:
-            raise self.fail("agg_workers must be at least 1", ("resources", "agg_workers"))
+            raise self.fail(
+                f"{self.named('resources', 'agg_workers')} must be at least 1",
+                ("resources", "agg_workers"),
+            )
         nodes = res.agg_nodes if res.agg_nodes is not None else 1
         gpa = res.gpus_per_agg or _split(nodes, gpn, workers)
         return [_Group(RoleKind.AGGREGATED, workers, gpa, nodes, "agg_nodes")]
@@ -209,7 +219,8 @@ class _Placer:
                 if used > group.nodes:
                     raise self.fail(
                         f"{group.workers} {group.kind.value} worker(s) x {group.gpus_each} GPUs "
-                        f"need {used} node(s) of {gpn} GPUs, but {group.field} is {group.nodes}",
+                        f"need {used} node(s) of {gpn} GPUs, but "
+                        f"{self.named('resources', group.field)} is {group.nodes}",
                         ("resources", group.field),
                         "raise the node count, or lower the workers or GPUs per worker",
                     )
@@ -219,7 +230,7 @@ class _Placer:
                     f"{group.workers} {group.kind.value} worker(s) x {group.gpus_each} GPUs do "
                     f"not fit on the GPUs left free on the other workers' {end} node(s)",
                     ("resources", group.field),
-                    f"give them their own nodes with {group.field} >= 1",
+                    f"give them their own nodes with {self.named('resources', group.field)} >= 1",
                 )
         return placed, max(end, 1)
 
@@ -264,7 +275,7 @@ class _Placer:
             if action == "refused":
                 where = "" if self.variant.name == "base" else f" in variant {self.variant.name}"
                 raise UnsupportedRecipe(
-                    f"{field} ({why}){where}",
+                    f"{self.variant.written_name(field)} ({why}){where}",
                     location=self.variant.locate(tuple(field.split("."))),
                 )
             self.ignored.setdefault(field, why)
@@ -273,9 +284,11 @@ class _Placer:
         written = self.config.backend.engine
         if written not in (None, "sim", self.config.backend.type):
             raise self.fail(
-                f"backend.engine {written} does not match backend.type {self.config.backend.type}",
+                f"{self.named('backend', 'engine')} {written} does not match "
+                f"{self.named('backend', 'type')} {self.config.backend.type}",
                 ("backend", "engine"),
-                "remove backend.engine, or write `engine: sim` to simulate this engine",
+                f"remove {self.named('backend', 'engine')}, or write `engine: sim` to simulate "
+                "this engine",
             )
 
     def check_supported(self, kind: RoleKind, args: Mapping[str, Any], spec: WorkerSpec) -> None:
@@ -581,20 +594,31 @@ class _Placer:
             slurm=slurm,
             limits=limits_plan(self.config.limits, slurm.time_limit),
             config=self.variant.raw,
-            ignored=[
-                {**found.to_json(), "field": self.variant.written_field(found.path)}
-                for found in unhonoured(self.variant.raw)
-                if found.action == "ignored" and found.field not in frontend.honoured
-            ]
-            + [{"field": f, "action": "ignored", "why": why} for f, why in self.ignored.items()]
-            + frontend.ignored
-            + [
-                {"field": f"cluster.{key}", "action": "ignored", "why": why}
-                for key, why in (self.profile.ignored_settings if self.profile else {}).items()
-            ]
-            + [
-                {"field": f"benchmark.{name}", "action": "ignored", "why": why}
-                for name, why in bench.ignored.items()
+            ignored=[  # each field named as the file wrote it (schema 2: its own spelling)
+                {**item, "field": self.variant.written_name(item["field"])}
+                for item in [
+                    *(
+                        found.to_json()
+                        for found in unhonoured(self.variant.raw)
+                        if found.field not in frontend.honoured
+                    ),
+                    *(
+                        {"field": f, "action": "ignored", "why": why}
+                        for f, why in self.ignored.items()
+                    ),
+                    *frontend.ignored,
+                    *(
+                        {"field": f"cluster.{key}", "action": "ignored", "why": why}
+                        for key, why in (
+                            self.profile.ignored_settings if self.profile else {}
+                        ).items()
+                    ),
+                    *(
+                        {"field": f"benchmark.{name}", "action": "ignored", "why": why}
+                        for name, why in bench.ignored.items()
+                    ),
+                ]
+                if item["action"] == "ignored"
             ],
         )
         plan.roles.append(adapter_for(bench.type).bench_role(plan))

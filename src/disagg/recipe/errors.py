@@ -36,6 +36,19 @@ def dotted(path: Sequence[Key]) -> str:
     return out or "<top level>"
 
 
+def undotted(name: str) -> KeyPath:
+    """The path `dotted` wrote: `services[0].name` -> ("services", 0, "name")."""
+    path: list[Key] = []
+    for part in name.split("."):
+        head, *indexes = part.split("[")
+        if head:
+            path.append(head)
+        for index in indexes:
+            text = index.removesuffix("]")
+            path.append(int(text) if text.isdigit() else text)
+    return tuple(path)
+
+
 def _real_path(data: Any, loc: Sequence[Any]) -> KeyPath:
     """The prefix of `loc` that names real keys/indexes in `data` (drops union tags)."""
     path: list[Key] = []
@@ -83,7 +96,12 @@ def _describe(value: Any) -> str:
 
 
 def _one(
-    error: ErrorDetails, data: Any, root: type[BaseModel], locate: Locator, prefix: str
+    error: ErrorDetails,
+    data: Any,
+    root: type[BaseModel],
+    locate: Locator,
+    prefix: str,
+    named: Callable[[KeyPath], str],
 ) -> tuple[SourceLocation, str, str | None]:
     loc = tuple(error["loc"])
     kind = error["type"]
@@ -98,13 +116,13 @@ def _one(
         if allowed:
             listing = "allowed here: " + ", ".join(allowed)
             hint = f"{hint} ({listing})" if hint else listing
-        return locate(path, True), f"unknown key `{prefix}{dotted(path)}`", hint
+        return locate(path, True), f"unknown key `{prefix}{named(path)}`", hint
     if kind == "missing":
         parent = _real_path(data, loc[:-1])
         return (
             locate(parent, True),
-            f"missing required field `{prefix}{dotted((*parent, loc[-1]))}`",
-            f"add `{loc[-1]}:` under `{dotted(parent)}`" if parent else f"add `{loc[-1]}:`",
+            f"missing required field `{prefix}{named((*parent, loc[-1]))}`",
+            f"add `{loc[-1]}:` under `{named(parent)}`" if parent else f"add `{loc[-1]}:`",
         )
     path = _real_path(data, loc)
     value = error.get("input")
@@ -121,7 +139,7 @@ def _one(
         hint = "quote the value to make it text"
     return (
         locate(path, False),
-        f"`{prefix}{dotted(path)}`: {message[0].lower() + message[1:]}, got {_describe(value)}",
+        f"`{prefix}{named(path)}`: {message[0].lower() + message[1:]}, got {_describe(value)}",
         hint,
     )
 
@@ -134,13 +152,21 @@ def validation_error(
     locate: Locator,
     prefix: str = "",
     context: str | None = None,
+    written_path: Callable[[KeyPath], KeyPath] | None = None,
 ) -> DisaggError:
-    """One DisaggError for all problems: the first located, up to MAX_LISTED more listed."""
+    """One DisaggError for all problems: the first located, up to MAX_LISTED more listed.
+
+    `written_path` maps a path of `data` to the one the file wrote (a translated
+    schema-2 variant), so messages name the user's own fields."""
+
+    def named(path: KeyPath) -> str:
+        return dotted(written_path(path) if written_path else path)
+
     seen: dict[str, tuple[SourceLocation, str, str | None]] = {}
     # An unknown key first: a typo often explains a "missing" field reported beside it.
     errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
     for error in errors:
-        where, message, hint = _one(error, data, root, locate, prefix)
+        where, message, hint = _one(error, data, root, locate, prefix, named)
         subject, _, detail = message.partition(": ")
         previous = seen.get(subject)
         if previous is None:

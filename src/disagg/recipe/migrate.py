@@ -14,6 +14,7 @@ run); otherwise nothing is written and the first difference is named.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from io import StringIO
@@ -24,6 +25,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.recipe.dialects.schema2 import SOURCE_TO_V1
+from disagg.recipe.errors import dotted, undotted
 from disagg.recipe.lint.fix import round_trip_yaml
 from disagg.recipe.load import display_path, parse_yaml, read_text
 from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX
@@ -304,12 +306,30 @@ def plan_outcomes(text: str, file: str, profile: Any = None) -> list[tuple[str, 
         try:
             data = place(variant, profile).model_dump(mode="json")
         except UnsupportedRecipe as exc:
-            outcomes.append((variant.name, f"unsupported: {exc.what.split(' (')[0]}"))
+            what = _internal_names(variant, exc.what.split(" (")[0])
+            outcomes.append((variant.name, f"unsupported: {what}"))
             continue
         except DisaggError as exc:
-            outcomes.append((variant.name, f"error: {exc.message.splitlines()[0][:80]}"))
+            message = _internal_names(variant, exc.message.splitlines()[0])
+            outcomes.append((variant.name, f"error: {message[:80]}"))
             continue
         for key in ("selector", "recipe_file", "config"):
             data.pop(key, None)
+        for item in data.get("ignored", []):
+            item["field"] = dotted(variant.internal_path(undotted(item["field"])))
         outcomes.append((variant.name, data))
     return outcomes
+
+
+def _internal_names(variant: Any, message: str) -> str:
+    """A plan message with the fields a schema-2 variant names in its own spelling put
+    back in the internal (v1) one, so both dialects' outcomes compare."""
+    translation = variant.translation
+    if translation is None:
+        return message
+    if message.startswith("engine type "):
+        message = "backend type " + message.removeprefix("engine type ")
+    names = {dotted(w): dotted(i) for i, w in translation.origins.items() if len(w) > 1}
+    spelled = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w.])(?:{spelled})(?![\w])")
+    return pattern.sub(lambda found: names[found.group(0)], message)

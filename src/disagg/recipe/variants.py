@@ -16,7 +16,9 @@ from typing import Any
 from disagg.engines import registry
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
 from disagg.recipe import dialects
-from disagg.recipe.dialects import Dialect, schema2
+from disagg.recipe.dialects import Dialect
+from disagg.recipe.dialects.schema2 import Translation
+from disagg.recipe.errors import dotted
 from disagg.recipe.honoured import unhonoured
 from disagg.recipe.load import LoadedYaml, load_yaml
 from disagg.recipe.overrides import BASE, IGNORED_PREFIX, OVERRIDE_PREFIX, ZIP_PREFIX, deep_merge
@@ -39,28 +41,46 @@ class Variant:
     block: str | None  # the override/zip block it came from; None for flat recipes and `base`
     zip_index: int | None = None
     dialect: Dialect = "v1"
-    written: dict[str, Any] | None = None  # as the file wrote it, when that is not `raw`
+    translation: Translation | None = None  # schema 2: the layout `raw` was translated from
 
     @property
     def selector(self) -> str:
         return f"{self.file}:{self.name}"
 
+    def written_path(self, path: Sequence[Key]) -> KeyPath:
+        """The path the file itself uses for the internal field at `path`."""
+        if self.translation is not None:
+            return self.translation.written_path(path)
+        return tuple(path)
+
     def written_field(self, path: Sequence[Key]) -> str:
-        """The dotted name the file itself uses for the internal field at `path`."""
-        where: KeyPath = tuple(path)
-        if self.dialect == "schema2" and self.written is not None:
-            where = schema2.source_path(where, self.written)
-        return ".".join(map(str, where))
+        """The dotted name (`roles.prefill.args.port`, `services[0].name`) the file itself
+        uses for the internal field at `path`."""
+        return dotted(self.written_path(path))
+
+    def written_name(self, internal: str) -> str:
+        """`written_field` of a dotted internal name (`backend.sglang_config.prefill.port`)."""
+        if self.translation is None:
+            return internal
+        return self.written_field(tuple(internal.split(".")))
+
+    def internal_path(self, written: Sequence[Key]) -> KeyPath:
+        """The internal path of a path as the file wrote it (inverse of `written_path`)."""
+        if self.translation is not None:
+            return self.translation.internal_path(written)
+        return tuple(written)
 
     def locate(self, path: Sequence[Key], *, key: bool = False) -> SourceLocation:
-        """Where the value (or key) at `path` of this variant was written.
+        """Where the value (or key) at internal `path` of this variant was written.
 
         Looks in the variant's own block first (for a zip block, in the list element
         this variant took), then in `base`, then at the nearest written ancestor.
         """
-        where: KeyPath = tuple(path)
-        if self.dialect == "schema2" and self.written is not None:
-            where = schema2.source_path(where, self.written)
+        return self.locate_written(self.written_path(path), key=key)
+
+    def locate_written(self, path: Sequence[Key], *, key: bool = False) -> SourceLocation:
+        """`locate` for a path as the file wrote it (schema 2's own spelling)."""
+        where = tuple(path)
         return locate_in_variant(self.source, self.name, self.block, self.zip_index, where, key=key)
 
 
@@ -186,7 +206,7 @@ def _typed(
         return locate_in_variant(loaded.source, name, block, index, path, key=key)
 
     context = None if name == BASE else f"variant {name}"
-    internal, config = dialects.typed(dialect, written, locate, context)
+    internal, config, translation = dialects.typed(dialect, written, locate, context)
     return Variant(
         file=loaded.file,
         path=Path(loaded.file),
@@ -197,23 +217,25 @@ def _typed(
         block=block,
         zip_index=index,
         dialect=dialect,
-        written=written,
+        translation=translation,
     )
 
 
-def unsupported_reason(config: RecipeConfig) -> str | None:
-    """Why this project cannot run a valid variant, or None when it can."""
+def unsupported_reason(config: RecipeConfig, *, schema2: bool = False) -> str | None:
+    """Why this project cannot run a valid variant, or None when it can (`schema2`: named
+    in schema 2's spelling)."""
     backend = config.backend.type
     engines = registry.names()
     if backend not in engines:
+        sim = f"`engine: {{type: {backend}, engine: sim}}`" if schema2 else "`backend.engine: sim`"
         return (
-            f"backend type {backend} (engines: {', '.join(engines)}; "
-            "`backend.engine: sim` simulates any of them)"
+            f"{'engine' if schema2 else 'backend'} type {backend} (engines: {', '.join(engines)}; "
+            f"{sim} simulates any of them)"
         )
     if config.frontend is not None:
         from disagg.frontends import refusal as frontend_refusal
 
-        refused = frontend_refusal(config.frontend.type)
+        refused = frontend_refusal(config.frontend.type, schema2=schema2)
         if refused is not None:
             return refused
     from disagg.workloads.registry import refusal
@@ -223,10 +245,11 @@ def unsupported_reason(config: RecipeConfig) -> str | None:
 
 def ensure_supported(variant: Variant) -> None:
     """Raise the one-line `unsupported: <what>` error for variants this project cannot run."""
-    reason = unsupported_reason(variant.config)
+    reason = unsupported_reason(variant.config, schema2=variant.translation is not None)
     where = "" if variant.name == BASE else f" in variant {variant.name}"
     if reason is not None:
-        field = (reason.split(" ", 1)[0], "type")
+        section = reason.split(" ", 1)[0]
+        field = ("backend" if section == "engine" else section, "type")
         raise UnsupportedRecipe(f"{reason}{where}", location=variant.locate(field))
     for found in unhonoured(variant.raw):
         if found.action == "refused":

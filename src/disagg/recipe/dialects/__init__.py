@@ -8,9 +8,12 @@ keys `engine` or `roles` (v1 never has them). `schema: 1` or no marker is v1.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from disagg.errors import DisaggError, SourceLocation
+
+if TYPE_CHECKING:
+    from disagg.recipe.dialects.schema2 import Translation
 
 Dialect = Literal["v1", "schema2"]
 SCHEMA_KEY = "schema"
@@ -67,11 +70,13 @@ Locator = Any  # (path, key: bool) -> SourceLocation, in the file's own paths
 
 def typed(
     dialect: Dialect, written: dict[str, Any], locate: Locator, context: str | None
-) -> tuple[dict[str, Any], Any]:
-    """(internal raw config, validated RecipeConfig) for one variant as the file wrote it.
+) -> tuple[dict[str, Any], Any, Translation | None]:
+    """(internal raw config, validated RecipeConfig, schema-2 translation or None) for one
+    variant as the file wrote it.
 
     Schema 2 is checked against its own key set first (errors at the file's own
-    paths), then translated; the internal config is validated either way.
+    paths), then translated; the internal config is validated either way, its
+    messages naming schema-2 fields for a schema-2 file.
     """
     from pydantic import ValidationError
 
@@ -79,21 +84,26 @@ def typed(
     from disagg.recipe.schema import RecipeConfig
 
     internal = written
+    translation = None
+    written_path = None
     if dialect == "schema2":
         from disagg.recipe.dialects import schema2
         from disagg.recipe.dialects.schema2_model import Schema2Recipe
 
         schema2.check_legacy_keys(written, locate)
+        _check_frontend_spelling(dialect, written, locate, context)
         try:
             Schema2Recipe.model_validate(written)
         except ValidationError as exc:
             raise validation_error(
                 exc, data=written, root=Schema2Recipe, locate=locate, context=context
             ) from None
-        internal = schema2.to_internal(written)
+        translation = schema2.translate(written)
+        internal = translation.internal
+        written_path = translation.written_path
 
         def locate_internal(path: Any, key: bool) -> SourceLocation:
-            result: SourceLocation = locate(schema2.source_path(tuple(path), written), key)
+            result: SourceLocation = locate(translation.written_path(path), key)
             return result
     else:
         for key in INTERNAL_ONLY:
@@ -104,11 +114,42 @@ def typed(
                     hint="a v1 recipe has no such key; schema 2 writes per-role images and "
                     "srun options under `roles.<role>`",
                 )
+        _check_frontend_spelling(dialect, written, locate, context)
         locate_internal = locate
     try:
         config = RecipeConfig.model_validate(internal)
     except ValidationError as exc:
         raise validation_error(
-            exc, data=internal, root=RecipeConfig, locate=locate_internal, context=context
+            exc,
+            data=internal,
+            root=RecipeConfig,
+            locate=locate_internal,
+            context=context,
+            written_path=written_path,
         ) from None
-    return internal, config
+    return internal, config, translation
+
+
+def _check_frontend_spelling(
+    dialect: Dialect, written: Mapping[str, Any], locate: Locator, context: str | None
+) -> None:
+    """The internal names of schema 2's direct frontends are not recipe spellings: in v1,
+    `sglang` is the sglang-router; a single worker serving directly is schema 2's `sglang`."""
+    from disagg.recipe.dialects.schema2 import DIRECT_FRONTENDS
+
+    frontend = written.get("frontend")
+    kind = frontend.get("type") if isinstance(frontend, Mapping) else None
+    if kind not in DIRECT_FRONTENDS:
+        return
+    engine = str(kind).removesuffix("-direct")
+    hint = (
+        f"schema 2 spells the directly serving {engine} worker `{engine}`"
+        if dialect == "schema2"
+        else f"v1's `sglang` is the sglang-router; the directly serving {engine} worker is "
+        f"schema 2's `frontend.type: {engine}` (`disagg migrate` writes schema 2)"
+    )
+    raise DisaggError(
+        f"unknown frontend type {kind!r}" + (f" (in {context})" if context else ""),
+        location=locate(("frontend", "type"), False),
+        hint=hint,
+    )

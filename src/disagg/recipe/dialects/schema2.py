@@ -4,13 +4,14 @@ srt-slurm 2.x writes the engine once (`engine:`) and the topology per role
 (`roles.<role>.{nodes,workers,gpus,env,args}`); the internal config keeps v1's
 places for the same facts (`resources.prefill_nodes`, `backend.<engine>_config.prefill`,
 `backend.prefill_environment`), so engine adapters, placement and lint read one
-shape. `source_path` maps an internal path back to where a schema-2 file wrote it,
-so every message points at the user's own line.
+shape. `translate` records, for each internal path it fills, where the schema-2 file
+wrote it (`Translation.origins`), so every message names the user's own field and line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from disagg.errors import DisaggError
@@ -21,6 +22,9 @@ MODE_TO_ROLE = {mode: role for role, mode in ROLE_TO_MODE.items()}
 # Schema 2's frontend types whose meaning differs from the v1 spelling the internal config uses.
 FRONTEND_TYPES = {"sglang-router": "sglang", "sglang": "sglang-direct", "vllm": "vllm-direct"}
 FRONTEND_TYPES_BACK = {internal: written for written, internal in FRONTEND_TYPES.items()}
+# The internal names of schema 2's direct frontends (the one worker serves): no file
+# may spell them itself.
+DIRECT_FRONTENDS = ("sglang-direct", "vllm-direct")
 SOURCE_TO_V1 = {"pypi": "version", "wheel": "wheel", "rev": "hash", "patches": "cargo_patches"}
 _RESOURCE_FIELDS = {"nodes": "{r}_nodes", "workers": "{r}_workers", "gpus": "gpus_per_{r}"}
 
@@ -37,9 +41,9 @@ LEGACY_KEYS: dict[KeyPath, str] = {
     ("dynamo", "hash"): "`dynamo.source.git` + `dynamo.source.rev`",
     ("dynamo", "cargo_patches"): "`dynamo.source.patches`",
     **{
-        ("resources", field.format(r=short)): f"`roles.{role}.{key}`"
+        ("resources", name.format(r=short)): f"`roles.{role}.{key}`"
         for role, short in (("prefill", "prefill"), ("decode", "decode"), ("agg", "agg"))
-        for key, field in _RESOURCE_FIELDS.items()
+        for key, name in _RESOURCE_FIELDS.items()
     },
 }
 
@@ -78,24 +82,69 @@ def _as_engine(value: Any) -> dict[str, Any]:
     return {"type": value} if isinstance(value, str) else dict(value)
 
 
+Origins = dict[KeyPath, KeyPath]
+
+
+@dataclass(frozen=True)
+class Translation:
+    """One schema-2 variant in the internal layout, and where the file wrote each part.
+
+    `origins` maps an internal path (or a prefix of one) to the schema-2 path it came
+    from, recorded while translating, so every message about the variant (errors,
+    refusals, ignored fields, lint findings) names the field as the user wrote it.
+    """
+
+    internal: dict[str, Any]
+    origins: Origins = field(default_factory=dict)
+
+    def written_path(self, path: Sequence[Key]) -> KeyPath:
+        """The schema-2 path of the internal `path` (unchanged where both layouts agree)."""
+        return _rewrite(tuple(path), self.origins)
+
+    def internal_path(self, written: Sequence[Key]) -> KeyPath:
+        """The internal path of a schema-2 `written` path (the inverse of `written_path`)."""
+        inverse = {back: internal for internal, back in sorted(self.origins.items(), reverse=True)}
+        return _rewrite(tuple(written), inverse)
+
+
+def _rewrite(path: KeyPath, table: Origins) -> KeyPath:
+    for cut in range(len(path), 0, -1):
+        found = table.get(path[:cut])
+        if found is not None:
+            return (*found, *path[cut:])
+    return path
+
+
 def to_internal(raw: Mapping[str, Any]) -> dict[str, Any]:
     """The internal config for one validated schema-2 variant (plain data, new objects)."""
+    return translate(raw).internal
+
+
+def translate(raw: Mapping[str, Any]) -> Translation:
+    """`to_internal`, with the origin of every moved field recorded on the way."""
+    origins: Origins = {}
     out: dict[str, Any] = {k: v for k, v in raw.items() if k not in ("engine", "roles")}
-    engine, _ = _engine_of(raw)
+    engine, where = _engine_of(raw)
     kind = engine["type"]
     backend: dict[str, Any] = dict(engine)
+    origins[("backend",)] = where
+    written_engine = _written_engine(raw, where)
+    type_at = (*where, "type") if isinstance(written_engine, Mapping) else where
+    origins[("backend", "type")] = type_at
     resources = dict(raw.get("resources") or {})
     roles = raw.get("roles") or {}
     extras: dict[str, Any] = {}
+    for role, mode in ROLE_TO_MODE.items():
+        _role_origins(origins, role, mode, kind)
     for role, spec in roles.items():
         if not isinstance(spec, Mapping):
             continue
         mode = ROLE_TO_MODE[role]
         short = "agg" if role == "agg" else role
-        for key, field in _RESOURCE_FIELDS.items():
+        for key, name in _RESOURCE_FIELDS.items():
             value = spec.get(key)
             if value is not None:
-                resources[field.format(r=short)] = 0 if value == "colocate" else value
+                resources[name.format(r=short)] = 0 if value == "colocate" else value
         if "critical" in spec:
             resources[f"{short}_critical"] = spec["critical"]
         if spec.get("args"):
@@ -106,8 +155,10 @@ def to_internal(raw: Mapping[str, Any]) -> dict[str, Any]:
             backend[f"{mode}_extra_args"] = spec["extra_args"]
         if spec.get("kv_events") is not None:
             backend.setdefault("kv_events_config", {})[mode] = spec["kv_events"]
+            origins.setdefault(("backend", "kv_events_config"), ("roles", role, "kv_events"))
         if spec.get("sidecar"):
             out["dynamo"] = {**(out.get("dynamo") or {}), "sidecar": True}
+            origins.setdefault(("dynamo", "sidecar"), ("roles", role, "sidecar"))
         kept = {k: spec[k] for k in ("container", "srun_options") if spec.get(k)}
         own = spec.get("engine")
         if own is not None and _as_engine(own) != engine:
@@ -118,17 +169,41 @@ def to_internal(raw: Mapping[str, Any]) -> dict[str, Any]:
     out["backend"] = backend
     if extras:
         out["role_overrides"] = extras
-    _placement(out, "frontend", "orchestrator_placement", "dedicated_node")
-    _placement(out, "benchmark", "client_placement", "client_dedicated_node")
+    _placement(out, origins, "frontend", "orchestrator_placement", "dedicated_node")
+    _placement(out, origins, "benchmark", "client_placement", "client_dedicated_node")
     frontend = out.get("frontend")
     if isinstance(frontend, Mapping) and frontend.get("type") in FRONTEND_TYPES:
         out["frontend"] = {**frontend, "type": FRONTEND_TYPES[frontend["type"]]}
-    _dynamo_source(out)
-    _infra_services(out)
-    return out
+    _dynamo_source(out, origins)
+    _infra_services(out, origins)
+    return Translation(out, origins)
 
 
-def _placement(out: dict[str, Any], section: str, node_field: str, dedicated_field: str) -> None:
+def _written_engine(raw: Mapping[str, Any], where: KeyPath) -> Any:
+    node: Any = raw
+    for part in where:
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
+
+
+def _role_origins(origins: Origins, role: str, mode: str, kind: str) -> None:
+    """Where a role's facts live in schema 2, recorded whether or not the file sets them
+    (a message about a missing field names the schema-2 spelling too)."""
+    short = "agg" if role == "agg" else role
+    for key, name in (*_RESOURCE_FIELDS.items(), ("critical", "{r}_critical")):
+        origins[("resources", name.format(r=short))] = ("roles", role, key)
+    origins[("backend", f"{kind}_config", mode)] = ("roles", role, "args")
+    origins[("backend", "kv_events_config", mode)] = ("roles", role, "kv_events")
+    origins[("backend", f"{mode}_environment")] = ("roles", role, "env")
+    origins[("backend", f"{mode}_extra_args")] = ("roles", role, "extra_args")
+    origins[("role_overrides", role)] = ("roles", role)
+
+
+def _placement(
+    out: dict[str, Any], origins: Origins, section: str, node_field: str, dedicated_field: str
+) -> None:
+    for name in (node_field, dedicated_field):
+        origins[(section, name)] = (section, "placement", "node")
     block = out.get(section)
     if not isinstance(block, Mapping) or "placement" not in block:
         return
@@ -141,18 +216,15 @@ def _placement(out: dict[str, Any], section: str, node_field: str, dedicated_fie
     out[section] = placed
 
 
-def _dynamo_source(out: dict[str, Any]) -> None:
+def _dynamo_source(out: dict[str, Any], origins: Origins) -> None:
+    for written, v1 in SOURCE_TO_V1.items():
+        origins[("dynamo", v1)] = ("dynamo", "source", written)
     dynamo = out.get("dynamo")
     source = dynamo.get("source") if isinstance(dynamo, Mapping) else None
     if not isinstance(source, Mapping):
         return
     moved = dict(dynamo)  # type: ignore[arg-type]
-    for written, v1 in (
-        ("pypi", "version"),
-        ("wheel", "wheel"),
-        ("rev", "hash"),
-        ("patches", "cargo_patches"),
-    ):
+    for written, v1 in SOURCE_TO_V1.items():
         if source.get(written) is not None:
             moved[v1] = source[written]
     rest = {k: v for k, v in source.items() if k in ("git", "sha") and v is not None}
@@ -163,59 +235,26 @@ def _dynamo_source(out: dict[str, Any]) -> None:
     out["dynamo"] = moved
 
 
-def _infra_services(out: dict[str, Any]) -> None:
+def _infra_services(out: dict[str, Any], origins: Origins) -> None:
     """etcd / nats service entries say what v1's `infra` said; the entries stay too."""
     infra: dict[str, Any] = {}
-    for service in out.get("services") or []:
+    origins[("infra",)] = ("services",)
+    for index, service in enumerate(out.get("services") or []):
         if not isinstance(service, Mapping) or service.get("type") not in ("etcd", "nats"):
             continue
         if (service.get("placement") or {}).get("node") == "dedicated":
             infra["etcd_nats_dedicated_node"] = True
+            origins.setdefault(
+                ("infra", "etcd_nats_dedicated_node"), ("services", index, "placement", "node")
+            )
         payload = (service.get("options") or {}).get("max_payload_mb")
         if service.get("type") == "nats" and payload is not None:
             infra["nats_max_payload_mb"] = payload
+            origins[("infra", "nats_max_payload_mb")] = (
+                "services",
+                index,
+                "options",
+                "max_payload_mb",
+            )
     if infra:
         out["infra"] = infra
-
-
-def source_path(path: KeyPath, raw: Mapping[str, Any]) -> KeyPath:
-    """Where a schema-2 file wrote what the internal config holds at `path`."""
-    if not path:
-        return path
-    head, rest = path[0], path[1:]
-    if head == "backend" and rest:
-        return _backend_path(rest, raw)
-    if head == "resources" and rest:
-        for role, short in (("prefill", "prefill"), ("decode", "decode"), ("agg", "agg")):
-            for key, field in (*_RESOURCE_FIELDS.items(), ("critical", "{r}_critical")):
-                if rest[0] == field.format(r=short):
-                    return ("roles", role, key)
-    if head == "frontend" and rest and rest[0] in ("orchestrator_placement", "dedicated_node"):
-        return ("frontend", "placement", "node")
-    if head == "benchmark" and rest and rest[0] in ("client_placement", "client_dedicated_node"):
-        return ("benchmark", "placement", "node")
-    if head == "dynamo" and rest:
-        back = {v1: written for written, v1 in SOURCE_TO_V1.items()}
-        if rest[0] in back:
-            return ("dynamo", "source", back[str(rest[0])], *rest[1:])
-    if head == "role_overrides" and rest:
-        return ("roles", *rest)
-    return path
-
-
-def _backend_path(rest: tuple[Key, ...], raw: Mapping[str, Any]) -> KeyPath:
-    first = str(rest[0])
-    for mode, role in MODE_TO_ROLE.items():
-        if first == f"{mode}_environment":
-            return ("roles", role, "env", *rest[1:])
-        if first == f"{mode}_extra_args":
-            return ("roles", role, "extra_args", *rest[1:])
-    if first.endswith("_config") and len(rest) > 1 and str(rest[1]) in MODE_TO_ROLE:
-        role = MODE_TO_ROLE[str(rest[1])]
-        key = "kv_events" if first == "kv_events_config" else "args"
-        return ("roles", role, key, *rest[2:])
-    try:
-        _, where = _engine_of(raw)
-    except DisaggError:
-        where = ("engine",)
-    return (*where, *rest)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from disagg.errors import DisaggError
 from disagg.recipe.lint.model import Location
 from disagg.recipe.lint.nodes import Node, ScannedFile, to_python
 from disagg.recipe.load import parse_yaml
 from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX, expand_variants
+
+if TYPE_CHECKING:
+    from disagg.recipe.dialects.schema2 import Translation
 
 
 def is_variant_block(name: str | None) -> bool:
@@ -20,11 +23,11 @@ def is_variant_block(name: str | None) -> bool:
 @dataclass(slots=True)
 class Variants:
     """Each variant's config in the internal (v1) layout the rules read; for a schema-2
-    file also as written, to find the line a translated path came from."""
+    file also its translation, to name and find a translated path as the file wrote it."""
 
     configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: DisaggError | None = None
-    written: dict[str, dict[str, Any]] = field(default_factory=dict)
+    translations: dict[str, Translation] = field(default_factory=dict)
 
 
 @dataclass
@@ -85,13 +88,20 @@ class FileContext:
             error = exc
         return Variants(error=error)
 
-    def locate(self, variant: str, path: tuple[str, ...]) -> Node | None:
-        """The node that sets `path` in `variant`: its own block first, then `base`."""
-        written = self.variants.written.get(variant)
-        if written is not None:  # a schema-2 file: where it wrote the internal path
-            from disagg.recipe.dialects.schema2 import source_path
+    def written_name(self, variant: str, internal: str) -> str:
+        """A dotted internal field name as the file spells it (`roles.prefill.args...`)."""
+        translation = self.variants.translations.get(variant)
+        if translation is None:
+            return internal
+        from disagg.recipe.errors import dotted
 
-            path = tuple(str(part) for part in source_path(path, written))
+        return dotted(translation.written_path(tuple(internal.split("."))))
+
+    def locate(self, variant: str, path: tuple[str, ...]) -> Node | None:
+        """The node that sets internal `path` in `variant`: its own block first, then `base`."""
+        translation = self.variants.translations.get(variant)
+        if translation is not None:  # a schema-2 file: where it wrote the internal path
+            path = tuple(str(part) for part in translation.written_path(path))
         # `zip_override_x[2]` is element 2 of block `zip_override_x`; a block's own name
         # may contain `[` (`override_[a`), so only a trailing `[digits]` is an index.
         name, index = variant, None
@@ -119,7 +129,7 @@ def _translated(expanded: dict[str, dict[str, Any]]) -> Variants:
     schema 2 is left out: DA013 reports it, with the loader's own message."""
     from pydantic import ValidationError
 
-    from disagg.recipe.dialects.schema2 import to_internal
+    from disagg.recipe.dialects.schema2 import translate
     from disagg.recipe.dialects.schema2_model import Schema2Recipe
 
     variants = Variants()
@@ -129,9 +139,10 @@ def _translated(expanded: dict[str, dict[str, Any]]) -> Variants:
             Schema2Recipe.model_validate(written)
         except ValidationError:
             continue
-        internal = to_internal(written)
+        translation = translate(written)
+        internal = translation.internal
         if any(o.get("engine") for o in internal.get("role_overrides", {}).values()):
             continue  # roles on different engines: refused by plan (DA013), no layout to check
         variants.configs[name] = internal
-        variants.written[name] = written
+        variants.translations[name] = translation
     return variants

@@ -68,7 +68,8 @@ def check(ctx: FileContext) -> list[Finding]:
             rule=RULE,
             name=NAME,
             severity=Severity.WARNING if field in refused else Severity.INFO,
-            message=f"{field} is {'refused' if field in refused else 'ignored'}: {why} "
+            message=f"{ctx.written_name(names[0], field)} is "
+            f"{'refused' if field in refused else 'ignored'}: {why} "
             f"[variants: {', '.join(names)}]",
             locations=(where[(field, why)],),
             hint="remove it; plan refuses the variant while it is set"

@@ -10,6 +10,7 @@ An srt-slurm cluster config is not a recipe and is left alone.
 from __future__ import annotations
 
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
+from disagg.recipe.errors import undotted
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
 
@@ -55,12 +56,13 @@ def check(ctx: FileContext) -> list[Finding]:
             findings.append(_finding(ctx.path, exc.location, Severity.ERROR, exc.message, exc.hint))
             continue
         for item in plan.ignored:
-            if item["field"].startswith("backend."):
+            written = undotted(item["field"])
+            if variant.internal_path(written)[:1] == ("backend",):
                 continue  # engine settings: DA010 reports them, with their own place
             findings.append(
                 _finding(
                     ctx.path,
-                    variant.locate(tuple(item["field"].split("."))),
+                    variant.locate_written(written),
                     Severity.INFO,
                     f"{item['field']} is ignored by the plan: {item['why']} "
                     f"(variant {variant.name})",
