@@ -187,19 +187,22 @@ def test_nginx_spreads_requests_over_two_frontends_and_keeps_a_session_on_one(
     assert wait_gone([*all_pids(summary), *workers]) == []
 
 
-def test_a_dying_etcd_fails_the_run_naming_it(tmp_path: Path, tiny_model: TinyModel) -> None:
+@pytest.mark.parametrize("victim", ["etcd", "nats"])
+def test_a_dying_service_fails_the_run_naming_it(
+    tmp_path: Path, tiny_model: TinyModel, victim: str
+) -> None:
     path = with_services(tmp_path, tiny_model, SERVICES)
     [plan] = plans_for([str(path)], None)
     plan.bench.points[1].num_prompts = 400  # long enough to be killed in the middle
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     plan.write(run_dir)
-    killed, hook = _kill_during_second_point("etcd")
+    killed, hook = _kill_during_second_point(victim)
     summary = Orchestrator(run_dir, plan, LocalLauncher(), OPTIONS, on_update=hook).run()  # type: ignore[arg-type]
     assert killed and killed[-1] > 0
     assert summary.status is RunStatus.FAILED and summary.exit_code == 1
-    assert summary.reason == "role etcd exited with code -9"
-    assert summary.failure is not None and summary.failure.role == "etcd"
+    assert summary.reason == f"role {victim} exited with code -9"
+    assert summary.failure is not None and summary.failure.role == victim
     assert summary.points[0].status is PointStatus.MEASURED
     assert summary.points[-1].status is PointStatus.ABORTED
     assert wait_gone(all_pids(summary)) == []

@@ -85,8 +85,7 @@ def _planes(ctx: FrontendContext) -> dict[str, str | None]:
             raise ctx.fail(
                 f"dynamo.{name} must be one of {', '.join(allowed)}, not {value!r}",
                 ("dynamo", name),
-                f"Dynamo {ctx.config.dynamo.version or '1.6.1'} takes --{name.replace('_', '-')}"
-                f" {' or '.join(allowed)}",
+                f"Dynamo takes --{name.replace('_', '-')} {' or '.join(allowed)}",
             )
         chosen[name] = value
     return chosen
