@@ -4,6 +4,10 @@ This is what a Slurm batch script (or `disagg run --local`) executes. It reads o
 `RUN_DIR/plan.json`. Exit status: 0 every point valid; 1 the run failed (a role
 died, a deadline passed, a point was invalid); 2 bad run directory or plan;
 3 cancelled (SIGTERM from `scancel`, or Ctrl-C).
+
+Under Slurm, SIGUSR1 (`#SBATCH --signal=B:USR1@N`, sent before the time limit) stops
+the run as timed out; the orchestrator then waits for Slurm's kill at the limit, so
+that the job ends TIMEOUT, as it did, rather than FAILED.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from disagg.plan.model import Plan
 # that the job ends CANCELLED instead of FAILED with exit status 3. A time limit or a
 # plain scancel kills the job during this wait anyway (SIGTERM is default again here).
 SLURM_CANCEL_LINGER_S = 10.0
+# After a timed-out run under Slurm: Slurm checks time limits about every 30 s and kills
+# the job up to that late; a run stopped by a time limit far away does not wait.
+SLURM_TIMEOUT_LINGER_S = 90.0
 # How long the job waits for the run directory's lock: `disagg submit` holds it until
 # sbatch answered, and a fast scheduler may start the job before that.
 LOCK_WAIT_S = 30.0
@@ -55,7 +62,25 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.executor == "slurm" and summary.status is RunStatus.CANCELLED:
         time.sleep(SLURM_CANCEL_LINGER_S)
+    if args.executor == "slurm" and summary.status is RunStatus.TIMEOUT:
+        _await_time_limit(plan, summary.started_at)
     return summary.exit_code
+
+
+def _await_time_limit(plan: Plan, started_at: float) -> None:
+    """Sleep until Slurm ends the job at its time limit, when that limit is near."""
+    from disagg.plan.limits import slurm_margin_s, slurm_seconds
+
+    limit = plan.slurm.time_limit
+    allowed = slurm_seconds(limit) if limit else None
+    if allowed is None:
+        return
+    left = started_at + allowed - time.time()
+    if left > slurm_margin_s(limit) + SLURM_TIMEOUT_LINGER_S:
+        return  # the recipe's own run_timeout ended it, long before Slurm's limit
+    print(f"timed out: waiting for Slurm's time limit (in about {max(0, int(left))} s)")
+    sys.stdout.flush()
+    time.sleep(max(0.0, left) + SLURM_TIMEOUT_LINGER_S)
 
 
 if __name__ == "__main__":

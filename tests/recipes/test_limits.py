@@ -90,3 +90,16 @@ def test_a_slurm_time_limit_ends_the_run_first_unless_run_timeout_is_set(
     explicit = '\nslurm:\n  time_limit: "00:30:00"\nlimits:\n  run_timeout: 100\n'
     [own] = plans_for([recipe_with(tmp_path, explicit)], None)
     assert own.limits.run_timeout_s == 100
+
+
+def test_another_slurm_time_limit_moves_only_the_run_limit_it_set(tmp_path: Path) -> None:
+    # `disagg submit --resume RUN_DIR --time-limit T` after a TIMEOUT
+    from disagg.plan.limits import retimed_limits
+
+    [plan] = plans_for([recipe_with(tmp_path, '\nslurm:\n  time_limit: "1"\n')], None)
+    longer = retimed_limits(plan.limits, plan.config.get("limits"), "01:00:00")
+    assert (plan.limits.run_timeout_s, longer.run_timeout_s) == (54, 3600 - 60)
+    assert longer.model_copy(update={"run_timeout_s": 54}) == plan.limits  # nothing else
+    explicit = '\nslurm:\n  time_limit: "1"\nlimits:\n  run_timeout: 100\n'
+    [own] = plans_for([recipe_with(tmp_path, explicit)], None)
+    assert retimed_limits(own.limits, own.config.get("limits"), "01:00:00") == own.limits

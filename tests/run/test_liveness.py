@@ -17,7 +17,7 @@ from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
 from disagg.plan.limits import LimitsPlan
 from disagg.plan.model import Plan
 
-from .conftest import make_plan, sim_pd_roles, sim_worker, wait_gone
+from .conftest import make_plan, python_role, sim_pd_roles, sim_worker, wait_gone
 
 OPTIONS = OrchestratorOptions(echo=False, quiet_bench=True, handle_signals=False)
 
@@ -72,8 +72,35 @@ def test_the_run_ends_at_its_time_limit(tmp_path: Path) -> None:
 
     summary = orchestrate(tmp_path, plan)
 
-    assert summary.status is RunStatus.FAILED and summary.exit_code == 1
+    assert summary.status is RunStatus.TIMEOUT and summary.exit_code == 1
     assert summary.reason == "the run's time limit of 1 s was reached (limits)"
+    assert summary.failure is not None and summary.failure.reason == summary.reason
     assert PointStatus.MEASURED not in [p.status for p in summary.points]
     pids = [pid for group in summary.role_pids.values() for pid in group]
     assert wait_gone(pids, timeout_s=30) == []
+
+
+def test_slurms_time_limit_warning_stops_the_run_as_timed_out(tmp_path: Path) -> None:
+    # What `#SBATCH --signal=B:USR1@N` sends the orchestrator before Slurm's time limit.
+    plan = make_plan([python_role("decode-0", "import time; time.sleep(60)", deadline_s=60)])
+    plan.write(tmp_path)
+    sent: list[int] = []
+
+    def hook(state: RunState) -> None:
+        pid = state.roles[0].tasks[0].pid if state.roles and state.roles[0].tasks else None
+        if pid and not sent:
+            sent.append(pid)
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+    options = OrchestratorOptions(echo=False, quiet_bench=True, executor="slurm")
+    before = signal.getsignal(signal.SIGUSR1)
+    summary = Orchestrator(tmp_path, plan, LocalLauncher(), options, on_update=hook).run()
+
+    assert sent
+    assert summary.status is RunStatus.TIMEOUT and summary.exit_code == 1
+    assert summary.reason is not None
+    assert summary.reason.startswith("Slurm's time limit is near (SIGUSR1")
+    state = RunState.read(tmp_path)
+    assert state is not None and state.status is RunStatus.TIMEOUT
+    assert signal.getsignal(signal.SIGUSR1) == before  # given back after the run
+    assert wait_gone(sent) == []

@@ -107,3 +107,27 @@ def test_container_mount_with_comma_is_refused() -> None:
     plan.roles[0].container_image = "img.sqsh"
     with pytest.raises(DisaggError, match="contains ','"):
         srun_lines(plan)
+
+
+@pytest.mark.parametrize(
+    ("time_limit", "directives", "signal"),
+    [
+        ("01:30:00", {}, "B:USR1@60"),  # a minute before a long limit
+        ("5", {}, "B:USR1@30"),  # a tenth of a short one
+        (None, {}, "B:USR1@60"),  # the partition's limit: the full margin
+        ("1", {"signal": "B:USR1@40"}, "B:USR1@40"),  # the recipe's own replaces it
+    ],
+)
+def test_slurm_warns_the_orchestrator_before_its_time_limit(
+    time_limit: str | None, directives: dict[str, str], signal: str
+) -> None:
+    text = render(cluster_plan(time_limit=time_limit, directives=directives), RUN_DIR)
+    assert [line for line in text.splitlines() if "--signal" in line] == [
+        f"#SBATCH --signal={signal}"
+    ]
+
+
+def test_only_a_multi_node_job_outlives_a_lost_node() -> None:
+    # --no-kill: the orchestrator sees which roles the node took and fails naming them
+    assert "#SBATCH --no-kill" in render(cluster_plan(), RUN_DIR).splitlines()
+    assert "--no-kill" not in render(cluster_plan(nodes=1), RUN_DIR)

@@ -16,12 +16,16 @@ from disagg.errors import EXIT_FINDINGS, EXIT_USAGE, DisaggError
 if TYPE_CHECKING:  # imported when a command runs, so `disagg --help` stays fast
     from rich.console import Group
 
+    from disagg.plan.model import Plan
+
 SUBMIT_HELP = """Pre-flight, render job.sbatch into each variant's run directory, and sbatch it.
 
 Refused before anything is submitted when the recipe has lint errors, the model is
 neither complete nor listed for staging, a container image file is missing, or the
 partition cannot hold the job. --resume RUN_DIR submits an existing run again: points
-that already have a valid result are not measured twice.
+that already have a valid result are not measured twice; after a TIMEOUT, give it more
+time with --time-limit (the results already measured stay valid: a time limit changes
+no number).
 """
 
 
@@ -45,6 +49,14 @@ def submit_command(
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="run directory (one subdir per variant)")
+    ] = None,
+    time_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--time-limit",
+            "-t",
+            help="Slurm time limit (MM, HH:MM:SS, D-HH:MM:SS) instead of the plan's",
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="print selector, job_id, run_dir per variant")
@@ -71,6 +83,8 @@ def submit_command(
 
         plans = plans_for([recipe], cluster)
         run_dirs = [path.resolve() for path in run_dirs_for(plans, out, run_root(cluster))]
+    if time_limit is not None:
+        plans = [_with_time_limit(plan, time_limit) for plan in plans]
 
     reachable = _slurm_reachable()
     if not reachable and not dry_run:
@@ -101,6 +115,8 @@ def submit_command(
         try:
             if resume is None:
                 prepare_run_dir(plan, run_dir)
+            elif time_limit is not None:
+                plan.write(run_dir)  # the job reads its limits from plan.json
             slurm.write_job_script(plan, run_dir)
             job_id = None if dry_run else slurm.submit(run_dir)
         finally:
@@ -117,6 +133,21 @@ def submit_command(
     for row in rows:
         table.add_row(row["selector"], row["job_id"] or "-", row["run_dir"])
     make_console().print(table)
+
+
+def _with_time_limit(plan: Plan, text: str) -> Plan:
+    """The plan with another Slurm time limit, and the run limit derived from it."""
+    from disagg.plan.limits import retimed_limits, slurm_seconds
+
+    if slurm_seconds(text) is None:
+        raise DisaggError(
+            f"--time-limit {text!r} is not a Slurm time limit",
+            hint="write minutes (90), HH:MM:SS (01:30:00) or D-HH:MM:SS (1-00:00:00)",
+            exit_code=EXIT_USAGE,
+        )
+    slurm = plan.slurm.model_copy(update={"time_limit": text})
+    limits = retimed_limits(plan.limits, plan.config.get("limits"), text)
+    return plan.model_copy(update={"slurm": slurm, "limits": limits})
 
 
 def _slurm_reachable() -> bool:

@@ -80,6 +80,14 @@ class RoleLauncher(ABC):
                 return False
         return True
 
+    def lost_nodes(self) -> dict[int, str]:
+        """Node ranks that left the allocation (a failed node), each described in words.
+
+        Asked when a task ends unexpectedly, so that the failure names the node; a
+        launcher on one machine never loses one.
+        """
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook, most launchers hold nothing
         """Release anything the launcher holds (for example cancel leftover steps)."""
 

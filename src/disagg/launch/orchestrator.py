@@ -6,7 +6,8 @@ workers, frontends: each launched, then health-gated) -> canary -> measure each 
 `point_loop`, `bench_command`, `teardown`); they share one `RunContext`.
 
 A monitor thread polls every role task during all phases. The first task that
-exits, a health deadline that passes, or SIGTERM/SIGINT sets one stop event that
+exits, a health deadline or time limit that passes, SIGTERM/SIGINT, or (under Slurm)
+the SIGUSR1 that warns of the job's time limit sets one stop event that
 every phase waits on, so a broken run ends within seconds: results of points
 already measured stay, the failing role is named and the end of its log shown.
 The same code runs on a laptop (`LocalLauncher`) and inside a Slurm job
@@ -38,6 +39,7 @@ from disagg.launch.run_context import (
     Stop,
     UpdateHook,
 )
+from disagg.launch.sbatch import TIME_LIMIT_SIGNAL
 from disagg.launch.stale import stop_stale_roles
 from disagg.launch.state import Phase, RunState, RunSummary
 from disagg.launch.teardown import finish, teardown
@@ -153,7 +155,7 @@ class Orchestrator:
         started = time.monotonic()
         while not run.tearing_down:
             if run_limit is not None and time.monotonic() - started > run_limit:
-                run.fail(f"the run's time limit of {run_limit:g} s was reached (limits)")
+                run.time_out(f"the run's time limit of {run_limit:g} s was reached (limits)")
             run.poll_tasks()
             time.sleep(MONITOR_INTERVAL_S)
 
@@ -169,9 +171,18 @@ class Orchestrator:
         def handler(signum: int, frame: FrameType | None) -> None:
             self.cancel(f"received {signal.Signals(signum).name}")
 
+        def warned(signum: int, frame: FrameType | None) -> None:
+            self.context.time_out(
+                f"Slurm's time limit is near ({signal.Signals(signum).name} from "
+                "--signal): stopped to keep the results"
+            )
+
         # SIGHUP (a closed terminal) stops the run like SIGTERM: nothing is left behind.
         signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
         previous = {sig: signal.signal(sig, handler) for sig in signals}
+        if self.options.executor == "slurm":  # `#SBATCH --signal=B:USR1@N` (launch.sbatch)
+            warning = signal.Signals[f"SIG{TIME_LIMIT_SIGNAL}"]
+            previous[warning] = signal.signal(warning, warned)
         try:
             yield
         finally:

@@ -24,7 +24,7 @@ from disagg.launch.liveness import host_id, start_ticks
 from disagg.launch.logs import tail, task_log_path
 from disagg.launch.run_log import make_logger
 from disagg.launch.state import STATE_FILE, Failure, Phase, PointState, RunState
-from disagg.plan.model import Plan, RolePlan
+from disagg.plan.model import Plan, RoleKind, RolePlan
 
 EXIT_COMPLETED = 0
 EXIT_FAILED = 1
@@ -73,6 +73,7 @@ class RunContext:
         self.stop = threading.Event()
         self.lock = threading.RLock()
         self.cancelled = False
+        self.timed_out = False
         self.tearing_down = False
         self.tasks: list[tuple[RolePlan, RoleProcess]] = []
         self.exit_codes: dict[tuple[str, int], int | None] = {}
@@ -103,12 +104,19 @@ class RunContext:
         if self.stop.is_set():
             raise Stop
 
-    def fail(self, reason: str, *, role: str | None = None, node_rank: int | None = None) -> None:
+    def fail(
+        self,
+        reason: str,
+        *,
+        role: str | None = None,
+        node_rank: int | None = None,
+        nodes_lost: list[str] | None = None,
+    ) -> None:
         """Record the first failure (later ones are consequences) and set the stop event."""
         with self.lock:
             if self.stop.is_set():
                 return
-            failure = Failure(reason=reason, role=role)
+            failure = Failure(reason=reason, role=role, nodes_lost=nodes_lost or [])
             if role is not None:
                 role_plan = self.plan.role(role)
                 rank = role_plan.node_ranks[0] if node_rank is None else node_rank
@@ -123,6 +131,13 @@ class RunContext:
             for line in failure.log_tail:
                 self.log.error("  | %s", line)
         self.publish()
+
+    def time_out(self, reason: str) -> None:
+        """Stop the run as timed out (its own time limit, or Slurm's warning before its)."""
+        with self.lock:
+            if not self.stop.is_set():
+                self.timed_out = True
+                self.fail(reason)
 
     def cancel(self, reason: str) -> None:
         with self.lock:
@@ -152,12 +167,32 @@ class RunContext:
                 self.exit_codes[key] = code
             self.record_exit(role.name, process.node_rank, code)
             if not self.stop.is_set():
+                lost = self.launcher.lost_nodes()
+                if lost:
+                    self._fail_lost_nodes(lost, role=role.name, node_rank=process.node_rank)
+                    continue
                 node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
                 self.fail(
                     f"role {role.name}{node} exited with code {code}",
                     role=role.name,
                     node_rank=process.node_rank,
                 )
+
+    def _fail_lost_nodes(self, lost: dict[int, str], *, role: str, node_rank: int) -> None:
+        """A node left the job (Slurm saw it fail): name it and every role that ran there."""
+        on_lost = [
+            r.name
+            for r in self.plan.roles
+            if r.kind is not RoleKind.BENCH and set(r.node_ranks) & set(lost)
+        ]
+        nodes = [lost[rank] for rank in sorted(lost)]
+        self.fail(
+            f"lost node {', '.join(nodes)}: Slurm removed it from the job; "
+            f"role(s) {', '.join(on_lost) or role} ended with it",
+            role=role,
+            node_rank=node_rank,
+            nodes_lost=[name.split(" ", 1)[0] for name in nodes],
+        )
 
     def record_exit(
         self, role: str, node_rank: int, code: int | None, *, stopped: bool = False

@@ -4,6 +4,12 @@ Every value is shell-quoted (sbatch strips the quotes of `#SBATCH` values, the s
 those of the script body), the job name and output path point into the run
 directory, and no environment value is ever written: secrets such as HF_TOKEN reach
 the job through the submitter's environment, which sbatch propagates by default.
+
+Two directives make Slurm's own endings visible to the orchestrator instead of killing
+it mid-point: `--signal=B:USR1@N` warns it N seconds before the time limit (it stops,
+keeps its results and records the run as timed out), and `--no-kill` on multi-node
+jobs keeps the job alive when a node fails, so the orchestrator sees the roles it lost
+and fails the run naming them instead of receiving the same SIGTERM as a cancel.
 """
 
 from __future__ import annotations
@@ -14,10 +20,13 @@ import sys
 from pathlib import Path
 
 from disagg.errors import DisaggError
+from disagg.plan.limits import slurm_margin_s
 from disagg.plan.model import Plan, SlurmPlan
 
 SBATCH_FILE = "job.sbatch"
 OUTPUT_PATTERN = "slurm-%j.out"
+# The signal Slurm sends the orchestrator before the time limit (see disagg.job).
+TIME_LIMIT_SIGNAL = "USR1"
 # Directives the run itself needs; a recipe or profile may not replace them.
 RESERVED = frozenset({"job-name", "output", "error", "chdir", "nodes", "parsable", "wrap"})
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
@@ -38,6 +47,10 @@ def directives(slurm: SlurmPlan, run_dir: Path) -> list[tuple[str, str | None]]:
         pairs["account"] = slurm.account
     if slurm.time_limit:
         pairs["time"] = slurm.time_limit
+    # Slurm may send it up to a minute early; the run's own limit stops it near then too.
+    pairs["signal"] = f"B:{TIME_LIMIT_SIGNAL}@{max(1, int(slurm_margin_s(slurm.time_limit)))}"
+    if slurm.nodes > 1:
+        pairs["no-kill"] = None
     if slurm.gpus_per_node > 0:
         if slurm.gpu_directive == "gres":
             pairs["gres"] = f"gpu:{slurm.gpus_per_node}"

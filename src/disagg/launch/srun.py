@@ -315,6 +315,30 @@ class SrunLauncher(RoleLauncher):
             return None
         return next((s.step_id for s in found if s.name == name), None)
 
+    def lost_nodes(self) -> dict[int, str]:
+        """Nodes the job no longer holds: Slurm removes a failed node from a `--no-kill`
+        job's node list (and ends the steps on it), whatever state the node is in now."""
+        try:
+            info = slurmctl.job(self.job_id)
+            held = set(slurmctl.hostnames(info.nodes)) if info and info.nodes else None
+        except DisaggError:
+            return {}
+        if held is None:
+            return {}
+        lost = {rank: name for rank, name in enumerate(self._names) if name not in held}
+        if not lost:
+            return {}
+        try:
+            states = {node.name: node for node in slurmctl.nodes(list(lost.values()))}
+        except DisaggError:
+            states = {}
+        described: dict[int, str] = {}
+        for rank, name in lost.items():
+            node = states.get(name)
+            why = f"{node.state}: {node.reason}" if node and node.reason else (node and node.state)
+            described[rank] = f"{name} ({why})" if why else name
+        return described
+
     def close(self) -> None:
         """Cancel any step this run started that is still there, and wait until none is."""
         for process in self._launched:

@@ -38,6 +38,7 @@ class RunStatus(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    TIMEOUT = "timeout"  # a time limit ended it: the run's own, or Slurm's warning signal
 
 
 class PointStatus(StrEnum):
@@ -133,6 +134,7 @@ class Failure(BaseModel):
     role: str | None = None
     log: str | None = None
     log_tail: list[str] = Field(default_factory=list)
+    nodes_lost: list[str] = Field(default_factory=list)  # Slurm nodes that left the job
 
 
 class RunState(BaseModel):

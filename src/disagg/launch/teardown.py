@@ -55,6 +55,8 @@ def finish(run: RunContext, started: float, error_code: int) -> RunSummary:
         failure = run.state.failure
         if run.cancelled:
             status, code = RunStatus.CANCELLED, EXIT_CANCELLED
+        elif run.timed_out:
+            status, code = RunStatus.TIMEOUT, EXIT_FAILED
         elif failure is not None:
             status, code = RunStatus.FAILED, error_code
         elif run.write_error is not None:  # results may be fine; the record is not
@@ -78,7 +80,7 @@ def finish(run: RunContext, started: float, error_code: int) -> RunSummary:
             status=status,
             exit_code=code,
             reason=failure.reason if failure else None,
-            failure=failure if status is RunStatus.FAILED else None,
+            failure=failure if status in (RunStatus.FAILED, RunStatus.TIMEOUT) else None,
             started_at=started,
             finished_at=time.time(),
             phase_seconds=dict(run.phase_seconds),

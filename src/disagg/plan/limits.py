@@ -38,7 +38,7 @@ def limits_plan(section: LimitsSection, slurm_time_limit: str | None = None) -> 
     if run is None and slurm_time_limit:
         allowed = slurm_seconds(slurm_time_limit)
         if allowed is not None:
-            run = allowed - min(SLURM_MARGIN_S, SLURM_MARGIN_SHARE * allowed)
+            run = allowed - slurm_margin_s(slurm_time_limit)
     return LimitsPlan(
         request_timeout_s=float(section.request_timeout),
         stall_timeout_s=seconds(section.stall_timeout),
@@ -51,6 +51,15 @@ def limits_plan(section: LimitsSection, slurm_time_limit: str | None = None) -> 
 
 SLURM_MARGIN_S = 60.0  # teardown and the summary need this much before Slurm's kill
 SLURM_MARGIN_SHARE = 0.1  # ... or a tenth of a short limit
+
+
+def slurm_margin_s(time_limit: str | None) -> float:
+    """Seconds before a Slurm time limit that the run stops by itself (and Slurm warns it:
+    `#SBATCH --signal=B:USR1@N`); the full margin when the limit is unknown."""
+    allowed = slurm_seconds(time_limit) if time_limit else None
+    if allowed is None:
+        return SLURM_MARGIN_S
+    return min(SLURM_MARGIN_S, SLURM_MARGIN_SHARE * allowed)
 
 
 def slurm_seconds(text: str) -> float | None:
@@ -76,3 +85,16 @@ def slurm_seconds(text: str) -> float | None:
         return None
     total = ((day_count * 24 + hours) * 60 + minutes) * 60 + secs
     return float(total) if total > 0 else None
+
+
+def retimed_limits(limits: LimitsPlan, recipe_limits: object, time_limit: str | None) -> LimitsPlan:
+    """The run's limits under another Slurm time limit (a resubmission after a TIMEOUT).
+
+    Only the run limit moves, and only when the recipe set none of its own (it was then
+    derived from the old Slurm limit); `recipe_limits` is the variant's `limits:` mapping.
+    """
+    explicit = isinstance(recipe_limits, dict) and recipe_limits.get("run_timeout") is not None
+    if explicit:
+        return limits
+    derived = limits_plan(LimitsSection(), time_limit).run_timeout_s
+    return limits.model_copy(update={"run_timeout_s": derived})
