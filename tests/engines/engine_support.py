@@ -22,13 +22,24 @@ def plan_text(tmp_path: Path, text: str) -> Plan:
     return place(variant)
 
 
-def recipe(engine: str, roles: str, *, resources: str, backend: str = "") -> str:
-    """A recipe of `engine` with the given `<engine>_config` roles block (indented 4)."""
+# The frontend that runs each engine's own server as these tests render it: `frontend.type`
+# defaults to dynamo, whose workers are the engines' Dynamo modules (tests/frontends).
+OWN_SERVER_FRONTEND = {"vllm": "smg", "trtllm": "trtllm_serve"}
+
+
+def recipe(
+    engine: str, roles: str, *, resources: str, backend: str = "", frontend: str | None = None
+) -> str:
+    """A recipe of `engine` with the given `<engine>_config` roles block (indented 4),
+    fronted by `frontend` (default: the one that runs the engine's own server)."""
+    chosen = frontend or OWN_SERVER_FRONTEND.get(engine)
+    front = f"frontend: {{type: {chosen}}}\n" if chosen else ""
     return (
         "name: t\n"
         "model: {path: hf:org/model, container: img, precision: bf16}\n"
         f"resources:\n  gpu_type: h100\n{resources}"
         f"backend:\n  type: {engine}\n{backend}  {engine}_config:\n{roles}"
+        f"{front}"
         "benchmark: {type: sa-bench, isl: 128, osl: 16, concurrencies: '1'}\n"
     )
 

@@ -57,9 +57,7 @@ def test_prefill_decode_behind_trtllm_serve_disaggregated(tmp_path: Path) -> Non
     roles = (
         f"    prefill:\n{ROLE}    decode:\n{ROLE}      cache_transceiver_config: {{backend: UCX}}\n"
     )
-    text = recipe("trtllm", roles, resources=PD).replace(
-        "benchmark:", "frontend: {type: trtllm_serve}\nbenchmark:"
-    )
+    text = recipe("trtllm", roles, resources=PD, frontend="trtllm_serve")
     plan = plan_text(tmp_path, text)
     prefill = yaml.safe_load(plan.role("prefill-0").files["trtllm/prefill.yaml"])
     assert prefill["cache_transceiver_config"] == {"backend": "DEFAULT"}  # TRT-LLM needs one
@@ -82,10 +80,8 @@ def test_prefill_decode_behind_trtllm_serve_disaggregated(tmp_path: Path) -> Non
 
 def test_prefill_decode_behind_another_frontend_is_refused(tmp_path: Path) -> None:
     roles = f"    prefill:\n{ROLE}    decode:\n{ROLE}"
-    text = recipe("trtllm", roles, resources=PD).replace(
-        "benchmark:", "frontend: {type: dynamo}\nbenchmark:"
-    )
-    with pytest.raises(UnsupportedRecipe, match="TRT-LLM prefill workers behind frontend dynamo"):
+    text = recipe("trtllm", roles, resources=PD, frontend="smg")
+    with pytest.raises(UnsupportedRecipe, match="TRT-LLM prefill workers behind frontend smg"):
         plan_text(tmp_path, text)
 
 

@@ -12,6 +12,16 @@ from disagg.recipe.variants import load_variants
 
 from .recipe_helpers import CORPUS, SHARED_RECIPES
 
+# What runs for each `frontend.type` when the plan says nothing about it: the frontend it
+# names (srt-slurm v1's `sglang` is the SGLang router, whose successor is smg).
+RUNS = {
+    "dynamo": {"dynamo"},
+    "sglang": {"smg", "sglang-router"},
+    "sglang-router": {"smg", "sglang-router"},
+    "smg": {"smg"},
+    "trtllm_serve": {"trtllm-serve disaggregated", "trtllm-serve (direct)"},
+}
+
 
 def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> None:
     files = sorted(CORPUS.rglob("*.yaml"))
@@ -42,11 +52,11 @@ def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> 
     for what, count in unsupported.most_common():
         print(f"  unsupported: {what}: {count}")
     assert sum(planned.values()) >= 300
-    assert planned["vllm"] >= 5 and planned["trtllm"] >= 1
+    # TRT-LLM prefill/decode recipes default to Dynamo: dynamo.trtllm workers plan.
+    assert planned["vllm"] >= 5 and planned["trtllm"] >= 300
     # Refused for a named feature, never for the engine itself (except the frontends' mocker).
     assert set(unsupported) <= {
         "backend type mocker",
-        "TRT-LLM prefill workers behind frontend dynamo",
         "benchmark type gsm8k",
         "benchmark type gsm8k-bench",
         "benchmark type gpqa",
@@ -58,19 +68,23 @@ def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> 
 
 
 def test_every_shared_recipe_of_either_dialect_loads_and_plans_or_is_unsupported() -> None:
-    """v1.0.68, the srt-slurm 2.x examples and InferenceX's sample: no file is bad input."""
+    """v1.0.68, the srt-slurm 2.x examples and InferenceX's sample: no file is bad input, and
+    no variant that plans runs a frontend other than it names without saying so."""
     files = [p for p in sorted(SHARED_RECIPES.rglob("*.yaml")) if "cluster-configs" not in p.parts]
     assert len(files) >= 580
     outcomes: Counter[tuple[str, str]] = Counter()
     for path in files:
         for variant in load_variants(path):  # any DisaggError fails the test
             try:
-                place(variant)
+                plan = place(variant)
             except UnsupportedRecipe as exc:
                 assert "\n" not in str(exc) and "unsupported: " in str(exc)
                 outcomes[(variant.dialect, "unsupported")] += 1
                 continue
             outcomes[(variant.dialect, "planned")] += 1
+            named = variant.config.frontend.type if variant.config.frontend else "dynamo"
+            said = any(note["field"] == "frontend.type" for note in plan.ignored)
+            assert said or plan.frontend in RUNS[named], (path, variant.name, plan.frontend)
     print(f"\nshared recipes: {len(files)} files")
     for (dialect, outcome), count in sorted(outcomes.items()):
         print(f"  {dialect}: {count} {outcome}")

@@ -10,7 +10,9 @@ Prefill/decode workers exchange KV through the cache transceiver named in their 
 (`cache_transceiver_config`; `backend: DEFAULT` when the recipe sets none, which
 TRT-LLM needs to serve a context or generation role). The router in front of them is
 `trtllm-serve disaggregated -c trtllm/disagg.yaml`, whose context/generation server
-lists `disaggregated_config` writes (see `frontend.type: trtllm_serve`).
+lists `disaggregated_config` writes (see `frontend.type: trtllm_serve`), or Dynamo's
+frontend over `python -m dynamo.trtllm` workers reading the same YAML
+(`frontend.type: dynamo`, frontends/dynamo_workers.py).
 
 On one node `trtllm-serve` starts its own ranks. A worker spanning nodes is one MPI
 step of a rank per GPU (`srun --mpi=pmix --ntasks-per-node=G` from the Slurm
@@ -72,6 +74,9 @@ _CLI_SIZES = (
 )
 LAUNCH_WRAPPER = "trtllm-llmapi-launch"
 DISAGG_FRONTEND = "trtllm_serve"
+# Frontends that can front real prefill/decode workers: TRT-LLM's own router, and Dynamo's
+# frontend over `python -m dynamo.trtllm` workers (it routes prefill -> decode itself).
+PD_FRONTENDS = frozenset({DISAGG_FRONTEND, "dynamo"})
 DISAGG_CONFIG = "trtllm/disagg.yaml"
 DEFAULT_TRANSCEIVER = {"backend": "DEFAULT"}
 
@@ -169,11 +174,11 @@ class TRTLLM(EngineAdapter):
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.simulated:
             return None
-        if spec.mode is not None and spec.frontend != DISAGG_FRONTEND:
+        if spec.mode is not None and spec.frontend not in PD_FRONTENDS:
             return "cache_transceiver_config", (
                 f"TRT-LLM {spec.mode} workers behind frontend {spec.frontend} (their KV "
                 f"hand-over runs through `trtllm-serve disaggregated`: frontend.type "
-                f"{DISAGG_FRONTEND})"
+                f"{DISAGG_FRONTEND}, or Dynamo's `dynamo.trtllm` workers: frontend.type dynamo)"
             )
         return None
 

@@ -215,23 +215,13 @@ class VLLM(EngineAdapter):
             kept["kv-transfer-config"] = transfer
         return render_args(kept)
 
-    def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        program = str(spec.backend.get("vllm_serve_binary") or "vllm")
-        flags = [program, "serve", "${model.path}", *self.engine_flags(args, spec)]
-        serve = ["--host", listen_host(args), "--port", "${self.http_port}"]
+    def node_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[list[str]]:
+        """The flags the plan owns on each node of one worker (head node first), besides its
+        API address: what `vllm serve` and `python -m dynamo.vllm` alike add after
+        `engine_flags` (data-parallel ranks per node, or tensor/pipeline ranks over nodes)."""
         par = self.parallelism(args)
-        ports = ["http"]
-        env: dict[str, str] = {}
-        transfer = self.kv_transfer(args) if spec.mode is not None or _has_own(args) else None
-        if transfer is not None and "NixlConnector" in transfer:
-            ports.append("nixl")
-            env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = "${self.bind_host}"
-            env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "${self.nixl_port}"
-        if par.dp > 1:
-            ports.append("dp_rpc")
         if not spec.multi_node:
-            extra = ["--data-parallel-rpc-port", "${self.dp_rpc_port}"] if par.dp > 1 else []
-            return WorkerCommand(argv=flags + serve + extra, ports=ports, env=env)
+            return [["--data-parallel-rpc-port", "${self.dp_rpc_port}"] if par.dp > 1 else []]
         if par.dp > 1:
             local = par.dp // spec.nnodes
             shared = [
@@ -242,19 +232,47 @@ class VLLM(EngineAdapter):
                 "--data-parallel-rpc-port",
                 "${self.dp_rpc_port}",
             ]
-            nodes = [flags + shared + serve]
-            nodes += [
-                [*flags, *shared, "--headless", "--data-parallel-start-rank", str(rank * local)]
+            rest = [
+                [*shared, "--headless", "--data-parallel-start-rank", str(rank * local)]
                 for rank in range(1, spec.nnodes)
             ]
-        else:
+            return [shared, *rest]
+        nodes = []
+        for rank in range(spec.nnodes):
+            ranks = ["--nnodes", str(spec.nnodes), "--node-rank", str(rank)]
+            ranks += ["--master-addr", "${self.host}"]
+            ranks += ["--master-port", "${self.dist_init_port}"]
+            nodes.append(ranks if rank == 0 else [*ranks, "--headless"])
+        return nodes
+
+    def worker_ports(
+        self, args: Mapping[str, Any], spec: WorkerSpec
+    ) -> tuple[list[str], dict[str, str]]:
+        """(ports, environment) one worker needs besides its flags: NIXL's side channel, the
+        data-parallel RPC port, the multi-node rendezvous."""
+        par = self.parallelism(args)
+        ports = ["http"]
+        env: dict[str, str] = {}
+        transfer = self.kv_transfer(args) if spec.mode is not None or _has_own(args) else None
+        if transfer is not None and "NixlConnector" in transfer:
+            ports.append("nixl")
+            env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = "${self.bind_host}"
+            env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "${self.nixl_port}"
+        if par.dp > 1:
+            ports.append("dp_rpc")
+        if spec.multi_node and par.dp <= 1:
             ports.append("dist_init")
-            nodes = []
-            for rank in range(spec.nnodes):
-                ranks = ["--nnodes", str(spec.nnodes), "--node-rank", str(rank)]
-                ranks += ["--master-addr", "${self.host}"]
-                ranks += ["--master-port", "${self.dist_init_port}"]
-                nodes.append(flags + ranks + (serve if rank == 0 else ["--headless"]))
+        return ports, env
+
+    def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
+        program = str(spec.backend.get("vllm_serve_binary") or "vllm")
+        flags = [program, "serve", "${model.path}", *self.engine_flags(args, spec)]
+        serve = ["--host", listen_host(args), "--port", "${self.http_port}"]
+        ports, env = self.worker_ports(args, spec)
+        placed = self.node_flags(args, spec)
+        if not spec.multi_node:
+            return WorkerCommand(argv=flags + serve + placed[0], ports=ports, env=env)
+        nodes = [flags + placed[0] + serve, *(flags + node for node in placed[1:])]
         return WorkerCommand(argv=nodes[0], ports=ports, env=env, node_argv=nodes)
 
 

@@ -10,10 +10,11 @@ prompt form its HTTP API accepts, and the recipe fields it does not honour.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
+from disagg.engines.base import WorkerSpec
 from disagg.errors import DisaggError
 from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
 from disagg.recipe.schema import FrontendSection, RecipeConfig
@@ -38,6 +39,9 @@ class FrontendContext:
     # hand-over needs one: no other router can front such workers.
     engine_router: RolePlan | None = None
     host: str = "${self.bind_host}"  # the node's own address (loopback locally)
+    # Worker name -> (its settings, what the plan decided about it), as the engine adapter
+    # was asked: a frontend that runs the engine under its own module asks it again.
+    worker_inputs: Mapping[str, tuple[Mapping[str, Any], WorkerSpec]] = field(default_factory=dict)
 
     def names(self, kind: RoleKind) -> list[str]:
         return [role.name for role in self.workers if role.kind is kind]

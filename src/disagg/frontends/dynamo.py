@@ -1,7 +1,8 @@
 """NVIDIA Dynamo (`ai-dynamo` 1.6.1): `python -m dynamo.frontend` in front of Dynamo workers.
 
 Workers run each engine through Dynamo's own worker module (`python -m dynamo.sglang`
-with SGLang's flags), or `python -m dynamo.mocker`, Dynamo's CPU engine simulator, when
+with SGLang's flags; `dynamo.vllm` and `dynamo.trtllm` as `dynamo_workers` renders
+them), or `python -m dynamo.mocker`, Dynamo's CPU engine simulator, when
 the plan is simulated: the recipe's prefill/decode/aggregated layout is kept and each
 worker becomes a mocker in that mode. The frontend discovers the workers and routes
 prefill -> decode itself, so no worker URL is passed to it.
@@ -32,7 +33,7 @@ from typing import ClassVar
 
 from disagg.engines import sglang as sglang_engine
 from disagg.errors import DisaggError
-from disagg.frontends import dynamo_install
+from disagg.frontends import dynamo_install, dynamo_workers
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
 from disagg.frontends.discovery import DiscoveryPlane, discovery_plane
 from disagg.frontends.nginx import nginx_role
@@ -43,10 +44,9 @@ FRONTEND_MODULE = "dynamo.frontend"
 MOCKER_MODULE = "dynamo.mocker"
 FRONTEND_HEALTH_DEADLINE_S = 120.0
 MOCKER_HEALTH_DEADLINE_S = 60.0
-# Dynamo's own worker module per engine (`python -m dynamo.<engine>`).
-# SGLang's flags pass through unchanged; dynamo.vllm takes vLLM's engine arguments in
-# another shape than `vllm serve`, so vLLM workers keep smg (said in the plan).
-WORKER_MODULES: dict[str, str] = {"sglang": "dynamo.sglang"}
+# Dynamo's own worker module per engine (`python -m dynamo.<engine>`). SGLang's flags
+# pass through unchanged; vLLM's and TRT-LLM's commands are rebuilt by `dynamo_workers`.
+WORKER_MODULES: dict[str, str] = {"sglang": "dynamo.sglang", **dynamo_workers.MODULES}
 # Flags this adapter sets on the frontend; `frontend.args` may not override them.
 _MANAGED = frozenset({"http-host", "http-port", "discovery-backend", "request-plane"})
 # Mocker flags read from `backend.*` (srt-slurm's mocker fields), when set.
@@ -85,7 +85,7 @@ class DynamoFrontend(Frontend):
         workers = [
             _mocker(ctx, role, env, discovery.discovery, plane)
             if mocked
-            else _worker(ctx, role, env)
+            else _worker(ctx, role, env, discovery.discovery, plane)
             for role in ctx.workers
         ]
         count = _frontend_count(ctx)
@@ -95,6 +95,7 @@ class DynamoFrontend(Frontend):
         ]
         notes = [*discovery.notes, *_ignored(ctx, mocked)]
         if not mocked:
+            notes += dynamo_workers.serve_only_notes(ctx)
             wanted, why_not = _requirement(ctx)
             if wanted:  # once per job: the first Dynamo role installs, the others reuse it
                 workers = [_installed(role, wanted) for role in workers]
@@ -176,8 +177,13 @@ def _mocker(
     )
 
 
-def _worker(ctx: FrontendContext, role: RolePlan, env: dict[str, str]) -> RolePlan:
+def _worker(
+    ctx: FrontendContext, role: RolePlan, env: dict[str, str], discovery: str, plane: str
+) -> RolePlan:
     """A real worker: the engine adapter's command under Dynamo's worker module."""
+    if dynamo_workers.runs_under_dynamo(ctx.engine):
+        runtime = ["--discovery-backend", discovery, "--request-plane", plane]
+        return dynamo_workers.dynamo_worker(ctx, role, _worker_env(ctx, role, env), runtime)
     module = WORKER_MODULES[ctx.engine]
     argv = list(role.argv)
     at = argv.index("-m") + 1 if "-m" in argv else None

@@ -28,7 +28,8 @@ def requirement(dynamo: DynamoSection) -> tuple[str | None, str | None]:
         if source.wheel:
             return source.wheel, None
         if source.git:
-            rev = source.sha or source.rev
+            # schema 2's `source.rev` arrives as v1's `dynamo.hash` (the dialect's mapping)
+            rev = source.sha or source.rev or dynamo.hash
             if not rev:
                 raise DisaggError(
                     "dynamo.source.git without a rev installs an unpinned Dynamo",

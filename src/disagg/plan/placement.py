@@ -123,6 +123,8 @@ class _Placer:
         backend = self.config.backend
         self.simulated = backend.engine == "sim"
         self.engine = "sim" if self.simulated else backend.type
+        # Worker name -> (settings, spec) the engine adapter was asked with (see `workers`).
+        self.worker_inputs: dict[str, tuple[Mapping[str, Any], WorkerSpec]] = {}
         self.adapter = registry.adapter(backend.type)
         # Per-role settings as plain maps, in the shape the adapter reads; only what the
         # recipe wrote, so that an adapter can tell an unset field from its default.
@@ -344,7 +346,9 @@ class _Placer:
             self.check_supported(kind, args, spec)
             self.note_ignored(kind, args)
             name = f"{kind.value}-{index}"
-            command = self.adapter.command(self.container_args(kind, name, args, image), spec)
+            seen = self.container_args(kind, name, args, image)
+            command = self.adapter.command(seen, spec)
+            self.worker_inputs[name] = (seen, spec)
             par = self.adapter.parallelism(args)
             reading = self.adapter.sim_reading(args)
             roles.append(
@@ -445,6 +449,7 @@ class _Placer:
             fail=self.fail,
             model_dir=model.value if local else None,
             engine_router=self.engine_router(workers),
+            worker_inputs=dict(self.worker_inputs),
         )
         return frontend_for(section.type).plan(context)
 

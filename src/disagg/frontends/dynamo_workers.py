@@ -1,0 +1,99 @@
+"""vLLM and TRT-LLM workers under Dynamo: `python3 -m dynamo.vllm` / `python3 -m dynamo.trtllm`.
+
+As srt-slurm renders them on clusters (ai-dynamo 1.6.1's worker modules):
+
+- `dynamo.vllm --model PATH <vLLM engine flags>`: the engine adapter's own flags
+  (`engine_flags`: the recipe's settings, `--served-model-name`, `--kv-transfer-config`)
+  and its per-node placement flags (`node_flags`: data-parallel ranks, or tensor/pipeline
+  ranks over nodes with `--headless` off the head node); no `--host`/`--port`, since a
+  Dynamo worker has no HTTP API of its own. Dynamo 1.x took the connector shorthand
+  `--connector` away: the KV transfer is the engine's `--kv-transfer-config` as is.
+- `dynamo.trtllm --model PATH --served-model-name NAME --extra-engine-args YAML`: the
+  role's YAML the engine adapter writes (`trtllm/<role>.yaml`, parallel sizes and cache
+  transceiver included); a worker over several nodes keeps its MPI step, each rank
+  wrapped in `trtllm-llmapi-launch`.
+- Both: `--disaggregation-mode prefill|decode` for prefill/decode workers (the frontend
+  routes prefill -> decode itself), and the discovery backend and request plane the
+  frontend uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from disagg.engines import trtllm as trtllm_engine
+from disagg.engines import vllm as vllm_engine
+from disagg.engines.base import WorkerSpec
+from disagg.frontends.base import FrontendContext, ignored
+from disagg.plan.model import HealthPlan, RolePlan
+
+MODULES: dict[str, str] = {"vllm": "dynamo.vllm", "trtllm": "dynamo.trtllm"}
+# `backend.*` knobs of `vllm serve` / `trtllm-serve` that have no meaning under Dynamo.
+_SERVE_ONLY: dict[str, dict[str, str]] = {
+    "vllm": {"vllm_serve_binary": "dynamo.vllm runs vLLM's engine in-process, not `vllm serve`"},
+    "trtllm": {
+        f"{role}_extra_args": "trtllm-serve's command-line words; dynamo.trtllm reads the "
+        "role's YAML (trtllm_config) instead"
+        for role in ("prefill", "decode", "aggregated")
+    },
+}
+
+
+def runs_under_dynamo(engine: str) -> bool:
+    """Whether a real worker of `engine` has a Dynamo worker command here."""
+    return engine in MODULES
+
+
+def dynamo_worker(
+    ctx: FrontendContext, role: RolePlan, env: dict[str, str], runtime: list[str]
+) -> RolePlan:
+    """The worker `role` (as the engine adapter rendered it for its own server) rebuilt as
+    Dynamo's worker module of the engine; `env` is its Dynamo environment, `runtime` the
+    discovery/request-plane flags it shares with the frontend."""
+    inputs = ctx.worker_inputs.get(role.name)
+    if inputs is None:
+        raise ctx.fail(
+            f"no engine settings were planned for worker {role.name}",
+            ("backend", "type"),
+            "plan the workers through the engine adapter before the frontend",
+        )
+    args, spec = inputs
+    mode = ["--disaggregation-mode", spec.mode] if spec.mode is not None else []
+    if ctx.engine == "vllm":
+        nodes = _vllm_nodes(args, spec, [*mode, *runtime])
+    else:
+        nodes = [_trtllm_argv(role, spec, [*mode, *runtime])]
+    health = (role.health or HealthPlan()).model_copy(update={"path": "/health"})
+    return role.model_copy(
+        update={
+            "argv": nodes[0],
+            "node_argv": nodes if len(nodes) > 1 else [],
+            "env": env,
+            "health": health,
+        }
+    )
+
+
+def serve_only_notes(ctx: FrontendContext) -> list[dict[str, str]]:
+    """`backend.*` knobs the recipe sets that only the engine's own server reads."""
+    backend = ctx.config.backend
+    notes = []
+    for field, why in _SERVE_ONLY.get(ctx.engine, {}).items():
+        if getattr(backend, field, None):
+            notes.append(ignored(f"backend.{field}", why))
+    return notes
+
+
+def _vllm_nodes(args: Mapping[str, Any], spec: WorkerSpec, dynamo: list[str]) -> list[list[str]]:
+    adapter = vllm_engine.ADAPTER
+    head = ["python3", "-m", MODULES["vllm"], "--model", "${model.path}"]
+    head += adapter.engine_flags(args, spec)
+    return [[*head, *node, *dynamo] for node in adapter.node_flags(args, spec)]
+
+
+def _trtllm_argv(role: RolePlan, spec: WorkerSpec, dynamo: list[str]) -> list[str]:
+    config = "${run.dir}/" + trtllm_engine.config_file(spec.role)
+    argv = ["python3", "-m", MODULES["trtllm"], "--model", "${model.path}"]
+    argv += ["--served-model-name", spec.served_name, "--extra-engine-args", config, *dynamo]
+    return [trtllm_engine.LAUNCH_WRAPPER, *argv] if role.mpi is not None else argv
