@@ -188,7 +188,9 @@ def test_trtllm_yaml_and_run_directory_as_the_container_sees_them(write: Write) 
     config = yaml.safe_load(worker.files["trtllm/aggregated.yaml"])
     assert config["speculative_config"]["speculative_model_dir"] == "/models/e"
     argv, _ = _task(plan, worker)
-    assert _flag(argv, "--extra_llm_api_options") == "/logs/trtllm/aggregated.yaml"
+    # Behind Dynamo (the default frontend): `python3 -m dynamo.trtllm --extra-engine-args`.
+    assert argv[argv.index("-m") + 1] == "dynamo.trtllm"
+    assert _flag(argv, "--extra-engine-args") == "/logs/trtllm/aggregated.yaml"
 
 
 def test_the_run_directory_is_mounted_at_logs_and_only_into_containers(write: Write) -> None:
