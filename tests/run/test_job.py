@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from disagg.launch.state import RunState, RunStatus, RunSummary
 
 from .conftest import PY, disagg, make_plan, python_role, wait_gone
@@ -76,3 +78,21 @@ def test_commands_reading_a_run_dir_refuse_a_broken_plan_without_a_traceback(
         assert proc.returncode == 2, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
         assert "plan" in proc.stderr
+
+
+def test_a_timed_out_slurm_job_waits_for_slurms_kill_only_when_it_is_near(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # so that Slurm records TIMEOUT; a recipe's own run_timeout far before it frees the nodes
+    from disagg import job as job_module
+
+    slept: list[float] = []
+    monkeypatch.setattr(job_module.time, "sleep", slept.append)
+    plan = make_plan([python_role("decode-0", "pass")])
+    plan.slurm.time_limit = "10"  # 600 s
+    job_module._await_time_limit(plan, time.time() - 580)  # about 20 s left
+    job_module._await_time_limit(plan, time.time() - 60)  # nine minutes left
+    plan.slurm.time_limit = None
+    job_module._await_time_limit(plan, time.time() - 580)  # no limit known: nothing to wait for
+    linger = job_module.SLURM_TIMEOUT_LINGER_S
+    assert len(slept) == 1 and 20 + linger - 10 < slept[0] <= 20 + linger

@@ -149,3 +149,40 @@ def test_a_job_ended_by_its_time_limit_is_named_timeout(
     shown = CliRunner().invoke(app, ["status", str(tmp_path)], env={"COLUMNS": "200"})
     assert shown.exit_code == 1
     assert "TIMEOUT (time limit reached)" in shown.output
+
+
+@pytest.mark.parametrize(("job_state", "shown"), [("CANCELLED", "cancelled"), ("FAILED", "failed")])
+def test_a_job_slurm_ended_before_its_summary_says_what_slurm_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, job_state: str, shown: str
+) -> None:
+    # `scancel JOB` SIGKILLs an orchestrator still tearing down after KillWait: on the
+    # rig (one host) it reads as dead, yet Slurm knows why it died.
+    import subprocess
+    import sys
+
+    from disagg.launch.liveness import host_id
+
+    ended = slurmctl.JobInfo(job_id="9", state=job_state, source="squeue")
+    monkeypatch.setattr(slurmctl, "job", lambda job_id: ended if job_id == "9" else None)
+    plan = one_p_two_d_plan()
+    plan.write(tmp_path)
+    code = "import os; print(os.getpid())"
+    gone = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    now = time.time()
+    slurm.JobRecord(job_ids=["9"], submitted_at=[now - 100]).write(tmp_path)
+    state = RunState(
+        name=plan.name,
+        selector=plan.selector,
+        run_dir=str(tmp_path),
+        simulated=True,
+        executor="slurm",
+        orchestrator_pid=int(gone.stdout),
+        orchestrator_host=host_id(),
+        orchestrator_started=1,
+        started_at=now - 90,
+    )
+    state.write(tmp_path)
+    assert state.orchestrator_dead()
+
+    view = slurm.view(str(tmp_path))
+    assert view.run_status == shown and view.finished

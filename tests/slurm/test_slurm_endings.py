@@ -156,3 +156,28 @@ def test_a_lost_node_fails_the_run_naming_it_and_its_roles(
     states = node_states()
     assert sorted(states) == slurm_cluster
     assert all(state.rstrip("*") in IN_SERVICE for state in states.values()), states
+
+
+def test_a_plain_scancel_during_a_point_keeps_only_what_was_measured(
+    slurm_cluster: list[str], tmp_path: Path
+) -> None:
+    # `scancel JOB` (not `disagg cancel`): Slurm signals the orchestrator and every role
+    # at once, and kills what is left after KillWait.
+    run_dir = tmp_path / "run"
+    job_id = submit("base", run_dir, recipe=TWO_NODES)
+
+    def second_point_running() -> bool:
+        points = read_json(run_dir / "state.json").get("points", [])
+        return len(points) > 1 and points[1]["status"] == "running"
+
+    wait_for(second_point_running, 120, "the second point to start")
+    subprocess.run(["scancel", job_id], check=True)
+    assert wait_job_end(job_id, timeout_s=60) == "CANCELLED"
+
+    code, shown = status(str(run_dir))
+    assert (code, shown["status"]) == (1, "cancelled"), shown
+    points = shown["points"]
+    assert points[0]["status"] == "measured"
+    assert points[1]["status"] != "measured", points[1]  # the point cut is no result
+    assert valid_results(run_dir) == measured_results(points)
+    assert_nothing_left(run_dir, job_id)

@@ -109,13 +109,14 @@ class RunView:
             return TIMEOUT
         if self.summary is not None:
             return self.summary.status.value
+        if self.job is not None and self.job.finished:
+            # Slurm ended the job before the orchestrator wrote a summary (a plain scancel
+            # kills it KillWait after its SIGTERM): Slurm's verdict explains the death.
+            return "cancelled" if self.job.state.startswith("CANCELLED") else "failed"
         if self.state is not None and self.state.orchestrator_dead():
             return ORCHESTRATOR_DEAD  # killed without a teardown: nothing runs it any more
         if self.cancelled:
             return RunStatus.CANCELLED.value
-        if self.job is not None and self.job.finished:
-            # The job ended without the orchestrator writing a summary (killed, timed out).
-            return "cancelled" if self.job.state.startswith("CANCELLED") else "failed"
         if self.job is not None and self.job.state == "PENDING":
             return "pending"
         if self.job is None and self.job_id is None:
