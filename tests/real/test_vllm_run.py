@@ -70,8 +70,9 @@ def write_recipe(tmp_path: Path, model: TinyModel, *, disaggregated: bool) -> Pa
         "frontend": {"type": "smg"},
         # vLLM on two CPU cores can leave /health unanswered for tens of seconds while
         # its first requests run (the API server starves beside its engine core and
-        # NIXL's threads); the default liveness limit of 30 s is for GPU hosts.
-        "limits": {"liveness_timeout": 600},
+        # NIXL's threads); the default liveness limit of 30 s is for GPU hosts, and so is
+        # the 5 s serving gap that would make every such point invalid here.
+        "limits": {"liveness_timeout": 600, "serving_gap": 600},
         "benchmark": {
             "type": "sa-bench",
             "isl": ISL,

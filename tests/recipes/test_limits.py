@@ -103,3 +103,24 @@ def test_another_slurm_time_limit_moves_only_the_run_limit_it_set(tmp_path: Path
     explicit = '\nslurm:\n  time_limit: "1"\nlimits:\n  run_timeout: 100\n'
     [own] = plans_for([recipe_with(tmp_path, explicit)], None)
     assert retimed_limits(own.limits, own.config.get("limits"), "01:00:00") == own.limits
+
+
+def test_a_serving_gap_the_probes_cannot_resolve_is_refused_at_its_position(
+    tmp_path: Path,
+) -> None:
+    recipe = recipe_with(tmp_path, "\nlimits:\n  liveness_interval: 2\n  serving_gap: 1\n")
+    with pytest.raises(DisaggError) as info:
+        plans_for([recipe], None)
+    error = info.value
+    assert error.message.startswith("limits.serving_gap (1 s) must be longer than")
+    assert error.location is not None and error.location.line == len(
+        Path(recipe).read_text().splitlines()
+    )
+    assert error.hint is not None and "twice liveness_interval" in error.hint
+
+
+def test_the_serving_gap_reaches_the_plan(tmp_path: Path) -> None:
+    [default] = plans_for([recipe_with(tmp_path, "")], None)
+    assert default.limits.serving_gap_s == 5
+    [plan] = plans_for([recipe_with(tmp_path, "\nlimits:\n  serving_gap: 12\n")], None)
+    assert plan.limits.serving_gap_s == 12

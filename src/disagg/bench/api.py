@@ -55,10 +55,13 @@ def measure_point(
     setup: Mapping[str, Any] | None = None,
     limits: LimitsPlan | None = None,
     make_load: Callable[[ClientOptions], Load] | None = None,
+    serving: Callable[[], str | None] | None = None,
 ) -> PointOutcome:
     """Measure one point. `stop` set (a role died) ends it within a second, marked invalid.
 
     `make_load` builds the requests instead of `bench`'s synthetic ones (trace replay).
+    `serving`, asked before the result is written, says why the roles behind the
+    endpoint did not serve throughout (a role that paused): the point is then invalid.
     """
     from disagg.bench.results import PointContext
     from disagg.bench.runner import ClientOptions, headline, run_point
@@ -87,6 +90,7 @@ def measure_point(
         quiet=quiet,
         stop=stop,
         make_load=make_load,
+        serving=serving,
     )
     return PointOutcome(
         path=run.path, valid=run.valid, reason=run.reason, summary=headline(run.result)

@@ -125,10 +125,13 @@ def run_point(
     quiet: bool = False,
     stop: threading.Event | None = None,
     make_load: Callable[[ClientOptions], Load] | None = None,
+    serving: Callable[[], str | None] | None = None,
 ) -> PointRun:
     """Measure one point and write its files; a bad server makes it invalid, never raises.
 
     `make_load` replaces the synthetic requests of `bench` (a replayed trace brings its own).
+    `serving` says why a role behind the endpoint did not serve throughout, or None; it
+    comes before every other reason but a stop (it names the cause of the failures).
     """
     options = options or ClientOptions()
     point = ctx.point
@@ -144,7 +147,9 @@ def run_point(
         )
     stopped = "stopped before the point finished (a role exited or the run was cancelled)"
     numbers = metric_calc.compute(run.records, run.t0, bench.slo or None)
-    reason = judge(numbers, run.records, bench, stopped if run.stopped else run.cut)
+    not_serving = serving() if serving is not None and not run.stopped else None
+    cut = stopped if run.stopped else (not_serving or run.cut)
+    reason = judge(numbers, run.records, bench, cut)
     sent = sum(1 for r in run.records if r.send)
     extra = {
         "client_workers": run.workers,

@@ -144,7 +144,7 @@ class Orchestrator:
                 if plan.bench.command is not None:
                     run_bench_command(run)
                 else:
-                    measure_points(run, workload.measure())
+                    measure_points(run, workload.measure(), watch)
         finally:
             watch.close()
 

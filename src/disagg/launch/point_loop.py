@@ -5,22 +5,36 @@ under this same plan is skipped, any other is measured again with the reason sai
 Each point runs in a worker thread the stop event can abandon; a point that ends
 invalid fails the run once the sweep is over, and a role that died during it is
 named before the point's own reason.
+
+A role that stopped serving during a point (more than `limits.serving_gap` seconds
+without a healthy answer, yet back before `limits.liveness_timeout`) makes the point
+invalid; it is measured once more as soon as every role answers again. If that
+attempt has a gap too, the point stays invalid, the sweep goes on, and the run
+ends failed naming the role. Each point's state says its attempts and why earlier
+ones were discarded.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from disagg.errors import DisaggError
 from disagg.launch.health import canary
 from disagg.launch.run_context import RunContext, Stop
 from disagg.launch.state import PointState, PointStatus, duration_text, sweep_eta
-from disagg.plan.model import BenchPlan, RoleKind
+from disagg.launch.watch import Gap, LivenessWatch
+from disagg.plan.model import BenchPlan, PointPlan, RoleKind
 from disagg.plan.templates import substitute
 from disagg.workloads.base import MeasureFn
 
+if TYPE_CHECKING:
+    from disagg.bench.api import PointOutcome
+
 MEASURE_STOP_GRACE_S = 10.0  # the load generator promises to end within ~1 s of `stop`
+MAX_ATTEMPTS = 2  # a point a role stopped serving in is measured once more, not forever
 
 
 def mark_done_points(run: RunContext) -> bool:
@@ -70,7 +84,28 @@ def run_canary(run: RunContext) -> None:
     run.log.info("canary ok through %s: %r", url, result.detail)
 
 
-def measure_points(run: RunContext, measure_point: MeasureFn) -> None:
+class ServingGaps:
+    """The point's serving check: the watch's gaps since the attempt began, the first kept."""
+
+    def __init__(self, watch: LivenessWatch) -> None:
+        self.watch = watch
+        self.since = time.monotonic()
+        self.gap: Gap | None = None
+
+    def __call__(self) -> str | None:
+        gaps = self.watch.gaps_since(self.since)
+        if not gaps:
+            return None
+        self.gap = gaps[0]
+        now = time.monotonic()
+        others = sorted({g.role for g in gaps} - {self.gap.role})
+        also = f"; also {', '.join(others)}" if others else ""
+        return f"{self.gap.describe(now)}{also}"
+
+
+def measure_points(run: RunContext, measure_point: MeasureFn, watch: LivenessWatch) -> None:
+    """Measure every point not skipped; a point a role stopped serving in is measured once
+    more when every role answers again, and stays invalid if it happens again."""
     from disagg.bench.api import GpuCounts
     from disagg.bench.fingerprint import fingerprint_fields
     from disagg.bench.identity import setup_fields
@@ -79,29 +114,15 @@ def measure_points(run: RunContext, measure_point: MeasureFn) -> None:
     url = serving_url(run)
     bench = rendered_bench(run)
     gpus = GpuCounts(prefill=run.plan.prefill_gpus, decode=run.plan.decode_gpus)
-    invalid: list[tuple[str, str | None]] = []
+    invalid: list[tuple[str, str | None, str | None]] = []  # key, reason, role to blame
     for point, point_state in zip(run.plan.bench.points, run.state.points, strict=True):
         run.check_stop()
         if point_state.status is PointStatus.SKIPPED:  # found by `mark_done_points`
             run.log.info("point %s: valid result exists, skipped", point.key)
             continue
-        with run.lock:
-            run.state.current_point = point.key
-            point_state.status = PointStatus.RUNNING
-            point_state.started_at = time.time()
-        run.publish()
-        eta = sweep_eta(run.state.points, time.time())
-        run.log.info(
-            "point %s (%d of %d): measuring %d request(s)%s",
-            point.key,
-            run.state.points.index(point_state) + 1,
-            len(run.state.points),
-            point.num_prompts,
-            f"; sweep ETA ~{duration_text(eta)}" if eta is not None else "",
-        )
-        started = time.monotonic()
-        outcome = run.interruptible(
-            lambda point=point: measure_point(  # type: ignore[misc]
+
+        def measure(check: ServingGaps, point: PointPlan = point) -> PointOutcome:
+            return measure_point(
                 base_url=url,
                 bench=bench,
                 point=point,
@@ -114,9 +135,19 @@ def measure_points(run: RunContext, measure_point: MeasureFn) -> None:
                 stop=run.stop,
                 limits=run.plan.limits,
                 setup={**setup, **fingerprint_fields(run.plan, point)},
-            ),
-            grace_s=MEASURE_STOP_GRACE_S,
-        )
+                serving=check,
+            )
+
+        while True:
+            outcome, check, started = _attempt(run, point, point_state, measure, watch)
+            if outcome.valid or check.gap is None or run.stop.is_set():
+                break
+            if point_state.attempts >= MAX_ATTEMPTS:
+                break
+            point_state.discarded.append(outcome.reason or "")
+            run.log.info("point %s: %s; measuring it once more", point.key, outcome.reason)
+            if not watch.wait_answered(after=time.monotonic()):
+                break  # the role never came back: the liveness limit stopped the run
         if not outcome.valid:  # a role that died fails requests at once: name it first
             run.poll_tasks()
         with run.lock:
@@ -130,15 +161,49 @@ def measure_points(run: RunContext, measure_point: MeasureFn) -> None:
             elif outcome.valid:
                 point_state.status, point_state.result = PointStatus.MEASURED, str(outcome.path)
             else:
-                point_state.status = PointStatus.INVALID
+                point_state.status, point_state.result = PointStatus.INVALID, str(outcome.path)
                 point_state.reason = outcome.reason
-                invalid.append((point.key, outcome.reason))
+                blamed = check.gap.role if check.gap is not None else None
+                invalid.append((point.key, outcome.reason, blamed))
         run.publish()
         run.log.info("point %s: %s %s", point.key, point_state.status.value, _brief(outcome))
     run.check_stop()
     if invalid:
-        keys = ", ".join(key for key, _ in invalid)
-        run.fail(f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0][1]})")
+        keys = ", ".join(key for key, _, _ in invalid)
+        run.fail(
+            f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0][1]})", role=invalid[0][2]
+        )
+
+
+def _attempt(
+    run: RunContext,
+    point: PointPlan,
+    point_state: PointState,
+    measure: Callable[[ServingGaps], PointOutcome],
+    watch: LivenessWatch,
+) -> tuple[PointOutcome, ServingGaps, float]:
+    """One measurement of `point`: (its outcome, its serving check, when it began)."""
+    with run.lock:
+        run.state.current_point = point.key
+        point_state.status = PointStatus.RUNNING
+        point_state.started_at = time.time()
+        point_state.attempts += 1
+    run.publish()
+    eta = sweep_eta(run.state.points, time.time())
+    again = f", attempt {point_state.attempts}" if point_state.attempts > 1 else ""
+    run.log.info(
+        "point %s (%d of %d%s): measuring %d request(s)%s",
+        point.key,
+        run.state.points.index(point_state) + 1,
+        len(run.state.points),
+        again,
+        point.num_prompts,
+        f"; sweep ETA ~{duration_text(eta)}" if eta is not None else "",
+    )
+    started = time.monotonic()
+    check = ServingGaps(watch)
+    outcome = run.interruptible(lambda: measure(check), grace_s=MEASURE_STOP_GRACE_S)
+    return outcome, check, started
 
 
 def rendered_bench(run: RunContext) -> BenchPlan:

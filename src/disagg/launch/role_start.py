@@ -199,6 +199,7 @@ class RoleStarter:
             targets,
             interval_s=limits.liveness_interval_s,
             timeout_s=limits.liveness_timeout_s,
+            gap_s=limits.serving_gap_s,
             stop=run.stop,
             on_dead=lambda role, reason: run.fail(reason, role=role),
         ).start()

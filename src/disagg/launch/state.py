@@ -79,6 +79,8 @@ class PointState(BaseModel):
     started_at: float | None = None
     finished_at: float | None = None
     seconds: float | None = None
+    attempts: int = 0  # measurements started (a point a role paused in is measured again)
+    discarded: list[str] = Field(default_factory=list)  # why earlier attempts do not count
     requests: int = 0  # planned requests, warm-up included (0: unknown), for the sweep's ETA
 
 

@@ -5,6 +5,10 @@ without a token, a point without progress, a point, the whole run, and a started
 role that stops answering its health check (probed during the canary and every
 point). Defaults end a run on a hung worker within about half a minute.
 
+A role that stops answering for less than the liveness limit and then recovers
+(a pause, a stall) leaves the run going but not the point: more than `serving_gap`
+seconds without a healthy answer during a point makes that point invalid.
+
 Without `limits.run_timeout`, a Slurm time limit (`slurm.time_limit` or the cluster
 profile's) sets the run's own limit a little earlier, so that the orchestrator tears
 down, keeps its results and says why, instead of being killed by Slurm mid-point.
@@ -28,6 +32,7 @@ class LimitsPlan(BaseModel):
     run_timeout_s: float | None = None
     liveness_timeout_s: float = 30.0
     liveness_interval_s: float = 2.0
+    serving_gap_s: float = 5.0
 
 
 def limits_plan(section: LimitsSection, slurm_time_limit: str | None = None) -> LimitsPlan:
@@ -46,6 +51,20 @@ def limits_plan(section: LimitsSection, slurm_time_limit: str | None = None) -> 
         run_timeout_s=run,
         liveness_timeout_s=float(section.liveness_timeout),
         liveness_interval_s=float(section.liveness_interval),
+        serving_gap_s=float(section.serving_gap),
+    )
+
+
+def serving_gap_problem(section: LimitsSection) -> tuple[str, str] | None:
+    """(message, hint) when `serving_gap` cannot be told from the probe cadence itself:
+    a role probed every `liveness_interval` seconds answers no more often than that."""
+    if section.serving_gap > section.liveness_interval:
+        return None
+    return (
+        f"limits.serving_gap ({section.serving_gap:g} s) must be longer than "
+        f"limits.liveness_interval ({section.liveness_interval:g} s)",
+        "roles are probed once per liveness_interval, so every point would count as a gap; "
+        "set serving_gap to at least twice liveness_interval",
     )
 
 

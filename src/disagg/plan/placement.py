@@ -39,7 +39,7 @@ from disagg.plan.container_paths import (
     translate_args,
     translate_roles,
 )
-from disagg.plan.limits import limits_plan
+from disagg.plan.limits import LimitsPlan, limits_plan, serving_gap_problem
 from disagg.plan.model import (
     BenchPlan,
     ContainerToStage,
@@ -142,6 +142,12 @@ class _Placer:
             location=self.variant.locate(path),
             hint=hint,
         )
+
+    def limits(self, slurm_time_limit: str | None) -> LimitsPlan:
+        problem = serving_gap_problem(self.config.limits)
+        if problem is not None:
+            raise self.fail(problem[0], ("limits", "serving_gap"), hint=problem[1])
+        return limits_plan(self.config.limits, slurm_time_limit)
 
     # ---------------------------------------------------------------- layout
 
@@ -597,7 +603,7 @@ class _Placer:
             bench=bench,
             staging=self.staging(model, workers),
             slurm=slurm,
-            limits=limits_plan(self.config.limits, slurm.time_limit),
+            limits=self.limits(slurm.time_limit),
             config=self.variant.raw,
             ignored=[  # each field named as the file wrote it (schema 2: its own spelling)
                 {**item, "field": self.variant.written_name(item["field"])}

@@ -118,7 +118,8 @@ def _limits(plan: Plan) -> str:
     return (
         f"request {shown(limits.request_timeout_s)}, stall {shown(limits.stall_timeout_s)}, "
         f"point {shown(limits.point_timeout_s)}, run {shown(limits.run_timeout_s)}, "
-        f"liveness {shown(limits.liveness_timeout_s)}"
+        f"liveness {shown(limits.liveness_timeout_s)}, "
+        f"serving gap {shown(limits.serving_gap_s)}"
     )
 
 

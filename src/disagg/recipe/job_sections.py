@@ -50,6 +50,12 @@ class LimitsSection(Section):
     liveness_interval: int | float = Field(
         default=2, gt=0, description="seconds between health checks of started roles"
     )
+    serving_gap: int | float = Field(
+        default=5,
+        gt=0,
+        description="longest a role may go without a healthy answer during a point and the "
+        "point still count; longer, and the point is measured once more",
+    )
 
 
 class InfraSection(Section):

@@ -36,6 +36,9 @@ COMMON_IGNORES = {
 }
 
 FailFn = Callable[[str, tuple[str, ...], str | None], DisaggError]
+# Asked once the point's last request ended, before its result is written: why the
+# roles behind the endpoint did not serve throughout the point, or None.
+ServingCheck = Callable[[], str | None]
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class MeasureFn(Protocol):
         stop: threading.Event | None = None,
         setup: Mapping[str, Any] | None = None,
         limits: LimitsPlan | None = None,
+        serving: ServingCheck | None = None,
     ) -> PointOutcome: ...
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from disagg.errors import DisaggError, SourceLocation
 from disagg.plan.model import BenchPlan, PointPlan, TracePlan
-from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn
+from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn, ServingCheck
 from disagg.workloads.sabench import concurrencies, slo
 
 if TYPE_CHECKING:
@@ -156,6 +156,7 @@ def measure_trace(
     stop: threading.Event | None = None,
     setup: Mapping[str, Any] | None = None,
     limits: LimitsPlan | None = None,
+    serving: ServingCheck | None = None,
 ) -> PointOutcome:
     """Replay the plan's trace as one point (same files, limits and validity gate as sa-bench)."""
     from disagg.bench.api import measure_point
@@ -198,6 +199,7 @@ def measure_trace(
         setup=setup,
         limits=limits,
         make_load=make_load,
+        serving=serving,
     )
 
 
