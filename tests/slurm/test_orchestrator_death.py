@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import job_steps, wait_job_end
-from .test_submit import (
+from .cli_support import (
     assert_nothing_left,
     disagg,
     read_json,
@@ -25,6 +24,7 @@ from .test_submit import (
     submit,
     wait_for,
 )
+from .conftest import job_steps, wait_job_end
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from .cli_support import assert_nothing_left, read_json, role_processes, submit, wait_for
 from .conftest import wait_job_end
-from .test_submit import assert_nothing_left, read_json, role_processes, submit, wait_for
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
