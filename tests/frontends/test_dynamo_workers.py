@@ -100,15 +100,18 @@ def test_multi_node_vllm_keeps_the_engines_per_node_ranks(tmp_path: Path) -> Non
         assert argv[argv.index("--data-parallel-address") + 1] == "${self.host}"
 
 
-def test_vllm_serve_only_knobs_are_said_to_be_ignored(tmp_path: Path) -> None:
-    roles = "    aggregated:\n      max-model-len: 4096\n"
+def test_vllm_serve_only_settings_are_said_to_be_ignored(tmp_path: Path) -> None:
+    roles = "    aggregated:\n      max-model-len: 4096\n      host: 0.0.0.0\n"
     text = dynamo_recipe("vllm", roles, resources=ONE).replace(
         "  type: vllm\n", "  type: vllm\n  vllm_serve_binary: vllm-rs\n"
     )
     plan = plan_text(tmp_path, text)
     [note] = [i for i in plan.ignored if i["field"] == "backend.vllm_serve_binary"]
     assert "dynamo.vllm" in note["why"]
-    assert "vllm-rs" not in plan.role("aggregated-0").argv
+    [host] = [i for i in plan.ignored if i["field"] == "backend.vllm_config.aggregated.host"]
+    assert "no HTTP API" in host["why"]
+    argv = plan.role("aggregated-0").argv
+    assert "vllm-rs" not in argv and "0.0.0.0" not in argv
 
 
 def test_aggregated_trtllm_worker_is_dynamo_trtllm_reading_the_roles_yaml(tmp_path: Path) -> None:

@@ -76,12 +76,20 @@ def dynamo_worker(
 
 
 def serve_only_notes(ctx: FrontendContext) -> list[dict[str, str]]:
-    """`backend.*` knobs the recipe sets that only the engine's own server reads."""
+    """What the recipe sets that only the engine's own server reads: `backend.*` knobs, and
+    a role's `host` (the address of an HTTP API a Dynamo worker does not have)."""
     backend = ctx.config.backend
     notes = []
     for field, why in _SERVE_ONLY.get(ctx.engine, {}).items():
         if getattr(backend, field, None):
             notes.append(ignored(f"backend.{field}", why))
+    if ctx.engine == "vllm":
+        written = {spec.role for args, spec in ctx.worker_inputs.values() if "host" in args}
+        adapter = vllm_engine.ADAPTER
+        for role in sorted(written):
+            path = ".".join((*adapter.args_path(role), "host"))
+            why = "a Dynamo worker serves no HTTP API; Dynamo binds the node's own address"
+            notes.append(ignored(path, why))
     return notes
 
 
