@@ -116,6 +116,20 @@ def find_config(start: Path | None = None) -> Path | None:
     return None
 
 
+# Where srt-slurm recipes expect the Hugging Face cache inside their containers
+# (`HF_HOME: /hf_hub_cache`, `HF_HUB_CACHE: /hf_hub_cache/hub`).
+HUB_CACHE_INSIDE = "/hf_hub_cache"
+
+
+def hub_cache_mount(mounts: Mapping[str, str]) -> str | None:
+    """The host directory mounted at `/hf_hub_cache`: the shared model cache an srt-slurm
+    cluster config names this way, having no key for it."""
+    for host, target in mounts.items():
+        if str(target).split(":", 1)[0].rstrip("/") == HUB_CACHE_INSIDE:
+            return str(host)
+    return None
+
+
 def profile_fields(config: SrtSlurmCluster) -> dict[str, Any]:
     """The disagg profile fields an srt-slurm cluster config means (plain data)."""
     if config.gpu_sbatch_directive is not None:
@@ -142,6 +156,7 @@ def profile_fields(config: SrtSlurmCluster) -> dict[str, Any]:
         "mounts": dict(config.default_mounts or {}),
         "containers": dict(config.containers or {}),
         "models": dict(config.model_paths or {}),
+        "hf_cache": hub_cache_mount(config.default_mounts or {}),
         "results_root": config.output_dir,
         "sbatch_directives": dict(config.default_sbatch_directives or {}),
         "ignored_settings": ignored_settings(config),

@@ -24,7 +24,7 @@ from disagg.plan.model import Plan, RolePlan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 
-from .recipe_helpers import MINIMAL, invoke
+from .recipe_helpers import MINIMAL, SHARED_RECIPES, invoke
 
 Write = Callable[..., Path]
 MOUNTS = "  /lustre/models: /models\n  /it-share/hf-hub-cache: /hf_hub_cache\n"
@@ -51,15 +51,18 @@ def _plan(write: Write, text: str, profile: Path) -> Plan:
     return place(variant, load_profile(profile))
 
 
-def _bindings(plan: Plan) -> Bindings:
-    ports = {
+def _ports(plan: Plan) -> dict[str, dict[str, int]]:
+    return {
         r.name: {f"{name}_port": 8000 + 10 * i + j for j, name in enumerate(r.ports)}
         for i, r in enumerate(plan.roles)
     }
+
+
+def _bindings(plan: Plan) -> Bindings:
     return build_bindings(
         plan,
         addresses=["10.0.0.1", "10.0.0.2"],
-        ports=ports,
+        ports=_ports(plan),
         model_path="/it-share/hf-hub-cache/hub/models--org--tiny/snapshots/0123",
         draft_path="",
         run_dir=RUN_DIR,
@@ -277,3 +280,24 @@ def test_a_custom_benchmark_command_gets_mounted_host_paths_translated(write: Wr
     )
     assert env["DATA"] == "/models/data"
     assert env["DISAGG_RESULTS_DIR"].startswith("/logs/")
+
+
+def test_an_srt_slurm_config_names_its_model_cache_by_the_hf_hub_cache_mount() -> None:
+    """InferenceX's AMD cluster config mounts the shared cache at /hf_hub_cache, where its
+    recipes point HF_HOME; that host directory is where models are staged."""
+    cluster = SHARED_RECIPES / "inferencex-schema2" / "cluster-configs" / "mi355x-amds.yaml"
+    recipe = SHARED_RECIPES / "inferencex-schema2/dsv4/sglang/mi355x/agentic/disagg-mtp.yaml"
+    profile = load_profile(cluster)
+    assert profile.hf_cache == "/it-share/hf-hub-cache" and profile.pyxis
+    plan = place(load_variants(recipe)[0], profile)
+    worker = plan.role("prefill-0")
+    assert worker.container_image and plan.staging.hf_cache == "/it-share/hf-hub-cache"
+    assert worker.env["HF_HUB_CACHE"] == "/hf_hub_cache/hub"  # written as the container sees it
+    assert worker.env["PYTHONPATH"] == "/sgl-workspace/aiter"  # the image's own directory
+    staged = "/it-share/hf-hub-cache/hub/models--deepseek-ai--DeepSeek-V4-Pro-0813/snapshots/1"
+    bindings = build_bindings(
+        plan, addresses=["10.0.0.1"] * plan.nodes, ports=_ports(plan), model_path=staged,
+        draft_path="", run_dir=RUN_DIR,
+    )  # fmt: skip
+    argv, _ = render_task(plan, worker, worker.node_ranks[0], bindings)
+    assert _flag(argv, "--model-path") == staged.replace("/it-share/hf-hub-cache", "/hf_hub_cache")
