@@ -63,19 +63,37 @@ def main(argv: list[str] | None = None) -> int:
     if args.executor == "slurm" and summary.status is RunStatus.CANCELLED:
         time.sleep(SLURM_CANCEL_LINGER_S)
     if args.executor == "slurm" and summary.status is RunStatus.TIMEOUT:
-        _await_time_limit(plan, summary.started_at)
+        _await_time_limit(plan, summary.started_at, _job_end_time())
     return summary.exit_code
 
 
-def _await_time_limit(plan: Plan, started_at: float) -> None:
-    """Sleep until Slurm ends the job at its time limit, when that limit is near."""
+def _job_end_time() -> float | None:
+    """When Slurm will end this job (its limit may have been changed since submission)."""
+    import os
+
+    from disagg.launch import slurmctl
+
+    job_id = os.environ.get("SLURM_JOB_ID")
+    try:
+        return slurmctl.end_time(job_id) if job_id else None
+    except DisaggError:
+        return None
+
+
+def _await_time_limit(plan: Plan, started_at: float, end_time: float | None) -> None:
+    """Sleep until Slurm ends the job at its time limit, when that limit is near.
+
+    `end_time` is Slurm's; without it, the plan's limit counted from the run's start.
+    """
     from disagg.plan.limits import slurm_margin_s, slurm_seconds
 
     limit = plan.slurm.time_limit
     allowed = slurm_seconds(limit) if limit else None
-    if allowed is None:
+    if end_time is None and allowed is None:
         return
-    left = started_at + allowed - time.time()
+    if end_time is None:
+        end_time = started_at + (allowed or 0.0)
+    left = end_time - time.time()
     if left > slurm_margin_s(limit) + SLURM_TIMEOUT_LINGER_S:
         return  # the recipe's own run_timeout ended it, long before Slurm's limit
     print(f"timed out: waiting for Slurm's time limit (in about {max(0, int(left))} s)")

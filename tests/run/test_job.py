@@ -90,9 +90,13 @@ def test_a_timed_out_slurm_job_waits_for_slurms_kill_only_when_it_is_near(
     monkeypatch.setattr(job_module.time, "sleep", slept.append)
     plan = make_plan([python_role("decode-0", "pass")])
     plan.slurm.time_limit = "10"  # 600 s
-    job_module._await_time_limit(plan, time.time() - 580)  # about 20 s left
-    job_module._await_time_limit(plan, time.time() - 60)  # nine minutes left
+    job_module._await_time_limit(plan, time.time() - 580, None)  # about 20 s left
+    job_module._await_time_limit(plan, time.time() - 60, None)  # nine minutes left
+    # Slurm's end time wins over the plan's (`scontrol update TimeLimit=` since)
+    job_module._await_time_limit(plan, time.time() - 60, time.time() + 30)
     plan.slurm.time_limit = None
-    job_module._await_time_limit(plan, time.time() - 580)  # no limit known: nothing to wait for
+    job_module._await_time_limit(plan, time.time() - 580, None)  # no limit known: no wait
     linger = job_module.SLURM_TIMEOUT_LINGER_S
-    assert len(slept) == 1 and 20 + linger - 10 < slept[0] <= 20 + linger
+    assert len(slept) == 2
+    assert 20 + linger - 10 < slept[0] <= 20 + linger
+    assert 30 + linger - 10 < slept[1] <= 30 + linger

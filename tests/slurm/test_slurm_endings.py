@@ -3,19 +3,24 @@
 Each test submits a real 2-node job to the local rig and checks what the user relies
 on afterwards: the job state Slurm records, what the run directory and `disagg status`
 say, which results stay valid, that a resubmission resumes, and that nothing is left
-running. A lost node is a node set DOWN by `scontrol` (the rig runs as SlurmUser);
-it is always put back in service, and the test checks the rig is whole again.
+running. The time limit is shortened with `scontrol update` once a point is measured,
+so that the cut falls mid-sweep whatever the machine's load. A lost node is a node set
+DOWN by `scontrol` (the rig runs as SlurmUser); it is always put back in service, and
+the test checks the rig is whole again.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from disagg.plan.limits import slurm_seconds
 
 from .cli_support import (
     DATA,
@@ -64,18 +69,36 @@ def put_back(node: str) -> None:
     wait_for(lambda: node_states().get(node, "").rstrip("*") in IN_SERVICE, 60, f"{node} back")
 
 
+def run_seconds(job_id: str) -> float:
+    out = subprocess.run(
+        ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, check=True
+    ).stdout
+    used = next(w.split("=", 1)[1] for w in out.split() if w.startswith("RunTime="))
+    return slurm_seconds(used) or 0.0
+
+
 def test_time_limit_ends_the_job_as_timeout_and_a_resubmission_resumes(
     slurm_cluster: list[str], tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "run"
-    job_id = submit("override_timeout", run_dir, recipe=TWO_NODES)
+    job_id = submit("base", run_dir, recipe=TWO_NODES)  # 10 minutes: --signal=B:USR1@60
+
+    def first_point_done() -> bool:
+        points = read_json(run_dir / "state.json").get("points", [])
+        return bool(points) and points[0]["status"] == "measured"
+
+    wait_for(first_point_done, 120, "the first point to be measured")
+    # The job's limit shrinks as a user's own `scontrol update` may: whole minutes, at
+    # least 45 s ahead, so that Slurm's warning (next limit check, ~30 s) comes first.
+    minutes = math.ceil((run_seconds(job_id) + 45) / 60)
+    subprocess.run(["scontrol", "update", f"JobId={job_id}", f"TimeLimit={minutes}"], check=True)
     out = run_dir / f"slurm-{job_id}.out"
     assert wait_job_end(job_id, timeout_s=300) == "TIMEOUT", out.read_text()
 
     summary = read_json(run_dir / "summary.json")
     assert (summary["status"], summary["exit_code"]) == ("timeout", 1), summary
-    # Slurm's warning (`--signal=B:USR1@40`) reached the orchestrator, which stopped itself.
-    assert summary["reason"].startswith("Slurm's time limit is near"), summary["reason"]
+    # Slurm's warning (`--signal=B:USR1@60`) reached the orchestrator, which stopped itself.
+    assert summary["reason"].startswith("Slurm's time limit is near (SIGUSR1"), summary["reason"]
     state = read_json(run_dir / "state.json")
     assert (state["status"], state["phase"]) == ("timeout", "done")
     statuses = [p["status"] for p in summary["points"]]
@@ -95,10 +118,10 @@ def test_time_limit_ends_the_job_as_timeout_and_a_resubmission_resumes(
     assert "TIMEOUT (time limit reached)" in human
 
     # More time, same directory: the points kept are not measured again.
-    resumed = disagg("submit", "--resume", str(run_dir), "--time-limit", "10", "--json")
+    resumed = disagg("submit", "--resume", str(run_dir), "--time-limit", "15", "--json")
     assert resumed.returncode == 0, resumed.stderr
     second = str(json.loads(resumed.stdout)[0]["job_id"])
-    assert "#SBATCH --time=10" in (run_dir / "job.sbatch").read_text().splitlines()
+    assert "#SBATCH --time=15" in (run_dir / "job.sbatch").read_text().splitlines()
     assert wait_job_end(second, timeout_s=240) == "COMPLETED", (
         run_dir / f"slurm-{second}.out"
     ).read_text()

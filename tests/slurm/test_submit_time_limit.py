@@ -9,17 +9,20 @@ from disagg.plan.model import Plan
 
 from .cli_support import DATA, PROFILE, disagg
 
-RECIPE = f"{DATA / 'sim-1p1d-2node.yaml'}:override_timeout"
+RECIPE = f"{DATA / 'sim-1p1d-2node.yaml'}:base"
 
 
 def test_resume_with_a_longer_time_limit_rewrites_the_job_and_the_run_limit(
     tmp_path: Path,
 ) -> None:
     run_dir = tmp_path / "run"
-    first = disagg("submit", RECIPE, "-c", str(PROFILE), "--out", str(run_dir), "--dry-run")
+    first = disagg(
+        "submit", RECIPE, "-c", str(PROFILE), "--out", str(run_dir), "-t", "1", "--dry-run"
+    )
     assert first.returncode == 0, first.stderr
     plan = Plan.read(run_dir)
     assert (plan.slurm.time_limit, plan.limits.run_timeout_s) == ("1", 54)
+    assert "#SBATCH --signal=B:USR1@6" in (run_dir / "job.sbatch").read_text().splitlines()
 
     again = disagg("submit", "--resume", str(run_dir), "--time-limit", "10", "--dry-run", "--json")
     assert again.returncode == 0, again.stderr

@@ -234,6 +234,17 @@ def job(job_id: str) -> JobInfo | None:
     return None
 
 
+def end_time(job_id: str) -> float | None:
+    """When Slurm ends a running job at its time limit (epoch seconds); None if unknown."""
+    from datetime import datetime
+
+    text = run(["squeue", "-h", "-j", job_id, "-o", "%e"]).strip()
+    try:
+        return datetime.fromisoformat(text).timestamp()  # the cluster's local time
+    except ValueError:  # `N/A`, `Unknown`, or a job squeue no longer lists
+        return None
+
+
 def _job_from_squeue(job_id: str) -> JobInfo | None:
     data = json.loads(run(["squeue", "--json", "--states=all", "--jobs", job_id]))
     for rec in data.get("jobs", []):
