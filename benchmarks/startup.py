@@ -4,6 +4,13 @@ Runs each command N times in a fresh interpreter and prints the median wall time
 the median CPU time of the child (user + system: steadier than wall time on a busy
 machine). Target: under 0.3 s each. `python -c pass` is printed as the floor.
 
+Two columns of CPU time, because most of a short command's time is reading Python
+modules: `cached` is an installed disagg (pip and Python keep compiled bytecode; the
+first, uncounted run fills a private cache, so the checkout's own `__pycache__` is left
+alone), `compiling` is a shell with PYTHONDONTWRITEBYTECODE=1 over an environment
+installed without bytecode (uv's default): every module outside the standard library
+is compiled from source on every run.
+
     .venv/bin/python benchmarks/startup.py [RECIPE] [-n 7]
 """
 
@@ -14,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,16 +31,29 @@ DEFAULT_RECIPE = (
 )
 
 
-def _once(argv: list[str]) -> tuple[float, float]:
+def _once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     before = os.times()
     start = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
     wall = time.perf_counter() - start
     after = os.times()
     cpu = (after.children_user - before.children_user) + (
         after.children_system - before.children_system
     )
     return wall, cpu
+
+
+def _environments(cache: str) -> dict[str, dict[str, str]]:
+    """`cached`: bytecode written to and read from `cache`; `compiling`: none written."""
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+    }
+    return {
+        "cached": {**base, "PYTHONPYCACHEPREFIX": cache},
+        "compiling": {**base, "PYTHONDONTWRITEBYTECODE": "1"},
+    }
 
 
 def main() -> None:
@@ -47,12 +68,17 @@ def main() -> None:
         "disagg lint FILE": [python, "-m", "disagg", "lint", str(args.recipe)],
         "disagg plan FILE": [python, "-m", "disagg", "plan", str(args.recipe)],
     }
-    print(f"{'command':<20} {'wall':>8} {'CPU':>8}   (median of {args.n})")
-    for label, argv in commands.items():
-        runs = [_once(argv) for _ in range(args.n)]
-        wall = statistics.median(r[0] for r in runs)
-        cpu = statistics.median(r[1] for r in runs)
-        print(f"{label:<20} {wall:7.3f}s {cpu:7.3f}s")
+    with tempfile.TemporaryDirectory() as cache:
+        envs = _environments(cache)
+        print(f"{'command':<20} {'wall':>8} {'CPU':>8} {'CPU':>10}   (median of {args.n})")
+        print(f"{'':<20} {'cached':>8} {'cached':>8} {'compiling':>10}")
+        for label, argv in commands.items():
+            _once(argv, envs["cached"])  # fills the bytecode cache; not counted
+            cached = [_once(argv, envs["cached"]) for _ in range(args.n)]
+            compiling = [_once(argv, envs["compiling"])[1] for _ in range(args.n)]
+            wall = statistics.median(r[0] for r in cached)
+            cpu = statistics.median(r[1] for r in cached)
+            print(f"{label:<20} {wall:7.3f}s {cpu:7.3f}s {statistics.median(compiling):9.3f}s")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ HF_PREFIX = "hf:"
 class ContainerSource(BaseModel):
     """A container kept as a squashfs file, imported from `image` when the file is missing."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     image: str = Field(description="what to import, e.g. docker://rocm/sgl-dev:TAG")
     squashfs: str = Field(description="the file on the shared filesystem that roles start from")
@@ -43,7 +43,7 @@ DEFAULT_CONTAINER_IMPORT = "enroot import --output {output} {image}"
 class ClusterProfile(BaseModel):
     """One cluster. Every field is optional so a profile states only what differs."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     name: str | None = None
     executor: Literal["slurm", "local"] = Field(

@@ -44,7 +44,7 @@ MARKERS = frozenset(
 class SrtSlurmCluster(BaseModel):
     """Every key of srt-slurm's `ClusterConfig` (2.x), plus those InferenceX's AMD configs use."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     cluster: str | None = None
     default_account: str | None = None

@@ -24,7 +24,7 @@ from disagg.recipe.job_sections import LimitsSection
 class LimitsPlan(BaseModel):
     """Seconds; None = no limit."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     request_timeout_s: float = 900.0
     stall_timeout_s: float | None = 300.0

@@ -21,7 +21,8 @@ PLAN_FILE = "plan.json"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Validators built on first use, as one piece with the plan that holds them.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class GpuVendor(StrEnum):

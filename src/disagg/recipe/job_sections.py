@@ -14,9 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Section(BaseModel):
-    """Base of every recipe section: no unknown keys, no type coercion."""
+    """Base of every recipe section: no unknown keys, no type coercion.
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    `defer_build`: a section's validator is built when first used, and then only as part
+    of the model that holds it, so a command that never validates a recipe does not pay
+    for the dozens of sections at import.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 class SlurmSection(Section):
