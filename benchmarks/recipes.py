@@ -1,10 +1,13 @@
 """How long loading, linting and planning the whole shared recipe corpus takes in one process.
 
 Stages: read + parse (with positions), expand + validate variants, place every
-supported variant, lint every file (`disagg.recipe.lint.lint_paths`, skipped with a
-note when the linter is not installed). Prints seconds per stage and files/s; the
-target is the whole corpus in under 2 s. `--compare` also times ruamel's own loaders
-on the same texts, the baseline this loader was chosen against.
+supported variant (each through `disagg.plan.file_plans`, as `disagg plan` does), lint
+every file (`disagg.recipe.lint.lint_paths`; inside `file_plans.shared()` its DA013
+reads the plans just made instead of placing every variant again). Prints seconds per
+stage and files/s; the target is the whole corpus in under 2 s. Then lint once more on
+its own, as `disagg lint DIR` runs (nothing planned before it), for comparison.
+`--compare` also times ruamel's own loaders on the same texts, the baseline this loader
+was chosen against.
 
     .venv/bin/python benchmarks/recipes.py [CORPUS_DIR] [--compare]
 """
@@ -15,11 +18,9 @@ import argparse
 import time
 from pathlib import Path
 
-from disagg.cluster_srtslurm import is_srtslurm_config
-from disagg.errors import UnsupportedRecipe
-from disagg.plan.placement import place
-from disagg.recipe.load import LoadedYaml, load_yaml
-from disagg.recipe.variants import Variant, variants_of
+from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.plan.file_plans import FilePlans, file_plans, shared
+from disagg.recipe.lint import LintReport, lint_paths
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "recipes"
 
@@ -53,6 +54,35 @@ def _compare(files: list[Path]) -> None:
         print(f"  {label:<24} {time.perf_counter() - start:6.3f} s (values only)")
 
 
+def _plan_then_lint(files: list[Path]) -> tuple[dict[str, tuple[float, float]], str, LintReport]:
+    """Time each stage of planning every file, then linting them all (DA013 reuses)."""
+    timings: dict[str, tuple[float, float]] = {}  # stage -> (wall s, CPU s)
+    clock = _Clock()
+    every: list[FilePlans] = [file_plans(path.read_text(), str(path)) for path in files]
+    for one in every:
+        one.loaded  # noqa: B018 - computes and keeps the stage
+    recipes = [one for one in every if not one.is_cluster_config]  # configs are no recipes
+    timings["load (parse + positions)"] = clock.lap()
+
+    variants = 0
+    for one in recipes:
+        expanded = one.variants
+        variants += 0 if isinstance(expanded, DisaggError) else len(expanded)
+    timings["expand + validate"] = clock.lap()
+
+    planned = unsupported = 0
+    for one in recipes:
+        for _, outcome in one.placed:
+            planned += not isinstance(outcome, DisaggError)
+            unsupported += isinstance(outcome, UnsupportedRecipe)
+    timings["plan"] = clock.lap()
+
+    report = lint_paths(files)
+    timings["lint (plans reused)"] = clock.lap()
+    counts = f"{variants} variants ({planned} planned, {unsupported} unsupported)"
+    return timings, counts, report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
@@ -62,48 +92,22 @@ def main() -> None:
     if not files:
         raise SystemExit(f"no YAML files under {args.corpus}")
 
-    timings: dict[str, tuple[float, float]] = {}  # stage -> (wall s, CPU s)
-    clock = _Clock()
-    loaded: list[LoadedYaml] = [load_yaml(path) for path in files]
-    loaded = [  # srt-slurm cluster configs are not recipes
-        item
-        for item in loaded
-        if not (isinstance(item.data, dict) and is_srtslurm_config(item.data))
-    ]
-    timings["load (parse + positions)"] = clock.lap()
-
-    variants: list[Variant] = [v for item in loaded for v in variants_of(item)]
-    timings["expand + validate"] = clock.lap()
-
-    planned = unsupported = 0
-    for variant in variants:
-        try:
-            place(variant)
-            planned += 1
-        except UnsupportedRecipe:
-            unsupported += 1
-    timings["plan"] = clock.lap()
-
-    try:
-        from disagg.recipe.lint import lint_paths
-    except ImportError:
-        print("lint: disagg.recipe.lint not available, skipped")
-    else:
-        clock.lap()
-        report = lint_paths(files)
-        timings["lint"] = clock.lap()
-        print(f"lint: {len(report.findings)} finding(s)")
-
-    wall = sum(t[0] for t in timings.values())
-    cpu = sum(t[1] for t in timings.values())
-    print(
-        f"{len(files)} files, {len(variants)} variants "
-        f"({planned} planned, {unsupported} unsupported)"
-    )
+    with shared():  # as one process that plans the corpus and then lints it
+        timings, counts, report = _plan_then_lint(files)
+    print(f"lint: {len(report.findings)} finding(s)")
+    print(f"{len(files)} files, {counts}")
     print(f"  {'stage':<26} {'wall':>7}   {'CPU':>7}")
     for stage, (seconds, cpu_seconds) in timings.items():
         print(f"  {stage:<26} {seconds:7.3f} s {cpu_seconds:7.3f} s")
+    wall = sum(t[0] for t in timings.values())
+    cpu = sum(t[1] for t in timings.values())
     print(f"  {'total':<26} {wall:7.3f} s {cpu:7.3f} s  ({len(files) / wall:,.0f} files/s wall)")
+
+    clock = _Clock()
+    alone = lint_paths(files)  # outside shared(): every file planned afresh
+    seconds, cpu_seconds = clock.lap()
+    same = "same findings" if alone.findings == report.findings else "DIFFERENT findings"
+    print(f"  {'lint alone (disagg lint)':<26} {seconds:7.3f} s {cpu_seconds:7.3f} s  ({same})")
     if args.compare:
         _compare(files)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from disagg.cluster import ClusterProfile, load_profile
 from disagg.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, DisaggError, UnsupportedRecipe
+from disagg.plan.file_plans import FilePlans, file_plans
 from disagg.plan.model import Plan
 
 PROFILE_DIRS = (Path("clusters"), Path("examples/clusters"), Path("~/.config/disagg/clusters"))
@@ -135,13 +136,11 @@ def plan_all(targets: Sequence[str], cluster: str | Path | None) -> Planned:
 
     For `disagg plan` over many files (a corpus, a directory): a bad file is recorded
     with its error, an unsupported variant with its reason, an srt-slurm cluster config
-    met in a directory is skipped as not a recipe; everything else is planned.
+    met in a directory is skipped as not a recipe; everything else is planned. Each
+    file goes through `disagg.plan.file_plans`, the outcomes lint's DA013 reads.
     """
-    from disagg.cluster_srtslurm import is_srtslurm_config
-    from disagg.plan.placement import place
-    from disagg.recipe.load import load_yaml
+    from disagg.recipe.load import display_path, read_text
     from disagg.recipe.selectors import parse_selector
-    from disagg.recipe.variants import variants_of
 
     profile = load_cluster(cluster)
     planned = Planned()
@@ -149,34 +148,48 @@ def plan_all(targets: Sequence[str], cluster: str | Path | None) -> Planned:
         planned.files += 1
         try:
             selector = parse_selector(target)
-            loaded = load_yaml(selector.path)
-            if isinstance(loaded.data, dict) and is_srtslurm_config(loaded.data):
-                planned.skipped.append((target, "an srt-slurm cluster config (use --cluster)"))
-                continue
-            variants = variants_of(loaded, selector.pattern)
-            if not variants:
-                raise DisaggError(
-                    f"{target}: selects no variant", hint="list them with `disagg plan FILE`"
-                )
-        except UnsupportedRecipe as exc:
-            planned.unsupported.append((target, exc))
-            planned.outcomes[("unsupported", "?")] += 1
-            continue
+            text = read_text(selector.path)
         except DisaggError as exc:
             planned.errors.append((target, exc))
             continue
-        for variant in variants:
-            engine = variant.config.backend.type
-            try:
-                planned.plans.append(place(variant, profile))
-            except UnsupportedRecipe as exc:
-                planned.unsupported.append((variant.selector, exc))
-                planned.outcomes[("unsupported", engine)] += 1
-            except DisaggError as exc:
-                planned.errors.append((variant.selector, exc))
-            else:
-                planned.outcomes[("planned", engine)] += 1
+        file = display_path(selector.path)
+        if selector.pattern is None and profile is None:
+            outcomes = file_plans(text, file)
+        else:
+            outcomes = FilePlans(text, file, pattern=selector.pattern, profile=profile)
+        _record(planned, target, outcomes)
     return planned
+
+
+def _record(planned: Planned, target: str, outcomes: FilePlans) -> None:
+    """Add one file's outcomes to `planned`."""
+    if outcomes.is_cluster_config:
+        planned.skipped.append((target, "an srt-slurm cluster config (use --cluster)"))
+        return
+    variants = outcomes.variants
+    if isinstance(variants, UnsupportedRecipe):
+        planned.unsupported.append((target, variants))
+        planned.outcomes[("unsupported", "?")] += 1
+        return
+    if isinstance(variants, DisaggError):
+        planned.errors.append((target, variants))
+        return
+    if not variants:
+        error = DisaggError(
+            f"{target}: selects no variant", hint="list them with `disagg plan FILE`"
+        )
+        planned.errors.append((target, error))
+        return
+    for variant, outcome in outcomes.placed:
+        engine = variant.config.backend.type
+        if isinstance(outcome, UnsupportedRecipe):
+            planned.unsupported.append((variant.selector, outcome))
+            planned.outcomes[("unsupported", engine)] += 1
+        elif isinstance(outcome, DisaggError):
+            planned.errors.append((variant.selector, outcome))
+        else:
+            planned.plans.append(outcome)
+            planned.outcomes[("planned", engine)] += 1
 
 
 def run_root(cluster: str | Path | None) -> Path:

@@ -1,9 +1,11 @@
 """DA013: what `disagg plan` would refuse in this file, so that a lint gate means the recipe plans.
 
 The file is loaded, typed (unknown keys, wrong types) and every variant placed the
-way `plan` does it. Bad input is an error; a variant this project cannot run
-(`unsupported: ...`) a warning; fields a plan lists as ignored are info notes
-(engine settings excepted: DA010 reports those).
+way `plan` does it, through the same `disagg.plan.file_plans` outcomes (inside
+`file_plans.shared()`, a file `plan_all` already planned is not placed again). Bad
+input is an error; a variant this project cannot run (`unsupported: ...`) a warning;
+fields a plan lists as ignored are info notes (engine settings excepted: DA010
+reports those).
 An srt-slurm cluster config is not a recipe and is left alone.
 """
 
@@ -31,31 +33,27 @@ def _finding(
     return Finding(RULE, NAME, severity, message, (location,), hint=hint)
 
 
+def _refusal(path: str, exc: DisaggError) -> Finding:
+    if isinstance(exc, UnsupportedRecipe):
+        return _finding(path, exc.location, Severity.WARNING, exc.message)
+    return _finding(path, exc.location, Severity.ERROR, exc.message, exc.hint)
+
+
 def check(ctx: FileContext) -> list[Finding]:
     from disagg.cluster_srtslurm import is_srtslurm_config
-    from disagg.plan.placement import place
-    from disagg.recipe.load import parse_yaml
-    from disagg.recipe.variants import variants_of
+    from disagg.plan.file_plans import file_plans
 
     if isinstance(ctx.data, dict) and is_srtslurm_config(ctx.data):
         return []
-    try:
-        variants = variants_of(parse_yaml(ctx.scanned.text, file=ctx.path))
-    except UnsupportedRecipe as exc:
-        return [_finding(ctx.path, exc.location, Severity.WARNING, exc.message)]
-    except DisaggError as exc:
-        return [_finding(ctx.path, exc.location, Severity.ERROR, exc.message, exc.hint)]
+    planned = file_plans(ctx.scanned.text, ctx.path)
+    if isinstance(planned.variants, DisaggError):
+        return [_refusal(ctx.path, planned.variants)]
     findings = []
-    for variant in variants:
-        try:
-            plan = place(variant)
-        except UnsupportedRecipe as exc:
-            findings.append(_finding(ctx.path, exc.location, Severity.WARNING, exc.message))
+    for variant, outcome in planned.placed:
+        if isinstance(outcome, DisaggError):
+            findings.append(_refusal(ctx.path, outcome))
             continue
-        except DisaggError as exc:
-            findings.append(_finding(ctx.path, exc.location, Severity.ERROR, exc.message, exc.hint))
-            continue
-        for item in plan.ignored:
+        for item in outcome.ignored:
             written = undotted(item["field"])
             if variant.internal_path(written)[:1] == ("backend",):
                 continue  # engine settings: DA010 reports them, with their own place
