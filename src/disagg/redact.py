@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "<redacted>"
@@ -25,6 +26,7 @@ _PLACEHOLDERS = frozenset({"EMPTY", "NONE", "NULL", "DUMMY", "-"})
 _REFERENCE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
 
 
+@lru_cache(maxsize=4096)  # lint asks of every key of every file; the names repeat
 def is_secret_name(name: str) -> bool:
     """Names ending like a credential: `HF_TOKEN`, `WANDB_API_KEY`, `api-key`,
     `AWS_SECRET_ACCESS_KEY`. A word inside a longer name (`SGLANG_PER_TOKEN_GROUP_X`,
@@ -37,7 +39,7 @@ def is_secret_name(name: str) -> bool:
 
 def is_literal_secret(name: str, value: Any) -> bool:
     """A secret-looking key holding a written-out value (not empty, not `$NAME`)."""
-    return is_secret_name(name) and _is_literal(value)
+    return _is_literal(value) and is_secret_name(name)
 
 
 def _is_literal(value: Any) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 Mode = Literal["prefill", "decode"]
@@ -24,6 +25,20 @@ WORKER_ROLES: tuple[WorkerRole, ...] = ("prefill", "decode", "aggregated")
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@lru_cache(maxsize=4096)
+def _spelled(keys: tuple[Any, ...], dashes: bool) -> Mapping[str, Any]:
+    """Each key of a role's settings by its canonical spelling (the last one wins).
+
+    Placement and lint look up a dozen settings in the same few maps; keyed by the
+    map's keys, the spellings are worked out once per map instead of once per lookup.
+    """
+    return {_canonical(key, dashes): key for key in keys}
+
+
+def _canonical(key: Any, dashes: bool) -> str:
+    return str(key).replace("_", "-") if dashes else str(key)
 
 
 @dataclass(frozen=True)
@@ -45,12 +60,14 @@ class FlagTable:
     paths: frozenset[str] = frozenset()
 
     def normalise(self, key: str) -> str:
-        return str(key).replace("_", "-") if self.dashes else str(key)
+        return _canonical(key, self.dashes)
 
     def find(self, args: Mapping[str, Any], setting: str) -> tuple[str, Any] | None:
         """(key as written, value) of the first spelling of `setting` present in `args`."""
         names = self.spellings.get(setting, ())
-        written = {self.normalise(key): key for key in args}
+        if not names or not args:
+            return None
+        written = _spelled(tuple(args), self.dashes)
         for name in names:
             if name in written:
                 return written[name], args[written[name]]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from disagg.errors import DisaggError
 from disagg.recipe.lint.model import Location
-from disagg.recipe.lint.nodes import Node, ScannedFile, to_python
+from disagg.recipe.lint.nodes import Node, ScannedFile, to_python, walk
 from disagg.recipe.load import parse_yaml
 from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX, expand_variants
 
@@ -50,6 +50,12 @@ class FileContext:
             k.kind == "scalar" and (k.value == BASE or is_variant_block(str(k.value)))
             for k, _ in self.root.pairs
         )
+
+    @cached_property
+    def nodes(self) -> list[Node]:
+        """Every node of the file once, depth first: walked once for the rules that look
+        at every node (export hazards, duplicate keys, literal secrets)."""
+        return list(walk(self.root))
 
     @cached_property
     def data(self) -> Any:

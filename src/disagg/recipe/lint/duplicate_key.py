@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Severity
-from disagg.recipe.lint.nodes import Node, walk
+from disagg.recipe.lint.nodes import Node
 
 RULE = "DA012"
 NAME = "duplicate-key"
@@ -20,7 +20,7 @@ def _dotted(path: tuple[str, ...], key: object) -> str:
 
 def check(ctx: FileContext) -> list[Finding]:
     findings: list[Finding] = []
-    for node in walk(ctx.root):
+    for node in ctx.nodes:
         if node.kind != "map":
             continue
         first: dict[object, Node] = {}

@@ -10,7 +10,7 @@ import re
 
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
-from disagg.recipe.lint.nodes import Node, walk
+from disagg.recipe.lint.nodes import Node
 
 RULE = "DA004"
 NAME = "export-hazard"
@@ -44,7 +44,7 @@ def _split_export(value: str) -> list[str]:
 
 def check(ctx: FileContext) -> list[Finding]:
     findings: list[Finding] = []
-    for node in walk(ctx.root):
+    for node in ctx.nodes:
         if node.kind != "map":
             continue
         if _is_env_map(node.path):

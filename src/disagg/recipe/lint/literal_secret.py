@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
-from disagg.recipe.lint.nodes import Node, walk
+from disagg.recipe.lint.nodes import Node
 from disagg.redact import is_literal_secret, is_secret_name
 
 RULE = "DA009"
@@ -20,7 +20,7 @@ NAME = "literal-secret"
 
 def check(ctx: FileContext) -> list[Finding]:
     findings: list[Finding] = []
-    for node in walk(ctx.root):
+    for node in ctx.nodes:
         if node.kind == "map":
             for key, value in node.pairs:
                 name = str(key.value)

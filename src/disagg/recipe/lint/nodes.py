@@ -105,6 +105,10 @@ class ScannedFile:
 
 
 class _Composer:
+    """Builds the node tree from the event stream; dispatches on the event's exact type
+    (libyaml's events are never subclassed) and pulls children straight from the stream:
+    this loop runs once per node of every linted file."""
+
     def __init__(self, scanned: ScannedFile, events: Iterator[yaml.Event]) -> None:
         self.scanned = scanned
         self.events = events
@@ -116,7 +120,7 @@ class _Composer:
     ) -> Node:
         mark = event.start_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-        if isinstance(event, yaml.AliasEvent):
+        if type(event) is yaml.AliasEvent:
             name = str(event.anchor)
             target = self.defined.get(name)
             self.scanned.aliases.append(Alias(name, line, col, block, path, target))
@@ -125,11 +129,10 @@ class _Composer:
                 return target.node
             return Node("scalar", line, col, block, path)
         anchor: str | None = getattr(event, "anchor", None)
-        start = self.budget.total
-        self.budget.node()
-        if depth >= MAX_DEPTH and not isinstance(event, yaml.ScalarEvent):
-            raise too_deep(SourceLocation(self.scanned.path, line, col))
-        if isinstance(event, yaml.ScalarEvent):
+        budget = self.budget
+        start = budget.total
+        budget.node()
+        if type(event) is yaml.ScalarEvent:
             text = str(event.value)
             tag = event.tag
             if tag and tag != "!":
@@ -139,34 +142,35 @@ class _Composer:
             else:
                 value = text
             made = Node("scalar", line, col, block, path, anchor, value)
-        elif isinstance(event, yaml.SequenceStartEvent):
+        elif depth >= MAX_DEPTH:
+            raise too_deep(SourceLocation(self.scanned.path, line, col))
+        elif type(event) is yaml.SequenceStartEvent:
             made = Node("seq", line, col, block, path, anchor)
-            for child in self.until(yaml.SequenceEndEvent):
-                here = (*path, str(len(made.items)))
-                made.items.append(self.node(child, block, here, depth + 1))
-        elif isinstance(event, yaml.MappingStartEvent):
+            items = made.items
+            for child in self.events:
+                if type(child) is yaml.SequenceEndEvent:
+                    break
+                items.append(self.node(child, block, (*path, str(len(items))), depth + 1))
+        elif type(event) is yaml.MappingStartEvent:
             made = Node("map", line, col, block, path, anchor)
+            pairs = made.pairs
             top = not path and block is None
-            for child in self.until(yaml.MappingEndEvent):
+            events = self.events
+            for child in events:
+                if type(child) is yaml.MappingEndEvent:
+                    break
                 key = self.node(child, block, path, depth + 1)
                 name = str(key.value) if key.kind == "scalar" else "?"
-                value_event = next(self.events)
-                value = self.node(value_event, name if top else block, (*path, name), depth + 1)
-                made.pairs.append((key, value))
+                value = self.node(next(events), name if top else block, (*path, name), depth + 1)
+                pairs.append((key, value))
         else:  # pragma: no cover - the parser emits nothing else inside a document
             raise AssertionError(f"unexpected event {event!r}")
         if anchor:
             record = Anchor(str(anchor), line, col, block, path, made)
             self.defined[record.name] = record
             self.scanned.anchors.append(record)
-            self.budget.anchored(record.name, start)
+            budget.anchored(record.name, start)
         return made
-
-    def until(self, end: type[yaml.Event]) -> Iterator[yaml.Event]:
-        for event in self.events:
-            if type(event) is end:
-                return
-            yield event
 
 
 def scan(path: str, text: str) -> ScannedFile:
