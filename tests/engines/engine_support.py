@@ -6,7 +6,7 @@ import shlex
 from pathlib import Path
 
 from disagg.launch.bindings import build_bindings, render_task
-from disagg.plan.model import Plan, RoleKind
+from disagg.plan.model import Plan, RoleKind, RolePlan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 
@@ -44,9 +44,9 @@ def recipe(
     )
 
 
-def task_lines(plan: Plan) -> str:
-    """Every worker task as its node would start it: `role[node]: ENV=... argv`, with
-    fixed addresses (10.0.0.N for node rank N-1) and ports (30000 + 10 x role + j)."""
+def worker_tasks(plan: Plan) -> list[tuple[RolePlan, int, list[str], dict[str, str]]]:
+    """(role, node rank, argv, env) of every worker and router task as its node would start
+    it, with fixed addresses (10.0.0.N for node rank N-1) and ports (30000 + 10 x role + j)."""
     ports = {
         role.name: {f"{p}_port": 30000 + 10 * i + j for j, p in enumerate(role.ports)}
         for i, role in enumerate(plan.roles)
@@ -60,14 +60,22 @@ def task_lines(plan: Plan) -> str:
         run_dir=Path("/runs/r"),
         python=PYTHON,
     )
-    lines = []
+    tasks = []
     for role in plan.roles:
         if role.kind not in WORKER_KINDS and role.kind is not RoleKind.ROUTER:
             continue
         for rank in role.launch_ranks:
             argv, env = render_task(plan, role, rank, bindings)
-            shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-            step = f" (mpi {role.nnodes}x{role.mpi.tasks_per_node})" if role.mpi else ""
-            line = f"{role.name}[{rank}]{step}: {shown} {shlex.join(argv)}"
-            lines.append(line.replace(":  ", ": "))
+            tasks.append((role, rank, argv, env))
+    return tasks
+
+
+def task_lines(plan: Plan) -> str:
+    """Every worker task as its node would start it: `role[node]: ENV=... argv`."""
+    lines = []
+    for role, rank, argv, env in worker_tasks(plan):
+        shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
+        step = f" (mpi {role.nnodes}x{role.mpi.tasks_per_node})" if role.mpi else ""
+        line = f"{role.name}[{rank}]{step}: {shown} {shlex.join(argv)}"
+        lines.append(line.replace(":  ", ": "))
     return "\n".join(lines) + "\n"
