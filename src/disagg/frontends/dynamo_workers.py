@@ -22,8 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from disagg.engines import trtllm as trtllm_engine
-from disagg.engines import vllm as vllm_engine
 from disagg.engines.base import WorkerSpec
 from disagg.frontends.base import FrontendContext, ignored
 from disagg.plan.model import HealthPlan, RolePlan
@@ -84,6 +82,8 @@ def serve_only_notes(ctx: FrontendContext) -> list[dict[str, str]]:
         if getattr(backend, field, None):
             notes.append(ignored(f"backend.{field}", why))
     if ctx.engine == "vllm":
+        from disagg.engines import vllm as vllm_engine  # engines load on first use
+
         written = {spec.role for args, spec in ctx.worker_inputs.values() if "host" in args}
         adapter = vllm_engine.ADAPTER
         for role in sorted(written):
@@ -94,6 +94,8 @@ def serve_only_notes(ctx: FrontendContext) -> list[dict[str, str]]:
 
 
 def _vllm_nodes(args: Mapping[str, Any], spec: WorkerSpec, dynamo: list[str]) -> list[list[str]]:
+    from disagg.engines import vllm as vllm_engine
+
     adapter = vllm_engine.ADAPTER
     head = ["python3", "-m", MODULES["vllm"], "--model", "${model.path}"]
     head += adapter.engine_flags(args, spec)
@@ -101,6 +103,8 @@ def _vllm_nodes(args: Mapping[str, Any], spec: WorkerSpec, dynamo: list[str]) ->
 
 
 def _trtllm_argv(role: RolePlan, spec: WorkerSpec, dynamo: list[str]) -> list[str]:
+    from disagg.engines import trtllm as trtllm_engine
+
     config = "${run.dir}/" + trtllm_engine.config_file(spec.role)
     argv = ["python3", "-m", MODULES["trtllm"], "--model", "${model.path}"]
     argv += ["--served-model-name", spec.served_name, "--extra-engine-args", config, *dynamo]
