@@ -4,18 +4,23 @@ point files it writes become results that `disagg report` shows."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from disagg.launch.state import PointStatus, RunStatus, RunSummary
+from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
 
 pytestmark = pytest.mark.slow
 
 RECIPE = Path(__file__).parent / "data" / "sim-custom.yaml"
+PAUSE_S = 4.0  # over override_paused's serving_gap, far under its liveness_timeout
 
 
 def disagg(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -80,3 +85,43 @@ def test_custom_command_that_exits_non_zero_fails_the_run(tmp_path: Path) -> Non
     assert any("cannot reach the dataset" in line for line in summary.failure.log_tail)
     assert summary.points == []
     assert not list((run_dir / "results").glob("*conc*"))
+
+
+@pytest.mark.timeout(300)
+def test_a_role_that_paused_while_the_command_ran_leaves_no_valid_point(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "disagg", "run", f"{RECIPE}:override_paused"]
+    proc = subprocess.Popen(
+        [*command, "--local", "--out", str(run_dir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        state = None
+        while state is None or state.phase.value != "measure":  # the test's timeout bounds it
+            assert proc.poll() is None, f"disagg run ended early with {proc.returncode}"
+            time.sleep(0.1)
+            with contextlib.suppress(ValueError):
+                state = RunState.read(run_dir)
+        pid = state.role("decode-0").tasks[0].pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(PAUSE_S)  # the fault's length, not a check of any speed
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert proc.wait(timeout=240) == 1
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=60)
+
+    summary = RunSummary.read(run_dir)
+    assert summary is not None and summary.status is RunStatus.FAILED
+    assert summary.failure is not None and summary.failure.role == "decode-0"
+    assert summary.points and all(p.status is PointStatus.INVALID for p in summary.points)
+    for point in summary.points:
+        assert point.reason is not None
+        assert point.reason.startswith("role decode-0 stopped serving for ")
+        assert "during the benchmark command" in point.reason
+        assert json.loads(Path(point.result or "").read_text())["valid"] is False

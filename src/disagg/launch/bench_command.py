@@ -2,19 +2,25 @@
 
 What it wrote into its results directory is collected into point results
 (`disagg.workloads.collect`); an invalid point or a non-zero exit fails the run.
+The command's points carry no times disagg could trust, so a role that stopped
+serving (more than `limits.serving_gap` seconds) at any moment while it ran makes
+every point it wrote invalid, naming the role; nothing is measured again, since
+the command is the recipe's own.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from disagg.launch.run_context import RunContext
 from disagg.launch.state import PointState, PointStatus
+from disagg.launch.watch import LivenessWatch
 from disagg.plan.model import RoleKind
 from disagg.plan.templates import substitute
 
 
-def run_bench_command(run: RunContext) -> None:
+def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
     from disagg.workloads.collect import collect
 
     command = run.plan.bench.command
@@ -25,6 +31,7 @@ def run_bench_command(run: RunContext) -> None:
     results.mkdir(parents=True, exist_ok=True)
     task = run.state.role(role.name).tasks[0]
     run.log.info("start %s: %s", role.name, " ".join(argv))
+    since = time.monotonic()
     process = run.launcher.launch(
         role=role.name,
         node_rank=role.node_ranks[0],
@@ -47,7 +54,12 @@ def run_bench_command(run: RunContext) -> None:
             run.record_exit(role.name, process.node_rank, code, stopped=True)
         else:
             run.record_exit(role.name, process.node_rank, code)
-    found = collect(results, run.plan, run.results_dir)
+    gaps = watch.gaps_since(since)
+    blamed = gaps[0].role if gaps else None
+    not_serving = gaps[0].describe(time.monotonic(), "the benchmark command") if gaps else None
+    if not_serving:
+        run.log.info("every point of the benchmark command is invalid: %s", not_serving)
+    found = collect(results, run.plan, run.results_dir, not_serving=not_serving)
     with run.lock:
         for point in found.points:
             run.state.points.append(
@@ -72,4 +84,6 @@ def run_bench_command(run: RunContext) -> None:
     invalid = [p for p in found.points if not p.valid]
     if invalid:
         keys = ", ".join(p.key for p in invalid)
-        run.fail(f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0].reason})")
+        run.fail(
+            f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0].reason})", role=blamed
+        )

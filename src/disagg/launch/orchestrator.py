@@ -142,7 +142,7 @@ class Orchestrator:
                 run.mark("canary_ok")
             with run.phase(Phase.MEASURE):
                 if plan.bench.command is not None:
-                    run_bench_command(run)
+                    run_bench_command(run, watch)
                 else:
                     measure_points(run, workload.measure(), watch)
         finally:

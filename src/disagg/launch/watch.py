@@ -48,10 +48,10 @@ class Gap:
     def seconds(self, now: float) -> float:
         return (self.end if self.end is not None else now) - self.start
 
-    def describe(self, now: float) -> str:
+    def describe(self, now: float, during: str = "the point") -> str:
         state = "" if self.end is not None else ", still not answering"
         return (
-            f"role {self.role} stopped serving for {self.seconds(now):.1f} s during the point "
+            f"role {self.role} stopped serving for {self.seconds(now):.1f} s during {during} "
             f"(no healthy answer to GET {self.url}: {self.detail}{state})"
         )
 

@@ -90,12 +90,17 @@ def _per_gpu(value: float | None, gpus: int) -> float | None:
     return value / gpus if value is not None and gpus > 0 else None
 
 
-def normalise(data: dict[str, Any], plan: Plan, source: Path) -> dict[str, Any]:
-    """The point as a disagg result: the client's fields first, disagg's added after."""
+def normalise(
+    data: dict[str, Any], plan: Plan, source: Path, not_serving: str | None = None
+) -> dict[str, Any]:
+    """The point as a disagg result: the client's fields first, disagg's added after.
+
+    `not_serving` (a role stopped serving while the command ran) makes it invalid.
+    """
     from disagg.bench.identity import setup_fields
 
     conc = _concurrency(data)
-    reason = _gate(data, plan)
+    reason = not_serving or _gate(data, plan)
     result = dict(data)
     total = _number(data.get("total_token_throughput"))
     output = _number(data.get("output_throughput"))
@@ -152,8 +157,11 @@ def _stem(plan: Plan, conc: int | None) -> str:
     return result_stem(ctx)
 
 
-def collect(results_dir: Path, plan: Plan, out_dir: Path) -> Collected:
-    """Turn every point file under `results_dir` into a result in `out_dir`."""
+def collect(
+    results_dir: Path, plan: Plan, out_dir: Path, *, not_serving: str | None = None
+) -> Collected:
+    """Turn every point file under `results_dir` into a result in `out_dir`; with
+    `not_serving` (why a role did not serve throughout) every one of them is invalid."""
     found = Collected()
     if not results_dir.is_dir():
         return found
@@ -164,7 +172,7 @@ def collect(results_dir: Path, plan: Plan, out_dir: Path) -> Collected:
         if data is None:
             found.other_files.append(path)
             continue
-        result = normalise(data, plan, path)
+        result = normalise(data, plan, path, not_serving)
         stem = _stem(plan, _concurrency(data))
         name, copy = stem, 1
         while name in taken:  # several files for one concurrency: keep them all
