@@ -142,3 +142,39 @@ def test_a_role_that_pauses_again_leaves_the_point_invalid_and_fails_the_run(
     assert result["valid"] is False
     assert result["invalid_reason"] == first.reason
     assert_nothing_left(summary)
+
+
+def test_run_output_says_which_attempt_was_discarded_and_why(tmp_path: Path) -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from disagg.launch.runner import _print_outcome
+    from disagg.launch.state import PointState
+    from disagg.launch.view import points_table
+
+    why = "role decode-1 stopped serving for 4.1 s during the point (no healthy answer)"
+    summary = RunSummary(
+        name="t",
+        selector="t.yaml:base",
+        run_dir=str(tmp_path),
+        simulated=True,
+        executor="local",
+        status=RunStatus.COMPLETED,
+        exit_code=0,
+        started_at=0.0,
+        finished_at=1.0,
+        points=[
+            PointState(key="conc4", status=PointStatus.MEASURED, attempts=2, discarded=[why]),
+            PointState(key="conc8", status=PointStatus.MEASURED, attempts=1),
+        ],
+    )
+    out = StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    console.print(points_table(summary.points))
+    _print_outcome(console, summary, tmp_path)
+    text = out.getvalue()
+    assert "measured (2 tries)" in text
+    assert text.count("tries") == 1
+    assert f"conc4: attempt 1 discarded: {why}" in text
+    assert "completed" in text

@@ -78,6 +78,11 @@ def _print_outcome(
     console: Console, summary: RunSummary, run_dir: Path, simulator: str | None = None
 ) -> None:
     label = f" (simulated by {simulator or 'disagg sim-engine'})" if summary.simulated else ""
+    for point in summary.points:
+        for number, why in enumerate(point.discarded, start=1):
+            console.print(
+                f"{point.key}: attempt {number} discarded: {why}", style="yellow", markup=False
+            )
     if summary.status is RunStatus.COMPLETED:
         console.print(f"[green]completed[/]{label}: {escape(str(run_dir))}")
         return

@@ -106,7 +106,10 @@ def points_table(points: Sequence[PointState], *, title: str | None = None) -> T
     for point in points:
         style = _POINT_STYLE.get(point.status, "")
         cells = [_fmt(point.headline[c]) if c in point.headline else "" for c in columns]
-        table.add_row(point.key, Text(point.status.value, style=style), *cells)
+        shown = point.status.value
+        if point.attempts > 1:  # measured again after a role stopped serving
+            shown += f" ({point.attempts} tries)"
+        table.add_row(point.key, Text(shown, style=style), *cells)
     return table
 
 
