@@ -477,6 +477,7 @@ class _Placer:
             recipe_dir=self.variant.path.parent,
             fail=self.fail,
             resolve_container=lambda written: resolve_container(written, self.profile),
+            mounts=self.container_mounts(),
         )
         return adapter_for(section.type).plan(inputs)
 
@@ -600,6 +601,7 @@ class _Placer:
             stages=[[role.name for role in stage] for stage in frontend.stages],
             serving_role=frontend.serving_role,
             simulator=frontend.simulator,
+            emulates=None if self.simulated else self.adapter.emulates(self.backend),
             bench=bench,
             staging=self.staging(model, workers),
             slurm=slurm,

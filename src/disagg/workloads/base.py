@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -51,6 +51,9 @@ class BenchInputs:
     recipe_dir: Path  # relative paths in the section (a trace file) resolve against it
     fail: FailFn  # a positioned plan error: (message, field path, hint)
     resolve_container: Callable[[str], str]  # cluster-profile alias -> image reference
+    # Container mounts, host path -> path inside: a file named by its path inside a
+    # container (a trace under `extra_mount`) is read at plan time from the host side.
+    mounts: Mapping[str, str] = field(default_factory=dict)
 
 
 class MeasureFn(Protocol):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from disagg.errors import DisaggError, SourceLocation
+from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
 from disagg.plan.model import BenchPlan, PointPlan, TracePlan
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn, ServingCheck
 from disagg.workloads.sabench import concurrencies, slo
@@ -203,6 +203,26 @@ def measure_trace(
     )
 
 
+def _from_host_side(path: Path, written: str, mounts: Mapping[str, str]) -> Path:
+    """A trace named by its path inside a container mount, read from the mount's host side.
+
+    When that side is not on this machine either (a cluster's shared filesystem), the
+    recipe is valid but cannot be planned here: its points come from the trace."""
+    for host, inside in sorted(mounts.items(), key=lambda mount: -len(mount[1])):
+        try:
+            rest = path.relative_to(inside)
+        except ValueError:
+            continue
+        found = Path(host) / rest
+        if found.exists():
+            return found
+        raise UnsupportedRecipe(
+            f"benchmark.trace_file ({written} is in container mount {inside}, whose host "
+            f"side {host} is not on this machine; the trace is read when planning)"
+        )
+    return path
+
+
 class TraceReplay(BenchmarkAdapter):
     types = ("mooncake-router", "trace-replay")
     reads = frozenset(
@@ -223,8 +243,6 @@ class TraceReplay(BenchmarkAdapter):
     def plan(self, inputs: BenchInputs) -> BenchPlan:
         b = inputs.section
         if b.mooncake_workload is not None and b.trace_file is None:
-            from disagg.errors import UnsupportedRecipe
-
             raise UnsupportedRecipe(
                 f"benchmark.mooncake_workload (srt-slurm downloads the named trace "
                 f"{b.mooncake_workload!r} from the model hub; give `trace_file:` a local trace)"
@@ -239,6 +257,8 @@ class TraceReplay(BenchmarkAdapter):
         path = Path(b.trace_file).expanduser()
         if not path.is_absolute():
             path = inputs.recipe_dir / path
+        if not path.exists():
+            path = _from_host_side(path, b.trace_file, inputs.mounts)
         try:
             records = read_trace(path)
         except DisaggError as exc:
