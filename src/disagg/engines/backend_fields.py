@@ -15,7 +15,8 @@ from typing import Any, Literal
 Action = Literal["refused", "ignored"]
 
 # knob -> (action, why, value that means "not set"). Knobs of engines without an adapter
-# (atom, tilert, mocker) are not listed: their recipes are refused by backend type.
+# (atom, tilert) are not listed: their recipes are refused by backend type. The mocker's
+# knobs are its adapter's own (`engines.mocker.KNOBS`).
 KNOBS: dict[str, tuple[Action, str, Any]] = {
     "kv_events_config": ("ignored", "no KV-cache events are published or consumed", None),
     "gpu_type": ("ignored", "the engine picks its kernels for the GPU it finds", None),

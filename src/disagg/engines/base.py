@@ -197,6 +197,9 @@ class EngineAdapter(ABC):
     backend_fields: ClassVar[frozenset[str]] = frozenset()
     # Whether a real prefill worker serves SGLang's bootstrap port (the router names it).
     bootstrap: ClassVar[bool] = False
+    # False for an engine that emulates GPU workers on none (Dynamo's mocker): the GPUs a
+    # recipe gives its workers are kept for the numbers, and no parallel layout must fit them.
+    uses_gpus: ClassVar[bool] = True
 
     @property
     def config_section(self) -> str:
@@ -222,6 +225,10 @@ class EngineAdapter(ABC):
             pp=table.size(args, "pp"),
             dp_attention=table.value(args, "dp_attention") is True,
         )
+
+    def emulates(self, backend: Mapping[str, Any]) -> str | None:
+        """The engine whose behaviour this one emulates, for an engine that emulates one."""
+        return None
 
     def draft_model(self, args: Mapping[str, Any]) -> str | None:
         """The draft/speculative model the role names (repo id or path), if any."""

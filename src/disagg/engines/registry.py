@@ -14,6 +14,7 @@ _MODULES: dict[str, str] = {
     "sglang": "disagg.engines.sglang",
     "vllm": "disagg.engines.vllm",
     "trtllm": "disagg.engines.trtllm",
+    "mocker": "disagg.engines.mocker",
 }
 
 

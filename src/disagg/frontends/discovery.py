@@ -3,11 +3,11 @@ plane), started as service roles of their own, or file discovery in the run dire
 
 As srt-slurm does, a Dynamo job on a cluster runs both before the workers, each taken
 over by a `services:` entry of its type when the recipe has one (`external: URL` points
-at a running one and starts nothing, `enabled: false` starts none). A simulated run
-starts them when the recipe names them (a `services:` entry of type etcd or nats, or a
-Dynamo plane set to `nats`), so that its workers register exactly as they would on the
-cluster; otherwise Dynamo's file discovery in the run directory stands in, and the
-plan says so.
+at a running one and starts nothing, `enabled: false` starts none). A run of mocker
+workers (simulated, or `backend.type: mocker`) starts them when the recipe names them
+(a `services:` entry of type etcd or nats, or a Dynamo plane set to `nats`), so that its
+workers register exactly as they would on the cluster; otherwise Dynamo's file
+discovery in the run directory stands in, and the plan says so.
 
 Facts about the Debian builds (etcd 3.4.23, nats-server 2.9.10): etcd answers
 `GET /health` on its client port with `{"health":"true"}`; nats-server answers
@@ -230,7 +230,7 @@ def _not_started(
     notes = []
     if not etcd_runs:
         why = (
-            "simulated run: Dynamo discovers its workers through files in the run directory,"
+            "mocker workers: Dynamo discovers them through files in the run directory,"
             " not etcd; a services entry of type etcd runs etcd"
             if mocked and etcd is None
             else "disabled: Dynamo discovers its workers through files in the run directory"
@@ -238,7 +238,7 @@ def _not_started(
         notes.append(ignored("services.etcd", why))
     if not nats_runs:
         why = (
-            "simulated run: no Dynamo plane uses NATS (request plane tcp, event plane zmq),"
+            "mocker workers: no Dynamo plane uses NATS (request plane tcp, event plane zmq),"
             " so none is started; a services entry of type nats runs it"
             if mocked and nats is None
             else "disabled: no NATS server is started"

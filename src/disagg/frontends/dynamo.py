@@ -4,8 +4,10 @@ Workers run each engine through Dynamo's own worker module (`python -m dynamo.sg
 with SGLang's flags; `dynamo.vllm` and `dynamo.trtllm` as `dynamo_workers` renders
 them), or `python -m dynamo.mocker`, Dynamo's CPU engine simulator, when
 the plan is simulated: the recipe's prefill/decode/aggregated layout is kept and each
-worker becomes a mocker in that mode. The frontend discovers the workers and routes
-prefill -> decode itself, so no worker URL is passed to it.
+worker becomes a mocker in that mode. A `backend.type: mocker` recipe asks for the mocker
+itself (engines/mocker.py renders its command): not simulated, the same discovery.
+The frontend discovers the workers and routes prefill -> decode itself, so no worker
+URL is passed to it.
 
 Facts about ai-dynamo 1.6.1, observed on CPU with the mocker:
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
+from disagg.engines import mocker as mocker_engine
 from disagg.engines import sglang as sglang_engine
 from disagg.errors import DisaggError
 from disagg.frontends import dynamo_install, dynamo_workers
@@ -49,19 +52,6 @@ MOCKER_HEALTH_DEADLINE_S = 60.0
 WORKER_MODULES: dict[str, str] = {"sglang": "dynamo.sglang", **dynamo_workers.MODULES}
 # Flags this adapter sets on the frontend; `frontend.args` may not override them.
 _MANAGED = frozenset({"http-host", "http-port", "discovery-backend", "request-plane"})
-# Mocker flags read from `backend.*` (srt-slurm's mocker fields), when set.
-_MOCKER_FIELDS = (
-    "speedup_ratio",
-    "decode_speedup_ratio",
-    "num_gpu_blocks_override",
-    "max_num_seqs",
-    "max_num_batched_tokens",
-    "block_size",
-    "data_parallel_size",
-    "startup_time",
-    "kv_transfer_bandwidth",
-    "kv_cache_dtype",
-)
 
 
 class DynamoFrontend(Frontend):
@@ -71,7 +61,9 @@ class DynamoFrontend(Frontend):
 
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         mocked = ctx.simulated or ctx.engine == "mocker"
-        if mocked and not ctx.model_dir:
+        # A simulated plan stages nothing: its mocker needs a tokenizer directory already
+        # there. The mocker engine's model is staged like any engine's.
+        if ctx.simulated and not ctx.model_dir:
             return _stand_in(
                 ctx, "its mocker needs model.path to be a local model directory with a tokenizer"
             )
@@ -84,6 +76,8 @@ class DynamoFrontend(Frontend):
         python = "${run.python}" if mocked else "python3"
         workers = [
             _mocker(ctx, role, env, discovery.discovery, plane)
+            if ctx.simulated
+            else _mocker_engine(ctx, role, env, discovery.discovery, plane)
             if mocked
             else _worker(ctx, role, env, discovery.discovery, plane)
             for role in ctx.workers
@@ -103,7 +97,9 @@ class DynamoFrontend(Frontend):
             if why_not:
                 notes.append(ignored("dynamo.hash", why_not))
         image = next((role.container_image for role in ctx.workers if role.container_image), None)
-        if image is not None:  # Dynamo, etcd and NATS come with the workers' image
+        # Dynamo, etcd and NATS come with the workers' image; the mocker runs from this
+        # environment's ai-dynamo, as the simulated plans' does.
+        if image is not None and not mocked:
             services = [
                 role if role.container_image else role.model_copy(update={"container_image": image})
                 for role in services
@@ -120,7 +116,7 @@ class DynamoFrontend(Frontend):
             stages=stages,
             serving_role=serving,
             prompt_format="token_ids",  # Dynamo's frontend takes both; ids count exactly
-            simulator="dynamo.mocker" if mocked else None,
+            simulator="dynamo.mocker" if ctx.simulated else None,
             tokenizer="${model.path}",
             ignored=notes,
             honoured=discovery.honoured,
@@ -161,17 +157,31 @@ def _mocker(
         ports.append("bootstrap")
     elif role.kind is RoleKind.DECODE:
         argv += ["--disaggregation-mode", "decode"]
-    backend = ctx.config.backend
-    for field in _MOCKER_FIELDS:
-        value = getattr(backend, field)
-        if value is not None:
-            argv += [f"--{field.replace('_', '-')}", str(value)]
+    backend = ctx.config.backend.model_dump(exclude_none=True)
+    argv += mocker_engine.render(mocker_engine.settings(backend, {}, srt_slurm_defaults=False))
     return role.model_copy(
         update={
             "argv": argv,
             "ports": ports,
             "env": _worker_env(ctx, role, env),
             "health": HealthPlan(path="/health", deadline_s=MOCKER_HEALTH_DEADLINE_S),
+            "container_image": None,
+        }
+    )
+
+
+def _mocker_engine(
+    ctx: FrontendContext, role: RolePlan, env: dict[str, str], discovery: str, plane: str
+) -> RolePlan:
+    """A `backend.type: mocker` worker: the engine adapter's command, discovered by the
+    frontend; it runs from this environment's ai-dynamo, as the frontend does."""
+    argv = [*role.argv, "--discovery-backend", discovery, "--request-plane", plane]
+    health = (role.health or HealthPlan()).model_copy(update={"path": "/health"})
+    return role.model_copy(
+        update={
+            "argv": argv,
+            "env": _worker_env(ctx, role, env),
+            "health": health,
             "container_image": None,
         }
     )
@@ -246,10 +256,14 @@ def _frontend_count(ctx: FrontendContext) -> int:
 def _ignored(ctx: FrontendContext, mocked: bool) -> list[dict[str, str]]:
     dynamo = ctx.config.dynamo
     pinned = dynamo.version or dynamo.hash or dynamo.wheel or dynamo.source or dynamo.top_of_tree
-    if mocked and pinned:  # simulated on this machine: the pinned ai-dynamo of disagg runs
-        why = f"simulated runs use this environment's ai-dynamo {DYNAMO_VERSION}"
-        return [ignored("dynamo.source", why)]
-    return []
+    runs = "simulated runs use" if ctx.simulated else "the mocker and its frontend use"
+    ours = f"{runs} this environment's ai-dynamo {DYNAMO_VERSION}"
+    notes = []
+    if mocked and pinned:  # the pinned ai-dynamo of disagg's own environment runs
+        notes.append(ignored("dynamo.source", ours))
+    if mocked and not ctx.simulated and ctx.config.model.container:
+        notes.append(ignored("model.container", f"{ours}, not the image's"))
+    return notes
 
 
 def _requirement(ctx: FrontendContext) -> tuple[str | None, str | None]:

@@ -279,6 +279,8 @@ class Plan(_Strict):
     stages: list[list[str]] = Field(default_factory=list)
     serving_role: str | None = None  # where load goes; None: the first router, else a worker
     simulator: str | None = None  # what stands in for GPU workers: `disagg sim-engine`, ...
+    # The engine an emulating engine (Dynamo's mocker) emulates: `vllm`, `sglang`, `trtllm`.
+    emulates: str | None = None
     bench: BenchPlan
     staging: StagingPlan
     slurm: SlurmPlan

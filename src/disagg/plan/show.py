@@ -130,6 +130,8 @@ def render_plan(plan: Plan) -> Panel:
     summary.add_column()
     kind = "disaggregated" if plan.disaggregated else "aggregated"
     engine = f"{plan.engine} (simulated)" if plan.simulated else plan.engine
+    if plan.emulates:
+        engine = f"{plan.engine} (emulating {plan.emulates})"
     summary.add_row("recipe", f"{plan.name}  [dim]{plan.selector}[/]")
     summary.add_row("engine", f"{engine}, {kind}")
     start = " -> ".join(", ".join(stage) for stage in plan.stages)

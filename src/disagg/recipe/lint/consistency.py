@@ -328,7 +328,7 @@ def _staged_draft(adapter: EngineAdapter, role: _Role) -> str | None:
 def _parallel(engine: str, role: _Role) -> tuple[Parallelism, list[str]] | None:
     """The engine adapter's reading of a role's parallel layout, and the keys it read."""
     adapter = registry.get(engine)
-    if adapter is None:
+    if adapter is None or not adapter.uses_gpus:
         return None
     keys = [hit[0] for s in _PARALLEL_SETTINGS if (hit := adapter.flags.find(role.args, s))]
     return adapter.parallelism(role.args), keys
