@@ -305,6 +305,9 @@ class _Placer:
         if refused is None:
             return
         key, what = refused
+        head, sep, rest = what.partition(" ")
+        if head.startswith("backend."):  # an internal field: named as the file wrote it
+            what = self.variant.written_name(head) + sep + rest
         where = "" if self.variant.name == "base" else f" in variant {self.variant.name}"
         raise UnsupportedRecipe(
             f"{what}{where}",

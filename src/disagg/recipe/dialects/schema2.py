@@ -238,7 +238,6 @@ def _dynamo_source(out: dict[str, Any], origins: Origins) -> None:
 def _infra_services(out: dict[str, Any], origins: Origins) -> None:
     """etcd / nats service entries say what v1's `infra` said; the entries stay too."""
     infra: dict[str, Any] = {}
-    origins[("infra",)] = ("services",)
     for index, service in enumerate(out.get("services") or []):
         if not isinstance(service, Mapping) or service.get("type") not in ("etcd", "nats"):
             continue
@@ -256,5 +255,6 @@ def _infra_services(out: dict[str, Any], origins: Origins) -> None:
                 "options",
                 "max_payload_mb",
             )
-    if infra:
+    if infra:  # only then: a `services.<name>` the plan names is not an `infra` field
         out["infra"] = infra
+        origins[("infra",)] = ("services",)
