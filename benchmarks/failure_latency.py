@@ -8,6 +8,9 @@
   liveness timeout plus a few seconds.
 - role death: a decode worker SIGKILLed during a point -> the run has failed.
   Target: under 5 s.
+- paused worker: a decode worker SIGSTOPped for 3 s during a point, then SIGCONTed
+  (`limits.serving_gap` 1.5 s, probes every 0.5 s) -> the serving gap the discarded
+  attempt reports. Target: the pause plus under one probe interval and timeout.
 
 The tests check what happens in these cases (order and outcome); how long it takes
 depends on the machine's load, so it is measured here.
@@ -119,6 +122,48 @@ def stopped_run(kill: signal.Signals) -> float:
     return ended - signalled[-1]
 
 
+def paused_gap(pause_s: float = 3.0) -> float:
+    """The gap (s) a point's discarded attempt reports for a decode worker paused `pause_s`."""
+    plan: Plan = plans_for([str(RECIPE)], None)[0]
+    points = [PointPlan(concurrency=16, num_prompts=1500)]
+    plan = plan.model_copy(
+        update={
+            "bench": plan.bench.model_copy(update={"points": points}),
+            "limits": LimitsPlan(
+                liveness_timeout_s=60.0, liveness_interval_s=0.5, serving_gap_s=1.5
+            ),
+        }
+    )
+    pids: list[int] = []
+
+    def pause(pid: int) -> None:
+        os.kill(pid, signal.SIGSTOP)
+        threading.Timer(pause_s, os.kill, args=(pid, signal.SIGCONT)).start()
+
+    def hook(state: RunState) -> None:
+        if state.current_point and not pids:
+            pid = state.role("decode-1").tasks[0].pid
+            assert pid is not None
+            pids.append(pid)
+            threading.Timer(1.0, pause, args=(pid,)).start()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp)
+        plan.write(run_dir)
+        options = OrchestratorOptions(echo=False, quiet_bench=True, handle_signals=False)
+        launcher = make_launcher("local", plan, run_dir)
+        try:
+            summary = Orchestrator(run_dir, plan, launcher, options, on_update=hook).run()
+        finally:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+    [point] = summary.points
+    if not point.discarded:
+        raise SystemExit(f"expected a discarded attempt, got {point.status.value}")
+    return float(point.discarded[0].split(" stopped serving for ", 1)[1].split(" s ", 1)[0])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -128,6 +173,7 @@ def main() -> None:
         "stop latency, 2 workers (s)": lambda: stop_latency(2),
         "hung decode worker -> run failed, liveness 5 s (s)": lambda: stopped_run(signal.SIGSTOP),
         "killed decode worker -> run failed (s)": lambda: stopped_run(signal.SIGKILL),
+        "decode worker paused 3 s -> serving gap reported (s)": paused_gap,
     }
     for name, fn in rows.items():
         values = [fn() for _ in range(args.repeat)]
