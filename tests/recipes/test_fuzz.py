@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 import tempfile
 import tracemalloc
@@ -66,7 +67,9 @@ def _mutate(doc: Any, rnd: random.Random, value: Any, key: str) -> Any:
     last = path[-1]
     action = rnd.randrange(5)
     if action == 0:
-        parent[last] = value  # new value of any type
+        # a copy: the same list or map inserted twice, once inside itself, makes a cycle
+        # this walk never ends on (a recursive alias is not what this test mutates into)
+        parent[last] = copy.deepcopy(value)  # new value of any type
     elif action == 1 and isinstance(parent, dict):
         parent[key] = parent.pop(last)  # renamed key
     elif action == 2:
