@@ -62,3 +62,36 @@ def test_bench_takes_the_names_benchmark_users_type() -> None:
     assert "[ratio*N, N]" in text
     assert parse_slo("ttft:50") == {"ttft": 50.0}
     assert parse_slo("ttft:50 tpot:20,e2el=900") == {"ttft": 50.0, "tpot": 20.0, "e2el": 900.0}
+
+
+def test_every_command_is_listed_under_the_area_that_registers_it() -> None:
+    """`disagg CMD ...` registers only CMD's area (start-up time): the table must know
+    every command, or that command would not be found."""
+    from disagg.commands import AREAS, COMMANDS, register_area
+
+    found: dict[str, str] = {}
+    for area in AREAS:
+        alone = typer.Typer()
+        alone.callback()(lambda: None)
+        register_area(alone, area)
+        for name in typer.main.get_command(alone).commands:  # type: ignore[attr-defined]
+            found[name] = area
+    assert found == COMMANDS
+
+
+def test_one_area_then_all_lists_every_command_in_help_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`main` registers the area it runs; asking for all later (a test, a second call)
+    starts over, so help lists every command in the path a recipe takes."""
+    from disagg import cli
+
+    monkeypatch.setattr(cli.app, "registered_commands", [])
+    monkeypatch.setattr(cli.app, "registered_groups", [])
+    monkeypatch.setattr(cli, "_registered", set())
+    cli._register(["plan", "x.yaml"])
+    assert sorted(typer.main.get_command(app).commands) == ["plan", "schema", "version"]  # type: ignore[attr-defined]
+    cli._register()
+    assert sorted(typer.main.get_command(app).commands) == NAMES  # type: ignore[attr-defined]
+    listed = [line.split()[0] for line in _help().split("Commands:")[1].splitlines() if line]
+    assert listed[:3] == ["lint", "plan", "schema"] and listed.count("version") == 1

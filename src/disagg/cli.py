@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 import typer
 
@@ -29,15 +30,30 @@ def version() -> None:
     print(__version__)
 
 
-def _register() -> None:
-    """Add every command once (tests and `main` may both ask)."""
-    from disagg.commands import register_all
+_registered: set[str] = set()  # areas whose commands `app` holds
+
+
+def _register(argv: Sequence[str] = ()) -> None:
+    """Add the commands of every area, or only of the area of the command `argv` names
+    (what `main` asks: the others would cost start-up time and not be used). Tests and
+    `main` may both ask, in any order; asking for all after one area starts over, so
+    that `disagg --help` lists the commands in their order."""
+    from disagg.commands import AREAS, area_of, register_area
     from disagg.commands.options import plain_help_types
 
-    if app.registered_commands:
+    area = area_of(argv)
+    areas = AREAS if area is None else (area,)
+    if _registered.issuperset(areas):
         return
+    if area is None and _registered:
+        app.registered_commands.clear()
+        app.registered_groups.clear()
+        _registered.clear()
     plain_help_types()
-    register_all(app)
+    app.registered_commands[:] = [c for c in app.registered_commands if c.callback is not version]
+    for name in areas:
+        register_area(app, name)
+        _registered.add(name)
     app.command()(version)
 
 
@@ -63,7 +79,7 @@ def _root(
 
 def main() -> None:
     """Entry point: user errors print one message (no traceback) and exit with their code."""
-    _register()
+    _register(sys.argv[1:])
     try:
         app()
     except DisaggError as exc:

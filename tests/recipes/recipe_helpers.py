@@ -58,12 +58,10 @@ def invoke(*args: str) -> tuple[int, str, str]:
     """
     from typer.testing import CliRunner
 
-    from disagg.cli import app
-    from disagg.commands import register_all
+    from disagg.cli import _register, app
     from disagg.errors import DisaggError
 
-    if not app.registered_commands or all(c.name != "plan" for c in app.registered_commands):
-        register_all(app)
+    _register()  # every command, once (`main` registers only the one it runs)
     result = CliRunner().invoke(app, list(args))
     error = result.exception
     if isinstance(error, DisaggError):

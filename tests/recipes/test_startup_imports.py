@@ -70,10 +70,16 @@ def test_help_imports_no_recipe_machinery(tmp_path: Path) -> None:
     assert "disagg.recipe.lint.runner" not in modules
 
 
+def _command_areas(modules: list[str]) -> list[str]:
+    """The `disagg.commands` areas imported (options is what every command shares)."""
+    return [m for m in modules if m.startswith("disagg.commands.") and not m.endswith(".options")]
+
+
 def test_lint_file_imports_only_what_lint_uses(tmp_path: Path, recipe: Path) -> None:
     modules = _modules(tmp_path, "lint", str(recipe))
     assert "disagg.recipe.lint.runner" in modules  # the command did run
     assert _heavy(modules) == []
+    assert _command_areas(modules) == ["disagg.commands.lint"]
 
 
 def test_plan_file_imports_only_what_plan_uses(tmp_path: Path, recipe: Path) -> None:
@@ -81,3 +87,4 @@ def test_plan_file_imports_only_what_plan_uses(tmp_path: Path, recipe: Path) -> 
     assert "disagg.plan.placement" in modules  # the command did run
     assert _heavy(modules) == []
     assert "disagg.recipe.lint.runner" not in modules
+    assert _command_areas(modules) == ["disagg.commands.recipes"]
