@@ -4,6 +4,7 @@ refused at plan time with the field named."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from disagg.plan.placement import place
 from disagg.recipe.lint import Severity, lint_paths
 from disagg.recipe.variants import load_variants
 from recipes.recipe_helpers import CORPUS
+from run.conftest import disagg
 
 MOCKER = """\
 name: mock
@@ -84,7 +86,9 @@ def test_the_corpus_mocker_recipe_runs_the_mocker_as_its_engine() -> None:
     ):
         assert flag in worker
     assert "--disaggregation-mode" not in worker
+    # The mocker runs from this environment's ai-dynamo: no image is used or staged.
     assert plan.role("aggregated-0").container_image is None
+    assert plan.slurm.container_image is None and plan.staging.containers == []
     # The hub model is staged like any engine's (the mocker reads its tokenizer).
     assert [m.repo_id for m in plan.staging.models] == ["Qwen/Qwen3-0.6B"]
     assert not plan.staging.skip
@@ -227,3 +231,15 @@ def test_the_flag_table_is_the_installed_mockers() -> None:
         if head:
             listed |= set(re.findall(r"--([a-z0-9][a-z0-9-]*)", head.group(1)))
     assert listed - {"help"} == MOCKER_FLAGS
+
+
+def test_plan_output_says_engine_mocker_and_what_it_emulates_never_simulated() -> None:
+    path = CORPUS / "mocker" / "agg.yaml"
+    shown = disagg("plan", path)
+    assert shown.returncode == 0, shown.stderr
+    assert "mocker (emulating vllm), aggregated" in shown.stdout
+    assert "simulated" not in shown.stdout.replace("AISimulate", "")
+    done = disagg("plan", path, "--json")
+    [variant] = json.loads(done.stdout)["variants"]
+    assert variant["engine"] == "mocker" and variant["emulates"] == "vllm"
+    assert variant["simulated"] is False and variant["simulator"] is None

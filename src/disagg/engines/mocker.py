@@ -188,6 +188,7 @@ class Mocker(EngineAdapter):
     honoured_keys: ClassVar[frozenset[str]] = frozenset()
     backend_fields: ClassVar[frozenset[str]] = frozenset(KNOBS)
     uses_gpus: ClassVar[bool] = False
+    in_image: ClassVar[bool] = False
 
     def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
         # Data-parallel ranks are emulated in one process on no GPU.

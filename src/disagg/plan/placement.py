@@ -414,7 +414,11 @@ class _Placer:
 
     @property
     def pyxis(self) -> bool:
-        return bool(self.profile and self.profile.pyxis) and not self.simulated
+        return (
+            bool(self.profile and self.profile.pyxis)
+            and not self.simulated
+            and self.adapter.in_image
+        )
 
     def container_mounts(self) -> dict[str, str]:
         """host -> container: the profile's mounts, then the recipe's."""
@@ -464,7 +468,9 @@ class _Placer:
 
     def container_image(self) -> str | None:
         written = self.config.model.container
-        return resolve_container(written, self.profile) if written else None
+        if not written or not self.adapter.in_image:
+            return None
+        return resolve_container(written, self.profile)
 
     # ---------------------------------------------------------------- bench
 
@@ -521,7 +527,7 @@ class _Placer:
         """The squashfs image to import when the profile says how and pyxis will use it."""
         written = self.config.model.container
         source = container_source(written, self.profile) if written else None
-        if source is None or self.simulated or not (self.profile and self.profile.pyxis):
+        if source is None or not self.pyxis:
             return []
         assert self.profile is not None
         return [
