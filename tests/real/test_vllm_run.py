@@ -67,7 +67,7 @@ def write_recipe(tmp_path: Path, model: TinyModel, *, disaggregated: bool) -> Pa
         # `vllm serve` workers behind smg; Dynamo's dynamo.vllm cannot start in this
         # engine environment (its multimodal imports need torchvision, which has no CPU
         # build for torch 2.13 here).
-        "frontend": {"type": "smg"},
+        "frontend": {"type": "smg", "enable_multiple_frontends": False},
         # vLLM on two CPU cores can leave /health unanswered for tens of seconds while
         # its first requests run (the API server starves beside its engine core and
         # NIXL's threads); the default liveness limit of 30 s is for GPU hosts, and so is
