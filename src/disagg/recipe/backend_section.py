@@ -124,3 +124,70 @@ class BackendSection(Section):
     enable_prefix_caching: bool | None = None
     enable_chunked_prefill: bool | None = None
     preemption_mode: str | None = None
+
+
+# Each engine's own engine-wide knobs: srt-slurm's per-engine backend classes (schema 2
+# writes them under `engine:` beside `type`; v1 flat under `backend`). A knob of one
+# engine written for another is refused in schema 2 (`dialects.schema2.check_engine_knobs`).
+ENGINE_KNOBS: dict[str, frozenset[str]] = {
+    "sglang": frozenset({"gpu_type"}),
+    "trtllm": frozenset(
+        {
+            "served_model_name",
+            "publish_metrics",
+            "publish_events_and_metrics",
+            "sequential_node_start",
+            "numa_memory_bind",
+            "numa_cpu_bind",
+        }
+    ),
+    "vllm": frozenset(
+        {
+            "connector",
+            "set_cuda_visible_devices",
+            "set_visible_devices",
+            "allow_prefill_decode_colocation",
+            "allow_prefill_decode_colocation_across_nodes",
+            "dp_launch_mode",
+            "vllm_serve_binary",
+            "failover",
+        }
+    ),
+    "atom": frozenset({"connector", "mooncake_protocol", "enable_kv_events"}),
+    "tilert": frozenset(
+        {
+            "served_model_name",
+            "prefill_container",
+            "model_profile",
+            "weight_model_type",
+            "weights_dir",
+            "max_seq_len",
+            "kv_cache_dtype",
+            "prefill_kv_cache_dtype",
+            "transport",
+            "with_mtp",
+            "speculative_tokens",
+        }
+    ),
+    "mocker": frozenset(
+        {
+            "engine_type",
+            "speedup_ratio",
+            "decode_speedup_ratio",
+            "num_gpu_blocks_override",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "block_size",
+            "data_parallel_size",
+            "num_workers",
+            "startup_time",
+            "kv_transfer_bandwidth",
+            "kv_cache_dtype",
+            "enable_prefix_caching",
+            "enable_chunked_prefill",
+            "preemption_mode",
+        }
+    ),
+}
+# Keys every engine map takes: the engine and disagg's own `engine: sim`.
+ENGINE_COMMON = frozenset({"type", "engine"})

@@ -53,14 +53,20 @@ def _real_path(data: Any, loc: Sequence[Any]) -> KeyPath:
     """The prefix of `loc` that names real keys/indexes in `data` (drops union tags)."""
     path: list[Key] = []
     node = data
-    for part in loc:
-        in_map = isinstance(node, Mapping) and part in node
-        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
-        if not (in_map or in_list):
+    for index, part in enumerate(loc):
+        if not _has(node, part):
+            if any(_has(node, later) for later in loc[index + 1 : index + 3]):
+                continue  # a union member's tag (`tagged-union[...]`, `vllm`) before a real key
             break
         node = node[part]
         path.append(part)
     return tuple(path)
+
+
+def _has(node: Any, part: Any) -> bool:
+    if isinstance(node, Mapping):
+        return part in node
+    return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
 
 
 def _unwrap_model(annotation: Any) -> type[BaseModel] | None:
@@ -165,6 +171,15 @@ def validation_error(
     seen: dict[str, tuple[SourceLocation, str, str | None]] = {}
     # An unknown key first: a typo often explains a "missing" field reported beside it.
     errors = sorted(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
+    # A map that one member of a union (`sglang | {type: sglang, ...}`) refused as a whole
+    # while another looked inside: only the deeper complaint says what is wrong.
+    paths = [_real_path(data, error["loc"]) for error in errors]
+    errors = [
+        error
+        for error, path in zip(errors, paths, strict=True)
+        if not isinstance(error.get("input"), Mapping)
+        or not any(len(other) > len(path) and other[: len(path)] == path for other in paths)
+    ]
     for error in errors:
         where, message, hint = _one(error, data, root, locate, prefix, named)
         subject, _, detail = message.partition(": ")

@@ -91,6 +91,7 @@ def typed(
         from disagg.recipe.dialects.schema2_model import Schema2Recipe
 
         schema2.check_legacy_keys(written, locate)
+        schema2.check_engine_knobs(written, locate)
         _check_frontend_spelling(dialect, written, locate, context)
         try:
             Schema2Recipe.model_validate(written)

@@ -63,6 +63,49 @@ def check_legacy_keys(raw: Mapping[str, Any], locate: Any) -> None:
 
 
 _MISSING = object()
+# v1 per-role backend keys, as schema 2 writes them instead (an engine map may not hold them).
+_PER_ROLE_SPELLING = {
+    "kv_events_config": "`roles.<role>.kv_events`",
+    "mooncake_kv_store": "a `services:` entry of type mooncake-master",
+    **{f"{mode}_environment": f"`roles.{role}.env`" for role, mode in ROLE_TO_MODE.items()},
+    **{f"{mode}_extra_args": f"`roles.{role}.extra_args`" for role, mode in ROLE_TO_MODE.items()},
+}
+
+
+def check_engine_knobs(raw: Mapping[str, Any], locate: Any) -> None:
+    """Each engine map (`engine:`, `roles.<role>.engine`) holds its own engine's knobs only:
+    a knob of another engine, a v1 per-role key or a typo is an error naming the engine."""
+    from disagg.recipe.backend_section import ENGINE_COMMON, ENGINE_KNOBS
+    from disagg.recipe.errors import did_you_mean
+
+    roles = raw.get("roles")
+    places: list[KeyPath] = [("engine",)]
+    if isinstance(roles, Mapping):
+        places += [("roles", role, "engine") for role in roles]
+    for where in places:
+        engine = _written_engine(raw, where)
+        kind = engine.get("type") if isinstance(engine, Mapping) else None
+        if not isinstance(kind, str) or kind not in ENGINE_KNOBS:
+            continue  # a string, or a type the schema check names
+        own = ENGINE_KNOBS[kind] | ENGINE_COMMON
+        for key in engine:
+            if key in own:
+                continue
+            name = ".".join(map(str, (*where, key)))
+            others = sorted(k for k, knobs in ENGINE_KNOBS.items() if key in knobs)
+            if key in _PER_ROLE_SPELLING or str(key).endswith("_config"):
+                spelling = _PER_ROLE_SPELLING.get(str(key), "`roles.<role>.args`")
+                message = f"`{name}` is not an engine knob; a `schema: 2` recipe writes {spelling}"
+                hint = "`disagg migrate FILE` rewrites a whole v1 recipe into schema 2"
+            elif others:
+                message = f"`{name}` is a knob of {'/'.join(others)}, not of engine {kind}"
+                hint = f"engine {kind} takes: {', '.join(sorted(ENGINE_KNOBS[kind]))}"
+            else:
+                message = f"unknown key `{name}` for engine {kind}"
+                guess = did_you_mean(str(key), own)
+                listing = f"engine {kind} takes: {', '.join(sorted(own))}"
+                hint = f"did you mean `{guess}`? ({listing})" if guess else listing
+            raise DisaggError(message, location=locate((*where, key), True), hint=hint)
 
 
 def _engine_of(raw: Mapping[str, Any]) -> tuple[dict[str, Any], KeyPath]:

@@ -9,12 +9,19 @@ a field added to the internal config is not forgotten here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import Field, create_model
 from pydantic.fields import FieldInfo
 
-from disagg.recipe.backend_section import BackendSection, EngineArgs, EnvMap, Scalar
+from disagg.recipe.backend_section import (
+    ENGINE_COMMON,
+    ENGINE_KNOBS,
+    BackendSection,
+    EngineArgs,
+    EnvMap,
+    Scalar,
+)
 from disagg.recipe.benchmark_section import BenchmarkSection
 from disagg.recipe.job_sections import (
     HealthCheckSection,
@@ -83,12 +90,23 @@ class Resources2(Section):
     het_jobs: bool | None = None
 
 
-Engine2 = _derive(
-    "Engine2",
-    BackendSection,
-    drop=PER_ROLE_BACKEND,
-    add={"type": (EngineType, ...)},
-)
+def _engine_model(kind: str) -> type[Section]:
+    """`engine: {type: <kind>, ...}`: that engine's own knobs only (`ENGINE_KNOBS`)."""
+    keep = ENGINE_KNOBS[kind] | ENGINE_COMMON
+    return _derive(
+        f"Engine2{kind.capitalize()}",
+        BackendSection,
+        drop=frozenset(BackendSection.model_fields) - keep,
+        add={"type": (Literal[kind], ...)},
+    )
+
+
+ENGINE_MODELS = {kind: _engine_model(kind) for kind in get_args(EngineType)}
+# One model per engine, told apart by `type`, so a knob is typed as its engine defines it.
+Engine2 = Annotated[  # type: ignore[valid-type]
+    Union[tuple(ENGINE_MODELS.values())],  # noqa: UP007
+    Field(discriminator="type"),
+]
 
 
 class Role2(Section):
