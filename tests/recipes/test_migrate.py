@@ -117,14 +117,12 @@ def test_nothing_is_written_when_a_variant_would_plan_differently(
 
 
 def test_what_cannot_be_migrated_faithfully_is_refused(write: Write) -> None:
-    path = write(
-        OVERRIDES.replace(
-            "    type: sglang\n    prefill",
-            "    type: sglang\n    mooncake_kv_store: {container: mc}\n    prefill",
-        )
-    )
-    with pytest.raises(DisaggError, match="mooncake_kv_store"):
+    # a zip block zipping `infra` has no one `services:` list to write
+    path = write(OVERRIDES + "  infra:\n    nats_max_payload_mb: [16, 64]\n")
+    original = path.read_text()
+    with pytest.raises(DisaggError, match=r"`infra` in zip_override_conc zips values"):
         migrate_file(path, plan_outcomes)
+    assert path.read_text() == original
 
 
 @pytest.mark.timeout(1200)  # a round trip of 555 files: about 15 s of CPU, more when busy

@@ -34,12 +34,16 @@ class Unhonoured:
         return {"field": self.field, "action": self.action, "why": self.why}
 
 
+# A rule's neutral value meaning "any value but null is set", an empty map included.
+EVEN_EMPTY = object()
 # (path, action, why). A field counts as set when it is present with a value other
 # than null, false, an empty map/list, or the neutral value given.
 _RULES: tuple[tuple[tuple[str, ...], Action, str, Any], ...] = (
     (("resources", "spread_workers"), "refused", "workers are packed onto nodes", None),
     (("resources", "het_jobs"), "refused", "the job is one homogeneous Slurm job", None),
-    (("backend", "mooncake_kv_store"), "refused", "no Mooncake master is started", None),
+    # `{}` too: srt-slurm starts a master with its defaults (schema 2: a mooncake-master
+    # `services:` entry, translated into this field)
+    (("backend", "mooncake_kv_store"), "refused", "no Mooncake master is started", EVEN_EMPTY),
     (("host_setup", "commands"), "refused", "host setup commands are not run", None),
     (("profiling", "type"), "ignored", "no profiler wraps the workers", "none"),
     (("model", "stage_dir"), "ignored", "models are read from the profile's cache", None),
@@ -63,6 +67,8 @@ def _value(raw: Mapping[str, Any], path: tuple[str, ...]) -> Any:
 
 
 def _is_set(value: Any, neutral: Any) -> bool:
+    if neutral is EVEN_EMPTY:
+        return value is not None
     if value is None or value is False or value == neutral:
         return False
     return not (isinstance(value, Mapping | list) and not value)
@@ -81,7 +87,7 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
         if not isinstance(service, Mapping) or service.get("enabled", True) is False:
             continue
         kind = service.get("type", "generic")
-        if kind not in ("etcd", "nats"):
+        if kind not in ("etcd", "nats", "mooncake-master"):  # mooncake: backend.mooncake_kv_store
             why = f"no {kind} service is started (a frontend that needs one starts its own)"
             found.append(Unhonoured(("services", str(service.get("name"))), "ignored", why))
     model = raw.get("model")

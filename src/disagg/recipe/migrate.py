@@ -6,8 +6,9 @@ anchors stay. Each block (a flat recipe, or `base` and every `override_*` /
 2.x places (see `legacy-v1.md`): `backend` becomes `engine` plus `roles.<role>.args /
 env / extra_args / kv_events`, the worker counts in `resources` become
 `roles.<role>.nodes / workers / gpus / critical`, placements become `placement.node`,
-`dynamo.version / wheel / hash` become `dynamo.source`, `infra` becomes etcd / nats
-`services`. The result is only used when every variant plans exactly as before
+`dynamo.version / wheel / hash` become `dynamo.source`, `infra` and
+`backend.mooncake_kv_store` become `services` entries (`disagg.recipe.migrate_services`).
+The result is only used when every variant plans exactly as before
 (same roles, commands, GPUs, points; the same refusal for a variant that cannot
 run); otherwise nothing is written and the first difference is named.
 """
@@ -21,13 +22,18 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap
 
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.recipe.dialects.schema2 import SOURCE_TO_V1
 from disagg.recipe.errors import dotted, undotted
 from disagg.recipe.lint.fix import round_trip_yaml
 from disagg.recipe.load import display_path, parse_yaml, read_text
+from disagg.recipe.migrate_services import (
+    ServicesMigrationError,
+    migrate_services,
+    take_service_fields,
+)
 from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX
 
 MODES = {"prefill": "prefill", "decode": "decode", "aggregated": "agg"}
@@ -107,15 +113,19 @@ def migrate_document(doc: CommentedMap, file: str) -> None:
     engine_map = any(_engine_knobs(block) for block in targets)
     base = doc.get(BASE) if blocks else doc
     base_type = _backend_type(base) or "sglang"
-    for key in blocks or [None]:
-        block = doc if key is None else doc[key]
-        if not isinstance(block, CommentedMap):
-            continue
-        if key not in (None, BASE) and "infra" in block:
-            raise MigrationError(
-                f"{file}: `infra` in {key} would replace base's services list; "
-                "move it into base, then migrate"
-            )
+    mapped: list[tuple[str | None, CommentedMap]] = [
+        (key, doc if key is None else doc[key])
+        for key in blocks or [None]
+        if isinstance(doc if key is None else doc[key], CommentedMap)
+    ]
+    taken = {key: take_service_fields(block) for key, block in mapped}
+    base_block = [pair for pair in mapped if pair[0] in (None, BASE)] or [(None, CommentedMap())]
+    taken.setdefault(base_block[0][0], take_service_fields(base_block[0][1]))
+    try:
+        migrate_services(base_block + [p for p in mapped if p[0] not in (None, BASE)], taken)
+    except ServicesMigrationError as exc:
+        raise MigrationError(f"{file}: {exc.message}") from None
+    for key, block in mapped:
         _migrate_block(block, base_type, engine_map, is_base=key in (None, BASE))
     doc.insert(0, "schema", 2)
 
@@ -164,7 +174,6 @@ def _migrate_block(block: CommentedMap, base_type: str, engine_map: bool, *, is_
     if isinstance(frontend, CommentedMap) and frontend.get("type") == "sglang":
         frontend["type"] = "sglang-router"
     _dynamo(block)
-    _infra(block)
 
 
 def _position(block: CommentedMap, *keys: str) -> int:
@@ -190,11 +199,6 @@ def _split_backend(backend: CommentedMap, roles: CommentedMap, base_type: str) -
         key = str(key)
         if key == "type":
             continue
-        if key == "mooncake_kv_store":
-            raise MigrationError(
-                "backend.mooncake_kv_store becomes a mooncake-master service plus worker env; "
-                "migrate it by hand (see mooncake-kv-store.md)"
-            )
         if key == "kv_events_config":
             _kv_events(value, roles)
         elif key.endswith("_config") and isinstance(value, CommentedMap):
@@ -271,28 +275,6 @@ def _dynamo(block: CommentedMap) -> None:
             source[back[key]] = value
     if source:
         dynamo.insert(position, "source", source)
-
-
-def _infra(block: CommentedMap) -> None:
-    infra = block.pop("infra", None)
-    if not isinstance(infra, CommentedMap):
-        return
-    dedicated = bool(infra.get("etcd_nats_dedicated_node"))
-    payload = infra.get("nats_max_payload_mb")
-    if not dedicated and payload is None:
-        return
-    services = block.get("services")
-    if not isinstance(services, CommentedSeq):
-        services = CommentedSeq()
-        block["services"] = services
-    for kind in ("etcd", "nats"):
-        entry = CommentedMap(name=kind, type=kind)
-        if dedicated:
-            entry["placement"] = CommentedMap(node="dedicated")
-        if kind == "nats" and payload is not None:
-            entry["options"] = CommentedMap(max_payload_mb=payload)
-        if dedicated or kind == "nats":
-            services.append(entry)
 
 
 def plan_outcomes(text: str, file: str, profile: Any = None) -> list[tuple[str, Any]]:

@@ -301,3 +301,22 @@ def _infra_services(out: dict[str, Any], origins: Origins) -> None:
     if infra:  # only then: a `services.<name>` the plan names is not an `infra` field
         out["infra"] = infra
         origins[("infra",)] = ("services",)
+    _mooncake_master(out, origins)
+
+
+def _mooncake_master(out: dict[str, Any], origins: Origins) -> None:
+    """A mooncake-master service entry says what v1's `backend.mooncake_kv_store` said."""
+    for index, service in enumerate(out.get("services") or []):
+        if not isinstance(service, Mapping) or service.get("type") != "mooncake-master":
+            continue
+        if service.get("enabled") is False:
+            continue
+        store: dict[str, Any] = {k: service[k] for k in ("container", "env") if k in service}
+        if service.get("args"):
+            store["master_extra_args"] = service["args"]
+        options = service.get("options")
+        if isinstance(options, Mapping) and options.get("store_config") is not None:
+            store["store_config"] = options["store_config"]
+        out["backend"] = {**out["backend"], "mooncake_kv_store": store}
+        origins[("backend", "mooncake_kv_store")] = ("services", index)
+        return

@@ -1,0 +1,98 @@
+"""`disagg migrate` writes v1's `infra` and `backend.mooncake_kv_store` as schema-2 services,
+in override blocks too, and proves every variant plans as before."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from disagg.errors import UnsupportedRecipe
+from disagg.plan.placement import place
+from disagg.recipe.migrate import migrate_file, plan_outcomes
+from disagg.recipe.variants import load_variants
+
+from .test_migrate import OVERRIDES
+
+Write = Callable[..., Path]
+
+
+def _migrated(write: Write, text: str) -> tuple[Path, Path]:
+    path = write(text)
+    result = migrate_file(path, plan_outcomes)  # raises unless every variant plans the same
+    assert result.text is not None
+    return path, write(result.text, "migrated.yaml")
+
+
+def test_infra_in_an_override_block_gets_the_whole_services_list(write: Write) -> None:
+    text = OVERRIDES.replace(
+        "override_more:\n  backend:\n",
+        "override_more:\n  infra:\n    etcd_nats_dedicated_node: true\n  backend:\n",
+    )
+    path, migrated = _migrated(write, text)
+    before = {v.name: v for v in load_variants(path)}
+    after = {v.name: v for v in load_variants(migrated)}
+    assert after["override_more"].config.infra == before["override_more"].config.infra
+    assert before["override_more"].config.infra.nats_max_payload_mb == 32  # merged from base
+    services = after["override_more"].config.services
+    assert [(s.type, s.placement.node if s.placement else None) for s in services] == [
+        ("etcd", "dedicated"),
+        ("nats", "dedicated"),
+    ]
+    assert services[1].options == {"max_payload_mb": 32}
+    other = after["zip_override_conc[0]"].config  # keeps base's list
+    assert other.infra == before["zip_override_conc[0]"].config.infra
+    assert [s.type for s in other.services] == ["nats"]
+
+
+def test_infra_in_a_zip_block_is_one_literal_list_for_every_variant(write: Write) -> None:
+    text = OVERRIDES + "  infra:\n    nats_max_payload_mb: 64\n"
+    _, migrated = _migrated(write, text)
+    assert "services:\n  - - name: nats" in migrated.read_text()
+    for variant in load_variants(migrated):
+        expected = 64 if variant.name.startswith("zip_override_conc") else 32
+        assert variant.config.infra.nats_max_payload_mb == expected, variant.name
+
+
+MOONCAKE = OVERRIDES.replace(
+    "    type: sglang\n    prefill",
+    "    type: sglang\n    mooncake_kv_store:\n      container: mc\n"
+    "      master_extra_args: [--port, '5000']\n      store_config: {protocol: tcp}\n"
+    "    prefill",
+)
+
+
+def test_mooncake_kv_store_becomes_a_mooncake_master_service(write: Write) -> None:
+    path, migrated = _migrated(write, MOONCAKE)
+    text = migrated.read_text()
+    assert "mooncake_kv_store" not in text
+    assert "type: mooncake-master" in text and "args: [--port, '5000']" in text
+    before = load_variants(path)
+    after = load_variants(migrated)
+    assert [v.config.backend.mooncake_kv_store for v in after] == [
+        v.config.backend.mooncake_kv_store for v in before
+    ]
+
+
+def test_a_mooncake_master_is_refused_in_both_dialects_by_its_own_name(write: Write) -> None:
+    path, migrated = _migrated(write, MOONCAKE)
+    v1 = load_variants(path)[0]
+    two = load_variants(migrated)[0]
+    with pytest.raises(UnsupportedRecipe) as old:
+        place(v1)
+    with pytest.raises(UnsupportedRecipe) as new:
+        place(two)
+    assert old.value.message.startswith("unsupported: backend.mooncake_kv_store (no Mooncake")
+    assert new.value.message.startswith("unsupported: services[1] (no Mooncake master")
+    line = next(n for n, t in enumerate(migrated.read_text().splitlines(), 1) if "mooncake-" in t)
+    assert new.value.location is not None and new.value.location.line in (line, line - 1)
+
+
+def test_an_empty_mooncake_kv_store_still_asks_for_a_master(write: Write) -> None:
+    text = OVERRIDES.replace(
+        "    type: sglang\n    prefill", "    type: sglang\n    mooncake_kv_store: {}\n    prefill"
+    )
+    [variant] = load_variants(write(text), pattern="base")
+    with pytest.raises(UnsupportedRecipe, match="no Mooncake master is started"):
+        place(variant)
