@@ -133,3 +133,12 @@ def test_v1_sglang_is_the_router_and_its_direct_spelling_is_refused(write: Write
     assert (
         caught.value.hint is not None and "v1's `sglang` is the sglang-router" in caught.value.hint
     )
+
+
+def test_a_layout_lint_finding_names_the_role_fields(write: Write) -> None:
+    text = SCHEMA2.replace("    nodes: 1\n    workers: 1\n", "    nodes: 1\n    workers: 3\n", 1)
+    report = lint_paths([write(text)])
+    [finding] = [f for f in report.findings if f.rule == "DA006"]
+    assert finding.message.startswith("prefill: 3 workers cannot split 1 node(s) x 8 GPUs")
+    assert finding.hint == "make roles.prefill.workers divide 8, or set roles.prefill.gpus"
+    assert finding.locations[0].line == _line_of(text, "workers: 3")

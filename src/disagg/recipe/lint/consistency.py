@@ -85,6 +85,12 @@ class _Checker:
         self.findings: dict[tuple[str, str, str], Finding] = {}
         self.variants: dict[tuple[str, str, str], list[str]] = {}
 
+    def named(self, variant: str, key: str) -> str:
+        """`resources.<key>` as the file spells it: the bare key in v1 (`prefill_workers`),
+        the role field in schema 2 (`roles.prefill.workers`)."""
+        name = self.ctx.written_name(variant, f"resources.{key}")
+        return key if name == f"resources.{key}" else name
+
     def loc(self, variant: str, path: tuple[str, ...], role: str) -> Location:
         node = self.ctx.locate(variant, path)
         if node is None:
@@ -133,7 +139,8 @@ class _Checker:
                 variant,
                 f"{role.name}: {role.workers} worker(s) on {role.nodes} node(s); both must be >= 1",
                 where,
-                f"set {role.name}_workers and {role.name}_nodes to positive counts",
+                f"set {self.named(variant, f'{role.name}_workers')} and "
+                f"{self.named(variant, f'{role.name}_nodes')} to positive counts",
             )
             return None
         if role.gpus_per_node <= 0 or shared:
@@ -147,7 +154,8 @@ class _Checker:
                     f"{role.name}: {role.workers} workers cannot split {role.nodes} node(s) x "
                     f"{role.gpus_per_node} GPUs evenly",
                     where,
-                    f"make {role.name}_workers divide {total}, or set gpus_per_{role.name}",
+                    f"make {self.named(variant, f'{role.name}_workers')} divide {total}, "
+                    f"or set {self.named(variant, f'gpus_per_{role.name}')}",
                 )
                 return None
             return total // role.workers
@@ -160,8 +168,8 @@ class _Checker:
                 LAYOUT,
                 Severity.ERROR,
                 variant,
-                f"{role.name}: gpus_per_{role.name}={per} neither divides nor is a multiple of "
-                f"gpus_per_node={role.gpus_per_node}",
+                f"{role.name}: {self.named(variant, f'gpus_per_{role.name}')}={per} neither "
+                f"divides nor is a multiple of gpus_per_node={role.gpus_per_node}",
                 where,
                 "a worker uses a whole number of nodes, or several workers share one node",
             )
