@@ -56,7 +56,7 @@ def migrate_services(
             if zipped and _has_list(value):
                 raise ServicesMigrationError(
                     f"`{name}` in {key} zips values that schema 2 writes inside one "
-                    "`services:` list; write one zip block per value, then migrate"
+                    "`services:` list; write one `override_` block per value, then migrate"
                 )
         if zipped and "services" in block:
             raise ServicesMigrationError(
