@@ -35,6 +35,8 @@ RECIPES = {
     "trtllm": [
         f"{V1}/trtllm/gpt-oss-120b/b200-fp4/1k1k/agg-tp1.yaml",
         f"{V1}/trtllm/b200-fp8/1k1k/stp/ctx1_gen3_tp8_batch1024_eplb0_mtp0_4_trtllm_serve.yaml",
+        # srt-slurm's default frontend: dynamo.trtllm prefill/decode workers behind Dynamo
+        f"{V1}/trtllm/b200-fp8/1k1k/stp/ctx1_gen1_dep8_batch512_eplb0_mtp0_4096.yaml",
         "srt-slurm-2.x/examples/trtllm/trtllm-serve-disagg.yaml",
     ],
 }
