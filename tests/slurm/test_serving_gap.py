@@ -20,7 +20,7 @@ from .conftest import wait_job_end
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
-PAUSE_S = 5.0  # over the recipe's serving_gap (2 s), far under its liveness_timeout (120 s)
+PAUSE_S = 6.0  # over the recipe's serving_gap (3 s), far under its liveness_timeout (120 s)
 
 
 def test_a_point_a_remote_worker_paused_in_is_measured_again(

@@ -20,7 +20,7 @@ from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
 pytestmark = pytest.mark.slow
 
 RECIPE = Path(__file__).parent / "data" / "sim-custom.yaml"
-PAUSE_S = 4.0  # over override_paused's serving_gap, far under its liveness_timeout
+PAUSE_S = 6.0  # over override_paused's serving_gap (2.5 s), far under its liveness_timeout
 
 
 def disagg(*args: str | Path) -> subprocess.CompletedProcess[str]:
