@@ -25,8 +25,15 @@ def _is_list(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
+# Scalar types a loaded recipe is made of: `_plain` returns them at once instead of
+# asking the (slow) Mapping and Sequence ABCs about every value of every variant.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
     """A deep copy made of plain dicts and lists, so results never share state with inputs."""
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
     if _is_list(value):
