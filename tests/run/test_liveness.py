@@ -80,9 +80,16 @@ def test_the_run_ends_at_its_time_limit(tmp_path: Path) -> None:
     assert wait_gone(pids, timeout_s=30) == []
 
 
-def test_slurms_time_limit_warning_stops_the_run_as_timed_out(tmp_path: Path) -> None:
-    # What `#SBATCH --signal=B:USR1@N` sends the orchestrator before Slurm's time limit.
+@pytest.mark.parametrize(
+    ("directives", "warning"),
+    [({}, signal.SIGUSR1), ({"signal": "B:USR2@90"}, signal.SIGUSR2)],
+)
+def test_slurms_time_limit_warning_stops_the_run_as_timed_out(
+    tmp_path: Path, directives: dict[str, str], warning: signal.Signals
+) -> None:
+    # What `#SBATCH --signal=B:USR1@N` (or the recipe's own) sends before the time limit.
     plan = make_plan([python_role("decode-0", "import time; time.sleep(60)", deadline_s=60)])
+    plan.slurm.directives = directives
     plan.write(tmp_path)
     sent: list[int] = []
 
@@ -90,17 +97,17 @@ def test_slurms_time_limit_warning_stops_the_run_as_timed_out(tmp_path: Path) ->
         pid = state.roles[0].tasks[0].pid if state.roles and state.roles[0].tasks else None
         if pid and not sent:
             sent.append(pid)
-            os.kill(os.getpid(), signal.SIGUSR1)
+            os.kill(os.getpid(), warning)
 
     options = OrchestratorOptions(echo=False, quiet_bench=True, executor="slurm")
-    before = signal.getsignal(signal.SIGUSR1)
+    before = signal.getsignal(warning)
     summary = Orchestrator(tmp_path, plan, LocalLauncher(), options, on_update=hook).run()
 
     assert sent
     assert summary.status is RunStatus.TIMEOUT and summary.exit_code == 1
     assert summary.reason is not None
-    assert summary.reason.startswith("Slurm's time limit is near (SIGUSR1")
+    assert summary.reason.startswith(f"Slurm's time limit is near ({warning.name}")
     state = RunState.read(tmp_path)
     assert state is not None and state.status is RunStatus.TIMEOUT
-    assert signal.getsignal(signal.SIGUSR1) == before  # given back after the run
+    assert signal.getsignal(warning) == before  # given back after the run
     assert wait_gone(sent) == []

@@ -131,3 +131,30 @@ def test_only_a_multi_node_job_outlives_a_lost_node() -> None:
     # --no-kill: the orchestrator sees which roles the node took and fails naming them
     assert "#SBATCH --no-kill" in render(cluster_plan(), RUN_DIR).splitlines()
     assert "--no-kill" not in render(cluster_plan(nodes=1), RUN_DIR)
+
+
+@pytest.mark.parametrize(
+    ("given", "warning"),
+    [
+        (None, "USR1"),
+        ("B:USR1@40", "USR1"),
+        ("B:SIGUSR2@120", "USR2"),
+        ("RB:usr2@90", "USR2"),
+        ("USR1@60", None),  # to every role, not the orchestrator: a role would die of it
+        ("B:TERM@120", None),  # would read as a cancel
+        ("B:10@60", None),
+        ("whenever", None),
+    ],
+)
+def test_the_time_limit_warning_is_a_signal_only_the_orchestrator_gets(
+    given: str | None, warning: str | None
+) -> None:
+    from disagg.launch.sbatch import check_signal_directive, warning_signal
+
+    slurm = cluster_plan(directives={"signal": given} if given else {}).slurm
+    assert warning_signal(slurm) == warning
+    if warning is None:
+        with pytest.raises(DisaggError, match="as B:USR1@N or B:USR2@N"):
+            check_signal_directive(slurm)
+    else:
+        check_signal_directive(slurm)

@@ -43,3 +43,18 @@ def test_a_time_limit_slurm_would_not_read_is_refused(tmp_path: Path) -> None:
     assert "--time-limit 'soon' is not a Slurm time limit" in done.stderr
     assert "Traceback" not in done.stderr
     assert not run_dir.exists()
+
+
+def test_a_signal_directive_disagg_cannot_tell_from_a_cancel_is_refused(tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    text = (DATA / "sim-1p1d-2node.yaml").read_text()
+    recipe.write_text(text.replace('exclusive: ""', 'exclusive: ""\n    signal: "B:TERM@120"'))
+    run_dir = tmp_path / "run"
+    out = ("--out", str(run_dir))
+    done = disagg("submit", f"{recipe}:base", "-c", str(PROFILE), *out, "--dry-run")
+    assert done.returncode == 2
+    message = " ".join(done.stderr.split())
+    assert "submission refused, nothing was submitted" in message
+    assert "signal='B:TERM@120': disagg needs Slurm's time-limit warning as B:USR1@N" in message
+    assert "Traceback" not in done.stderr
+    assert not run_dir.exists()

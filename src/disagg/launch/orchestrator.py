@@ -39,7 +39,7 @@ from disagg.launch.run_context import (
     Stop,
     UpdateHook,
 )
-from disagg.launch.sbatch import TIME_LIMIT_SIGNAL
+from disagg.launch.sbatch import TIME_LIMIT_SIGNAL, warning_signal
 from disagg.launch.stale import stop_stale_roles
 from disagg.launch.state import Phase, RunState, RunSummary
 from disagg.launch.teardown import finish, teardown
@@ -181,7 +181,8 @@ class Orchestrator:
         signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
         previous = {sig: signal.signal(sig, handler) for sig in signals}
         if self.options.executor == "slurm":  # `#SBATCH --signal=B:USR1@N` (launch.sbatch)
-            warning = signal.Signals[f"SIG{TIME_LIMIT_SIGNAL}"]
+            name = warning_signal(self.plan.slurm) or TIME_LIMIT_SIGNAL
+            warning = signal.Signals[f"SIG{name}"]
             previous[warning] = signal.signal(warning, warned)
         try:
             yield

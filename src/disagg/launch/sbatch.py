@@ -27,6 +27,8 @@ SBATCH_FILE = "job.sbatch"
 OUTPUT_PATTERN = "slurm-%j.out"
 # The signal Slurm sends the orchestrator before the time limit (see disagg.job).
 TIME_LIMIT_SIGNAL = "USR1"
+WARNING_SIGNALS = ("USR1", "USR2")  # what a recipe's own `signal` directive may name
+_SIGNAL_SPEC = re.compile(r"^(?:(?P<flags>[A-Za-z]+):)?(?:SIG)?(?P<name>[A-Za-z0-9]+)(?:@\d+)?$")
 # Directives the run itself needs; a recipe or profile may not replace them.
 RESERVED = frozenset({"job-name", "output", "error", "chdir", "nodes", "parsable", "wrap"})
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
@@ -77,6 +79,39 @@ def directives(slurm: SlurmPlan, run_dir: Path) -> list[tuple[str, str | None]]:
         if given is not None and ("\n" in given or "\r" in given):
             raise DisaggError(f"sbatch directive {key!r} has a line break in its value")
     return list(pairs.items())
+
+
+def warning_signal(slurm: SlurmPlan) -> str | None:
+    """The signal that warns the orchestrator of the time limit: USR1, or what the recipe's
+    own `signal` directive names; None when that directive cannot serve (see
+    `check_signal_directive`)."""
+    given = _signal_directive(slurm)
+    if given is None:
+        return TIME_LIMIT_SIGNAL
+    match = _SIGNAL_SPEC.match(given.strip())
+    if match is None or "B" not in (match["flags"] or "").upper():
+        return None
+    name = match["name"].upper()
+    return name if name in WARNING_SIGNALS else None
+
+
+def check_signal_directive(slurm: SlurmPlan) -> None:
+    """Refuse a `signal` directive that would change what a time limit does to the run."""
+    given = _signal_directive(slurm)
+    if given is not None and warning_signal(slurm) is None:
+        raise DisaggError(
+            f"sbatch directive signal={given!r}: disagg needs Slurm's time-limit warning "
+            "as B:USR1@N or B:USR2@N",
+            hint="B: sends it to the orchestrator alone (a role would die of it), and "
+            "SIGTERM would read as a cancel; or drop the directive (B:USR1@60 by default)",
+        )
+
+
+def _signal_directive(slurm: SlurmPlan) -> str | None:
+    for key, value in slurm.directives.items():
+        if key.removeprefix("--") == "signal":
+            return value
+    return None
 
 
 def render(plan: Plan, run_dir: Path, *, python: str | None = None) -> str:

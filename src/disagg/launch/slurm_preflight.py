@@ -160,11 +160,27 @@ def check_benchmark(plan: Plan) -> Preflight:
     return result
 
 
+def check_job_script(plan: Plan) -> Preflight:
+    """The directives job.sbatch would carry: refused here, before the run directory."""
+    from disagg.errors import DisaggError
+    from disagg.launch.sbatch import check_signal_directive, directives
+
+    result = Preflight()
+    try:
+        directives(plan.slurm, Path(plan.name))
+        check_signal_directive(plan.slurm)
+    except DisaggError as exc:
+        hint = f" ({exc.hint})" if exc.hint else ""
+        result.errors.append(f"{plan.selector}: {exc.message}{hint}")
+    return result
+
+
 def check_plans(plans: list[Plan], *, cluster: bool = True) -> Preflight:
     """Every check for every plan; `cluster=False` skips the questions to Slurm."""
     result = check_recipes(plan.recipe_file for plan in plans)
     for plan in plans:
         result.extend(check_benchmark(plan))
+        result.extend(check_job_script(plan))
         result.extend(check_models(plan))
         result.extend(check_containers(plan))
         result.extend(check_secrets(plan))
