@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .conftest import REPO, job_steps
+from .conftest import REPO, job_state, job_steps
 
 DATA = Path(__file__).parent / "data"
 RECIPE = DATA / "sim-1p2d-3node.yaml"
@@ -113,3 +113,8 @@ def wait_for_gone(run_dir: Path, timeout_s: float = 5.0) -> dict[str, list[int]]
         time.sleep(0.1)
         left = role_processes(run_dir)
     return left
+
+
+def wait_started(job_id: str, timeout_s: float = 600.0) -> None:
+    """Wait out the queue (other jobs on a shared rig), so later waits count run time only."""
+    wait_for(lambda: job_state(job_id) not in ("PENDING", "CONFIGURING"), timeout_s, "start")

@@ -30,6 +30,7 @@ from .cli_support import (
     status,
     submit,
     wait_for,
+    wait_started,
 )
 from .conftest import wait_job_end
 
@@ -82,6 +83,7 @@ def test_time_limit_ends_the_job_as_timeout_and_a_resubmission_resumes(
 ) -> None:
     run_dir = tmp_path / "run"
     job_id = submit("base", run_dir, recipe=TWO_NODES)  # 10 minutes: --signal=B:USR1@60
+    wait_started(job_id)
 
     def first_point_done() -> bool:
         points = read_json(run_dir / "state.json").get("points", [])
@@ -121,6 +123,7 @@ def test_time_limit_ends_the_job_as_timeout_and_a_resubmission_resumes(
     resumed = disagg("submit", "--resume", str(run_dir), "--time-limit", "15", "--json")
     assert resumed.returncode == 0, resumed.stderr
     second = str(json.loads(resumed.stdout)[0]["job_id"])
+    wait_started(second)
     assert "#SBATCH --time=15" in (run_dir / "job.sbatch").read_text().splitlines()
     assert wait_job_end(second, timeout_s=240) == "COMPLETED", (
         run_dir / f"slurm-{second}.out"
@@ -140,6 +143,7 @@ def test_a_lost_node_fails_the_run_naming_it_and_its_roles(
 ) -> None:
     run_dir = tmp_path / "run"
     job_id = submit("base", run_dir, recipe=TWO_NODES)
+    wait_started(job_id)
 
     def first_point_done() -> bool:
         points = read_json(run_dir / "state.json").get("points", [])
@@ -188,6 +192,7 @@ def test_a_plain_scancel_during_a_point_keeps_only_what_was_measured(
     # at once, and kills what is left after KillWait.
     run_dir = tmp_path / "run"
     job_id = submit("base", run_dir, recipe=TWO_NODES)
+    wait_started(job_id)
 
     def second_point_running() -> bool:
         points = read_json(run_dir / "state.json").get("points", [])
