@@ -4,8 +4,9 @@ Stages: read + parse (with positions), expand + validate variants, place every
 supported variant (each through `disagg.plan.file_plans`, as `disagg plan` does), lint
 every file (`disagg.recipe.lint.lint_paths`; inside `file_plans.shared()` its DA013
 reads the plans just made instead of placing every variant again). Prints seconds per
-stage and files/s; the target is the whole corpus in under 2 s. Then lint once more on
-its own, as `disagg lint DIR` runs (nothing planned before it), for comparison.
+stage and files/s; the target is the whole corpus in under 2 s. The process runs with
+the collector thresholds `disagg` sets for itself (`disagg.gc_settings`). Then lint
+once more on its own, as `disagg lint DIR` runs (nothing planned before it).
 `--compare` also times ruamel's own loaders on the same texts, the baseline this loader
 was chosen against.
 
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.gc_settings import tune
 from disagg.plan.file_plans import FilePlans, file_plans, shared
 from disagg.recipe.lint import LintReport, lint_paths
 
@@ -92,6 +94,7 @@ def main() -> None:
     if not files:
         raise SystemExit(f"no YAML files under {args.corpus}")
 
+    tune()  # the collector thresholds `disagg` itself runs with
     with shared():  # as one process that plans the corpus and then lints it
         timings, counts, report = _plan_then_lint(files)
     print(f"lint: {len(report.findings)} finding(s)")

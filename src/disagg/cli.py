@@ -79,6 +79,9 @@ def _root(
 
 def main() -> None:
     """Entry point: user errors print one message (no traceback) and exit with their code."""
+    from disagg.gc_settings import tune
+
+    tune()
     _register(sys.argv[1:])
     try:
         app()

@@ -27,6 +27,8 @@ _REPORT = """
 import atexit, json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
 atexit.register(lambda: out.write_text(json.dumps(sorted(sys.modules))))
+gc_out = out.with_suffix(".gc")
+atexit.register(lambda: gc_out.write_text(json.dumps(__import__("gc").get_threshold())))
 sys.argv = ["disagg", *sys.argv[2:]]
 from disagg.cli import main
 main()
@@ -88,3 +90,12 @@ def test_plan_file_imports_only_what_plan_uses(tmp_path: Path, recipe: Path) -> 
     assert _heavy(modules) == []
     assert "disagg.recipe.lint.runner" not in modules
     assert _command_areas(modules) == ["disagg.commands.recipes"]
+
+
+def test_commands_run_with_disaggs_collector_thresholds(tmp_path: Path, recipe: Path) -> None:
+    """A corpus linted or planned in one process is not walked by the collector every
+    700 allocations (disagg.gc_settings says why)."""
+    from disagg.gc_settings import THRESHOLDS
+
+    _modules(tmp_path, "lint", str(recipe))
+    assert tuple(json.loads((tmp_path / "modules.gc").read_text())) == THRESHOLDS
