@@ -166,3 +166,17 @@ def test_plan_output_says_which_config_files_the_run_directory_gets(tmp_path: Pa
     code, out, _ = invoke("plan", str(path))
     flat = "".join(ch for ch in out if ch.isalnum() or ch in "/._")
     assert code == 0 and "writesRUN_DIR/trtllm/aggregated.yaml" in flat
+
+
+def test_config_text_follows_the_config_it_is_given_each_time() -> None:
+    """Config texts are kept per process by content: a config changed after it was
+    written, or one that only differs in a value's type or key order, gets its own text."""
+    from disagg.engines.trtllm import yaml_text
+
+    config = {"tensor_parallel_size": 8, "kv_cache_config": {"dtype": "fp8"}}
+    first = yaml_text(config)
+    config["kv_cache_config"]["dtype"] = "auto"
+    assert yaml.safe_load(yaml_text(config)) == config and yaml_text(config) != first
+    assert yaml.safe_load(yaml_text({"a": 1})) == {"a": 1}
+    assert yaml.safe_load(yaml_text({"a": "1"})) == {"a": "1"}
+    assert list(yaml.safe_load(yaml_text({"b": 1, "a": 2}))) == ["b", "a"]

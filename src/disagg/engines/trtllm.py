@@ -229,12 +229,27 @@ def disaggregated_config(
     return yaml_text(config)
 
 
+_TEXTS: dict[str, str] = {}  # repr(config) -> its YAML; bounded by _MAX_TEXTS
+_MAX_TEXTS = 1024
+
+
 def yaml_text(config: Mapping[str, Any]) -> str:
-    """A config file's YAML in the order written, by libyaml's emitter when PyYAML has it:
-    PyYAML's own emitter took most of the time of planning a corpus of TRT-LLM recipes
-    (the same text for every corpus config, a quarter of the CPU time)."""
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    return yaml.dump(config, Dumper=dumper, sort_keys=False)
+    """A config file's YAML in the order written, by libyaml's emitter when PyYAML has it.
+
+    PyYAML's representer still walks every value in Python, and the variants of one
+    recipe mostly repeat their workers' configs (the shared corpus: 2,084 configs, 400
+    different), so each different config is written once per process; `repr` tells
+    configs apart exactly (types, key order, values).
+    """
+    key = repr(config)
+    text = _TEXTS.get(key)
+    if text is None:
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        text = yaml.dump(config, Dumper=dumper, sort_keys=False)
+        if len(_TEXTS) >= _MAX_TEXTS:
+            _TEXTS.clear()
+        _TEXTS[key] = text
+    return text
 
 
 ADAPTER = TRTLLM()
