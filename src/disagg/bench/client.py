@@ -324,8 +324,9 @@ def _limit_reached(client: Client, t0: float) -> str | None:
 
 
 async def _sleep_until(when: float) -> None:
-    delay = when - monotonic()
-    if delay > 0:
+    """Sleep until monotonic time `when`, never less: an event loop's timer may fire up to a
+    millisecond early (uvloop keeps its clock in whole milliseconds), so sleep what is left."""
+    while (delay := when - monotonic()) > 0:
         await asyncio.sleep(delay)
 
 
