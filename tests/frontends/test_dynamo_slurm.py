@@ -5,20 +5,17 @@ directory on the shared filesystem."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from slurm.conftest import REPO, job_steps, wait_job_end
+from slurm.cli_support import submit_and_complete
+from slurm.conftest import job_steps
 from tiny_model import TinyModel
 
 from .test_dynamo_run import recipe
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
-
-PROFILE = REPO / "tests" / "slurm" / "data" / "local-slurm.yaml"
 
 
 def test_1p1d_dynamo_sweep_on_two_slurm_nodes(
@@ -27,19 +24,7 @@ def test_1p1d_dynamo_sweep_on_two_slurm_nodes(
     path = recipe(tmp_path, tiny_model)
     path.write_text(path.read_text().replace("decode_nodes: 0", "decode_nodes: 1"))
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "disagg", "submit", str(path), "--cluster", str(PROFILE)]
-    done = subprocess.run(
-        [*command, "--out", str(run_dir), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    job_id = str(json.loads(done.stdout)[0]["job_id"])
-    final = wait_job_end(job_id, timeout_s=300)
-    assert final == "COMPLETED", (run_dir / f"slurm-{job_id}.out").read_text()[-3000:]
+    job_id = submit_and_complete(path, run_dir)
 
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["executor"] == "slurm"
@@ -68,19 +53,7 @@ def test_etcd_and_nats_run_as_job_steps_on_the_first_node(
     text = path.read_text().replace("decode_nodes: 0", "decode_nodes: 1")
     path.write_text(text + SERVICES + "dynamo:\n  request_plane: nats\n")
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-m", "disagg", "submit", str(path), "--cluster", str(PROFILE)]
-    done = subprocess.run(
-        [*command, "--out", str(run_dir), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    job_id = str(json.loads(done.stdout)[0]["job_id"])
-    final = wait_job_end(job_id, timeout_s=300)
-    assert final == "COMPLETED", (run_dir / f"slurm-{job_id}.out").read_text()[-3000:]
+    job_id = submit_and_complete(path, run_dir)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert [p["status"] for p in summary["points"]] == ["measured"] * 3
     state = json.loads((run_dir / "state.json").read_text())

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .conftest import REPO, job_state, job_steps
+from .conftest import REPO, job_state, job_steps, wait_job_end
 
 DATA = Path(__file__).parent / "data"
 RECIPE = DATA / "sim-1p2d-3node.yaml"
@@ -32,10 +32,11 @@ def disagg(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
     )
 
 
-def submit(selector: str, out: Path, *extra: str, recipe: Path = RECIPE, **kw: Any) -> str:
+def submit(selector: str | None, out: Path, *extra: str, recipe: Path = RECIPE, **kw: Any) -> str:
+    """Submit `recipe` (one selected variant, or the whole file when `selector` is None)."""
     done = disagg(
         "submit",
-        f"{recipe}:{selector}",
+        str(recipe) if selector is None else f"{recipe}:{selector}",
         "--cluster",
         str(PROFILE),
         "--out",
@@ -48,6 +49,15 @@ def submit(selector: str, out: Path, *extra: str, recipe: Path = RECIPE, **kw: A
     rows = json.loads(done.stdout)
     assert [row["run_dir"] for row in rows] == [str(out.resolve())]
     return str(rows[0]["job_id"])
+
+
+def submit_and_complete(recipe: Path, out: Path) -> str:
+    """Submit a whole recipe file, wait for its job, and require that Slurm completed it
+    (the job's output tail is the failure message); returns the job id."""
+    job_id = submit(None, out, recipe=recipe)
+    final = wait_job_end(job_id, timeout_s=300)
+    assert final == "COMPLETED", (out / f"slurm-{job_id}.out").read_text()[-3000:]
+    return job_id
 
 
 def status(target: str) -> tuple[int, dict[str, Any]]:
