@@ -10,12 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from disagg.launch.local import LocalLauncher
-from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
-from disagg.launch.state import PointStatus, RunStatus, RunSummary
-from disagg.plan.from_recipe import plans_for
+from disagg.launch.orchestrator import OrchestratorOptions
+from disagg.launch.state import RunStatus, RunSummary
 from disagg.plan.model import Plan
-from frontends.test_dynamo_run import _kill_during_second_point
+from frontends.role_kill import run_killing
 from run.conftest import disagg, wait_gone
 from tiny_model import TinyModel
 
@@ -88,19 +86,4 @@ def test_a_mocker_sweep_runs_behind_the_real_dynamo_frontend(
 def test_a_killed_mocker_fails_the_run_naming_its_role(
     tmp_path: Path, tiny_model: TinyModel, victim: str
 ) -> None:
-    [plan] = plans_for([str(recipe(tmp_path, tiny_model))], None)
-    plan.bench.points[1].num_prompts = 400  # long enough to be killed in the middle
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    plan.write(run_dir)
-    _, hook = _kill_during_second_point(victim)
-    summary = Orchestrator(run_dir, plan, LocalLauncher(), OPTIONS, on_update=hook).run()  # type: ignore[arg-type]
-
-    assert summary.status is RunStatus.FAILED and summary.exit_code == 1
-    assert summary.reason == f"role {victim} exited with code -9"
-    assert summary.failure is not None and summary.failure.role == victim
-    first, during, after = (p.status for p in summary.points)
-    assert first is PointStatus.MEASURED
-    assert during in (PointStatus.ABORTED, PointStatus.INVALID)
-    assert after is PointStatus.ABORTED
-    assert wait_gone([pid for pids in summary.role_pids.values() for pid in pids]) == []
+    run_killing(recipe(tmp_path, tiny_model), tmp_path / "run", victim)

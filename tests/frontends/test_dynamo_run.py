@@ -8,26 +8,20 @@ workers, and a worker or frontend that dies fails the run, leaving nothing runni
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import threading
 from pathlib import Path
 
 import pytest
 
-from disagg.launch.local import LocalLauncher
-from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
-from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
-from disagg.plan.from_recipe import plans_for
+from disagg.launch.state import RunSummary
 from disagg.plan.model import Plan
 from run.conftest import disagg, wait_gone
 from tiny_model import TinyModel
 
+from .role_kill import run_killing
+
 pytestmark = pytest.mark.slow
 
-OPTIONS = OrchestratorOptions(echo=False, quiet_bench=True, handle_signals=False)
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dynamo" / "sim-1p1d-dynamo.yaml"
 
 
@@ -86,42 +80,8 @@ def test_sweep_runs_through_the_real_dynamo_frontend(
     assert wait_gone([pid for pids in summary.role_pids.values() for pid in pids]) == []
 
 
-def _kill_during_second_point(role: str) -> tuple[list[int], object]:
-    killed: list[int] = []
-
-    def kill(state: RunState) -> None:
-        pid = state.role(role).tasks[0].pid
-        assert pid is not None
-        killed.append(pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-    def hook(state: RunState) -> None:
-        if state.current_point == "conc4" and not killed:
-            killed.append(0)  # arm once
-            threading.Timer(0.3, kill, args=(state,)).start()
-
-    return killed, hook
-
-
 @pytest.mark.parametrize("victim", ["decode-0", "frontend"])
 def test_a_dying_worker_or_frontend_fails_the_run(
     tmp_path: Path, tiny_model: TinyModel, victim: str
 ) -> None:
-    [plan] = plans_for([str(recipe(tmp_path, tiny_model))], None)
-    plan.bench.points[1].num_prompts = 400  # long enough to be killed in the middle
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    plan.write(run_dir)
-    _, hook = _kill_during_second_point(victim)
-    summary = Orchestrator(run_dir, plan, LocalLauncher(), OPTIONS, on_update=hook).run()  # type: ignore[arg-type]
-
-    assert summary.status is RunStatus.FAILED and summary.exit_code == 1
-    assert summary.reason == f"role {victim} exited with code -9"
-    assert summary.failure is not None and summary.failure.role == victim
-    first, during, after = (p.status for p in summary.points)
-    assert first is PointStatus.MEASURED
-    # Requests to a dead frontend fail at once: the point may end invalid before it is aborted.
-    assert during in (PointStatus.ABORTED, PointStatus.INVALID)
-    assert after is PointStatus.ABORTED
-    assert wait_gone([pid for pids in summary.role_pids.values() for pid in pids]) == []
+    run_killing(recipe(tmp_path, tiny_model), tmp_path / "run", victim)

@@ -21,13 +21,14 @@ import pytest
 
 from disagg.launch.local import LocalLauncher
 from disagg.launch.orchestrator import Orchestrator
-from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
+from disagg.launch.state import RunState, RunStatus, RunSummary
 from disagg.plan.from_recipe import plans_for
 from disagg.plan.model import Plan
 from run.conftest import disagg, wait_gone
 from tiny_model import TinyModel
 
-from .test_dynamo_run import OPTIONS, _kill_during_second_point, recipe, results
+from .role_kill import OPTIONS, run_killing
+from .test_dynamo_run import recipe, results
 
 pytestmark = pytest.mark.slow
 
@@ -192,17 +193,4 @@ def test_a_dying_service_fails_the_run_naming_it(
     tmp_path: Path, tiny_model: TinyModel, victim: str
 ) -> None:
     path = with_services(tmp_path, tiny_model, SERVICES)
-    [plan] = plans_for([str(path)], None)
-    plan.bench.points[1].num_prompts = 400  # long enough to be killed in the middle
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    plan.write(run_dir)
-    killed, hook = _kill_during_second_point(victim)
-    summary = Orchestrator(run_dir, plan, LocalLauncher(), OPTIONS, on_update=hook).run()  # type: ignore[arg-type]
-    assert killed and killed[-1] > 0
-    assert summary.status is RunStatus.FAILED and summary.exit_code == 1
-    assert summary.reason == f"role {victim} exited with code -9"
-    assert summary.failure is not None and summary.failure.role == victim
-    assert summary.points[0].status is PointStatus.MEASURED
-    assert summary.points[-1].status is PointStatus.ABORTED
-    assert wait_gone(all_pids(summary)) == []
+    run_killing(path, tmp_path / "run", victim)
