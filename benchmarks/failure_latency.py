@@ -38,7 +38,7 @@ from disagg.bench.runner import ClientOptions, run_point
 from disagg.bench.testing import ServerConfig, serve_in_subprocess
 from disagg.launch.launchers import make_launcher
 from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
-from disagg.launch.state import RunState
+from disagg.launch.state import RunState, RunSummary
 from disagg.plan.from_recipe import plans_for
 from disagg.plan.limits import LimitsPlan
 from disagg.plan.model import BenchPlan, Plan, PointPlan
@@ -81,29 +81,24 @@ def stop_latency(workers: int) -> float:
     return ended - set_at[0]
 
 
-def stopped_run(kill: signal.Signals) -> float:
-    """Seconds from signalling decode-1 during a point to the run's summary."""
+def _run_acting_on_decode(
+    num_prompts: int, limits: LimitsPlan, act: Callable[[int], None]
+) -> tuple[RunSummary, float]:
+    """One point of the 1P2D recipe, calling `act(pid)` on decode-1 one second into it:
+    the summary and the monotonic time the run returned. decode-1 is always resumed."""
     plan: Plan = plans_for([str(RECIPE)], None)[0]
-    points = [PointPlan(concurrency=16, num_prompts=4000)]
+    points = [PointPlan(concurrency=16, num_prompts=num_prompts)]
     plan = plan.model_copy(
-        update={
-            "bench": plan.bench.model_copy(update={"points": points}),
-            "limits": LimitsPlan(liveness_timeout_s=5.0, liveness_interval_s=0.5),
-        }
+        update={"bench": plan.bench.model_copy(update={"points": points}), "limits": limits}
     )
-    signalled: list[float] = []
     pids: list[int] = []
-
-    def send(pid: int) -> None:
-        signalled.append(time.monotonic())
-        os.kill(pid, kill)
 
     def hook(state: RunState) -> None:
         if state.current_point and not pids:
             pid = state.role("decode-1").tasks[0].pid
             assert pid is not None
             pids.append(pid)
-            threading.Timer(1.0, send, args=(pid,)).start()
+            threading.Timer(1.0, act, args=(pid,)).start()
 
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp)
@@ -112,11 +107,23 @@ def stopped_run(kill: signal.Signals) -> float:
         launcher = make_launcher("local", plan, run_dir)
         try:
             summary = Orchestrator(run_dir, plan, launcher, options, on_update=hook).run()
+            return summary, time.monotonic()
         finally:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
-        ended = time.monotonic()
+
+
+def stopped_run(kill: signal.Signals) -> float:
+    """Seconds from signalling decode-1 during a point to the run's summary."""
+    signalled: list[float] = []
+
+    def send(pid: int) -> None:
+        signalled.append(time.monotonic())
+        os.kill(pid, kill)
+
+    limits = LimitsPlan(liveness_timeout_s=5.0, liveness_interval_s=0.5)
+    summary, ended = _run_acting_on_decode(4000, limits, send)
     if summary.status.value != "failed":
         raise SystemExit(f"expected a failed run, got {summary.status.value}")
     return ended - signalled[-1]
@@ -124,40 +131,13 @@ def stopped_run(kill: signal.Signals) -> float:
 
 def paused_gap(pause_s: float = 3.0) -> float:
     """The gap (s) a point's discarded attempt reports for a decode worker paused `pause_s`."""
-    plan: Plan = plans_for([str(RECIPE)], None)[0]
-    points = [PointPlan(concurrency=16, num_prompts=1500)]
-    plan = plan.model_copy(
-        update={
-            "bench": plan.bench.model_copy(update={"points": points}),
-            "limits": LimitsPlan(
-                liveness_timeout_s=60.0, liveness_interval_s=0.5, serving_gap_s=1.5
-            ),
-        }
-    )
-    pids: list[int] = []
 
     def pause(pid: int) -> None:
         os.kill(pid, signal.SIGSTOP)
         threading.Timer(pause_s, os.kill, args=(pid, signal.SIGCONT)).start()
 
-    def hook(state: RunState) -> None:
-        if state.current_point and not pids:
-            pid = state.role("decode-1").tasks[0].pid
-            assert pid is not None
-            pids.append(pid)
-            threading.Timer(1.0, pause, args=(pid,)).start()
-
-    with tempfile.TemporaryDirectory() as tmp:
-        run_dir = Path(tmp)
-        plan.write(run_dir)
-        options = OrchestratorOptions(echo=False, quiet_bench=True, handle_signals=False)
-        launcher = make_launcher("local", plan, run_dir)
-        try:
-            summary = Orchestrator(run_dir, plan, launcher, options, on_update=hook).run()
-        finally:
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
+    limits = LimitsPlan(liveness_timeout_s=60.0, liveness_interval_s=0.5, serving_gap_s=1.5)
+    summary, _ = _run_acting_on_decode(1500, limits, pause)
     [point] = summary.points
     if not point.discarded:
         raise SystemExit(f"expected a discarded attempt, got {point.status.value}")
