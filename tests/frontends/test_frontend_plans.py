@@ -43,6 +43,12 @@ def test_a_recipe_without_frontend_runs_dynamo_as_srt_slurm_does(tmp_path: Path)
     assert worker.health is not None and worker.health.path == "/health"
     frontend = plan.role("frontend-0")
     assert frontend.health is not None and frontend.health.path == "/v1/models"
+    # worker and frontend are told the same discovery backend and request plane
+    told = []
+    for argv in (worker.argv, frontend.argv):
+        at = argv.index("--discovery-backend")
+        told.append(argv[at : at + 4])
+    assert told[0] == told[1] and told[0][:3] == ["--discovery-backend", "etcd", "--request-plane"]
     assert frontend.health.expect == json.dumps(plan.bench.model_name)
     assert {plan.role(name).kind for name in ("etcd", "nats", "nginx")} == {RoleKind.SERVICE}
 

@@ -204,6 +204,10 @@ def _worker(
             "the engine's command is not `python -m <module> ...`",
         )
     argv[at] = module
+    # The same planes the frontend is told, not Dynamo's defaults: a recipe's NATS request
+    # plane, or file discovery, must reach the worker too (dynamo.sglang takes Dynamo's
+    # runtime flags beside SGLang's own).
+    argv += ["--discovery-backend", discovery, "--request-plane", plane]
     health = (role.health or HealthPlan()).model_copy(update={"path": "/health"})
     return role.model_copy(
         update={"argv": argv, "env": _worker_env(ctx, role, env), "health": health}
