@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
+
+import pytest
 
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.placement import place
 from disagg.recipe.lint import Severity, lint_paths
 from disagg.recipe.variants import load_variants
+from recipes.recipe_helpers import MINIMAL, invoke
 
 from .test_lint_rules import BASE, lint_text, only
 
@@ -94,3 +98,31 @@ def test_schema2_layout_without_the_marker_is_a_warning(tmp_path: Path) -> None:
     [finding] = only(lint_text(tmp_path, marked.removeprefix("schema: 2\n")), "DA014")
     assert finding.severity is Severity.WARNING and "`engine`" in finding.message
     assert finding.where is not None and finding.where.line == 4
+
+
+def test_lint_plans_on_the_srtslurm_yaml_plan_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recipe that plans with no profile but not on the cluster config found two levels
+    up (its model cache lies outside every mount there): lint refuses it as plan does."""
+    (tmp_path / "srtslurm.yaml").write_text(
+        "cluster: east\ndefault_partition: batch\ngpus_per_node: 8\n"
+    )
+    deeper = tmp_path / "recipes" / "team"
+    deeper.mkdir(parents=True)
+    recipe = deeper / "r.yaml"
+    recipe.write_text(MINIMAL)
+    monkeypatch.delenv("SRTSLURM_CONFIG", raising=False)
+    monkeypatch.chdir(deeper)
+    assert only(lint_paths([recipe]), "DA013") == []  # no profile: it plans
+    code, _, error = invoke("plan", "r.yaml")
+    assert code == 2 and "outside every container mount" in error
+    code, out, _ = invoke("lint", "--json", "r.yaml")
+    [finding] = [f for f in json.loads(out) if f["rule"] == "DA013"]
+    assert code == 1 and finding["severity"] == "error"
+    assert "outside every container mount" in finding["message"]
+    monkeypatch.setenv("SRTSLURM_CONFIG", str(tmp_path / "absent.yaml"))  # nothing found
+    code, out, _ = invoke("lint", "--json", "r.yaml")
+    assert code == 0 and json.loads(out) == []
+    code, out, _ = invoke("lint", "--json", "--cluster", str(tmp_path / "srtslurm.yaml"), "r.yaml")
+    assert code == 1 and [f["rule"] for f in json.loads(out)] == ["DA013"]

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from disagg.commands.options import CLUSTER_HELP
+
 if TYPE_CHECKING:  # imported when a command runs, so `disagg --help` stays fast
     from rich.console import Console
 
@@ -101,19 +103,27 @@ def register(app: typer.Typer) -> None:
         ),
         as_json: bool = typer.Option(False, "--json", help="Print findings as a JSON list."),
         show_info: bool = typer.Option(False, "--info", help="Also print info notes."),
+        cluster: Path | None = typer.Option(
+            None,
+            "--cluster",
+            "-c",
+            help=CLUSTER_HELP + "; as for `disagg plan`, an srtslurm.yaml is found if not given",
+        ),
     ) -> None:
         """Find fragile YAML and inconsistent settings. Exit 0 clean, 1 findings, 2 unreadable.
 
         Rules: anchors shared across variant blocks, undefined aliases, long copies,
-        --export commas, GPU/parallelism/concurrency consistency.
+        --export commas, GPU/parallelism/concurrency consistency, and what `disagg plan`
+        would refuse, planned on the cluster profile plan would use.
         """
         from disagg.console import make_console
+        from disagg.plan.from_recipe import load_cluster
         from disagg.recipe.lint import lint_paths
 
         stderr = make_console(stderr=True)
         if fix:
             _fix(paths, stderr if as_json else make_console())
-        report = lint_paths(paths)
+        report = lint_paths(paths, load_cluster(cluster))
         if as_json:
             print(json.dumps([f.to_json() for f in report.findings], indent=2))
         else:

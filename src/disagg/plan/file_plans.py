@@ -4,7 +4,7 @@
 questions of the same text. A `FilePlans` answers them: each stage runs when first
 asked and keeps its outcome (a value, or the DisaggError that stage raised).
 
-Inside `with shared():` the same (text, file) gets the same `FilePlans`, so a process
+Inside `with shared():` the same (text, file, profile) gets the same `FilePlans`, so a process
 that plans files and then lints them (benchmarks/recipes.py) places each variant once.
 Outside it every call starts afresh: a plan also reads the disk (a local model
 directory, a trace file), so a long-lived caller must not be handed one made before
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from disagg.recipe.load import LoadedYaml
     from disagg.recipe.variants import Variant
 
-_shared: dict[tuple[str, str], FilePlans] | None = None
+_shared: dict[tuple[str, str, int], FilePlans] | None = None
 
 
 class FilePlans:
@@ -95,15 +95,16 @@ class FilePlans:
         return outcomes
 
 
-def file_plans(text: str, file: str) -> FilePlans:
-    """The `FilePlans` of every variant of `text` with no cluster profile; inside
-    `shared()`, the one already made for this text and file name, if any."""
+def file_plans(text: str, file: str, profile: ClusterProfile | None = None) -> FilePlans:
+    """The `FilePlans` of every variant of `text` placed on `profile` (None: no cluster
+    profile); inside `shared()`, the one already made for this text, file name and profile
+    object, if any (the entry holds the profile, so its id is not reused while kept)."""
     if _shared is None:
-        return FilePlans(text, file)
-    key = (text, file)
+        return FilePlans(text, file, profile=profile)
+    key = (text, file, id(profile))
     found = _shared.get(key)
     if found is None:
-        found = _shared[key] = FilePlans(text, file)
+        found = _shared[key] = FilePlans(text, file, profile=profile)
     return found
 
 

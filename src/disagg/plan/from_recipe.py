@@ -153,8 +153,8 @@ def plan_all(targets: Sequence[str], cluster: str | Path | None) -> Planned:
             planned.errors.append((target, exc))
             continue
         file = display_path(selector.path)
-        if selector.pattern is None and profile is None:
-            outcomes = file_plans(text, file)
+        if selector.pattern is None:
+            outcomes = file_plans(text, file, profile)
         else:
             outcomes = FilePlans(text, file, pattern=selector.pattern, profile=profile)
         _record(planned, target, outcomes)

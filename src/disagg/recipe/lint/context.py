@@ -13,6 +13,7 @@ from disagg.recipe.load import parse_yaml
 from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX, expand_variants
 
 if TYPE_CHECKING:
+    from disagg.cluster import ClusterProfile
     from disagg.recipe.dialects.schema2 import Translation
 
 
@@ -37,6 +38,7 @@ class FileContext:
     path: str
     scanned: ScannedFile
     root: Node
+    profile: ClusterProfile | None = None  # what DA013 plans on, as `disagg plan` would
 
     def loc(self, node: Node, role: str = "") -> Location:
         return Location(self.path, node.line, node.col, role, node.block)

@@ -2,7 +2,8 @@
 
 The file is loaded, typed (unknown keys, wrong types) and every variant placed the
 way `plan` does it, through the same `disagg.plan.file_plans` outcomes (inside
-`file_plans.shared()`, a file `plan_all` already planned is not placed again). Bad
+`file_plans.shared()`, a file `plan_all` already planned is not placed again), on the
+cluster profile lint was given (`disagg lint` resolves it as `disagg plan` does). Bad
 input is an error; a variant this project cannot run (`unsupported: ...`) a warning;
 fields a plan lists as ignored are info notes (engine settings excepted: DA010
 reports those).
@@ -45,7 +46,7 @@ def check(ctx: FileContext) -> list[Finding]:
 
     if isinstance(ctx.data, dict) and is_srtslurm_config(ctx.data):
         return []
-    planned = file_plans(ctx.scanned.text, ctx.path)
+    planned = file_plans(ctx.scanned.text, ctx.path, ctx.profile)
     if isinstance(planned.variants, DisaggError):
         return [_refusal(ctx.path, planned.variants)]
     findings = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from disagg.probe import probe, shortened
 from disagg.recipe.lint import (
@@ -21,6 +22,9 @@ from disagg.recipe.lint import (
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import UNREADABLE, Finding, LintReport, Location, Severity
 from disagg.recipe.lint.nodes import Anchor, ScannedFile, scan
+
+if TYPE_CHECKING:
+    from disagg.cluster import ClusterProfile
 
 SUFFIXES = (".yaml", ".yml")
 
@@ -79,8 +83,11 @@ def read_text(path: Path) -> str | Finding:
         return _unreadable(str(path), f"not UTF-8 text (byte {exc.start})")
 
 
-def lint_scanned(scanned: list[ScannedFile]) -> list[Finding]:
-    """Run every rule over already-scanned files (anchors are looked up across all of them)."""
+def lint_scanned(
+    scanned: list[ScannedFile], profile: ClusterProfile | None = None
+) -> list[Finding]:
+    """Run every rule over already-scanned files (anchors are looked up across all of them);
+    DA013 plans on `profile`."""
     anchors: dict[str, list[tuple[str, Anchor]]] = {}
     for one in scanned:
         for anchor in one.anchors:
@@ -91,11 +98,11 @@ def lint_scanned(scanned: list[ScannedFile]) -> list[Finding]:
             name: [(f, a) for f, a in spots if f != one.path] for name, spots in anchors.items()
         }
         findings.extend(undefined_alias.check(one.path, one, elsewhere))
-        findings.extend(lint_one(one))
+        findings.extend(lint_one(one, profile))
     return findings
 
 
-def lint_one(scanned: ScannedFile) -> list[Finding]:
+def lint_one(scanned: ScannedFile, profile: ClusterProfile | None = None) -> list[Finding]:
     """The single-file rules (everything but DA002, which needs the other files' anchors)."""
     path = scanned.path
     if scanned.syntax is not None:
@@ -108,7 +115,7 @@ def lint_one(scanned: ScannedFile) -> list[Finding]:
         kind = "a list" if root.kind == "seq" else "a single value"
         message = f"a recipe is a map of fields, this file is {kind}"
         return [_unreadable(path, message, root.line, root.col)]
-    ctx = FileContext(path, scanned, root)
+    ctx = FileContext(path, scanned, root, profile)
     findings = cross_anchor.check(ctx) + repeated_literal.check(ctx) + export_hazard.check(ctx)
     findings += duplicate_key.check(ctx) + literal_secret.check(ctx)
     if scanned.undefined:
@@ -129,8 +136,11 @@ def lint_one(scanned: ScannedFile) -> list[Finding]:
     return findings + consistency.check(ctx) + engine_settings.check(ctx)
 
 
-def lint_paths(paths: list[Path]) -> LintReport:
-    """Lint files and directories; the library entry the CLI and the benchmark call."""
+def lint_paths(paths: list[Path], profile: ClusterProfile | None = None) -> LintReport:
+    """Lint files and directories; the library entry the CLI and the benchmark call.
+
+    DA013 plans every variant on `profile` (None: no cluster profile); `disagg lint`
+    passes the one `disagg plan` would use (`--cluster`, else a found `srtslurm.yaml`)."""
     files, findings = expand_paths(paths)
     scanned: list[ScannedFile] = []
     for path in files:
@@ -139,6 +149,6 @@ def lint_paths(paths: list[Path]) -> LintReport:
             findings.append(text)
         else:
             scanned.append(scan(str(path), text))
-    findings.extend(lint_scanned(scanned))
+    findings.extend(lint_scanned(scanned, profile))
     findings.sort(key=Finding.sort_key)
     return LintReport(files=[str(p) for p in files], findings=findings)
