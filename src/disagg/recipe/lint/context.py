@@ -56,7 +56,10 @@ class FileContext:
     @cached_property
     def nodes(self) -> list[Node]:
         """Every node of the file once, depth first: walked once for the rules that look
-        at every node (export hazards, duplicate keys, literal secrets)."""
+        at every node (export hazards, duplicate keys, literal secrets). The scan recorded
+        them for its root as it composed it; any other root is walked."""
+        if self.root is self.scanned.root and self.scanned.nodes:
+            return self.scanned.nodes
         return list(walk(self.root))
 
     @cached_property

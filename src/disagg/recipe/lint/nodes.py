@@ -98,6 +98,10 @@ class ScannedFile:
     aliases: list[Alias] = field(default_factory=list)
     syntax: SyntaxProblem | None = None
     documents: int = 0
+    # every node of the first document once, in `walk` order (depth first, keys before
+    # their values, an alias target where it is defined): recorded while composing, so
+    # the rules that look at every node need no second walk
+    nodes: list[Node] = field(default_factory=list)
 
     @property
     def undefined(self) -> list[Alias]:
@@ -114,6 +118,7 @@ class _Composer:
         self.events = events
         self.defined: dict[str, Anchor] = {}
         self.budget = ExpansionBudget(scanned.path)
+        self.order: list[Node] = []  # each node made, in the order made (= `walk` order)
 
     def node(
         self, event: yaml.Event, block: str | None, path: tuple[str, ...], depth: int = 0
@@ -127,7 +132,9 @@ class _Composer:
             if target is not None:
                 self.budget.alias(name, SourceLocation(self.scanned.path, line, col))
                 return target.node
-            return Node("scalar", line, col, block, path)
+            missing = Node("scalar", line, col, block, path)
+            self.order.append(missing)
+            return missing
         anchor: str | None = getattr(event, "anchor", None)
         budget = self.budget
         start = budget.total
@@ -142,10 +149,12 @@ class _Composer:
             else:
                 value = text
             made = Node("scalar", line, col, block, path, anchor, value)
+            self.order.append(made)
         elif depth >= MAX_DEPTH:
             raise too_deep(SourceLocation(self.scanned.path, line, col))
         elif type(event) is yaml.SequenceStartEvent:
             made = Node("seq", line, col, block, path, anchor)
+            self.order.append(made)
             items = made.items
             for child in self.events:
                 if type(child) is yaml.SequenceEndEvent:
@@ -153,6 +162,7 @@ class _Composer:
                 items.append(self.node(child, block, (*path, str(len(items))), depth + 1))
         elif type(event) is yaml.MappingStartEvent:
             made = Node("map", line, col, block, path, anchor)
+            self.order.append(made)
             pairs = made.pairs
             top = not path and block is None
             events = self.events
@@ -188,6 +198,8 @@ def scan(path: str, text: str) -> ScannedFile:
                 root = composer.node(first, None, ())
                 if scanned.root is None:
                     scanned.root = root
+                    scanned.nodes = composer.order
+                composer.order = []  # later documents are not linted
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = " ".join(p for p in (exc.context, exc.problem) if p) or str(exc)

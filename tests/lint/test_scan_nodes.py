@@ -1,0 +1,43 @@
+"""The scan records every node of a file as it composes it, in the order `walk` visits them,
+so the rules that look at every node (DA004, DA005, DA011) see each one exactly once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from disagg.recipe.lint.nodes import scan, walk
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "recipes"
+
+TRICKY = """\
+x-shared: &common {env: {A: "1,2"}, list: [1, &item {b: 2}]}
+base:
+  <<: *common
+  again: *item
+  missing: *nowhere
+  nested: [[1, 2], {c: [3]}]
+override_a: {again: *common}
+---
+second: {not: linted}
+"""
+
+
+def _same(text: str) -> None:
+    scanned = scan("r.yaml", text)
+    assert scanned.root is not None
+    walked = list(walk(scanned.root))
+    assert len(walked) == len(scanned.nodes)
+    assert all(a is b for a, b in zip(walked, scanned.nodes, strict=True))
+
+
+def test_recorded_nodes_are_the_walk_with_aliases_merges_and_later_documents() -> None:
+    _same(TRICKY)
+    scanned = scan("r.yaml", TRICKY)
+    values = [n.value for n in scanned.nodes if n.kind == "scalar"]
+    assert "second" not in values  # only the first document is linted
+    assert values.count("b") == 1  # an alias target is recorded once, where it is defined
+
+
+def test_recorded_nodes_are_the_walk_for_every_shared_recipe() -> None:
+    for path in sorted(SHARED.rglob("*.yaml")):
+        _same(path.read_text())
