@@ -32,7 +32,7 @@ from yaml import MarkedYAMLError, YAMLError
 from disagg.errors import DisaggError, SourceLocation
 from disagg.probe import probe, shortened
 from disagg.recipe.source_map import Pos, SourceMap
-from disagg.recipe.yaml_events import EventBuilder
+from disagg.recipe.yaml_events import EventBuilder, parse_events
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def _build(
 ) -> tuple[SourceMap, EventBuilder, Any]:
     source = SourceMap(file)
     builder = EventBuilder(source)
-    return source, builder, builder.build(yaml.parse(text, Loader=loader))
+    return source, builder, builder.build(parse_events(text, loader))
 
 
 def _yaml_error(exc: YAMLError, text: str, file: str) -> DisaggError:

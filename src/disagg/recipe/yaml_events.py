@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import yaml
 from yaml.events import (
     AliasEvent,
     DocumentStartEvent,
@@ -26,6 +27,21 @@ from disagg.errors import DisaggError, SourceLocation
 from disagg.recipe.limits import MAX_DEPTH, ExpansionBudget, too_deep
 from disagg.recipe.source_map import KeyPath, LineCol, Pos, PosDict, PosList, SourceMap
 from disagg.recipe.yaml_scalars import BOOLS, FLOAT, TAG, resolve_plain, to_float, to_int
+
+
+def parse_events(
+    text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]
+) -> Iterator[yaml.Event]:
+    """The parser's events for `text`, as `yaml.parse` yields them.
+
+    libyaml's parser is read by calling its `get_event` until it answers None (the
+    stream has ended): about a quarter less CPU than `yaml.parse`'s generator, which
+    asks `check_event` before each event. The pure-Python parser keeps `yaml.parse`
+    (it needs `dispose` to break its reference cycles).
+    """
+    if loader is getattr(yaml, "CSafeLoader", None):
+        return iter(loader(text).get_event, None)
+    return yaml.parse(text, Loader=loader)
 
 
 def _pos(mark: Any) -> Pos:

@@ -19,6 +19,7 @@ import yaml
 
 from disagg.errors import DisaggError, SourceLocation
 from disagg.recipe.limits import MAX_DEPTH, ExpansionBudget, too_deep
+from disagg.recipe.yaml_events import parse_events
 from disagg.recipe.yaml_scalars import resolve_plain
 
 _TAG = "tag:yaml.org,2002:"
@@ -186,7 +187,7 @@ class _Composer:
 def scan(path: str, text: str) -> ScannedFile:
     """Compose `text` once; a syntax error is recorded (with what was seen before it)."""
     scanned = ScannedFile(path, text)
-    events = iter(yaml.parse(text, Loader=yaml.CSafeLoader))
+    events = parse_events(text, yaml.CSafeLoader)
     composer = _Composer(scanned, events)
     try:
         for event in events:
