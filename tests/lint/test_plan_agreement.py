@@ -126,3 +126,21 @@ def test_lint_plans_on_the_srtslurm_yaml_plan_finds(
     assert code == 0 and json.loads(out) == []
     code, out, _ = invoke("lint", "--json", "--cluster", str(tmp_path / "srtslurm.yaml"), "r.yaml")
     assert code == 1 and [f["rule"] for f in json.loads(out)] == ["DA013"]
+
+
+def test_the_submit_preflight_lints_on_the_profile_the_plans_were_made_on(
+    tmp_path: Path,
+) -> None:
+    """`disagg submit`'s pre-flight lints again before sbatch: its DA013 must plan on the
+    submission's cluster profile, or it passes a recipe the cluster refuses (and refuses one
+    only the cluster can place)."""
+    from disagg.launch.slurm_preflight import check_recipes
+    from disagg.plan.from_recipe import load_cluster
+
+    config = tmp_path / "srtslurm.yaml"
+    config.write_text("cluster: east\ndefault_partition: batch\ngpus_per_node: 8\n")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(MINIMAL)
+    assert check_recipes([str(recipe)]).errors == []  # no profile: it plans
+    [error] = check_recipes([str(recipe)], load_cluster(config)).errors
+    assert "DA013" in error and "outside every container mount" in error

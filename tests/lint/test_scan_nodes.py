@@ -41,3 +41,21 @@ def test_recorded_nodes_are_the_walk_with_aliases_merges_and_later_documents() -
 def test_recorded_nodes_are_the_walk_for_every_shared_recipe() -> None:
     for path in sorted(SHARED.rglob("*.yaml")):
         _same(path.read_text())
+
+
+def test_text_libyaml_refuses_is_scanned_as_the_loader_reads_it() -> None:
+    """libyaml refuses a `%YAML 1.3` directive that PyYAML's pure parser (and so the
+    loader's fallback, and plan) reads: lint must not call that file a syntax error."""
+    from disagg.recipe.load import parse_yaml
+
+    text = "%YAML 1.3\n---\nname: x\nmodel: {path: /m}\n"
+    assert parse_yaml(text, file="r.yaml").data == {"name": "x", "model": {"path": "/m"}}
+    scanned = scan("r.yaml", text)
+    assert scanned.syntax is None and scanned.root is not None
+    _same(text)
+
+
+def test_malformed_text_is_still_a_syntax_error_at_its_position() -> None:
+    scanned = scan("r.yaml", "a: [1, 2\nb: 3\n")
+    assert scanned.syntax is not None and scanned.syntax.line is not None
+    assert scanned.syntax.message.startswith("YAML syntax error")

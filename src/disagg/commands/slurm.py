@@ -93,7 +93,10 @@ def submit_command(
             hint="run on a login node, start the local test cluster (scripts/slurm-up), "
             "or use --dry-run to only write the job files",
         )
-    checked = check_plans(plans, cluster=reachable)
+    from disagg.plan.from_recipe import load_cluster
+
+    # lint's DA013 plans again, on the profile these plans were made on
+    checked = check_plans(plans, cluster=reachable, profile=load_cluster(cluster))
     if not reachable:
         checked.warnings.append("Slurm is not reachable: partition and node checks skipped")
     for warning in checked.warnings:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from disagg.cluster import ClusterProfile
 from disagg.launch import slurmctl
 from disagg.plan.model import Plan
 
@@ -29,15 +30,16 @@ class Preflight:
         self.warnings += other.warnings
 
 
-def check_recipes(files: Iterable[str]) -> Preflight:
-    """Lint each recipe file once; an error-severity finding refuses the submission."""
+def check_recipes(files: Iterable[str], profile: ClusterProfile | None = None) -> Preflight:
+    """Lint each recipe file once, on the cluster profile the plans were made on (DA013
+    plans again); an error-severity finding refuses the submission."""
     from disagg.recipe.lint import Severity, lint_paths
 
     result = Preflight()
     paths = sorted({Path(f) for f in files if f and Path(f).is_file()})
     if not paths:
         return result
-    for finding in lint_paths(paths).findings:
+    for finding in lint_paths(paths, profile).findings:
         where = finding.where
         text = f"{where}: {finding.rule} {finding.message}" if where else finding.message
         if finding.severity is Severity.ERROR:
@@ -175,9 +177,12 @@ def check_job_script(plan: Plan) -> Preflight:
     return result
 
 
-def check_plans(plans: list[Plan], *, cluster: bool = True) -> Preflight:
-    """Every check for every plan; `cluster=False` skips the questions to Slurm."""
-    result = check_recipes(plan.recipe_file for plan in plans)
+def check_plans(
+    plans: list[Plan], *, cluster: bool = True, profile: ClusterProfile | None = None
+) -> Preflight:
+    """Every check for every plan (made on `profile`); `cluster=False` skips the questions
+    to Slurm."""
+    result = check_recipes((plan.recipe_file for plan in plans), profile)
     for plan in plans:
         result.extend(check_benchmark(plan))
         result.extend(check_job_script(plan))

@@ -185,9 +185,24 @@ class _Composer:
 
 
 def scan(path: str, text: str) -> ScannedFile:
-    """Compose `text` once; a syntax error is recorded (with what was seen before it)."""
+    """Compose `text` once; a syntax error is recorded (with what was seen before it).
+
+    The parser is chosen as the loader chooses it (`disagg.recipe.load`): libyaml's, and
+    PyYAML's pure-Python one where libyaml calls the text malformed (its scanner refuses
+    some valid YAML), so lint never reports a syntax error in a file plan reads."""
+    fast = getattr(yaml, "CSafeLoader", None)
+    scanned, malformed = _scan(path, text, fast or yaml.SafeLoader)
+    if fast is not None and malformed:
+        scanned, _ = _scan(path, text, yaml.SafeLoader)
+    return scanned
+
+
+def _scan(
+    path: str, text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]
+) -> tuple[ScannedFile, bool]:
+    """The scan with one parser, and whether that parser called the text malformed."""
     scanned = ScannedFile(path, text)
-    events = parse_events(text, yaml.CSafeLoader)
+    events = parse_events(text, loader)
     composer = _Composer(scanned, events)
     try:
         for event in events:
@@ -209,13 +224,14 @@ def scan(path: str, text: str) -> ScannedFile:
             mark.line + 1 if mark else None,
             mark.column + 1 if mark else None,
         )
+        return scanned, True
     except yaml.YAMLError as exc:
         scanned.syntax = SyntaxProblem(f"YAML syntax error: {exc}", None, None)
     except DisaggError as exc:  # a bound of disagg.recipe.limits
         where = exc.location
         line = where.line if where else None
         scanned.syntax = SyntaxProblem(exc.message, line, where.column if where else None, exc.hint)
-    return scanned
+    return scanned, False
 
 
 def to_python(node: Node | None) -> Any:
