@@ -1,29 +1,20 @@
 """Variant + cluster profile -> Plan: which role runs on which node and GPUs, with what command.
 
-Layout follows srt-slurm: prefill workers first from node rank 0, then decode workers
-on their own `decode_nodes` (or, with `decode_nodes: 0`, on the GPUs the prefill
-workers leave free). A worker needing at least a node's GPUs spans whole nodes
-(SGLang multi-node: `--nnodes`, `--node-rank`); smaller workers share a node on
-disjoint GPU subsets (`gpu_ids`). GPUs per worker are `gpus_per_prefill` /
-`gpus_per_decode` / `gpus_per_agg` when given, else nodes x GPUs-per-node / workers.
-The router and the in-process bench sit on node rank 0.
-
-Load points and the bench role come from the `benchmark.type` adapter
-(`disagg.workloads`).
+Workers are laid out on nodes by `disagg.plan.node_layout` (srt-slurm's layout); this
+module asks the engine adapter for each worker's command, the frontend adapter for its
+services and roles, and the benchmark adapter for its points. The router and the
+in-process bench sit on node rank 0.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from disagg.cluster import (
     ClusterProfile,
     ModelRef,
-    container_source,
     is_repo_id,
     resolve_container,
     resolve_model,
@@ -39,10 +30,10 @@ from disagg.plan.container_paths import (
     translate_args,
     translate_roles,
 )
+from disagg.plan.job_plan import containers_to_stage, env_text, slurm_plan
 from disagg.plan.limits import LimitsPlan, limits_plan, serving_gap_problem
 from disagg.plan.model import (
     BenchPlan,
-    ContainerToStage,
     GpuVendor,
     HealthPlan,
     ModelToStage,
@@ -51,62 +42,15 @@ from disagg.plan.model import (
     Plan,
     RoleKind,
     RolePlan,
-    SlurmPlan,
     StagingPlan,
 )
+from disagg.plan.node_layout import NodeLayout, PlacedWorker
 from disagg.recipe.honoured import unhonoured
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
 
 SIM_HEALTH_DEADLINE_S = 60.0
 ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
-
-
-@dataclass(frozen=True)
-class _Group:
-    """Workers of one kind: how many, GPUs each, and the nodes they may use."""
-
-    kind: RoleKind
-    workers: int
-    gpus_each: int
-    nodes: int | None  # declared nodes; None = share the previous group's nodes
-    field: str  # resources field that sets the node count, for messages
-
-
-class _Cursor:
-    """Walks GPUs node by node, handing out whole nodes or GPU subsets."""
-
-    def __init__(self, gpus_per_node: int) -> None:
-        self.gpn = gpus_per_node
-        self.node = 0
-        self.gpu = 0
-
-    def next_node(self) -> None:
-        """Move to the start of the next node unless already at a node's start."""
-        if self.gpu:
-            self.node += 1
-            self.gpu = 0
-
-    def take(self, gpus: int) -> tuple[list[int], list[int]]:
-        """(node ranks, gpu ids on each) for one worker of `gpus` GPUs."""
-        if gpus >= self.gpn:
-            self.next_node()
-            span = gpus // self.gpn
-            ranks = list(range(self.node, self.node + span))
-            self.node += span
-            return ranks, list(range(self.gpn))
-        if self.gpu + gpus > self.gpn:
-            self.next_node()
-        ids = list(range(self.gpu, self.gpu + gpus))
-        rank = self.node
-        self.gpu += gpus
-        if self.gpu == self.gpn:
-            self.next_node()
-        return [rank], ids
-
-    @property
-    def used_nodes(self) -> int:
-        return self.node + (1 if self.gpu else 0)
 
 
 def place(variant: Variant, profile: ClusterProfile | None = None) -> Plan:
@@ -149,99 +93,6 @@ class _Placer:
             raise self.fail(problem[0], ("limits", "serving_gap"), hint=problem[1])
         return limits_plan(self.config.limits, slurm_time_limit)
 
-    # ---------------------------------------------------------------- layout
-
-    def gpus_per_node(self) -> int:
-        gpn = self.config.resources.gpus_per_node
-        if gpn is None and self.profile is not None:
-            gpn = self.profile.gpus_per_node
-        if gpn is None:
-            raise self.fail(
-                "GPUs per node unknown",
-                ("resources",),
-                "set resources.gpus_per_node or gpus_per_node in the cluster profile",
-            )
-        return gpn
-
-    def groups(self, gpn: int) -> list[_Group]:
-        res = self.config.resources
-        if res.disaggregated:
-            prefill = res.prefill_workers or 0
-            decode = res.decode_workers or 0
-            if prefill < 1 or decode < 1:
-                raise self.fail(
-                    f"a disaggregated variant needs {self.named('resources', 'prefill_workers')}"
-                    f" >= 1 and {self.named('resources', 'decode_workers')} >= 1",
-                    ("resources",),
-                    f"or use {self.named('resources', 'agg_nodes')}/"
-                    f"{self.named('resources', 'agg_workers')} for an aggregated variant",
-                )
-            if res.prefill_nodes is None:
-                raise self.fail(
-                    f"{self.named('resources', 'prefill_nodes')} is not set",
-                    ("resources", "prefill_nodes"),
-                    "set how many nodes the prefill workers use",
-                )
-            gpp = res.gpus_per_prefill or _split(res.prefill_nodes, gpn, prefill)
-            if res.gpus_per_decode:
-                gpd = res.gpus_per_decode
-            elif not res.decode_nodes:  # 0 (or unset): decode shares the prefill nodes
-                gpd = gpp
-            else:
-                gpd = _split(res.decode_nodes, gpn, decode)
-            return [
-                _Group(RoleKind.PREFILL, prefill, gpp, res.prefill_nodes, "prefill_nodes"),
-                _Group(RoleKind.DECODE, decode, gpd, res.decode_nodes or None, "decode_nodes"),
-            ]
-        workers = res.agg_workers if res.agg_workers is not None else 1
-        if workers < 1:
-            raise self.fail(
-                f"{self.named('resources', 'agg_workers')} must be at least 1",
-                ("resources", "agg_workers"),
-            )
-        nodes = res.agg_nodes if res.agg_nodes is not None else 1
-        gpa = res.gpus_per_agg or _split(nodes, gpn, workers)
-        return [_Group(RoleKind.AGGREGATED, workers, gpa, nodes, "agg_nodes")]
-
-    def layout(self, gpn: int) -> tuple[list[tuple[RoleKind, int, list[int], list[int]]], int]:
-        """(kind, index, node ranks, gpu ids) per worker, and the number of nodes."""
-        cursor = _Cursor(gpn)
-        placed: list[tuple[RoleKind, int, list[int], list[int]]] = []
-        end = 0  # one past the last declared node so far
-        for group in self.groups(gpn):
-            if group.gpus_each > gpn and group.gpus_each % gpn:
-                raise self.fail(
-                    f"{group.kind.value} workers need {group.gpus_each} GPUs each, more than "
-                    f"one node ({gpn}) but not a whole number of nodes",
-                    ("resources",),
-                    "a worker either fits in one node or spans whole nodes",
-                )
-            first = end
-            if group.nodes is not None:  # own nodes: start on a fresh node
-                cursor.node, cursor.gpu = first, 0
-            for index in range(group.workers):
-                ranks, ids = cursor.take(group.gpus_each)
-                placed.append((group.kind, index, ranks, ids))
-            if group.nodes is not None:
-                used = cursor.used_nodes - first
-                if used > group.nodes:
-                    raise self.fail(
-                        f"{group.workers} {group.kind.value} worker(s) x {group.gpus_each} GPUs "
-                        f"need {used} node(s) of {gpn} GPUs, but "
-                        f"{self.named('resources', group.field)} is {group.nodes}",
-                        ("resources", group.field),
-                        "raise the node count, or lower the workers or GPUs per worker",
-                    )
-                end = first + group.nodes
-            elif cursor.used_nodes > end:
-                raise self.fail(
-                    f"{group.workers} {group.kind.value} worker(s) x {group.gpus_each} GPUs do "
-                    f"not fit on the GPUs left free on the other workers' {end} node(s)",
-                    ("resources", group.field),
-                    f"give them their own nodes with {self.named('resources', group.field)} >= 1",
-                )
-        return placed, max(end, 1)
-
     # ---------------------------------------------------------------- roles
 
     def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
@@ -255,8 +106,8 @@ class _Placer:
             RoleKind.AGGREGATED: backend.aggregated_environment,
         }[kind]
         env = self.profile.worker_env() if self.profile else {}
-        env.update({key: _env_text(value) for key, value in self.config.environment.items()})
-        env.update({key: _env_text(value) for key, value in per_kind.items()})
+        env.update({key: env_text(value) for key, value in self.config.environment.items()})
+        env.update({key: env_text(value) for key, value in per_kind.items()})
         return env
 
     def worker_health(self) -> HealthPlan:
@@ -333,9 +184,7 @@ class _Placer:
             )
         return wanted
 
-    def workers(
-        self, placed: list[tuple[RoleKind, int, list[int], list[int]]], model: ModelRef
-    ) -> list[RolePlan]:
+    def workers(self, placed: list[PlacedWorker], model: ModelRef) -> list[RolePlan]:
         served = self.served_name(model)
         image = None if self.simulated else self.container_image()
         roles = []
@@ -490,7 +339,7 @@ class _Placer:
         )
         return adapter_for(section.type).plan(inputs)
 
-    # ---------------------------------------------------------------- staging, slurm
+    # ---------------------------------------------------------------- staging
 
     def staging(self, model: ModelRef, workers: list[RolePlan]) -> StagingPlan:
         revision = self.config.model.revision or "main"
@@ -520,48 +369,7 @@ class _Placer:
             local_path=None if model.kind == "repo" else model.value,
             allow_download=profile.allow_download if profile else True,
             skip=self.simulated,
-            containers=self.containers_to_stage(),
-        )
-
-    def containers_to_stage(self) -> list[ContainerToStage]:
-        """The squashfs image to import when the profile says how and pyxis will use it."""
-        written = self.config.model.container
-        source = container_source(written, self.profile) if written else None
-        if source is None or not self.pyxis:
-            return []
-        assert self.profile is not None
-        return [
-            ContainerToStage(
-                squashfs=source.squashfs,
-                image=source.image,
-                import_command=shlex.split(self.profile.container_import),
-            )
-        ]
-
-    def slurm(self, nodes: int, gpn: int) -> SlurmPlan:
-        cfg = self.config
-        profile = self.profile
-        directives = dict(profile.sbatch_directives) if profile else {}
-        directives.update({k: _env_text(v) for k, v in cfg.sbatch_directives.items()})
-        srun = dict(profile.srun_options) if profile else {}
-        srun.update({k: _env_text(v) for k, v in cfg.srun_options.items()})
-        return SlurmPlan(
-            job_name=cfg.name,
-            nodes=nodes,
-            gpus_per_node=gpn,
-            gpu_directive=profile.gpu_directive if profile else "gres",
-            partition=cfg.slurm.partition or (profile.partition if profile else None),
-            account=cfg.slurm.account or (profile.account if profile else None),
-            time_limit=cfg.slurm.time_limit or (profile.time_limit if profile else None),
-            exclusive=profile.exclusive if profile else True,
-            segment=nodes if profile and profile.segment else None,
-            directives=directives,
-            srun_options=srun,
-            container_image=None if self.simulated else self.container_image(),
-            container_mounts=self.container_mounts(),
-            pyxis=self.pyxis,
-            secret_env=list(profile.secret_env) if profile else ["HF_TOKEN"],
-            setup_script=cfg.setup_script,
+            containers=containers_to_stage(self.config.model.container, self.profile, self.pyxis),
         )
 
     # ---------------------------------------------------------------- all
@@ -578,8 +386,9 @@ class _Placer:
         self.check_engine()
         bench = self.bench(model)  # benchmark refusals first, as before the engine's own
         self.check_backend_knobs()
-        gpn = self.gpus_per_node()
-        placed, nodes = self.layout(gpn)
+        layout = NodeLayout(self.config.resources, self.profile, named=self.named, fail=self.fail)
+        gpn = layout.gpus_per_node()
+        placed, nodes = layout.place_workers(gpn)
         workers = self.workers(placed, model)
         frontend = self.frontend(workers, model)
         roles = frontend.roles
@@ -588,7 +397,15 @@ class _Placer:
         if frontend.tokenizer is not None:
             update["tokenizer"] = frontend.tokenizer
         bench = bench.model_copy(update=update)
-        slurm = self.slurm(nodes, gpn)
+        slurm = slurm_plan(
+            self.config,
+            self.profile,
+            nodes,
+            gpn,
+            image=None if self.simulated else self.container_image(),
+            mounts=self.container_mounts(),
+            pyxis=self.pyxis,
+        )
         prefill = sum(r.total_gpus for r in workers if r.kind is RoleKind.PREFILL)
         decode = sum(r.total_gpus for r in workers if r.kind is not RoleKind.PREFILL)
         plan = Plan(
@@ -657,16 +474,3 @@ def _worker_role(kind: RoleKind) -> WorkerRole:
     if kind is RoleKind.AGGREGATED:
         return "aggregated"
     raise ValueError(f"{kind.value} is not a worker role")
-
-
-def _split(nodes: int, gpus_per_node: int, workers: int) -> int:
-    """srt-slurm's default GPUs per worker: the group's GPUs shared evenly (at least 1)."""
-    if nodes <= 0:
-        return gpus_per_node
-    return max((nodes * gpus_per_node) // workers, 1)
-
-
-def _env_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

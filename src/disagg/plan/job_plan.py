@@ -1,0 +1,74 @@
+"""The job around the roles: the Slurm allocation and the container images to import.
+
+Read from the recipe and the cluster profile alone (the recipe's values over the
+profile's), so kept apart from `disagg.plan.placement`, which asks the engine and
+frontend adapters for the roles.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from disagg.cluster import ClusterProfile, container_source
+from disagg.plan.model import ContainerToStage, SlurmPlan
+from disagg.recipe.schema import RecipeConfig
+
+
+def slurm_plan(
+    cfg: RecipeConfig,
+    profile: ClusterProfile | None,
+    nodes: int,
+    gpn: int,
+    *,
+    image: str | None,
+    mounts: dict[str, str],
+    pyxis: bool,
+) -> SlurmPlan:
+    """The allocation for `nodes` nodes of `gpn` GPUs; `image` runs the roles (or None)."""
+    directives = dict(profile.sbatch_directives) if profile else {}
+    directives.update({k: env_text(v) for k, v in cfg.sbatch_directives.items()})
+    srun = dict(profile.srun_options) if profile else {}
+    srun.update({k: env_text(v) for k, v in cfg.srun_options.items()})
+    return SlurmPlan(
+        job_name=cfg.name,
+        nodes=nodes,
+        gpus_per_node=gpn,
+        gpu_directive=profile.gpu_directive if profile else "gres",
+        partition=cfg.slurm.partition or (profile.partition if profile else None),
+        account=cfg.slurm.account or (profile.account if profile else None),
+        time_limit=cfg.slurm.time_limit or (profile.time_limit if profile else None),
+        exclusive=profile.exclusive if profile else True,
+        segment=nodes if profile and profile.segment else None,
+        directives=directives,
+        srun_options=srun,
+        container_image=image,
+        container_mounts=mounts,
+        pyxis=pyxis,
+        secret_env=list(profile.secret_env) if profile else ["HF_TOKEN"],
+        setup_script=cfg.setup_script,
+    )
+
+
+def containers_to_stage(
+    written: str | None, profile: ClusterProfile | None, pyxis: bool
+) -> list[ContainerToStage]:
+    """The squashfs image to import when the profile says how and pyxis will use it."""
+    source = container_source(written, profile) if written else None
+    if source is None or not pyxis:
+        return []
+    assert profile is not None
+    return [
+        ContainerToStage(
+            squashfs=source.squashfs,
+            image=source.image,
+            import_command=shlex.split(profile.container_import),
+        )
+    ]
+
+
+def env_text(value: Any) -> str:
+    """A YAML scalar as an environment or directive value (`true`, not `True`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,191 @@
+"""Workers onto nodes and GPUs, as srt-slurm lays them out.
+
+Prefill workers first from node rank 0, then decode workers on their own `decode_nodes`
+(or, with `decode_nodes: 0`, on the GPUs the prefill workers leave free). A worker
+needing at least a node's GPUs spans whole nodes; smaller workers share a node on
+disjoint GPU subsets. GPUs per worker are `gpus_per_prefill` / `gpus_per_decode` /
+`gpus_per_agg` when given, else nodes x GPUs-per-node / workers. Kept apart from
+`disagg.plan.placement` (which builds each role's command) because it is pure
+arithmetic over the `resources` section, with its own refusals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from disagg.cluster import ClusterProfile
+from disagg.errors import DisaggError
+from disagg.plan.model import RoleKind
+from disagg.recipe.schema import ResourcesSection
+
+Fail = Callable[..., DisaggError]  # (message, path, hint=None) -> the positioned error
+Named = Callable[..., str]  # (*path) -> the field as the file spells it
+
+# One placed worker: (kind, index within its kind, node ranks, GPU ids on each node).
+PlacedWorker = tuple[RoleKind, int, list[int], list[int]]
+
+
+@dataclass(frozen=True)
+class WorkerGroup:
+    """Workers of one kind: how many, GPUs each, and the nodes they may use."""
+
+    kind: RoleKind
+    workers: int
+    gpus_each: int
+    nodes: int | None  # declared nodes; None = share the previous group's nodes
+    field: str  # resources field that sets the node count, for messages
+
+
+class GpuCursor:
+    """Walks GPUs node by node, handing out whole nodes or GPU subsets."""
+
+    def __init__(self, gpus_per_node: int) -> None:
+        self.gpn = gpus_per_node
+        self.node = 0
+        self.gpu = 0
+
+    def next_node(self) -> None:
+        """Move to the start of the next node unless already at a node's start."""
+        if self.gpu:
+            self.node += 1
+            self.gpu = 0
+
+    def take(self, gpus: int) -> tuple[list[int], list[int]]:
+        """(node ranks, gpu ids on each) for one worker of `gpus` GPUs."""
+        if gpus >= self.gpn:
+            self.next_node()
+            span = gpus // self.gpn
+            ranks = list(range(self.node, self.node + span))
+            self.node += span
+            return ranks, list(range(self.gpn))
+        if self.gpu + gpus > self.gpn:
+            self.next_node()
+        ids = list(range(self.gpu, self.gpu + gpus))
+        rank = self.node
+        self.gpu += gpus
+        if self.gpu == self.gpn:
+            self.next_node()
+        return [rank], ids
+
+    @property
+    def used_nodes(self) -> int:
+        return self.node + (1 if self.gpu else 0)
+
+
+class NodeLayout:
+    """The `resources` section of one variant, laid out on nodes of a cluster."""
+
+    def __init__(
+        self,
+        resources: ResourcesSection,
+        profile: ClusterProfile | None,
+        *,
+        named: Named,
+        fail: Fail,
+    ) -> None:
+        self.resources = resources
+        self.profile = profile
+        self.named = named
+        self.fail = fail
+
+    def gpus_per_node(self) -> int:
+        """The recipe's GPUs per node, else the cluster profile's."""
+        gpn = self.resources.gpus_per_node
+        if gpn is None and self.profile is not None:
+            gpn = self.profile.gpus_per_node
+        if gpn is None:
+            raise self.fail(
+                "GPUs per node unknown",
+                ("resources",),
+                "set resources.gpus_per_node or gpus_per_node in the cluster profile",
+            )
+        return gpn
+
+    def groups(self, gpn: int) -> list[WorkerGroup]:
+        res = self.resources
+        if res.disaggregated:
+            prefill = res.prefill_workers or 0
+            decode = res.decode_workers or 0
+            if prefill < 1 or decode < 1:
+                raise self.fail(
+                    f"a disaggregated variant needs {self.named('resources', 'prefill_workers')}"
+                    f" >= 1 and {self.named('resources', 'decode_workers')} >= 1",
+                    ("resources",),
+                    f"or use {self.named('resources', 'agg_nodes')}/"
+                    f"{self.named('resources', 'agg_workers')} for an aggregated variant",
+                )
+            if res.prefill_nodes is None:
+                raise self.fail(
+                    f"{self.named('resources', 'prefill_nodes')} is not set",
+                    ("resources", "prefill_nodes"),
+                    "set how many nodes the prefill workers use",
+                )
+            gpp = res.gpus_per_prefill or split_gpus(res.prefill_nodes, gpn, prefill)
+            if res.gpus_per_decode:
+                gpd = res.gpus_per_decode
+            elif not res.decode_nodes:  # 0 (or unset): decode shares the prefill nodes
+                gpd = gpp
+            else:
+                gpd = split_gpus(res.decode_nodes, gpn, decode)
+            return [
+                WorkerGroup(RoleKind.PREFILL, prefill, gpp, res.prefill_nodes, "prefill_nodes"),
+                WorkerGroup(RoleKind.DECODE, decode, gpd, res.decode_nodes or None, "decode_nodes"),
+            ]
+        workers = res.agg_workers if res.agg_workers is not None else 1
+        if workers < 1:
+            raise self.fail(
+                f"{self.named('resources', 'agg_workers')} must be at least 1",
+                ("resources", "agg_workers"),
+            )
+        nodes = res.agg_nodes if res.agg_nodes is not None else 1
+        gpa = res.gpus_per_agg or split_gpus(nodes, gpn, workers)
+        return [WorkerGroup(RoleKind.AGGREGATED, workers, gpa, nodes, "agg_nodes")]
+
+    def place_workers(
+        self, gpn: int
+    ) -> tuple[list[tuple[RoleKind, int, list[int], list[int]]], int]:
+        """(kind, index, node ranks, gpu ids) per worker, and the number of nodes."""
+        cursor = GpuCursor(gpn)
+        placed: list[PlacedWorker] = []
+        end = 0  # one past the last declared node so far
+        for group in self.groups(gpn):
+            if group.gpus_each > gpn and group.gpus_each % gpn:
+                raise self.fail(
+                    f"{group.kind.value} workers need {group.gpus_each} GPUs each, more than "
+                    f"one node ({gpn}) but not a whole number of nodes",
+                    ("resources",),
+                    "a worker either fits in one node or spans whole nodes",
+                )
+            first = end
+            if group.nodes is not None:  # own nodes: start on a fresh node
+                cursor.node, cursor.gpu = first, 0
+            for index in range(group.workers):
+                ranks, ids = cursor.take(group.gpus_each)
+                placed.append((group.kind, index, ranks, ids))
+            if group.nodes is not None:
+                used = cursor.used_nodes - first
+                if used > group.nodes:
+                    raise self.fail(
+                        f"{group.workers} {group.kind.value} worker(s) x {group.gpus_each} GPUs "
+                        f"need {used} node(s) of {gpn} GPUs, but "
+                        f"{self.named('resources', group.field)} is {group.nodes}",
+                        ("resources", group.field),
+                        "raise the node count, or lower the workers or GPUs per worker",
+                    )
+                end = first + group.nodes
+            elif cursor.used_nodes > end:
+                raise self.fail(
+                    f"{group.workers} {group.kind.value} worker(s) x {group.gpus_each} GPUs do "
+                    f"not fit on the GPUs left free on the other workers' {end} node(s)",
+                    ("resources", group.field),
+                    f"give them their own nodes with {self.named('resources', group.field)} >= 1",
+                )
+        return placed, max(end, 1)
+
+
+def split_gpus(nodes: int, gpus_per_node: int, workers: int) -> int:
+    """srt-slurm's default GPUs per worker: the group's GPUs shared evenly (at least 1)."""
+    if nodes <= 0:
+        return gpus_per_node
+    return max((nodes * gpus_per_node) // workers, 1)
