@@ -1,27 +1,42 @@
-"""The shipped Dynamo example submitted to the local Slurm: the real `dynamo.frontend` on the
-first node, a `dynamo.mocker` prefill and decode on two nodes, discovered through the run
-directory on the shared filesystem."""
+"""Dynamo recipes submitted to the local Slurm: the real `dynamo.frontend` on the job's
+first node, a prefill and a decode `dynamo.mocker` on two nodes, discovered through the run
+directory on the shared filesystem. The shipped Dynamo example (SGLang, simulated by the
+mocker) and the shipped mocker example (the mocker is the engine, nothing simulated) run the
+same way; etcd and NATS, when the recipe names them, run as job steps."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+from engines import test_mocker_run
 from slurm.cli_support import submit_and_complete
 from slurm.conftest import job_steps
 from tiny_model import TinyModel
 
+from . import test_dynamo_run
 from .test_dynamo_run import recipe
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 
+@pytest.mark.parametrize(
+    ("example", "engine", "simulated"),
+    [(test_dynamo_run, "sim", True), (test_mocker_run, "mocker", False)],
+    ids=["sglang-simulated", "mocker-engine"],
+)
 def test_1p1d_dynamo_sweep_on_two_slurm_nodes(
-    slurm_cluster: list[str], tmp_path: Path, tiny_model: TinyModel
+    slurm_cluster: list[str],
+    tmp_path: Path,
+    tiny_model: TinyModel,
+    example: ModuleType,
+    engine: str,
+    simulated: bool,
 ) -> None:
-    path = recipe(tmp_path, tiny_model)
+    path = example.recipe(tmp_path, tiny_model)
     path.write_text(path.read_text().replace("decode_nodes: 0", "decode_nodes: 1"))
     run_dir = tmp_path / "run"
     job_id = submit_and_complete(path, run_dir)
@@ -32,6 +47,7 @@ def test_1p1d_dynamo_sweep_on_two_slurm_nodes(
     for point in summary["points"]:
         result = json.loads(Path(point["result"]).read_text())
         assert result["valid"] is True and result["router"] == "dynamo"
+        assert result["engine"] == engine and result["simulated"] is simulated
     state = json.loads((run_dir / "state.json").read_text())
     nodes = {role["name"]: [t["node"] for t in role["tasks"]] for role in state["roles"]}
     assert nodes["prefill-0"] == nodes["frontend"]
