@@ -82,6 +82,37 @@ def test_plan_refuses_a_missing_trace_with_exit_2(tmp_path: Path) -> None:
     assert "absent.jsonl" in done.stderr and "Traceback" not in done.stderr
 
 
+def _recipe_reading_the_trace_inside(tmp_path: Path, mount: str) -> Path:
+    """The shipped trace recipe with its trace named at /traces, inside a container mount."""
+    recipe = tmp_path / "r.yaml"
+    text = RECIPE.read_text().replace("mini-trace.jsonl", "/traces/mini-trace.jsonl")
+    recipe.write_text(text + f'extra_mount:\n  - "{mount}"\n')
+    return recipe
+
+
+@pytest.mark.parametrize("options", ["", ":ro"])
+def test_plan_reads_a_trace_named_inside_a_mount_from_its_host_side(
+    tmp_path: Path, options: str
+) -> None:
+    host = tmp_path / "traces"
+    host.mkdir()
+    (host / "mini-trace.jsonl").write_text(TRACE.read_text())
+    recipe = _recipe_reading_the_trace_inside(tmp_path, f"{host}:/traces{options}")
+    done = disagg("plan", recipe, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    [variant] = json.loads(done.stdout)["variants"]
+    assert variant["bench"]["trace"]["path"] == str(host / "mini-trace.jsonl")
+    assert variant["bench"]["points"][0]["num_prompts"] == len(read_trace(TRACE))
+
+
+def test_plan_refuses_a_trace_whose_mount_has_no_host_side_here(tmp_path: Path) -> None:
+    recipe = _recipe_reading_the_trace_inside(tmp_path, f"{tmp_path / 'absent'}:/traces")
+    done = disagg("plan", recipe)
+    assert done.returncode == 2
+    assert "unsupported: benchmark.trace_file" in done.stdout + done.stderr
+    assert "container mount /traces" in done.stdout + done.stderr
+
+
 @pytest.mark.slow
 def test_trace_replay_run_sends_each_request_at_its_timestamp(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
+from disagg.plan.container_paths import mount_pairs
 from disagg.plan.model import BenchPlan, PointPlan, TracePlan
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn, ServingCheck
 from disagg.workloads.sabench import concurrencies, slo
@@ -207,8 +208,10 @@ def _from_host_side(path: Path, written: str, mounts: Mapping[str, str]) -> Path
     """A trace named by its path inside a container mount, read from the mount's host side.
 
     When that side is not on this machine either (a cluster's shared filesystem), the
-    recipe is valid but cannot be planned here: its points come from the trace."""
-    for host, inside in sorted(mounts.items(), key=lambda mount: -len(mount[1])):
+    recipe is valid but cannot be planned here: its points come from the trace. The
+    mounts are read as placement reads them (`mount_pairs`: a pyxis option such as
+    `:ro` is no part of the path), the most specific container side first."""
+    for host, inside in sorted(mount_pairs(mounts), key=lambda pair: -len(pair[1])):
         try:
             rest = path.relative_to(inside)
         except ValueError:
