@@ -72,7 +72,8 @@ def discovery_plane(ctx: FrontendContext, mocked: bool) -> DiscoveryPlane:
         plane.env["DYN_FILE_KV"] = DISCOVERY_DIR
     if wants_nats:
         _add_nats(ctx, plane, nats)
-    plane.notes += _not_started(mocked, wants_etcd, wants_nats, etcd, nats)
+    runs = {"etcd": wants_etcd, "nats": wants_nats}
+    plane.notes += _not_started(mocked, runs, declared)
     return plane
 
 
@@ -219,29 +220,28 @@ def _taken_over(
     )
 
 
+# What stands in for each service a run does not start: (when the run's mocker workers
+# need none and the recipe names none, when the recipe disables it).
+_STAND_INS = {
+    "etcd": (
+        "mocker workers: Dynamo discovers them through files in the run directory,"
+        " not etcd; a services entry of type etcd runs etcd",
+        "disabled: Dynamo discovers its workers through files in the run directory",
+    ),
+    "nats": (
+        "mocker workers: no Dynamo plane uses NATS (request plane tcp, event plane zmq),"
+        " so none is started; a services entry of type nats runs it",
+        "disabled: no NATS server is started",
+    ),
+}
+
+
 def _not_started(
-    mocked: bool,
-    etcd_runs: bool,
-    nats_runs: bool,
-    etcd: ServiceSection | None,
-    nats: ServiceSection | None,
+    mocked: bool, runs: dict[str, bool], declared: dict[str, ServiceSection]
 ) -> list[dict[str, str]]:
     """Say what stands in for an etcd or NATS that srt-slurm would start for this recipe."""
-    notes = []
-    if not etcd_runs:
-        why = (
-            "mocker workers: Dynamo discovers them through files in the run directory,"
-            " not etcd; a services entry of type etcd runs etcd"
-            if mocked and etcd is None
-            else "disabled: Dynamo discovers its workers through files in the run directory"
-        )
-        notes.append(ignored("services.etcd", why))
-    if not nats_runs:
-        why = (
-            "mocker workers: no Dynamo plane uses NATS (request plane tcp, event plane zmq),"
-            " so none is started; a services entry of type nats runs it"
-            if mocked and nats is None
-            else "disabled: no NATS server is started"
-        )
-        notes.append(ignored("services.nats", why))
-    return notes
+    return [
+        ignored(f"services.{kind}", unneeded if mocked and kind not in declared else disabled)
+        for kind, (unneeded, disabled) in _STAND_INS.items()
+        if not runs[kind]
+    ]
