@@ -44,6 +44,11 @@ class DiscoveryPlane:
     notes: list[dict[str, str]] = field(default_factory=list)  # as Plan.ignored lists them
     honoured: set[str] = field(default_factory=set)  # recipe fields the services carry out
 
+    @property
+    def flags(self) -> list[str]:
+        """The runtime flags every Dynamo process (frontend and workers) is given."""
+        return ["--discovery-backend", self.discovery, "--request-plane", self.request_plane]
+
 
 def discovery_plane(ctx: FrontendContext, mocked: bool) -> DiscoveryPlane:
     """etcd and NATS as the recipe (and srt-slurm's defaults for a cluster) ask for them."""

@@ -70,21 +70,21 @@ class DynamoFrontend(Frontend):
         if not mocked and ctx.engine not in WORKER_MODULES:
             return _stand_in(ctx, f"Dynamo's {ctx.engine} worker command is not built here")
         discovery = discovery_plane(ctx, mocked)
-        plane = discovery.request_plane
         services = discovery.services
         env = _runtime_env(discovery)
+        flags = discovery.flags
         python = "${run.python}" if mocked else "python3"
         workers = [
-            _mocker(ctx, role, env, discovery.discovery, plane)
+            _mocker(ctx, role, env, flags)
             if ctx.simulated
-            else _mocker_engine(ctx, role, env, discovery.discovery, plane)
+            else _mocker_engine(role, env, flags)
             if mocked
-            else _worker(ctx, role, env, discovery.discovery, plane)
+            else _worker(ctx, role, env, flags)
             for role in ctx.workers
         ]
         count = _frontend_count(ctx)
         frontends = [
-            _frontend(ctx, "frontend" if count == 1 else f"frontend-{i}", env, python, plane)
+            _frontend(ctx, "frontend" if count == 1 else f"frontend-{i}", env, python, flags)
             for i in range(count)
         ]
         notes = [*discovery.notes, *_ignored(ctx, mocked)]
@@ -135,7 +135,7 @@ def _runtime_env(discovery: DiscoveryPlane) -> dict[str, str]:
     }
 
 
-def _worker_env(ctx: FrontendContext, role: RolePlan, env: dict[str, str]) -> dict[str, str]:
+def _worker_env(role: RolePlan, env: dict[str, str]) -> dict[str, str]:
     return {
         **role.env,
         **env,
@@ -145,12 +145,11 @@ def _worker_env(ctx: FrontendContext, role: RolePlan, env: dict[str, str]) -> di
 
 
 def _mocker(
-    ctx: FrontendContext, role: RolePlan, env: dict[str, str], discovery: str, plane: str
+    ctx: FrontendContext, role: RolePlan, env: dict[str, str], flags: list[str]
 ) -> RolePlan:
     """A simulated worker: `dynamo.mocker` in the role's mode, with the model's tokenizer."""
     argv = ["${run.python}", "-m", MOCKER_MODULE, "--model-path", "${model.path}"]
-    argv += ["--model-name", ctx.served_name]
-    argv += ["--discovery-backend", discovery, "--request-plane", plane]
+    argv += ["--model-name", ctx.served_name, *flags]
     ports = ["http"]
     if role.kind is RoleKind.PREFILL:
         argv += ["--disaggregation-mode", "prefill", "--bootstrap-ports", "${self.bootstrap_port}"]
@@ -163,24 +162,21 @@ def _mocker(
         update={
             "argv": argv,
             "ports": ports,
-            "env": _worker_env(ctx, role, env),
+            "env": _worker_env(role, env),
             "health": HealthPlan(path="/health", deadline_s=MOCKER_HEALTH_DEADLINE_S),
             "container_image": None,
         }
     )
 
 
-def _mocker_engine(
-    ctx: FrontendContext, role: RolePlan, env: dict[str, str], discovery: str, plane: str
-) -> RolePlan:
+def _mocker_engine(role: RolePlan, env: dict[str, str], flags: list[str]) -> RolePlan:
     """A `backend.type: mocker` worker: the engine adapter's command, discovered by the
     frontend; it runs from this environment's ai-dynamo, as the frontend does."""
-    argv = [*role.argv, "--discovery-backend", discovery, "--request-plane", plane]
     health = (role.health or HealthPlan()).model_copy(update={"path": "/health"})
     return role.model_copy(
         update={
-            "argv": argv,
-            "env": _worker_env(ctx, role, env),
+            "argv": [*role.argv, *flags],
+            "env": _worker_env(role, env),
             "health": health,
             "container_image": None,
         }
@@ -188,12 +184,11 @@ def _mocker_engine(
 
 
 def _worker(
-    ctx: FrontendContext, role: RolePlan, env: dict[str, str], discovery: str, plane: str
+    ctx: FrontendContext, role: RolePlan, env: dict[str, str], flags: list[str]
 ) -> RolePlan:
     """A real worker: the engine adapter's command under Dynamo's worker module."""
     if dynamo_workers.runs_under_dynamo(ctx.engine):
-        runtime = ["--discovery-backend", discovery, "--request-plane", plane]
-        return dynamo_workers.dynamo_worker(ctx, role, _worker_env(ctx, role, env), runtime)
+        return dynamo_workers.dynamo_worker(ctx, role, _worker_env(role, env), flags)
     module = WORKER_MODULES[ctx.engine]
     argv = list(role.argv)
     at = argv.index("-m") + 1 if "-m" in argv else None
@@ -207,21 +202,16 @@ def _worker(
     # The same planes the frontend is told, not Dynamo's defaults: a recipe's NATS request
     # plane, or file discovery, must reach the worker too (dynamo.sglang takes Dynamo's
     # runtime flags beside SGLang's own).
-    argv += ["--discovery-backend", discovery, "--request-plane", plane]
+    argv += flags
     health = (role.health or HealthPlan()).model_copy(update={"path": "/health"})
-    return role.model_copy(
-        update={"argv": argv, "env": _worker_env(ctx, role, env), "health": health}
-    )
+    return role.model_copy(update={"argv": argv, "env": _worker_env(role, env), "health": health})
 
 
 def _frontend(
-    ctx: FrontendContext, name: str, env: dict[str, str], python: str, plane: str
+    ctx: FrontendContext, name: str, env: dict[str, str], python: str, flags: list[str]
 ) -> RolePlan:
-    discovery = "file" if "DYN_FILE_KV" in env else "etcd"
     argv = [python, "-m", FRONTEND_MODULE, "--http-host", "${self.bind_host}"]
-    argv += ["--http-port", "${self.http_port}"]
-    argv += ["--discovery-backend", discovery, "--request-plane", plane]
-    argv += _frontend_args(ctx)
+    argv += ["--http-port", "${self.http_port}", *flags, *_frontend_args(ctx)]
     extra_env = {key: str(value) for key, value in (ctx.frontend.env or {}).items()}
     return RolePlan(
         name=name,
