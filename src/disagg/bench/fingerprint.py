@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from disagg.bench.identity import config_text
 from disagg.plan.model import Plan, PointPlan, RoleKind
 
 FINGERPRINT = "measurement_fingerprint"
@@ -60,18 +61,12 @@ def measured_under(plan: Plan, point: PointPlan) -> dict[str, Any]:
         "simulated": plan.simulated,
         "gpus": {"prefill": plan.prefill_gpus, "decode": plan.decode_gpus},
         # the hardware: another GPU type or vendor measures something else
-        "gpu_type": _gpu_type(plan),
+        "gpu_type": config_text(plan.config, "resources", "gpu_type"),
         "gpu_vendor": plan.gpu_vendor.value,
         "models": [m.model_dump(mode="json") for m in plan.staging.models],
         "local_model": plan.staging.local_path,
         "roles": roles,
     }
-
-
-def _gpu_type(plan: Plan) -> str | None:
-    resources = plan.config.get("resources")
-    value = resources.get("gpu_type") if isinstance(resources, Mapping) else None
-    return str(value) if value is not None else None
 
 
 def fingerprint_fields(plan: Plan, point: PointPlan) -> dict[str, Any]:

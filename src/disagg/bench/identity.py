@@ -175,7 +175,8 @@ def _group(roles: Sequence[RolePlan]) -> dict[str, Any]:
     }
 
 
-def _config_text(config: Mapping[str, Any], section: str, key: str) -> str | None:
+def config_text(config: Mapping[str, Any], section: str, key: str) -> str | None:
+    """`config[section][key]` as text, None when absent (the recipe as planned)."""
     part = config.get(section)
     value = part.get(key) if isinstance(part, Mapping) else None
     return str(value) if value is not None else None
@@ -196,10 +197,10 @@ def setup_fields(plan: Plan) -> dict[str, Any]:
     backend = config.get("backend")
     framework = backend.get("type") if isinstance(backend, Mapping) else None
     fields: dict[str, Any] = {
-        "hw": _config_text(config, "resources", "gpu_type"),
+        "hw": config_text(config, "resources", "gpu_type"),
         "framework": str(framework or plan.engine),
         "engine": plan.engine,
-        "precision": _config_text(config, "model", "precision"),
+        "precision": config_text(config, "model", "precision"),
         "image": images[0] if images else plan.slurm.container_image,
         "model": plan.bench.model_name,
         "infmax_model_prefix": None,
