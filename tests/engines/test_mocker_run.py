@@ -14,13 +14,14 @@ from disagg.launch.orchestrator import OrchestratorOptions
 from disagg.launch.state import RunStatus, RunSummary
 from disagg.plan.model import Plan
 from frontends.role_kill import run_killing
+from frontends.shipped_examples import EXAMPLES, one_aggregated, pointed_at
 from run.conftest import disagg, wait_gone
 from tiny_model import TinyModel
 
 pytestmark = pytest.mark.slow
 
 OPTIONS = OrchestratorOptions(echo=False, quiet_bench=True, handle_signals=False)
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mocker" / "1p1d-mocker.yaml"
+EXAMPLE = EXAMPLES / "mocker" / "1p1d-mocker.yaml"
 AGGREGATED = """\
 resources:
   gpu_type: "cpu"
@@ -34,18 +35,10 @@ resources:
 
 def recipe(tmp_path: Path, model: TinyModel, *, aggregated: bool = False) -> Path:
     """The shipped example, pointed at the test's tiny model (aggregated when asked)."""
-    text = EXAMPLE.read_text().replace('"/tmp/tiny-llama"', json.dumps(str(model.path)))
-    text = text.replace('"tiny-llama"', json.dumps(model.served_name))
+    path = pointed_at(EXAMPLE, model, tmp_path / "mocker.yaml")
     if aggregated:
-        layout = text[text.index("resources:") : text.index("backend:")]
-        text = text.replace(layout, AGGREGATED)
-        roles = text[text.index("  mocker_config:") : text.index("frontend:")]
-        served = json.dumps(model.served_name)
-        text = text.replace(
-            roles, f"  mocker_config:\n    aggregated:\n      model-name: {served}\n\n"
-        )
-    path = tmp_path / "mocker.yaml"
-    path.write_text(text)
+        served = f"model-name: {json.dumps(model.served_name)}"
+        one_aggregated(path, AGGREGATED, "mocker_config", served)
     return path
 
 

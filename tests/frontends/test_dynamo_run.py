@@ -19,26 +19,21 @@ from run.conftest import disagg, wait_gone
 from tiny_model import TinyModel
 
 from .role_kill import run_killing
+from .shipped_examples import EXAMPLES, one_aggregated, pointed_at
 
 pytestmark = pytest.mark.slow
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dynamo" / "sim-1p1d-dynamo.yaml"
+EXAMPLE = EXAMPLES / "dynamo" / "sim-1p1d-dynamo.yaml"
 
 
 def recipe(tmp_path: Path, model: TinyModel, *, aggregated: bool = False) -> Path:
     """The shipped example, pointed at the test's tiny model (aggregated when asked)."""
-    text = EXAMPLE.read_text().replace('"/tmp/tiny-llama"', json.dumps(str(model.path)))
-    text = text.replace('"tiny-llama"', json.dumps(model.served_name))
+    path = pointed_at(EXAMPLE, model, tmp_path / "dynamo.yaml")
     if aggregated:
-        layout = text[text.index("resources:") : text.index("backend:")]
-        text = text.replace(layout, "resources:\n  gpu_type: sim\n  gpus_per_node: 8\n\n")
-        roles = text[text.index("  sglang_config:") : text.index("frontend:")]
-        served = json.dumps(model.served_name)
-        text = text.replace(
-            roles, f"  sglang_config:\n    aggregated:\n      served-model-name: {served}\n\n"
+        served = f"served-model-name: {json.dumps(model.served_name)}"
+        one_aggregated(
+            path, "resources:\n  gpu_type: sim\n  gpus_per_node: 8\n\n", "sglang_config", served
         )
-    path = tmp_path / "dynamo.yaml"
-    path.write_text(text)
     return path
 
 

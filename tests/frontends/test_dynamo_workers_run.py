@@ -18,6 +18,8 @@ from disagg.plan.model import Plan
 from run.conftest import disagg, wait_gone
 from tiny_model import TinyModel
 
+from .shipped_examples import EXAMPLES, pointed_at
+
 pytestmark = pytest.mark.slow
 
 RESOURCES = {
@@ -31,16 +33,14 @@ RESOURCES = {
 ROLE = {"vllm": "max-model-len: 2048", "trtllm": "max_seq_len: 2048"}
 
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dynamo" / "sim-1p1d-vllm-dynamo.yaml"
+EXAMPLE = EXAMPLES / "dynamo" / "sim-1p1d-vllm-dynamo.yaml"
 
 
 def recipe(tmp_path: Path, model: TinyModel, engine: str, layout: str) -> Path:
     """The shipped vLLM example for vLLM 1P1D (pointed at the tiny model), else its like."""
     path = tmp_path / f"{engine}-{layout}.yaml"
     if (engine, layout) == ("vllm", "1p1d"):
-        text = EXAMPLE.read_text().replace('"/tmp/tiny-llama"', json.dumps(str(model.path)))
-        path.write_text(text.replace('"tiny-llama"', json.dumps(model.served_name)))
-        return path
+        return pointed_at(EXAMPLE, model, path)
     roles = ["prefill", "decode"] if layout == "1p1d" else ["aggregated"]
     config = "".join(f"    {role}:\n      {ROLE[engine]}\n" for role in roles)
     text = (

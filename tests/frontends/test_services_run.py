@@ -28,6 +28,7 @@ from run.conftest import disagg, wait_gone
 from tiny_model import TinyModel
 
 from .role_kill import OPTIONS, run_killing
+from .shipped_examples import EXAMPLES, pointed_at
 from .test_dynamo_run import recipe, results
 
 pytestmark = pytest.mark.slow
@@ -38,7 +39,7 @@ FAN_OUT = (
     "  num_additional_frontends: 1\n  nginx_session_affinity: true\n"
 )
 SESSION_HEADER = "X-Dynamo-Session-ID"
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples/dynamo/sim-1p1d-dynamo-services.yaml"
+EXAMPLE = EXAMPLES / "dynamo" / "sim-1p1d-dynamo-services.yaml"
 
 
 @pytest.fixture(autouse=True)
@@ -74,9 +75,7 @@ def test_the_services_example_discovers_through_etcd_and_sends_requests_over_nat
     tmp_path: Path, tiny_model: TinyModel
 ) -> None:
     """The shipped example: etcd, NATS, a 1P1D mocker pair, two frontends behind nginx."""
-    text = EXAMPLE.read_text().replace('"/tmp/tiny-llama"', json.dumps(str(tiny_model.path)))
-    path = tmp_path / "services.yaml"
-    path.write_text(text.replace('"tiny-llama"', json.dumps(tiny_model.served_name)))
+    path = pointed_at(EXAMPLE, tiny_model, tmp_path / "services.yaml")
     done = disagg("run", path, "--local", "--out", tmp_path / "runs", "--json", timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     run_dir = Path(json.loads(done.stdout)["run_dir"])
