@@ -158,13 +158,9 @@ def _rewrite(path: KeyPath, table: Origins) -> KeyPath:
     return path
 
 
-def to_internal(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The internal config for one validated schema-2 variant (plain data, new objects)."""
-    return translate(raw).internal
-
-
 def translate(raw: Mapping[str, Any]) -> Translation:
-    """`to_internal`, with the origin of every moved field recorded on the way."""
+    """The internal config for one validated schema-2 variant (plain data, new objects),
+    with the origin of every moved field recorded on the way."""
     origins: Origins = {}
     out: dict[str, Any] = {k: v for k, v in raw.items() if k not in ("engine", "roles")}
     engine, where = _engine_of(raw)
