@@ -102,11 +102,7 @@ class FileContext:
     def written_name(self, variant: str, internal: str) -> str:
         """A dotted internal field name as the file spells it (`roles.prefill.args...`)."""
         translation = self.variants.translations.get(variant)
-        if translation is None:
-            return internal
-        from disagg.recipe.errors import dotted
-
-        return dotted(translation.written_path(tuple(internal.split("."))))
+        return internal if translation is None else translation.written_name(internal)
 
     def locate(self, variant: str, path: tuple[str, ...]) -> Node | None:
         """The node that sets internal `path` in `variant`: its own block first, then `base`."""
