@@ -20,16 +20,14 @@ import yaml
 from disagg.errors import DisaggError, SourceLocation
 from disagg.recipe.limits import MAX_DEPTH, ExpansionBudget, too_deep
 from disagg.recipe.yaml_events import parse_events
-from disagg.recipe.yaml_scalars import resolve_plain
-
-_TAG = "tag:yaml.org,2002:"
+from disagg.recipe.yaml_scalars import TAG, resolve_plain
 
 
 def _tagged(tag: str, text: str) -> Any:
     """Scalars with an explicit core tag (`!!int 3`); anything else keeps its text."""
-    if tag == _TAG + "str":
+    if tag == TAG + "str":
         return text
-    if tag in (_TAG + "int", _TAG + "float", _TAG + "bool", _TAG + "null"):
+    if tag in (TAG + "int", TAG + "float", TAG + "bool", TAG + "null"):
         value = resolve_plain(text)
         return text if isinstance(value, str) else value
     return text
