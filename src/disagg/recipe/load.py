@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from yaml import MarkedYAMLError, YAMLError
 
 from disagg.errors import DisaggError, SourceLocation
@@ -108,10 +107,10 @@ def load_yaml(path: Path, *, what: str = "recipe") -> LoadedYaml:
 def parse_yaml(text: str, *, file: str, what: str = "recipe") -> LoadedYaml:
     """Parse YAML text; `file` is only used in messages and positions."""
     try:
-        source, builder, data = _build(text, file, _parser())
+        builder, data = _build(text, file)
     except MarkedYAMLError:
         try:  # the C scanner refuses some valid YAML; the pure-Python parser decides
-            source, builder, data = _build(text, file, _parser(pure=True))
+            builder, data = _build(text, file, pure=True)
         except (MarkedYAMLError, YAMLError) as exc:
             raise _yaml_error(exc, text, file) from None
     except YAMLError as exc:
@@ -124,15 +123,12 @@ def parse_yaml(text: str, *, file: str, what: str = "recipe") -> LoadedYaml:
             if what == "recipe"
             else None,
         )
-    return LoadedYaml(file=file, data=data, source=source)
+    return LoadedYaml(file=file, data=data, source=builder.source)
 
 
-def _build(
-    text: str, file: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]
-) -> tuple[SourceMap, EventBuilder, Any]:
-    source = SourceMap(file)
-    builder = EventBuilder(source)
-    return source, builder, builder.build(parse_events(text, loader))
+def _build(text: str, file: str, *, pure: bool = False) -> tuple[EventBuilder, Any]:
+    builder = EventBuilder(SourceMap(file))
+    return builder, builder.build(parse_events(text, pure=pure))
 
 
 def _yaml_error(exc: YAMLError, text: str, file: str) -> DisaggError:
@@ -158,8 +154,3 @@ def _yaml_error(exc: YAMLError, text: str, file: str) -> DisaggError:
         location=location,
         hint="remove control characters; YAML files are plain text",
     )
-
-
-def _parser(*, pure: bool = False) -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
-    """libyaml's C parser (fast; the parser srt-slurm's PyYAML uses), or PyYAML's pure one."""
-    return yaml.SafeLoader if pure or not hasattr(yaml, "CSafeLoader") else yaml.CSafeLoader

@@ -28,20 +28,22 @@ from disagg.recipe.limits import MAX_DEPTH, ExpansionBudget, too_deep
 from disagg.recipe.source_map import KeyPath, LineCol, Pos, PosDict, PosList, SourceMap
 from disagg.recipe.yaml_scalars import BOOLS, FLOAT, TAG, resolve_plain, to_float, to_int
 
+_LIBYAML = getattr(yaml, "CSafeLoader", None)  # None where PyYAML was built without libyaml
 
-def parse_events(
-    text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]
-) -> Iterator[yaml.Event]:
-    """The parser's events for `text`, as `yaml.parse` yields them.
+
+def parse_events(text: str, *, pure: bool = False) -> Iterator[yaml.Event]:
+    """The parser's events for `text`, as `yaml.parse` yields them: libyaml's parser (fast;
+    the one srt-slurm's PyYAML reads recipes with), or, with `pure` or without libyaml,
+    PyYAML's pure-Python parser, which reads some valid YAML libyaml's scanner refuses.
 
     libyaml's parser is read by calling its `get_event` until it answers None (the
     stream has ended): about a quarter less CPU than `yaml.parse`'s generator, which
     asks `check_event` before each event. The pure-Python parser keeps `yaml.parse`
     (it needs `dispose` to break its reference cycles).
     """
-    if loader is getattr(yaml, "CSafeLoader", None):
-        return iter(loader(text).get_event, None)
-    return yaml.parse(text, Loader=loader)
+    if _LIBYAML is not None and not pure:
+        return iter(_LIBYAML(text).get_event, None)
+    return yaml.parse(text, Loader=yaml.SafeLoader)
 
 
 def _pos(mark: Any) -> Pos:

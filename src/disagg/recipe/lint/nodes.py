@@ -188,19 +188,16 @@ def scan(path: str, text: str) -> ScannedFile:
     The parser is chosen as the loader chooses it (`disagg.recipe.load`): libyaml's, and
     PyYAML's pure-Python one where libyaml calls the text malformed (its scanner refuses
     some valid YAML), so lint never reports a syntax error in a file plan reads."""
-    fast = getattr(yaml, "CSafeLoader", None)
-    scanned, malformed = _scan(path, text, fast or yaml.SafeLoader)
-    if fast is not None and malformed:
-        scanned, _ = _scan(path, text, yaml.SafeLoader)
+    scanned, malformed = _scan(path, text)
+    if malformed:
+        scanned, _ = _scan(path, text, pure=True)
     return scanned
 
 
-def _scan(
-    path: str, text: str, loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]
-) -> tuple[ScannedFile, bool]:
+def _scan(path: str, text: str, *, pure: bool = False) -> tuple[ScannedFile, bool]:
     """The scan with one parser, and whether that parser called the text malformed."""
     scanned = ScannedFile(path, text)
-    events = parse_events(text, loader)
+    events = parse_events(text, pure=pure)
     composer = _Composer(scanned, events)
     try:
         for event in events:
