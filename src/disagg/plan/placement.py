@@ -9,6 +9,7 @@ in-process bench sit on node rank 0.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +187,7 @@ class _Placer:
 
     def workers(self, placed: list[PlacedWorker], model: ModelRef) -> list[RolePlan]:
         served = self.served_name(model)
-        image = None if self.simulated else self.container_image()
+        image = self.container_image
         roles = []
         for kind, index, ranks, ids in placed:
             args = self.role_args(kind)
@@ -247,7 +248,7 @@ class _Placer:
         path-kind setting outside every mount is refused at its line."""
         if image is None or not self.pyxis:
             return args
-        mounts = self.container_mounts()
+        mounts = self.container_mounts
         translated, outside = translate_args(args, self.adapter.flags, mounts)
         if outside:
             key, path = outside[0]
@@ -269,8 +270,10 @@ class _Placer:
             and self.adapter.in_image
         )
 
+    @cached_property
     def container_mounts(self) -> dict[str, str]:
-        """host -> container: the profile's mounts, then the recipe's."""
+        """host -> container: the profile's mounts, then the recipe's (worked out once:
+        every containerised worker and the Slurm plan read them)."""
         cfg = self.config
         mounts = dict(self.profile.mounts) if self.profile else {}
         mounts.update(cfg.container_mounts)
@@ -315,9 +318,12 @@ class _Placer:
         )
         return frontend_for(section.type).plan(context)
 
+    @cached_property
     def container_image(self) -> str | None:
+        """The image the workers run in; None when simulated or run from disagg's own
+        environment (worked out once: the workers and the Slurm plan read it)."""
         written = self.config.model.container
-        if not written or not self.adapter.in_image:
+        if self.simulated or not written or not self.adapter.in_image:
             return None
         return resolve_container(written, self.profile)
 
@@ -335,7 +341,7 @@ class _Placer:
             recipe_dir=self.variant.path.parent,
             fail=self.fail,
             resolve_container=lambda written: resolve_container(written, self.profile),
-            mounts=self.container_mounts(),
+            mounts=self.container_mounts,
         )
         return adapter_for(section.type).plan(inputs)
 
@@ -402,8 +408,8 @@ class _Placer:
             self.profile,
             nodes,
             gpn,
-            image=None if self.simulated else self.container_image(),
-            mounts=self.container_mounts(),
+            image=self.container_image,
+            mounts=self.container_mounts,
             pyxis=self.pyxis,
         )
         prefill = sum(r.total_gpus for r in workers if r.kind is RoleKind.PREFILL)
