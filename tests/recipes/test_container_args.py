@@ -77,14 +77,18 @@ def _flag(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
 
 
+def _prefill_argv(write: Write, settings: str, *, pyxis: bool = True) -> list[str]:
+    """The rendered command of an 8-GPU SGLang prefill worker with `settings` (indented 6)."""
+    plan = _plan(write, _sglang("      tp-size: 8\n" + settings), _profile(write, pyxis=pyxis))
+    return _task(plan, plan.role("prefill-0"))[0]
+
+
 def test_a_path_setting_under_a_mount_is_given_as_the_container_sees_it(write: Write) -> None:
-    text = _sglang(
-        "      tp-size: 8\n"
+    argv = _prefill_argv(
+        write,
         "      speculative-draft-model-path: /lustre/models/draft/\n"
-        "      speculative_token_map: /lustre/models/draft/map.pt\n"
+        "      speculative_token_map: /lustre/models/draft/map.pt\n",
     )
-    plan = _plan(write, text, _profile(write))
-    argv, _ = _task(plan, plan.role("prefill-0"))
     assert _flag(argv, "--speculative-draft-model-path") == "/models/draft/"
     assert _flag(argv, "--speculative-token-map") == "/models/draft/map.pt"
     assert "/lustre/models" not in " ".join(argv)
@@ -105,13 +109,11 @@ def test_a_path_setting_outside_every_mount_is_refused_at_its_line(write: Write)
 
 
 def test_a_path_written_as_the_container_sees_it_is_kept(write: Write) -> None:
-    text = _sglang(
-        "      tp-size: 8\n"
+    argv = _prefill_argv(
+        write,
         "      speculative-draft-model-path: /models/draft\n"
-        "      tokenizer-path: /logs/tokenizer\n"
+        "      tokenizer-path: /logs/tokenizer\n",
     )
-    plan = _plan(write, text, _profile(write))
-    argv, _ = _task(plan, plan.role("prefill-0"))
     assert _flag(argv, "--speculative-draft-model-path") == "/models/draft"
     assert _flag(argv, "--tokenizer-path") == "/logs/tokenizer"
 
@@ -150,9 +152,7 @@ def test_environment_values_get_the_mounted_host_paths_translated(write: Write) 
 
 
 def test_without_pyxis_written_paths_stay_host_paths(write: Write) -> None:
-    text = _sglang("      tp-size: 8\n      speculative-draft-model-path: /scratch/draft\n")
-    plan = _plan(write, text, _profile(write, pyxis=False))
-    argv, _ = _task(plan, plan.role("prefill-0"))
+    argv = _prefill_argv(write, "      speculative-draft-model-path: /scratch/draft\n", pyxis=False)
     assert _flag(argv, "--speculative-draft-model-path") == "/scratch/draft"
 
 
