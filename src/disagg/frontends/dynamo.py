@@ -42,7 +42,6 @@ from disagg.frontends.discovery import DiscoveryPlane, discovery_plane
 from disagg.frontends.nginx import nginx_role
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
-DYNAMO_VERSION = "1.6.1"
 FRONTEND_MODULE = "dynamo.frontend"
 MOCKER_MODULE = "dynamo.mocker"
 FRONTEND_HEALTH_DEADLINE_S = 120.0
@@ -251,7 +250,7 @@ def _ignored(ctx: FrontendContext, mocked: bool) -> list[dict[str, str]]:
     dynamo = ctx.config.dynamo
     pinned = dynamo.version or dynamo.hash or dynamo.wheel or dynamo.source or dynamo.top_of_tree
     runs = "simulated runs use" if ctx.simulated else "the mocker and its frontend use"
-    ours = f"{runs} this environment's ai-dynamo {DYNAMO_VERSION}"
+    ours = f"{runs} this environment's ai-dynamo {dynamo_install.DEFAULT_VERSION}"
     notes = []
     if mocked and pinned:  # the pinned ai-dynamo of disagg's own environment runs
         notes.append(ignored("dynamo.source", ours))

@@ -13,7 +13,7 @@ import shlex
 from disagg.errors import DisaggError
 from disagg.recipe.schema import DynamoSection
 
-DEFAULT_VERSION = "1.6.1"
+DEFAULT_VERSION = "1.6.1"  # the ai-dynamo this environment pins, and what a job installs
 TARGET = "${run.dir}/dynamo-install"
 
 
