@@ -9,8 +9,9 @@ import pytest
 
 from disagg.errors import DisaggError
 from disagg.plan.model import Plan, RoleKind
+from engines.engine_support import plan_text
 
-from .test_frontend_plans import SIM, WITHOUT_FRONTEND, plan_of
+from .test_frontend_plans import SIM, WITHOUT_FRONTEND
 
 ONE_FRONTEND = "frontend:\n  type: dynamo\n  enable_multiple_frontends: false\n"
 
@@ -19,7 +20,7 @@ def sim_plan(tmp_path: Path, extra: str = "") -> Plan:
     model = tmp_path / "model"
     model.mkdir(exist_ok=True)
     text = SIM.replace("path: hf:org/tiny", f"path: {model}") + ONE_FRONTEND + extra
-    return plan_of(tmp_path, text)
+    return plan_text(tmp_path, text)
 
 
 def fields(plan: Plan) -> dict[str, str]:
@@ -64,18 +65,20 @@ def test_a_nats_request_plane_alone_starts_nats_over_file_discovery(tmp_path: Pa
 
 def test_an_external_etcd_is_used_and_none_started(tmp_path: Path) -> None:
     external = "services:\n  - {name: etcd, type: etcd, external: 'http://10.0.0.9:2379'}\n"
-    plan = plan_of(tmp_path, WITHOUT_FRONTEND + ONE_FRONTEND + external)
+    plan = plan_text(tmp_path, WITHOUT_FRONTEND + ONE_FRONTEND + external)
     assert [role.name for role in plan.roles if role.kind is RoleKind.SERVICE] == ["nats"]
     assert plan.role("prefill-0").env["ETCD_ENDPOINTS"] == "http://10.0.0.9:2379"
 
 
 def test_the_nats_payload_limit_reaches_nats_in_both_dialects(tmp_path: Path) -> None:
-    v1 = plan_of(tmp_path, WITHOUT_FRONTEND + ONE_FRONTEND + "infra:\n  nats_max_payload_mb: 24\n")
+    v1 = plan_text(
+        tmp_path, WITHOUT_FRONTEND + ONE_FRONTEND + "infra:\n  nats_max_payload_mb: 24\n"
+    )
     conf = v1.role("nats").files["nats/nats.conf"]
     assert f"max_payload: {24 * 1024 * 1024}" in conf
     assert "-c" in v1.role("nats").argv and "infra.nats_max_payload_mb" not in fields(v1)
     services = "services:\n  - {name: nats, type: nats, options: {max_payload_mb: 96}}\n"
-    big = plan_of(tmp_path, WITHOUT_FRONTEND + ONE_FRONTEND + services)
+    big = plan_text(tmp_path, WITHOUT_FRONTEND + ONE_FRONTEND + services)
     conf = big.role("nats").files["nats/nats.conf"]
     assert f"max_pending: {96 * 1024 * 1024}" in conf  # nats-server refuses payload > pending
 
@@ -83,13 +86,14 @@ def test_the_nats_payload_limit_reaches_nats_in_both_dialects(tmp_path: Path) ->
 def test_under_smg_the_payload_limit_is_listed_as_not_carried_out(tmp_path: Path) -> None:
     text = WITHOUT_FRONTEND + "frontend:\n  type: smg\n" + "infra:\n  nats_max_payload_mb: 24\n"
     assert (
-        "no NATS server is started" in fields(plan_of(tmp_path, text))["infra.nats_max_payload_mb"]
+        "no NATS server is started"
+        in fields(plan_text(tmp_path, text))["infra.nats_max_payload_mb"]
     )
 
 
 def test_a_service_type_nobody_starts_is_listed(tmp_path: Path) -> None:
     sidecar = "services:\n  - {name: probe, type: generic, command: [sleep, '1']}\n"
-    plan = plan_of(tmp_path, WITHOUT_FRONTEND + ONE_FRONTEND + sidecar)
+    plan = plan_text(tmp_path, WITHOUT_FRONTEND + ONE_FRONTEND + sidecar)
     assert "no generic service is started" in fields(plan)["services.probe"]
 
 

@@ -9,23 +9,15 @@ from pathlib import Path
 import pytest
 
 from disagg.errors import DisaggError, UnsupportedRecipe
-from disagg.plan.model import Plan, RoleKind
-from disagg.plan.placement import place
-from disagg.recipe.variants import load_variants
+from disagg.plan.model import RoleKind
+from engines.engine_support import plan_text
 from recipes.recipe_helpers import MINIMAL
 
 WITHOUT_FRONTEND = MINIMAL[: MINIMAL.index("frontend:")]
 
 
-def plan_of(tmp_path: Path, text: str) -> Plan:
-    path = tmp_path / "recipe.yaml"
-    path.write_text(text)
-    [plan] = [place(variant) for variant in load_variants(path)]
-    return plan
-
-
 def test_a_recipe_without_frontend_runs_dynamo_as_srt_slurm_does(tmp_path: Path) -> None:
-    plan = plan_of(tmp_path, WITHOUT_FRONTEND)
+    plan = plan_text(tmp_path, WITHOUT_FRONTEND)
     assert plan.frontend == "dynamo" and plan.simulator is None
     assert plan.stages == [
         ["etcd", "nats"],
@@ -54,7 +46,7 @@ def test_a_recipe_without_frontend_runs_dynamo_as_srt_slurm_does(tmp_path: Path)
 
 
 def test_dynamo_is_installed_once_per_job_from_the_recipe_source(tmp_path: Path) -> None:
-    plan = plan_of(tmp_path, WITHOUT_FRONTEND + "dynamo:\n  version: 1.2.0\n")
+    plan = plan_text(tmp_path, WITHOUT_FRONTEND + "dynamo:\n  version: 1.2.0\n")
     dynamo_roles = [r for r in plan.roles if r.kind is not RoleKind.SERVICE and r.argv]
     for role in dynamo_roles:
         assert role.argv[:2] == ["bash", "-c"]
@@ -62,9 +54,9 @@ def test_dynamo_is_installed_once_per_job_from_the_recipe_source(tmp_path: Path)
         assert "ai-dynamo==1.2.0" in role.argv[2]
         assert role.env["PYTHONPATH"] == "${run.dir}/dynamo-install"
     git = "dynamo:\n  source:\n    git: https://example.invalid/dynamo.git\n    rev: abc123\n"
-    plan = plan_of(tmp_path, WITHOUT_FRONTEND + git)
+    plan = plan_text(tmp_path, WITHOUT_FRONTEND + git)
     assert "git+https://example.invalid/dynamo.git@abc123" in plan.role("decode-0").argv[2]
-    plan = plan_of(tmp_path, WITHOUT_FRONTEND + "dynamo:\n  install: false\n")
+    plan = plan_text(tmp_path, WITHOUT_FRONTEND + "dynamo:\n  install: false\n")
     assert plan.role("decode-0").argv[:3] == ["python3", "-m", "dynamo.sglang"]
 
 
@@ -73,34 +65,34 @@ def test_nginx_fans_out_with_session_affinity(tmp_path: Path) -> None:
         "frontend:\n  type: dynamo\n  num_additional_frontends: 1\n"
         "  nginx_session_affinity: true\n  nginx_session_affinity_header: X-Correlation-ID\n"
     )
-    conf = plan_of(tmp_path, text).role("nginx").argv[3]
+    conf = plan_text(tmp_path, text).role("nginx").argv[3]
     assert "server ${frontend-0.host}:${frontend-0.http_port};" in conf
     assert "server ${frontend-1.host}:${frontend-1.http_port};" in conf
     assert "map $http_x_correlation_id $affinity_key" in conf
     assert "hash $affinity_key consistent;" in conf
     assert "listen ${self.bind_host}:${self.http_port};" in conf
-    script = plan_of(tmp_path, text).role("nginx").argv[2]
+    script = plan_text(tmp_path, text).role("nginx").argv[2]
     assert "ulimit" not in script and "worker_rlimit_nofile" not in script
-    raised = plan_of(tmp_path, text + "  nginx_raise_ulimit: true\n").role("nginx").argv[2]
+    raised = plan_text(tmp_path, text + "  nginx_raise_ulimit: true\n").role("nginx").argv[2]
     assert 'ulimit -n "$n"' in raised and "worker_rlimit_nofile $n;" in raised
 
 
 def test_one_dynamo_frontend_without_fan_out(tmp_path: Path) -> None:
     text = WITHOUT_FRONTEND + "frontend:\n  type: dynamo\n  enable_multiple_frontends: false\n"
-    plan = plan_of(tmp_path, text)
+    plan = plan_text(tmp_path, text)
     assert plan.serving_role == "frontend" and plan.stages[-1] == ["frontend"]
 
 
 def test_frontend_args_cannot_take_over_what_disagg_sets(tmp_path: Path) -> None:
     text = WITHOUT_FRONTEND + "frontend:\n  type: dynamo\n  args:\n    http-port: 1\n"
     with pytest.raises(DisaggError, match=r"frontend\.args\.http-port is set by disagg"):
-        plan_of(tmp_path, text)
+        plan_text(tmp_path, text)
 
 
 @pytest.mark.parametrize("kind", ["vllm-router", "none", "atomesh", "tilert-router"])
 def test_frontends_not_built_here_are_refused_in_one_line(tmp_path: Path, kind: str) -> None:
     with pytest.raises(UnsupportedRecipe) as caught:
-        plan_of(tmp_path, WITHOUT_FRONTEND + f"frontend:\n  type: {kind}\n")
+        plan_text(tmp_path, WITHOUT_FRONTEND + f"frontend:\n  type: {kind}\n")
     assert caught.value.message.startswith(f"unsupported: frontend type {kind} (")
     assert "\n" not in caught.value.message
     assert caught.value.location is not None and caught.value.location.line is not None
@@ -108,11 +100,11 @@ def test_frontends_not_built_here_are_refused_in_one_line(tmp_path: Path, kind: 
 
 def test_sglang_router_stays_selectable_for_recipes_that_pin_it(tmp_path: Path) -> None:
     text = WITHOUT_FRONTEND + "frontend:\n  type: sglang-router\n  package: sglang-router\n"
-    plan = plan_of(tmp_path, text)
+    plan = plan_text(tmp_path, text)
     assert plan.frontend == "sglang-router"
     assert plan.role("router").argv[1:3] == ["-m", "sglang_router.launch_router"]
     assert plan.bench.prompt_format == "text"  # it refuses token ids (HTTP 422)
-    smg = plan_of(tmp_path, WITHOUT_FRONTEND + "frontend:\n  type: sglang-router\n")
+    smg = plan_text(tmp_path, WITHOUT_FRONTEND + "frontend:\n  type: sglang-router\n")
     assert smg.frontend == "smg" and smg.role("router").argv[2] == "smg.launch_router"
     fan_out = [i for i in smg.ignored if i["field"] == "frontend.enable_multiple_frontends"]
     assert fan_out and "one router serves" in fan_out[0]["why"]
@@ -124,14 +116,14 @@ SIM = WITHOUT_FRONTEND.replace("backend:\n", "backend:\n  engine: sim\n")
 def test_simulated_recipe_defaulting_to_dynamo_without_tokenizer_says_smg_runs(
     tmp_path: Path,
 ) -> None:
-    plan = plan_of(tmp_path, SIM)
+    plan = plan_text(tmp_path, SIM)
     assert plan.frontend == "smg"
     [note] = [i for i in plan.ignored if i["field"] == "frontend.type"]
     assert "mocker needs model.path to be a local model directory" in note["why"]
 
 
 def test_simulated_recipe_naming_dynamo_without_tokenizer_says_smg_runs(tmp_path: Path) -> None:
-    plan = plan_of(tmp_path, SIM + "frontend:\n  type: dynamo\n")
+    plan = plan_text(tmp_path, SIM + "frontend:\n  type: dynamo\n")
     assert plan.frontend == "smg" and plan.role("router").argv[2] == "smg.launch_router"
     assert any(i["field"] == "frontend.type" for i in plan.ignored)
 
@@ -142,7 +134,7 @@ def test_simulated_dynamo_with_a_model_directory_runs_the_mocker(tmp_path: Path)
     text = SIM.replace("path: hf:org/tiny", f"path: {model}") + (
         "frontend:\n  type: dynamo\n  enable_multiple_frontends: false\n"
     )
-    plan = plan_of(tmp_path, text)
+    plan = plan_text(tmp_path, text)
     assert plan.simulator == "dynamo.mocker" and plan.bench.tokenizer == "${model.path}"
     prefill = plan.role("prefill-0")
     assert prefill.argv[2] == "dynamo.mocker"
