@@ -160,10 +160,8 @@ benchmark: {type: sa-bench, isl: 64, osl: 8, concurrencies: "1"}
     assert "--engine-type sglang" in command(plan, "prefill-0")
     assert "--max-num-seqs 8" in command(plan, "prefill-0")
     assert "--speedup-ratio 5.0" in command(plan, "decode-0")
-    path = tmp_path / "typo.yaml"
-    path.write_text(text.replace("max-num-seqs: 8", "max-num-seq: 8"))
     with pytest.raises(UnsupportedRecipe) as caught:
-        place(load_variants(path)[0])
+        plan_of(tmp_path, text.replace("max-num-seqs: 8", "max-num-seq: 8"))
     assert caught.value.what.startswith("roles.prefill.args.max-num-seq (not a flag of")
     assert caught.value.location is not None and caught.value.location.line == 7
 
@@ -201,11 +199,8 @@ def test_plan_set_flags_are_listed_as_ignored(tmp_path: Path) -> None:
 def test_what_the_mocker_cannot_run_is_refused_at_plan_time(
     tmp_path: Path, change: tuple[str, str], expected: str
 ) -> None:
-    path = tmp_path / "recipe.yaml"
-    path.write_text(MOCKER.replace(*change))
-    [variant] = load_variants(path)
     with pytest.raises(UnsupportedRecipe) as caught:
-        place(variant)
+        plan_of(tmp_path, MOCKER.replace(*change))
     assert str(caught.value).splitlines()[0].find(f"unsupported: {expected}") >= 0
 
 
