@@ -151,10 +151,9 @@ class RoleStarter:
             if role.health is None:
                 run.state.role(role.name).healthy = True
                 continue
-            fields = run.bindings[role.name]
-            if "http_port" not in fields:
+            url = health_url(run, role)
+            if url is None:
                 raise DisaggError(f"role {role.name} has a health check but no http port")
-            url = f"http://{fields['host']}:{fields['http_port']}{role.health.path}"
             waiting[role.name] = (role, url)
         interval = min((r.health.interval_s for r, _ in waiting.values() if r.health), default=0.2)
         last: dict[str, str] = {}
@@ -189,12 +188,11 @@ class RoleStarter:
         """Keep probing every role with a health check until the points are measured."""
         run = self.run
         limits = run.plan.limits
-        targets = []
-        for role in run.plan.roles:
-            fields = run.bindings.get(role.name, {})
-            if role.health is not None and "http_port" in fields:
-                url = f"http://{fields['host']}:{fields['http_port']}{role.health.path}"
-                targets.append(Watched(role.name, url))
+        targets = [
+            Watched(role.name, url)
+            for role in run.plan.roles
+            if (url := health_url(run, role)) is not None
+        ]
         return LivenessWatch(
             targets,
             interval_s=limits.liveness_interval_s,
@@ -203,6 +201,14 @@ class RoleStarter:
             stop=run.stop,
             on_dead=lambda role, reason: run.fail(reason, role=role),
         ).start()
+
+
+def health_url(run: RunContext, role: RolePlan) -> str | None:
+    """Where `role` answers its health check; None without a check or an http port."""
+    url = run.bindings.get(role.name, {}).get("url")
+    if role.health is None or url is None:
+        return None
+    return url + role.health.path
 
 
 def stage_labels(stages: list[list[RolePlan]]) -> list[str]:
