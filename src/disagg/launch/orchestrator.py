@@ -85,7 +85,7 @@ class Orchestrator:
 
     def run(self) -> RunSummary:
         run = self.context
-        started = run.started = time.time()
+        run.started = time.time()
         # Before state.json is replaced: roles an earlier, killed run left behind.
         for line in stop_stale_roles(self.run_dir, grace_s=self.options.stop_grace_s):
             run.log.warning("%s", line)
@@ -109,7 +109,7 @@ class Orchestrator:
                 run.fail(f"internal error: {type(exc).__name__}: {exc}")
             finally:
                 teardown(run)
-        return finish(run, started, error_code)
+        return finish(run, error_code)
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the run as cancelled (what SIGTERM/SIGINT do)."""

@@ -49,7 +49,7 @@ def teardown(run: RunContext) -> None:
             run.log.exception("launcher close failed")
 
 
-def finish(run: RunContext, started: float, error_code: int) -> RunSummary:
+def finish(run: RunContext, error_code: int) -> RunSummary:
     """Decide the run's status and exit code, write summary.json, close the log."""
     with run.lock:
         failure = run.state.failure
@@ -81,7 +81,7 @@ def finish(run: RunContext, started: float, error_code: int) -> RunSummary:
             exit_code=code,
             reason=failure.reason if failure else None,
             failure=failure if status in (RunStatus.FAILED, RunStatus.TIMEOUT) else None,
-            started_at=started,
+            started_at=run.started,
             finished_at=time.time(),
             phase_seconds=dict(run.phase_seconds),
             timeline=dict(run.timeline),
@@ -114,7 +114,7 @@ def finish(run: RunContext, started: float, error_code: int) -> RunSummary:
         summary.points_measured,
         summary.points_skipped,
         summary.points_invalid,
-        summary.finished_at - started,
+        summary.finished_at - run.started,
     )
     close_log(run.log)
     return summary
