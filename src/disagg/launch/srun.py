@@ -106,7 +106,6 @@ def srun_argv(
         cmd.append(f"--{key}={value}" if value != "" else f"--{key}")
     if container_image and slurm.pyxis:
         cmd.append(f"--container-image={container_image}")
-        mounts = []
         mounts = [_mount_text(host, target) for host, target in slurm.container_mounts.items()]
         if run_dir is not None:
             mounts.append(_mount_text(str(run_dir), RUN_DIR_INSIDE))
