@@ -11,7 +11,7 @@ Two rules read the probes:
   naming it (decided in plan order, workers before the router: a router whose
   readiness follows its workers' must not be blamed for them);
 - serving gaps: a role that went more than `gap` seconds without a healthy answer,
-  and then answered again, leaves the run going; `gap_since(t)` tells the point
+  and then answered again, leaves the run going; `gaps_since(t)` tells the point
   loop about it, so the point it happened in is not a result.
 """
 
