@@ -83,7 +83,4 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
         return
     invalid = [p for p in found.points if not p.valid]
     if invalid:
-        keys = ", ".join(p.key for p in invalid)
-        run.fail(
-            f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0].reason})", role=blamed
-        )
+        run.fail_invalid_points([p.key for p in invalid], invalid[0].reason, role=blamed)

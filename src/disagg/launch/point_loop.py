@@ -169,10 +169,8 @@ def measure_points(run: RunContext, measure_point: MeasureFn, watch: LivenessWat
         run.log.info("point %s: %s %s", point.key, point_state.status.value, _brief(outcome))
     run.check_stop()
     if invalid:
-        keys = ", ".join(key for key, _, _ in invalid)
-        run.fail(
-            f"{len(invalid)} invalid point(s): {keys} (first: {invalid[0][1]})", role=invalid[0][2]
-        )
+        _, first_reason, blamed = invalid[0]
+        run.fail_invalid_points([key for key, _, _ in invalid], first_reason, role=blamed)
 
 
 def _attempt(

@@ -132,6 +132,14 @@ class RunContext:
                 self.log.error("  | %s", line)
         self.publish()
 
+    def fail_invalid_points(
+        self, keys: list[str], first_reason: str | None, *, role: str | None
+    ) -> None:
+        """Fail the run for points that are not results, naming them and the first's reason."""
+        self.fail(
+            f"{len(keys)} invalid point(s): {', '.join(keys)} (first: {first_reason})", role=role
+        )
+
     def time_out(self, reason: str) -> None:
         """Stop the run as timed out (its own time limit, or Slurm's warning before its)."""
         with self.lock:
