@@ -76,6 +76,16 @@ def wait_for(predicate: Any, timeout_s: float, what: str) -> Any:
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+def wait_point(run_dir: Path, index: int, status: str, timeout_s: float, what: str) -> None:
+    """Wait until the run's state says point `index` (0: the first) has `status`."""
+
+    def reached() -> bool:
+        points = read_json(run_dir / "state.json").get("points", [])
+        return len(points) > index and points[index]["status"] == status
+
+    wait_for(reached, timeout_s, what)
+
+
 def read_json(path: Path) -> dict[str, Any]:
     try:
         data: dict[str, Any] = json.loads(path.read_text())

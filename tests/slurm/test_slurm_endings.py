@@ -30,6 +30,7 @@ from .cli_support import (
     status,
     submit,
     wait_for,
+    wait_point,
     wait_started,
 )
 from .conftest import wait_job_end
@@ -85,11 +86,7 @@ def test_time_limit_ends_the_job_as_timeout_and_a_resubmission_resumes(
     job_id = submit("base", run_dir, recipe=TWO_NODES)  # 10 minutes: --signal=B:USR1@60
     wait_started(job_id)
 
-    def first_point_done() -> bool:
-        points = read_json(run_dir / "state.json").get("points", [])
-        return bool(points) and points[0]["status"] == "measured"
-
-    wait_for(first_point_done, 120, "the first point to be measured")
+    wait_point(run_dir, 0, "measured", 120, "the first point to be measured")
     # The job's limit shrinks as a user's own `scontrol update` may: whole minutes, at
     # least 45 s ahead, so that Slurm's warning (next limit check, ~30 s) comes first.
     minutes = math.ceil((run_seconds(job_id) + 45) / 60)
@@ -145,11 +142,7 @@ def test_a_lost_node_fails_the_run_naming_it_and_its_roles(
     job_id = submit("base", run_dir, recipe=TWO_NODES)
     wait_started(job_id)
 
-    def first_point_done() -> bool:
-        points = read_json(run_dir / "state.json").get("points", [])
-        return bool(points) and points[0]["status"] == "measured"
-
-    wait_for(first_point_done, 120, "the first point to be measured")
+    wait_point(run_dir, 0, "measured", 120, "the first point to be measured")
     roles = {r["name"]: r for r in read_json(run_dir / "state.json")["roles"]}
     node = roles["decode-0"]["tasks"][0]["node"]
     assert node != roles["router"]["tasks"][0]["node"]  # the orchestrator's node stays
@@ -194,11 +187,7 @@ def test_a_plain_scancel_during_a_point_keeps_only_what_was_measured(
     job_id = submit("base", run_dir, recipe=TWO_NODES)
     wait_started(job_id)
 
-    def second_point_running() -> bool:
-        points = read_json(run_dir / "state.json").get("points", [])
-        return len(points) > 1 and points[1]["status"] == "running"
-
-    wait_for(second_point_running, 120, "the second point to start")
+    wait_point(run_dir, 1, "running", 120, "the second point to start")
     subprocess.run(["scancel", job_id], check=True)
     assert wait_job_end(job_id, timeout_s=60) == "CANCELLED"
 

@@ -29,6 +29,7 @@ from .cli_support import (
     status,
     submit,
     wait_for,
+    wait_point,
 )
 from .conftest import job_state, wait_job_end
 
@@ -133,11 +134,7 @@ def test_hung_decode_worker_fails_the_job_naming_it(
     run_dir = tmp_path / "run"
     job_id = submit("override_hung", run_dir)
 
-    def first_point_done() -> bool:
-        points = read_json(run_dir / "state.json").get("points", [])
-        return bool(points) and points[0]["status"] == "measured"
-
-    wait_for(first_point_done, 90, "the first point to be measured")
+    wait_point(run_dir, 0, "measured", 90, "the first point to be measured")
     victims = wait_for(lambda: role_processes(run_dir).get("decode-1"), 10, "decode-1's process")
     try:
         for pid in victims:
