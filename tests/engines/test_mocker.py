@@ -21,6 +21,8 @@ from disagg.recipe.variants import load_variants
 from recipes.recipe_helpers import CORPUS
 from run.conftest import disagg
 
+from .engine_support import plan_text
+
 MOCKER = """\
 name: mock
 model:
@@ -53,13 +55,6 @@ frontend:
   type: dynamo
   enable_multiple_frontends: false
 """
-
-
-def plan_of(tmp_path: Path, text: str) -> Plan:
-    path = tmp_path / "recipe.yaml"
-    path.write_text(text)
-    [plan] = [place(variant) for variant in load_variants(path)]
-    return plan
 
 
 def command(plan: Plan, role: str) -> str:
@@ -116,7 +111,7 @@ def test_a_trace_in_a_container_mount_is_read_from_the_host_side(tmp_path: Path)
         "/lustre/fsw/coreai_tritoninference_triton3/aflowers/srt-slurm/traces", str(traces)
     )
     text = text.replace("/traces/together-ai-basic-no-delays_119k/dataset.jsonl", "/traces/t.jsonl")
-    plan = plan_of(tmp_path, text)
+    plan = plan_text(tmp_path, text)
     assert plan.engine == "mocker" and [p.num_prompts for p in plan.bench.points] == [3]
     worker = command(plan, "aggregated-0")
     assert "--num-gpu-blocks-override 8192 " in worker  # the role's value over srt-slurm's
@@ -124,7 +119,7 @@ def test_a_trace_in_a_container_mount_is_read_from_the_host_side(tmp_path: Path)
 
 
 def test_prefill_and_decode_mockers_take_their_modes_and_the_role_wins(tmp_path: Path) -> None:
-    plan = plan_of(tmp_path, MOCKER)
+    plan = plan_text(tmp_path, MOCKER)
     prefill, decode = command(plan, "prefill-0"), command(plan, "decode-0")
     assert "--disaggregation-mode prefill --bootstrap-ports ${self.bootstrap_port}" in prefill
     assert plan.role("prefill-0").ports == ["http", "bootstrap"]
@@ -155,20 +150,20 @@ roles:
 frontend: {type: dynamo, enable_multiple_frontends: false}
 benchmark: {type: sa-bench, isl: 64, osl: 8, concurrencies: "1"}
 """
-    plan = plan_of(tmp_path, text)
+    plan = plan_text(tmp_path, text)
     assert plan.engine == "mocker" and plan.emulates == "sglang" and not plan.simulated
     assert "--engine-type sglang" in command(plan, "prefill-0")
     assert "--max-num-seqs 8" in command(plan, "prefill-0")
     assert "--speedup-ratio 5.0" in command(plan, "decode-0")
     with pytest.raises(UnsupportedRecipe) as caught:
-        plan_of(tmp_path, text.replace("max-num-seqs: 8", "max-num-seq: 8"))
+        plan_text(tmp_path, text.replace("max-num-seqs: 8", "max-num-seq: 8"))
     assert caught.value.what.startswith("roles.prefill.args.max-num-seq (not a flag of")
     assert caught.value.location is not None and caught.value.location.line == 7
 
 
 def test_plan_set_flags_are_listed_as_ignored(tmp_path: Path) -> None:
     text = MOCKER.replace("      max-num-batched-tokens: 4096\n", "      model-path: /model\n")
-    plan = plan_of(tmp_path, text)
+    plan = plan_text(tmp_path, text)
     [note] = [i for i in plan.ignored if i["field"].endswith("prefill.model-path")]
     assert note["field"] == "backend.mocker_config.prefill.model-path"
     assert "set by the plan" in note["why"]
@@ -200,7 +195,7 @@ def test_what_the_mocker_cannot_run_is_refused_at_plan_time(
     tmp_path: Path, change: tuple[str, str], expected: str
 ) -> None:
     with pytest.raises(UnsupportedRecipe) as caught:
-        plan_of(tmp_path, MOCKER.replace(*change))
+        plan_text(tmp_path, MOCKER.replace(*change))
     assert str(caught.value).splitlines()[0].find(f"unsupported: {expected}") >= 0
 
 
