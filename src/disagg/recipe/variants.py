@@ -40,12 +40,16 @@ class Variant:
     source: SourceMap
     block: str | None  # the override/zip block it came from; None for flat recipes and `base`
     zip_index: int | None = None
-    dialect: Dialect = "v1"
     translation: Translation | None = None  # schema 2: the layout `raw` was translated from
 
     @property
     def selector(self) -> str:
         return f"{self.file}:{self.name}"
+
+    @property
+    def dialect(self) -> Dialect:
+        """The layout the file wrote this variant in: only schema 2 is translated."""
+        return "v1" if self.translation is None else "schema2"
 
     def written_path(self, path: Sequence[Key]) -> KeyPath:
         """The path the file itself uses for the internal field at `path`."""
@@ -214,7 +218,6 @@ def _typed(
         source=loaded.source,
         block=block,
         zip_index=index,
-        dialect=dialect,
         translation=translation,
     )
 
@@ -243,7 +246,7 @@ def unsupported_reason(config: RecipeConfig, *, schema2: bool = False) -> str | 
 
 def ensure_supported(variant: Variant) -> None:
     """Raise the one-line `unsupported: <what>` error for variants this project cannot run."""
-    reason = unsupported_reason(variant.config, schema2=variant.translation is not None)
+    reason = unsupported_reason(variant.config, schema2=variant.dialect == "schema2")
     where = "" if variant.name == BASE else f" in variant {variant.name}"
     if reason is not None:
         section = reason.split(" ", 1)[0]
