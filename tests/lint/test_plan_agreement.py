@@ -100,6 +100,13 @@ def test_schema2_layout_without_the_marker_is_a_warning(tmp_path: Path) -> None:
     assert finding.where is not None and finding.where.line == 4
 
 
+def test_an_srtslurm_cluster_config_is_not_planned_as_a_recipe(tmp_path: Path) -> None:
+    """`disagg plan` passes over a cluster config; DA013 does not call it a bad recipe."""
+    config = tmp_path / "srtslurm.yaml"
+    config.write_text("cluster: east\ndefault_partition: batch\ngpus_per_node: 8\n")
+    assert only(lint_paths([config]), "DA013") == []
+
+
 def test_lint_plans_on_the_srtslurm_yaml_plan_finds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -41,12 +41,11 @@ def _refusal(path: str, exc: DisaggError) -> Finding:
 
 
 def check(ctx: FileContext) -> list[Finding]:
-    from disagg.cluster_srtslurm import is_srtslurm_config
     from disagg.plan.file_plans import file_plans
 
-    if isinstance(ctx.data, dict) and is_srtslurm_config(ctx.data):
-        return []
     planned = file_plans(ctx.scanned.text, ctx.path, ctx.profile)
+    if planned.is_cluster_config:
+        return []
     if isinstance(planned.variants, DisaggError):
         return [_refusal(ctx.path, planned.variants)]
     findings = []
