@@ -40,15 +40,11 @@ def limits_plan(section: LimitsSection, slurm_time_limit: str | None = None) -> 
         return None if value is None else float(value)
 
     run = seconds(section.run_timeout)
-    if run is None and slurm_time_limit:
-        allowed = slurm_seconds(slurm_time_limit)
-        if allowed is not None:
-            run = allowed - slurm_margin_s(slurm_time_limit)
     return LimitsPlan(
         request_timeout_s=float(section.request_timeout),
         stall_timeout_s=seconds(section.stall_timeout),
         point_timeout_s=seconds(section.point_timeout),
-        run_timeout_s=run,
+        run_timeout_s=run if run is not None else run_limit_under(slurm_time_limit),
         liveness_timeout_s=float(section.liveness_timeout),
         liveness_interval_s=float(section.liveness_interval),
         serving_gap_s=float(section.serving_gap),
@@ -79,6 +75,13 @@ def slurm_margin_s(time_limit: str | None) -> float:
     if allowed is None:
         return SLURM_MARGIN_S
     return min(SLURM_MARGIN_S, SLURM_MARGIN_SHARE * allowed)
+
+
+def run_limit_under(time_limit: str | None) -> float | None:
+    """The run's own limit under a Slurm time limit, when the recipe sets none: the margin
+    before it; None without a limit Slurm reads as a time."""
+    allowed = slurm_seconds(time_limit) if time_limit else None
+    return None if allowed is None else allowed - slurm_margin_s(time_limit)
 
 
 def slurm_seconds(text: str) -> float | None:
@@ -115,5 +118,4 @@ def retimed_limits(limits: LimitsPlan, recipe_limits: object, time_limit: str | 
     explicit = isinstance(recipe_limits, dict) and recipe_limits.get("run_timeout") is not None
     if explicit:
         return limits
-    derived = limits_plan(LimitsSection(), time_limit).run_timeout_s
-    return limits.model_copy(update={"run_timeout_s": derived})
+    return limits.model_copy(update={"run_timeout_s": run_limit_under(time_limit)})
