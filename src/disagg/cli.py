@@ -34,27 +34,25 @@ _registered: set[str] = set()  # areas whose commands `app` holds
 
 
 def _register(argv: Sequence[str] = ()) -> None:
-    """Add the commands of every area, or only of the area of the command `argv` names
+    """Hold the commands of every area, or add only the area of the command `argv` names
     (what `main` asks: the others would cost start-up time and not be used). Tests and
-    `main` may both ask, in any order; asking for all after one area starts over, so
-    that `disagg --help` lists the commands in their order."""
+    `main` may both ask, in any order; the commands are laid out afresh in AREAS order
+    each time the set of areas grows, so that `disagg --help` lists them in their order."""
     from disagg.commands import AREAS, area_of, register_area
     from disagg.commands.options import plain_help_types
 
     area = area_of(argv)
-    areas = AREAS if area is None else (area,)
-    if _registered.issuperset(areas):
+    wanted = set(AREAS) if area is None else _registered | {area}
+    if wanted == _registered:
         return
-    if area is None and _registered:
-        app.registered_commands.clear()
-        app.registered_groups.clear()
-        _registered.clear()
     plain_help_types()
-    app.registered_commands[:] = [c for c in app.registered_commands if c.callback is not version]
-    for name in areas:
-        register_area(app, name)
-        _registered.add(name)
+    app.registered_commands.clear()
+    app.registered_groups.clear()
+    for name in AREAS:
+        if name in wanted:
+            register_area(app, name)
     app.command()(version)
+    _registered.update(wanted)
 
 
 def _print_version(value: bool) -> None:
