@@ -31,7 +31,7 @@ Facts about ai-dynamo 1.6.1, observed on CPU with the mocker:
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from disagg.engines import mocker as mocker_engine
 from disagg.engines import sglang as sglang_engine
@@ -171,15 +171,7 @@ def _mocker(
 def _mocker_engine(role: RolePlan, env: dict[str, str], flags: list[str]) -> RolePlan:
     """A `backend.type: mocker` worker: the engine adapter's command, discovered by the
     frontend; it runs from this environment's ai-dynamo, as the frontend does."""
-    health = (role.health or HealthPlan()).model_copy(update={"path": "/health"})
-    return role.model_copy(
-        update={
-            "argv": [*role.argv, *flags],
-            "env": _worker_env(role, env),
-            "health": health,
-            "container_image": None,
-        }
-    )
+    return _discovered(role, env, [*role.argv, *flags], container_image=None)
 
 
 def _worker(
@@ -187,7 +179,8 @@ def _worker(
 ) -> RolePlan:
     """A real worker: the engine adapter's command under Dynamo's worker module."""
     if dynamo_workers.runs_under_dynamo(ctx.engine):
-        return dynamo_workers.dynamo_worker(ctx, role, _worker_env(role, env), flags)
+        nodes = dynamo_workers.worker_argvs(ctx, role, flags)
+        return _discovered(role, env, nodes[0], node_argv=nodes if len(nodes) > 1 else [])
     module = WORKER_MODULES[ctx.engine]
     argv = list(role.argv)
     at = argv.index("-m") + 1 if "-m" in argv else None
@@ -201,9 +194,16 @@ def _worker(
     # The same planes the frontend is told, not Dynamo's defaults: a recipe's NATS request
     # plane, or file discovery, must reach the worker too (dynamo.sglang takes Dynamo's
     # runtime flags beside SGLang's own).
-    argv += flags
+    return _discovered(role, env, [*argv, *flags])
+
+
+def _discovered(role: RolePlan, env: dict[str, str], argv: list[str], **update: Any) -> RolePlan:
+    """`role` running `argv` as a Dynamo worker: its Dynamo environment, and health asked
+    of Dynamo's system port (`/health`) on the engine adapter's deadline."""
     health = (role.health or HealthPlan()).model_copy(update={"path": "/health"})
-    return role.model_copy(update={"argv": argv, "env": _worker_env(role, env), "health": health})
+    return role.model_copy(
+        update={"argv": argv, "env": _worker_env(role, env), "health": health, **update}
+    )
 
 
 def _frontend(

@@ -24,7 +24,7 @@ from typing import Any
 
 from disagg.engines.base import WorkerSpec
 from disagg.frontends.base import FrontendContext, ignored
-from disagg.plan.model import HealthPlan, RolePlan
+from disagg.plan.model import RolePlan
 
 MODULES: dict[str, str] = {"vllm": "dynamo.vllm", "trtllm": "dynamo.trtllm"}
 # `backend.*` knobs of `vllm serve` / `trtllm-serve` that have no meaning under Dynamo.
@@ -43,12 +43,10 @@ def runs_under_dynamo(engine: str) -> bool:
     return engine in MODULES
 
 
-def dynamo_worker(
-    ctx: FrontendContext, role: RolePlan, env: dict[str, str], runtime: list[str]
-) -> RolePlan:
-    """The worker `role` (as the engine adapter rendered it for its own server) rebuilt as
-    Dynamo's worker module of the engine; `env` is its Dynamo environment, `runtime` the
-    discovery/request-plane flags it shares with the frontend."""
+def worker_argvs(ctx: FrontendContext, role: RolePlan, runtime: list[str]) -> list[list[str]]:
+    """The worker `role` (as the engine adapter rendered it for its own server) as Dynamo's
+    worker module of the engine: one argv per node (one when it runs on one node);
+    `runtime` is the discovery/request-plane flags it shares with the frontend."""
     inputs = ctx.worker_inputs.get(role.name)
     if inputs is None:
         raise ctx.fail(
@@ -59,18 +57,8 @@ def dynamo_worker(
     args, spec = inputs
     mode = ["--disaggregation-mode", spec.mode] if spec.mode is not None else []
     if ctx.engine == "vllm":
-        nodes = _vllm_nodes(args, spec, [*mode, *runtime])
-    else:
-        nodes = [_trtllm_argv(role, spec, [*mode, *runtime])]
-    health = (role.health or HealthPlan()).model_copy(update={"path": "/health"})
-    return role.model_copy(
-        update={
-            "argv": nodes[0],
-            "node_argv": nodes if len(nodes) > 1 else [],
-            "env": env,
-            "health": health,
-        }
-    )
+        return _vllm_nodes(args, spec, [*mode, *runtime])
+    return [_trtllm_argv(role, spec, [*mode, *runtime])]
 
 
 def serve_only_notes(ctx: FrontendContext) -> list[dict[str, str]]:
