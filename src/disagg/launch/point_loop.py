@@ -215,12 +215,10 @@ def rendered_bench(run: RunContext) -> BenchPlan:
     return bench.model_copy(update=update) if update else bench
 
 
-def _brief(outcome: object) -> str:
-    summary = getattr(outcome, "summary", {}) or {}
-    reason = getattr(outcome, "reason", None)
-    parts = [f"{k}={v:.4g}" for k, v in list(summary.items())[:4]]
-    if reason:
-        parts.append(f"({reason})")
+def _brief(outcome: PointOutcome) -> str:
+    parts = [f"{k}={v:.4g}" for k, v in list(outcome.summary.items())[:4]]
+    if outcome.reason:
+        parts.append(f"({outcome.reason})")
     return " ".join(parts)
 
 
