@@ -88,11 +88,11 @@ def _await_time_limit(plan: Plan, started_at: float, end_time: float | None) -> 
     from disagg.plan.limits import slurm_margin_s, slurm_seconds
 
     limit = plan.slurm.time_limit
-    allowed = slurm_seconds(limit) if limit else None
-    if end_time is None and allowed is None:
-        return
     if end_time is None:
-        end_time = started_at + (allowed or 0.0)
+        allowed = slurm_seconds(limit) if limit else None
+        if allowed is None:
+            return
+        end_time = started_at + allowed
     left = end_time - time.time()
     if left > slurm_margin_s(limit) + SLURM_TIMEOUT_LINGER_S:
         return  # the recipe's own run_timeout ended it, long before Slurm's limit
