@@ -24,21 +24,17 @@ from disagg.engines.sim.testing import (
 )
 from disagg.frontends.smg import router_argv
 from disagg.plan.templates import substitute_all
+from engines.engine_support import plan_text
 from recipes.recipe_helpers import MINIMAL
 
 pytestmark = pytest.mark.slow
 
 
 def test_vllm_pd_plan_registers_each_worker_with_its_connector(tmp_path: Path) -> None:
-    from disagg.plan.placement import place
-    from disagg.recipe.variants import load_variants
-
     sglang = MINIMAL[MINIMAL.index("backend:") : MINIMAL.index("benchmark:")]
     recipe = MINIMAL.replace(sglang, "backend:\n  type: vllm\n  connector: nixl\n")
     assert "type: vllm" in recipe
-    path = tmp_path / "vllm.yaml"
-    path.write_text(recipe)
-    [plan] = [place(v) for v in load_variants(path)]
+    plan = plan_text(tmp_path, recipe)
     argv = plan.role("router").argv
     assert argv[1:3] == ["-m", "disagg.frontends.register"]
     workers = [argv[i + 1 : i + 4] for i, word in enumerate(argv) if word == "--worker"]
