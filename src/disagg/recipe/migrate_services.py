@@ -18,7 +18,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from disagg.errors import DisaggError
-from disagg.recipe.overrides import ZIP_PREFIX
+from disagg.recipe.overrides import ZIP_PREFIX, deep_merge
 
 _ABSENT = object()
 
@@ -82,14 +82,7 @@ def _extend(block: CommentedMap, entries: list[CommentedMap]) -> None:
 
 def _merged(base: Any, own: Any) -> Any:
     """What v1's deep merge gives for one field of a variant block over base."""
-    if own is _ABSENT:
-        return base
-    if isinstance(base, Mapping) and isinstance(own, Mapping):
-        out = CommentedMap(copy.deepcopy(dict(base)))
-        for key, value in own.items():
-            out[key] = _merged(out.get(key, _ABSENT), value)
-        return out
-    return own
+    return base if own is _ABSENT else deep_merge(base, own)
 
 
 def _has_list(value: Any) -> bool:
