@@ -171,11 +171,12 @@ class _Placer:
         for item in self.adapter.ignored(args, _worker_role(kind)):
             self.ignored.setdefault(f"{path}.{item.key}", item.reason)
 
-    def check_mode(self, kind: RoleKind, args: Mapping[str, Any]) -> str | None:
-        wanted = None if kind is RoleKind.AGGREGATED else kind.value
+    def check_mode(self, kind: RoleKind, args: Mapping[str, Any]) -> None:
+        """A mode written in a role's settings must be the role's own."""
         found = self.adapter.written_mode(args)
         if found is None:
-            return wanted
+            return
+        wanted = None if kind is RoleKind.AGGREGATED else kind.value
         key, written = found
         if written is not None and written != "null" and written != wanted:
             raise self.fail(
@@ -183,7 +184,6 @@ class _Placer:
                 (*self.adapter.args_path(_worker_role(kind)), key),
                 f"use {wanted!r}" if wanted else "remove it for aggregated workers",
             )
-        return wanted
 
     def workers(self, placed: list[PlacedWorker], model: ModelRef) -> list[RolePlan]:
         served = self.served_name(model)
