@@ -88,6 +88,11 @@ class _Placer:
             hint=hint,
         )
 
+    def refuse(self, what: str, path: tuple[str, ...]) -> UnsupportedRecipe:
+        """`unsupported: <what>` at `path`, naming the variant as `fail` does."""
+        where = "" if self.variant.name == "base" else f" in variant {self.variant.name}"
+        return UnsupportedRecipe(f"{what}{where}", location=self.variant.locate(path))
+
     def limits(self, slurm_time_limit: str | None) -> LimitsPlan:
         problem = serving_gap_problem(self.config.limits)
         if problem is not None:
@@ -133,10 +138,8 @@ class _Placer:
         """Engine-wide knobs the engine does not carry out: refused, or listed as ignored."""
         for field, action, why in unhonoured_knobs(self.backend, self.adapter.backend_fields):
             if action == "refused":
-                where = "" if self.variant.name == "base" else f" in variant {self.variant.name}"
-                raise UnsupportedRecipe(
-                    f"{self.variant.written_name(field)} ({why}){where}",
-                    location=self.variant.locate(tuple(field.split("."))),
+                raise self.refuse(
+                    f"{self.variant.written_name(field)} ({why})", tuple(field.split("."))
                 )
             self.ignored.setdefault(field, why)
 
@@ -160,11 +163,7 @@ class _Placer:
         head, sep, rest = what.partition(" ")
         if head.startswith("backend."):  # an internal field: named as the file wrote it
             what = self.variant.written_name(head) + sep + rest
-        where = "" if self.variant.name == "base" else f" in variant {self.variant.name}"
-        raise UnsupportedRecipe(
-            f"{what}{where}",
-            location=self.variant.locate((*self.adapter.args_path(_worker_role(kind)), key)),
-        )
+        raise self.refuse(what, (*self.adapter.args_path(_worker_role(kind)), key))
 
     def note_ignored(self, kind: RoleKind, args: Mapping[str, Any]) -> None:
         path = ".".join(self.adapter.args_path(_worker_role(kind)))
