@@ -75,6 +75,7 @@ def directives(slurm: SlurmPlan, run_dir: Path) -> list[tuple[str, str | None]]:
                 hint=f"remove it from sbatch_directives (reserved: {', '.join(sorted(RESERVED))})",
             )
         pairs[name] = value if value != "" else None  # replaces a default of the same name
+    check_signal_directive(slurm)
     for key, given in pairs.items():
         if given is not None and ("\n" in given or "\r" in given):
             raise DisaggError(f"sbatch directive {key!r} has a line break in its value")

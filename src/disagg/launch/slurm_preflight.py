@@ -165,12 +165,11 @@ def check_benchmark(plan: Plan) -> Preflight:
 def check_job_script(plan: Plan) -> Preflight:
     """The directives job.sbatch would carry: refused here, before the run directory."""
     from disagg.errors import DisaggError
-    from disagg.launch.sbatch import check_signal_directive, directives
+    from disagg.launch.sbatch import directives
 
     result = Preflight()
     try:
         directives(plan.slurm, Path(plan.name))
-        check_signal_directive(plan.slurm)
     except DisaggError as exc:
         hint = f" ({exc.hint})" if exc.hint else ""
         result.errors.append(f"{plan.selector}: {exc.message}{hint}")
