@@ -41,8 +41,8 @@ LEGACY_KEYS: dict[KeyPath, str] = {
     ("dynamo", "hash"): "`dynamo.source.git` + `dynamo.source.rev`",
     ("dynamo", "cargo_patches"): "`dynamo.source.patches`",
     **{
-        ("resources", name.format(r=short)): f"`roles.{role}.{key}`"
-        for role, short in (("prefill", "prefill"), ("decode", "decode"), ("agg", "agg"))
+        ("resources", name.format(r=role)): f"`roles.{role}.{key}`"
+        for role in ROLE_TO_MODE
         for key, name in _RESOURCE_FIELDS.items()
     },
 }
@@ -186,13 +186,12 @@ def translate(raw: Mapping[str, Any]) -> Translation:
         if not isinstance(spec, Mapping):
             continue
         mode = ROLE_TO_MODE[role]
-        short = "agg" if role == "agg" else role
         for key, name in _RESOURCE_FIELDS.items():
             value = spec.get(key)
             if value is not None:
-                resources[name.format(r=short)] = 0 if value == "colocate" else value
+                resources[name.format(r=role)] = 0 if value == "colocate" else value
         if "critical" in spec:
-            resources[f"{short}_critical"] = spec["critical"]
+            resources[f"{role}_critical"] = spec["critical"]
         if spec.get("args"):
             backend.setdefault(f"{kind}_config", {})[mode] = spec["args"]
         if spec.get("env"):
@@ -235,9 +234,8 @@ def _written_engine(raw: Mapping[str, Any], where: KeyPath) -> Any:
 def _role_origins(origins: Origins, role: str, mode: str, kind: str) -> None:
     """Where a role's facts live in schema 2, recorded whether or not the file sets them
     (a message about a missing field names the schema-2 spelling too)."""
-    short = "agg" if role == "agg" else role
     for key, name in (*_RESOURCE_FIELDS.items(), ("critical", "{r}_critical")):
-        origins[("resources", name.format(r=short))] = ("roles", role, key)
+        origins[("resources", name.format(r=role))] = ("roles", role, key)
     origins[("backend", f"{kind}_config", mode)] = ("roles", role, "args")
     origins[("backend", "kv_events_config", mode)] = ("roles", role, "kv_events")
     origins[("backend", f"{mode}_environment")] = ("roles", role, "env")
