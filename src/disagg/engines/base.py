@@ -23,7 +23,8 @@ WorkerRole = Literal["prefill", "decode", "aggregated"]
 WORKER_ROLES: tuple[WorkerRole, ...] = ("prefill", "decode", "aggregated")
 
 
-def _int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
+    """A setting's value when it is an integer (YAML's `true` is not one)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -79,7 +80,7 @@ class FlagTable:
 
     def size(self, args: Mapping[str, Any], setting: str) -> int:
         """A positive integer setting (a parallel size), 1 when unset or not an integer."""
-        value = _int(self.value(args, setting))
+        value = as_int(self.value(args, setting))
         return value if value is not None and value >= 1 else 1
 
     def names(self, setting: str) -> tuple[str, ...]:
@@ -290,13 +291,13 @@ class EngineAdapter(ABC):
         table = self.flags
         return SimReading(
             parallel=self.parallelism(args),
-            max_running_requests=_int(table.value(args, "max_running_requests")),
-            chunked_prefill_size=_int(table.value(args, "chunk_size")),
-            max_prefill_tokens=_int(table.value(args, "max_prefill_tokens")),
-            cuda_graph_max_bs=_int(table.value(args, "cuda_graph_max_bs")),
+            max_running_requests=as_int(table.value(args, "max_running_requests")),
+            chunked_prefill_size=as_int(table.value(args, "chunk_size")),
+            max_prefill_tokens=as_int(table.value(args, "max_prefill_tokens")),
+            cuda_graph_max_bs=as_int(table.value(args, "cuda_graph_max_bs")),
             speculative_algorithm=_text_or_none(table.value(args, "speculative")),
-            speculative_num_steps=_int(table.value(args, "speculative_steps")),
-            context_length=_int(table.value(args, "context_length")),
+            speculative_num_steps=as_int(table.value(args, "speculative_steps")),
+            context_length=as_int(table.value(args, "context_length")),
         )
 
 

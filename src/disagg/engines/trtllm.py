@@ -36,6 +36,7 @@ from disagg.engines.base import (
     WorkerCommand,
     WorkerRole,
     WorkerSpec,
+    as_int,
     listen_host,
 )
 
@@ -91,10 +92,6 @@ def _speculative(args: Mapping[str, Any]) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 class TRTLLM(EngineAdapter):
     name: ClassVar[str] = "trtllm"
     label: ClassVar[str] = "TensorRT-LLM"
@@ -127,10 +124,10 @@ class TRTLLM(EngineAdapter):
         graph_max = None
         if isinstance(graphs, Mapping):
             sizes = graphs.get("batch_sizes")
-            graph_max = _int(graphs.get("max_batch_size"))
+            graph_max = as_int(graphs.get("max_batch_size"))
             if graph_max is None and isinstance(sizes, list) and sizes:
                 graph_max = max(s for s in sizes if isinstance(s, int))
-        steps = _int(spec.get("num_nextn_predict_layers")) or _int(spec.get("max_draft_len"))
+        steps = as_int(spec.get("num_nextn_predict_layers")) or as_int(spec.get("max_draft_len"))
         return SimReading(
             parallel=base.parallel,
             max_running_requests=base.max_running_requests,
