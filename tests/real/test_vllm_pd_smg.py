@@ -8,14 +8,13 @@ request must come back with exactly the requested tokens.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from tiny_model import TinyModel
 
-from .test_vllm_run import assert_every_request_exact, disagg, write_profile, write_recipe
+from .test_vllm_run import assert_every_request_exact, run_locally
 from .vllm_support import kv_log_transfers
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.slow]
@@ -24,12 +23,7 @@ pytestmark = [pytest.mark.real_engine, pytest.mark.slow]
 def test_prefill_decode_pair_behind_smg_moves_the_kv_cache(
     vllm_env: Path, tiny_model: TinyModel, tmp_path: Path
 ) -> None:
-    recipe = write_recipe(tmp_path, tiny_model, disaggregated=True)
-    profile = write_profile(tmp_path, vllm_env, slurm=False)
-    run_dir = tmp_path / "run"
-    done = disagg("run", recipe, "--local", "--cluster", profile, "--out", run_dir, "--json")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    plan = json.loads((run_dir / "plan.json").read_text())
+    run_dir, plan = run_locally(tmp_path, vllm_env, tiny_model, disaggregated=True)
     router = next(role for role in plan["roles"] if role["name"] == "router")
     assert router["argv"][1:3] == ["-m", "disagg.frontends.register"]
     results = assert_every_request_exact(run_dir)

@@ -145,15 +145,22 @@ def assert_every_request_exact(run_dir: Path) -> list[dict[str, Any]]:
     return results
 
 
+def run_locally(
+    tmp_path: Path, env_dir: Path, model: TinyModel, *, disaggregated: bool
+) -> tuple[Path, dict[str, Any]]:
+    """`disagg run --local` of the test recipe, which must succeed: its run dir and plan."""
+    recipe = write_recipe(tmp_path, model, disaggregated=disaggregated)
+    profile = write_profile(tmp_path, env_dir, slurm=False)
+    run_dir = tmp_path / "run"
+    done = disagg("run", recipe, "--local", "--cluster", profile, "--out", run_dir, "--json")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return run_dir, json.loads((run_dir / "plan.json").read_text())
+
+
 def test_aggregated_vllm_worker_runs_a_sweep_locally(
     vllm_env: Path, tiny_model: TinyModel, tmp_path: Path
 ) -> None:
-    recipe = write_recipe(tmp_path, tiny_model, disaggregated=False)
-    profile = write_profile(tmp_path, vllm_env, slurm=False)
-    run_dir = tmp_path / "run"
-    done = disagg("run", recipe, "--local", "--cluster", profile, "--out", run_dir, "--json")
-    assert done.returncode == 0, done.stdout + done.stderr
-    plan = json.loads((run_dir / "plan.json").read_text())
+    run_dir, plan = run_locally(tmp_path, vllm_env, tiny_model, disaggregated=False)
     [worker] = [r for r in plan["roles"] if r["kind"] == "aggregated"]
     assert worker["argv"][:2] == ["vllm", "serve"]
     assert_every_request_exact(run_dir)
