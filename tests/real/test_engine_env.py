@@ -13,11 +13,13 @@ from .vllm_support import REPO
 
 
 def _fake_repo(tmp_path: Path, post_install: str | None = None) -> Path:
-    """A copy of the script beside a spec with no packages (builds offline in seconds)."""
+    """A copy of the script (and of bootstrap, which gives it uv) beside a spec with no
+    packages (builds offline in seconds)."""
     repo = tmp_path / "repo"
     spec = repo / "scripts" / "engine-envs" / "demo"
     spec.mkdir(parents=True)
-    shutil.copy2(REPO / "scripts" / "engine-env", repo / "scripts" / "engine-env")
+    for script in ("engine-env", "bootstrap"):
+        shutil.copy2(REPO / "scripts" / script, repo / "scripts" / script)
     (spec / "requirements.lock").write_text("# no packages\n")
     (spec / "python").write_text("3.11\n")
     if post_install is not None:
