@@ -4,32 +4,19 @@ role's own `srun --overlap` step inside the job, and its point files become the 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from disagg.launch import slurmctl
+
+from .cli_support import submit
 from .conftest import REPO, job_steps, wait_job_end
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 RECIPE = REPO / "tests" / "workloads" / "data" / "sim-custom.yaml"
-PROFILE = Path(__file__).parent / "data" / "local-slurm.yaml"
-
-
-def disagg(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "disagg", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=dict(os.environ),
-        timeout=120,
-        check=False,
-    )
 
 
 def read_json(path: Path) -> Any:
@@ -37,28 +24,16 @@ def read_json(path: Path) -> Any:
 
 
 def job_first_node(job_id: str) -> str:
-    out = subprocess.run(
-        ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, check=True
-    ).stdout
-    nodelist = next(w.split("=", 1)[1] for w in out.split() if w.startswith("NodeList="))
-    return subprocess.run(
-        ["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=True
-    ).stdout.split()[0]
-
-
-def submit(selector: str, out: Path) -> str:
-    done = disagg(
-        "submit", f"{RECIPE}:{selector}", "--cluster", str(PROFILE), "--out", str(out), "--json"
-    )
-    assert done.returncode == 0, done.stderr
-    return str(json.loads(done.stdout)[0]["job_id"])
+    info = slurmctl.job(job_id)
+    assert info is not None and info.nodes, f"Slurm does not say where job {job_id} ran"
+    return slurmctl.hostnames(info.nodes)[0]
 
 
 def test_custom_sweep_runs_in_the_bench_role_on_slurm(
     slurm_cluster: list[str], tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "run"
-    job_id = submit("base", run_dir)
+    job_id = submit("base", run_dir, recipe=RECIPE)
     assert wait_job_end(job_id) == "COMPLETED", (run_dir / f"slurm-{job_id}.out").read_text()
 
     summary = read_json(run_dir / "summary.json")
@@ -81,7 +56,7 @@ def test_custom_command_failing_on_slurm_fails_the_job(
     slurm_cluster: list[str], tmp_path: Path
 ) -> None:
     run_dir = tmp_path / "run"
-    job_id = submit("override_fails", run_dir)
+    job_id = submit("override_fails", run_dir, recipe=RECIPE)
     assert wait_job_end(job_id) == "FAILED"
 
     summary = read_json(run_dir / "summary.json")
