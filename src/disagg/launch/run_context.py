@@ -224,11 +224,13 @@ class RunContext:
                 write_error: OSError | None = exc
             else:
                 write_error = None
-            snapshot = self.state.model_copy(deep=True)
+            # a copy for the hook alone (the live view); a run without one copies nothing
+            hook = self.on_update
+            snapshot = self.state.model_copy(deep=True) if hook is not None else None
         if write_error is not None:
             self.write_failed(STATE_FILE, write_error)
-        if self.on_update is not None:
-            self.on_update(snapshot)
+        if hook is not None and snapshot is not None:
+            hook(snapshot)
 
     def write_failed(self, name: str, exc: OSError) -> None:
         """A full disk or read-only run directory: said once, fails the run, stops nothing else.
