@@ -69,11 +69,8 @@ class Orchestrator:
         options: OrchestratorOptions | None = None,
         on_update: UpdateHook | None = None,
     ) -> None:
-        self.run_dir = run_dir
-        self.plan = plan
-        self.launcher = launcher
-        self.options = options or OrchestratorOptions()
-        self.context = RunContext(run_dir, plan, launcher, self.options, on_update)
+        options = options or OrchestratorOptions()
+        self.context = RunContext(run_dir, plan, launcher, options, on_update)
 
     @property
     def state(self) -> RunState:
@@ -87,7 +84,7 @@ class Orchestrator:
         run = self.context
         run.started = time.time()
         # Before state.json is replaced: roles an earlier, killed run left behind.
-        for line in stop_stale_roles(self.run_dir, grace_s=self.options.stop_grace_s):
+        for line in stop_stale_roles(run.run_dir, grace_s=run.options.stop_grace_s):
             run.log.warning("%s", line)
         run.publish()
         monitor = threading.Thread(target=self._monitor, name="role-monitor", daemon=True)
@@ -117,13 +114,13 @@ class Orchestrator:
 
     def _run_phases(self) -> None:
         run = self.context
-        plan = self.plan
+        plan = run.plan
         run.log.info(
             "run %s (%s), %d point(s), executor %s%s",
             plan.name,
             plan.selector,
             len(plan.bench.points),
-            self.options.executor,
+            run.options.executor,
             f", simulated by {plan.simulator or 'disagg sim-engine'}" if plan.simulated else "",
         )
         from disagg.workloads import adapter_for
@@ -151,7 +148,7 @@ class Orchestrator:
     def _monitor(self) -> None:
         """Notice within ~100 ms that any role task ended (or the run's time limit), and stop."""
         run = self.context
-        run_limit = self.plan.limits.run_timeout_s
+        run_limit = run.plan.limits.run_timeout_s
         started = time.monotonic()
         while not run.tearing_down:
             if run_limit is not None and time.monotonic() - started > run_limit:
@@ -161,8 +158,9 @@ class Orchestrator:
 
     @contextmanager
     def _signals(self) -> Iterator[None]:
+        run = self.context
         if (
-            not self.options.handle_signals
+            not run.options.handle_signals
             or threading.current_thread() is not threading.main_thread()
         ):
             yield
@@ -172,7 +170,7 @@ class Orchestrator:
             self.cancel(f"received {signal.Signals(signum).name}")
 
         def warned(signum: int, frame: FrameType | None) -> None:
-            self.context.time_out(
+            run.time_out(
                 f"Slurm's time limit is near ({signal.Signals(signum).name} from "
                 "--signal): stopped to keep the results"
             )
@@ -180,8 +178,8 @@ class Orchestrator:
         # SIGHUP (a closed terminal) stops the run like SIGTERM: nothing is left behind.
         signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
         previous = {sig: signal.signal(sig, handler) for sig in signals}
-        if self.options.executor == "slurm":  # `#SBATCH --signal=B:USR1@N` (launch.sbatch)
-            name = warning_signal(self.plan.slurm) or TIME_LIMIT_SIGNAL
+        if run.options.executor == "slurm":  # `#SBATCH --signal=B:USR1@N` (launch.sbatch)
+            name = warning_signal(run.plan.slurm) or TIME_LIMIT_SIGNAL
             warning = signal.Signals[f"SIG{name}"]
             previous[warning] = signal.signal(warning, warned)
         try:
