@@ -10,6 +10,7 @@ decides the run; its output goes to the bench role's log. Afterwards `collect` (
 
 from __future__ import annotations
 
+from disagg.plan.job_plan import env_text
 from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter
 from disagg.workloads.sabench import concurrencies
@@ -37,12 +38,6 @@ def serving_role(roles: list[RolePlan]) -> RolePlan | None:
     return None
 
 
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _number(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -61,7 +56,7 @@ def contract_env(plan: Plan) -> dict[str, str]:
         env["SRT_FRONTEND_PORT"] = f"${{{front.name}.http_port}}"
         env["SRT_FRONTEND_URL"] = f"${{{front.name}.url}}"
     setup = setup_fields(plan)
-    env["DISAGG"] = _text(plan.disaggregated)
+    env["DISAGG"] = env_text(plan.disaggregated)
     for side in ("prefill", "decode"):
         upper = side.upper()
         env[f"{upper}_NUM_WORKERS"] = _number(setup.get(f"{side}_num_workers") or 0)
@@ -92,7 +87,7 @@ def contract_env(plan: Plan) -> dict[str, str]:
             "RESULT_DIR": results,
             "DISAGG_JOB_ID": "${run.job_id}",
             "DISAGG_PYTHON": "${run.python}",
-            "DISAGG_SIMULATED": _text(plan.simulated),
+            "DISAGG_SIMULATED": env_text(plan.simulated),
         }
     )
     return env
@@ -135,9 +130,9 @@ class Custom(BenchmarkAdapter):
             command=BenchCommand(
                 argv=["bash", "-lc", b.command],
                 results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
-                env={k: _text(v) for k, v in (b.env or {}).items()},
+                env={k: env_text(v) for k, v in (b.env or {}).items()},
                 load_env={
-                    name: _text(getattr(b, field))
+                    name: env_text(getattr(b, field))
                     for field, name in LOAD_FIELDS.items()
                     if field in b.model_fields_set and getattr(b, field) is not None
                 },

@@ -15,7 +15,7 @@ from typing import Any
 
 from disagg.cluster import is_repo_id
 from disagg.engines import registry
-from disagg.engines.base import EngineAdapter, Parallelism
+from disagg.engines.base import EngineAdapter, Parallelism, as_int
 from disagg.recipe.benchmark_section import concurrency_points
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
@@ -42,10 +42,6 @@ class _Role:
     args_path: tuple[str, ...]
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _engine(config: Mapping[str, Any]) -> str:
     backend = config.get("backend")
     kind = backend.get("type") if isinstance(backend, Mapping) else None
@@ -61,10 +57,10 @@ def _roles(config: Mapping[str, Any]) -> Iterator[_Role]:
     adapter = registry.get(engine)
     section = adapter.config_section if adapter is not None else f"{engine}_config"
     engine_config = backend.get(section) if isinstance(backend, Mapping) else None
-    per_node = _int(resources.get("gpus_per_node"))
+    per_node = as_int(resources.get("gpus_per_node"))
     for prefix, config_name in ROLES.items():
-        nodes = _int(resources.get(f"{prefix}_nodes"))
-        workers = _int(resources.get(f"{prefix}_workers"))
+        nodes = as_int(resources.get(f"{prefix}_nodes"))
+        workers = as_int(resources.get(f"{prefix}_workers"))
         if nodes is None and workers is None:
             continue
         args = engine_config.get(config_name) if isinstance(engine_config, Mapping) else None
@@ -73,7 +69,7 @@ def _roles(config: Mapping[str, Any]) -> Iterator[_Role]:
             nodes=nodes if nodes is not None else 1,
             workers=workers if workers is not None else 1,
             gpus_per_node=per_node or 0,
-            gpus_per_worker=_int(resources.get(f"gpus_per_{prefix}")),
+            gpus_per_worker=as_int(resources.get(f"gpus_per_{prefix}")),
             args=args if isinstance(args, Mapping) else {},
             args_path=("backend", section, config_name),
         )
