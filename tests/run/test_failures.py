@@ -132,3 +132,32 @@ def test_benchmark_type_the_job_cannot_run_is_refused_before_anything_starts(
     assert summary.reason is not None
     assert summary.reason.startswith("unsupported: benchmark type gsm8k (an accuracy benchmark")
     assert summary.role_pids == {}
+
+
+class NodeLosingLauncher(LocalLauncher):
+    """Two local nodes; the second is reported gone, as Slurm reports a failed node."""
+
+    def __init__(self) -> None:
+        super().__init__(nodes=2)
+
+    def lost_nodes(self) -> dict[int, str]:
+        return {1: "local1 (DOWN: cable pulled)"}
+
+
+def test_a_role_that_ended_with_its_node_names_the_node(tmp_path: Path) -> None:
+    role = python_role("decode-0", "import sys; sys.exit(1)", deadline_s=60)
+    role.node_ranks = [1]
+    router = python_role("router", "import time; time.sleep(60)", deadline_s=60)
+    plan = make_plan([role, router])
+    plan.write(tmp_path)
+    summary = Orchestrator(tmp_path, plan, NodeLosingLauncher(), OPTIONS).run()
+
+    assert summary.status is RunStatus.FAILED
+    assert summary.failure is not None
+    assert summary.failure.nodes_lost == ["local1"]
+    assert summary.failure.role == "decode-0"
+    assert summary.reason == (
+        "lost node local1 (DOWN: cable pulled): Slurm removed it from the job; "
+        "role(s) decode-0 ended with it"
+    )
+    assert wait_gone(all_pids(summary)) == []
