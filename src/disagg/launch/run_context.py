@@ -193,13 +193,13 @@ class RunContext:
             for r in self.plan.roles
             if r.kind is not RoleKind.BENCH and set(r.node_ranks) & set(lost)
         ]
-        nodes = [lost[rank] for rank in sorted(lost)]
+        ranks, names = sorted(lost), self.launcher.node_names()
         self.fail(
-            f"lost node {', '.join(nodes)}: Slurm removed it from the job; "
-            f"role(s) {', '.join(on_lost) or role} ended with it",
+            f"lost node {', '.join(lost[rank] for rank in ranks)}: Slurm removed it from the "
+            f"job; role(s) {', '.join(on_lost) or role} ended with it",
             role=role,
             node_rank=node_rank,
-            nodes_lost=[name.split(" ", 1)[0] for name in nodes],
+            nodes_lost=[names[rank] for rank in ranks],
         )
 
     def record_exit(
