@@ -76,7 +76,7 @@ class RunContext:
         self.timed_out = False
         self.tearing_down = False
         self.tasks: list[tuple[RolePlan, RoleProcess]] = []
-        self.exit_codes: dict[tuple[str, int], int | None] = {}
+        self.ended: set[tuple[str, int]] = set()  # (role, node rank) of tasks seen to end
         self.phase_seconds: dict[str, float] = {}
         self.timeline: dict[str, float] = {}
         self.started = time.time()
@@ -170,9 +170,9 @@ class RunContext:
                 continue
             key = (role.name, process.node_rank)
             with self.lock:
-                if key in self.exit_codes:
+                if key in self.ended:
                     continue
-                self.exit_codes[key] = code
+                self.ended.add(key)
             self.record_exit(role.name, process.node_rank, code)
             if not self.stop.is_set():
                 lost = self.launcher.lost_nodes()

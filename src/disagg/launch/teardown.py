@@ -40,8 +40,8 @@ def teardown(run: RunContext) -> None:
             codes = list(pool.map(lambda t: t[1].stop(grace), tasks))
         for (role, process), code in zip(tasks, codes, strict=True):
             key = (role.name, process.node_rank)
-            if key not in run.exit_codes:
-                run.exit_codes[key] = code
+            if key not in run.ended:
+                run.ended.add(key)
                 run.record_exit(role.name, process.node_rank, code, stopped=True)
         try:
             run.launcher.close()
