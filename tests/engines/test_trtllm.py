@@ -132,6 +132,19 @@ def test_simulated_trtllm_worker_counts_attention_dp_ranks_inside_tp(tmp_path: P
     assert decode.speculative == "MTP"
 
 
+@pytest.mark.parametrize(
+    ("sizes", "expected"), [([1, 2, 64, 8], 64), ([[1, 2, 4, 8]], None), ([], None)]
+)
+def test_cuda_graph_sizes_bound_the_simulated_batch_only_when_whole(
+    sizes: list[object], expected: int | None
+) -> None:
+    """A nested or empty `batch_sizes` list (a typo) is no limit, not a traceback."""
+    from disagg.engines.trtllm import ADAPTER
+
+    reading = ADAPTER.sim_reading({"cuda_graph_config": {"batch_sizes": sizes}})
+    assert reading.cuda_graph_max_bs == expected
+
+
 def test_a_draft_model_repo_is_staged_and_bound_in_the_yaml(tmp_path: Path) -> None:
     spec_map = (
         "      speculative_config: {decoding_type: Eagle, max_draft_len: 3,"

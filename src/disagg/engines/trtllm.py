@@ -125,8 +125,10 @@ class TRTLLM(EngineAdapter):
         if isinstance(graphs, Mapping):
             sizes = graphs.get("batch_sizes")
             graph_max = as_int(graphs.get("max_batch_size"))
-            if graph_max is None and isinstance(sizes, list) and sizes:
-                graph_max = max(s for s in sizes if isinstance(s, int))
+            if graph_max is None and isinstance(sizes, list):
+                # only whole sizes count; a list of anything else reads as no limit
+                whole = [n for n in map(as_int, sizes) if n is not None]
+                graph_max = max(whole, default=None)
         steps = as_int(spec.get("num_nextn_predict_layers")) or as_int(spec.get("max_draft_len"))
         return SimReading(
             parallel=base.parallel,
