@@ -1,12 +1,13 @@
-"""Human view of plans: one rich table per variant, commands shell-quoted so they can be pasted."""
+"""Human view of plans: a summary and a role table per variant, then each role's command
+shell-quoted on one line, so that it can be pasted."""
 
 from __future__ import annotations
 
 import shlex
 
-from rich.console import Console, Group
+from rich import box
+from rich.console import Console
 from rich.markup import escape
-from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
@@ -123,8 +124,7 @@ def _limits(plan: Plan) -> str:
     )
 
 
-def render_plan(plan: Plan) -> Panel:
-    """One variant: a summary grid above the role table."""
+def _summary(plan: Plan) -> Table:
     summary = Table.grid(padding=(0, 2))
     summary.add_column(style="bold")
     summary.add_column()
@@ -155,44 +155,58 @@ def render_plan(plan: Plan) -> Panel:
     if plan.ignored:
         listed = "; ".join(f"{item['field']} ({item['why']})" for item in plan.ignored)
         summary.add_row("ignored", Text(listed, style="yellow"))
+    return summary
 
-    roles = Table(show_lines=True, expand=True)
-    roles.add_column("role", style="bold cyan", no_wrap=True)
-    roles.add_column("nodes", no_wrap=True)
-    roles.add_column("GPUs", no_wrap=True)
-    roles.add_column("ports")
-    roles.add_column("command", overflow="fold", ratio=1)
+
+def _roles(plan: Plan) -> Table:
+    roles = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("role", "nodes", "GPUs", "ports"):
+        roles.add_column(name, no_wrap=True, style="bold cyan" if name == "role" else None)
+    for role in plan.roles:
+        roles.add_row(role.name, _nodes(role), _gpus(role), " ".join(role.ports) or "-")
+    return roles
+
+
+def _notes(role: RolePlan, cut: bool) -> list[str]:
+    """What a role's command line does not show, one dim line each (markup)."""
+    notes = [f"+{len(role.env)} env vars"] if role.env else []
+    if role.kind is RoleKind.BENCH and role.env:
+        shown = redact(dict(role.env))
+        notes = [f"{escape(k)}={escape(str(v))}" for k, v in shown.items()]
+    if cut:
+        notes.append("abridged; `disagg plan --json` has the whole command")
+    if role.node_argv:
+        notes.append(f"nodes 1-{role.nnodes - 1} run their own argv (plan.json node_argv)")
+    if role.mpi is not None:
+        ranks = f"{role.nnodes} x {role.mpi.tasks_per_node}"
+        notes.append(f"one MPI step ({role.mpi.mpi}) of {ranks} ranks")
+    notes += [f"writes RUN_DIR/{escape(name)}" for name in role.files]
+    return notes
+
+
+def print_plan(plan: Plan, console: Console) -> None:
+    """One variant: a summary grid, the role table, then each role's command on a line of
+    its own. A command is printed unwrapped (`soft_wrap`), so that it pastes as it runs
+    (a table cell would break it into pieces, and rendering one cost most of the time of
+    `disagg plan FILE`)."""
+    console.rule(f"[bold]{escape(plan.variant)}[/]", align="left")
+    console.print(_summary(plan))
+    console.print(_roles(plan))
     for role in plan.roles:
         command, cut = (
             abridged_argv(redact(role.argv))
             if role.argv
             else ("(in-process load generator, orchestrator)", False)
         )
-        env = f"\n[dim]+{len(role.env)} env vars[/]" if role.env else ""
-        if role.kind is RoleKind.BENCH and role.env:
-            shown = redact(dict(role.env))
-            env = "".join(f"\n[dim]{escape(k)}={escape(str(v))}[/]" for k, v in shown.items())
-        if cut:
-            env += "\n[dim]abridged; `disagg plan --json` has the whole command[/]"
-        if role.node_argv:
-            env += f"\n[dim]nodes 1-{role.nnodes - 1} run their own argv (plan.json node_argv)[/]"
-        if role.mpi is not None:
-            ranks = f"{role.nnodes} x {role.mpi.tasks_per_node}"
-            env += f"\n[dim]one MPI step ({role.mpi.mpi}) of {ranks} ranks[/]"
-        for name in role.files:
-            env += f"\n[dim]writes RUN_DIR/{escape(name)}[/]"
-        roles.add_row(
-            role.name,
-            _nodes(role),
-            _gpus(role),
-            " ".join(role.ports) or "-",
-            Text(command, style="") + Text.from_markup(env),
-        )
-    return Panel(Group(summary, roles), title=f"[bold]{plan.variant}[/]", title_align="left")
+        line = Text.assemble((role.name, "bold cyan"), ": ", command)
+        console.print(line, soft_wrap=True)
+        for note in _notes(role, cut):
+            console.print(f"  [dim]{note}[/]", soft_wrap=True, highlight=False)
+    console.print()
 
 
 def print_plans(plans: list[Plan], console: Console) -> None:
     for plan in plans:
-        console.print(render_plan(plan))
+        print_plan(plan, console)
     total = sum(plan.total_gpus for plan in plans)
     console.print(f"[dim]{len(plans)} variant(s), {total} GPUs in total[/]")
