@@ -6,20 +6,30 @@ reason, so no recipe silently runs a frontend other than the one it names.
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
-from disagg.frontends.direct import DirectFrontend, TrtllmServeFrontend
-from disagg.frontends.dynamo import DynamoFrontend
-from disagg.frontends.smg import RouterFrontend
 
-__all__ = ["Frontend", "FrontendContext", "FrontendRoles", "frontend_for", "refusal"]
+__all__ = ["Frontend", "FrontendContext", "FrontendRoles", "frontend_for", "names", "refusal"]
 
-_ADAPTERS: tuple[Frontend, ...] = (
-    DynamoFrontend(),
-    RouterFrontend(),
-    DirectFrontend(),
-    TrtllmServeFrontend(),
-)
-REGISTRY: dict[str, Frontend] = {name: adapter for adapter in _ADAPTERS for name in adapter.types}
+# `frontend.type` -> (module, class) of its adapter, imported when a recipe names the type:
+# a plan loads its own frontend's module only. Adding a frontend: its module and its line
+# here; tests/frontends/test_registry.py checks each line against the class's `types`.
+_ADAPTERS: dict[str, tuple[str, str]] = {
+    "dynamo": ("disagg.frontends.dynamo", "DynamoFrontend"),
+    "smg": ("disagg.frontends.smg", "RouterFrontend"),
+    "sglang-router": ("disagg.frontends.smg", "RouterFrontend"),
+    "sglang": ("disagg.frontends.smg", "RouterFrontend"),
+    "sglang-direct": ("disagg.frontends.direct", "DirectFrontend"),
+    "trtllm_serve": ("disagg.frontends.direct", "TrtllmServeFrontend"),
+}
+_made: dict[tuple[str, str], Frontend] = {}
+
+
+def names() -> tuple[str, ...]:
+    """Every frontend type built here (internal spellings)."""
+    return tuple(_ADAPTERS)
+
 
 # srt-slurm frontend types not built here, each with why.
 REFUSED: dict[str, str] = {
@@ -34,18 +44,24 @@ REFUSED: dict[str, str] = {
 def refusal(frontend_type: str, *, schema2: bool = False) -> str | None:
     """`frontend type X (why)` for a type this project does not run, else None; `schema2`
     names the types as schema 2 spells them (its `sglang` is the internal `sglang-direct`)."""
-    if frontend_type in REGISTRY:
+    if frontend_type in _ADAPTERS:
         return None
     from disagg.recipe.dialects.schema2 import DIRECT_FRONTENDS, FRONTEND_TYPES_BACK
 
     def shown(name: str) -> str:
         return FRONTEND_TYPES_BACK.get(name, name) if schema2 else name
 
-    built = sorted({shown(name) for name in REGISTRY if schema2 or name not in DIRECT_FRONTENDS})
+    built = sorted({shown(name) for name in _ADAPTERS if schema2 or name not in DIRECT_FRONTENDS})
     why = REFUSED.get(frontend_type, f"built here: {', '.join(built)}")
     return f"frontend type {shown(frontend_type)} ({why})"
 
 
 def frontend_for(frontend_type: str) -> Frontend:
-    """The adapter for a type `refusal` accepted."""
-    return REGISTRY[frontend_type]
+    """The adapter for a type `refusal` accepted (KeyError for any other)."""
+    where = _ADAPTERS[frontend_type]
+    if where not in _made:
+        module, name = where
+        adapter = getattr(import_module(module), name)()
+        assert isinstance(adapter, Frontend)
+        _made[where] = adapter
+    return _made[where]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from disagg.errors import UnsupportedRecipe
 from disagg.workloads.base import BenchmarkAdapter
 
@@ -33,26 +35,38 @@ REFUSED: dict[str, str] = {
 }
 
 
-def _adapters() -> dict[str, BenchmarkAdapter]:
-    from disagg.workloads.custom import Custom
-    from disagg.workloads.sabench import SaBench
-    from disagg.workloads.trace import TraceReplay
+# `benchmark.type` -> (module, class) of its adapter, imported when a recipe names the
+# type. Adding a benchmark: its module and its line here; tests/workloads/test_registry.py
+# checks each line against the class's `types`.
+_ADAPTERS: dict[str, tuple[str, str]] = {
+    "sa-bench": ("disagg.workloads.sabench", "SaBench"),
+    "custom": ("disagg.workloads.custom", "Custom"),
+    "mooncake-router": ("disagg.workloads.trace", "TraceReplay"),
+    "trace-replay": ("disagg.workloads.trace", "TraceReplay"),
+}
+_made: dict[tuple[str, str], BenchmarkAdapter] = {}
 
-    table: dict[str, BenchmarkAdapter] = {}
-    for adapter in (SaBench(), Custom(), TraceReplay()):
-        for name in adapter.types:
-            table[name] = adapter
-    return table
+
+def _adapter(kind: str) -> BenchmarkAdapter | None:
+    where = _ADAPTERS.get(kind)
+    if where is None:
+        return None
+    if where not in _made:
+        module, name = where
+        adapter = getattr(import_module(module), name)()
+        assert isinstance(adapter, BenchmarkAdapter)
+        _made[where] = adapter
+    return _made[where]
 
 
 def known_types() -> list[str]:
     """Every benchmark type this project runs."""
-    return sorted(_adapters())
+    return sorted(_ADAPTERS)
 
 
 def refusal(kind: str) -> str | None:
     """The one-line `benchmark type X (why)` for a type that is not run here, else None."""
-    if kind in _adapters():
+    if kind in _ADAPTERS:
         return None
     why = REFUSED.get(kind, f"runs: {', '.join(known_types())}")
     return f"benchmark type {kind} ({why})"
@@ -60,7 +74,7 @@ def refusal(kind: str) -> str | None:
 
 def adapter_for(kind: str) -> BenchmarkAdapter:
     """The adapter of `kind`; a type not run here raises the one-line refusal."""
-    adapter = _adapters().get(kind)
+    adapter = _adapter(kind)
     if adapter is None:
         reason = refusal(kind)
         assert reason is not None
