@@ -62,19 +62,19 @@ class ClusterProfile(BaseModel):
     network_interface: str | None = Field(
         default=None, description="sets NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME for workers"
     )
-    rdma_devices: list[str] = Field(default_factory=list, description="sets NCCL_IB_HCA")
-    mounts: dict[str, str] = Field(default_factory=dict, description="host path -> container path")
+    rdma_devices: list[str] = Field(default=[], description="sets NCCL_IB_HCA")
+    mounts: dict[str, str] = Field(default={}, description="host path -> container path")
     containers: dict[str, str | ContainerSource] = Field(
-        default_factory=dict,
+        default={},
         description="container alias -> image reference or squashfs path, or "
         "{image, squashfs} to import the image into that file when it is missing",
     )
     models: dict[str, str] = Field(
-        default_factory=dict, description="model alias -> directory, `hf:org/name` or `org/name`"
+        default={}, description="model alias -> directory, `hf:org/name` or `org/name`"
     )
     hf_cache: str | None = Field(default=None, description="shared HF_HOME-style cache root")
     legacy_cache_roots: list[str] = Field(
-        default_factory=list, description="older model caches reused by symlink when complete"
+        default=[], description="older model caches reused by symlink when complete"
     )
     results_root: str | None = None
     pyxis: bool = Field(default=False, description="run roles in containers via srun --container-*")
@@ -83,15 +83,15 @@ class ClusterProfile(BaseModel):
         description="command that turns {image} into the squashfs file {output}",
     )
     allow_download: bool = True
-    sbatch_directives: dict[str, str] = Field(default_factory=dict)
-    srun_options: dict[str, str] = Field(default_factory=dict)
-    env: dict[str, str] = Field(default_factory=dict, description="added to every worker role")
+    sbatch_directives: dict[str, str] = Field(default={})
+    srun_options: dict[str, str] = Field(default={})
+    env: dict[str, str] = Field(default={}, description="added to every worker role")
     secret_env: list[str] = Field(
         default_factory=lambda: ["HF_TOKEN"],
         description="variables passed through by name, never written into plan files",
     )
     ignored_settings: dict[str, str] = Field(
-        default_factory=dict,
+        default={},
         description="settings of an imported srt-slurm config that disagg does not carry out",
     )
 

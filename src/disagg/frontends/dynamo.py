@@ -155,7 +155,7 @@ def _mocker(
         ports.append("bootstrap")
     elif role.kind is RoleKind.DECODE:
         argv += ["--disaggregation-mode", "decode"]
-    backend = ctx.config.backend.model_dump(exclude_none=True)
+    backend = ctx.config.backend_settings(exclude_none=True)
     argv += mocker_engine.render(mocker_engine.settings(backend, {}, srt_slurm_defaults=False))
     return role.model_copy(
         update={

@@ -33,8 +33,8 @@ CANCEL_GRACE_S = 20.0
 class JobRecord(BaseModel):
     """`slurm.json`: which Slurm jobs ran this run directory (ids only, never environment)."""
 
-    job_ids: list[str] = Field(default_factory=list)
-    submitted_at: list[float] = Field(default_factory=list)
+    job_ids: list[str] = Field(default=[])
+    submitted_at: list[float] = Field(default=[])
     cancelled_at: float | None = None
 
     @property

@@ -64,8 +64,8 @@ class RoleState(BaseModel):
     name: str
     kind: str
     host: str | None = None
-    ports: dict[str, int] = Field(default_factory=dict)
-    tasks: list[TaskState] = Field(default_factory=list)
+    ports: dict[str, int] = Field(default={})
+    tasks: list[TaskState] = Field(default=[])
     healthy: bool = False
     healthy_after_s: float | None = None
 
@@ -75,12 +75,12 @@ class PointState(BaseModel):
     status: PointStatus = PointStatus.PENDING
     result: str | None = None
     reason: str | None = None
-    headline: dict[str, float] = Field(default_factory=dict)
+    headline: dict[str, float] = Field(default={})
     started_at: float | None = None
     finished_at: float | None = None
     seconds: float | None = None
     attempts: int = 0  # measurements started (a point a role paused in is measured again)
-    discarded: list[str] = Field(default_factory=list)  # why earlier attempts do not count
+    discarded: list[str] = Field(default=[])  # why earlier attempts do not count
     requests: int = 0  # planned requests, warm-up included (0: unknown), for the sweep's ETA
 
 
@@ -135,8 +135,8 @@ class Failure(BaseModel):
     reason: str
     role: str | None = None
     log: str | None = None
-    log_tail: list[str] = Field(default_factory=list)
-    nodes_lost: list[str] = Field(default_factory=list)  # Slurm nodes that left the job
+    log_tail: list[str] = Field(default=[])
+    nodes_lost: list[str] = Field(default=[])  # Slurm nodes that left the job
 
 
 class RunState(BaseModel):
@@ -156,8 +156,8 @@ class RunState(BaseModel):
     started_at: float = Field(default_factory=time.time)
     updated_at: float = Field(default_factory=time.time)
     current_point: str | None = None
-    points: list[PointState] = Field(default_factory=list)
-    roles: list[RoleState] = Field(default_factory=list)
+    points: list[PointState] = Field(default=[])
+    roles: list[RoleState] = Field(default=[])
     failure: Failure | None = None
 
     @property
@@ -211,12 +211,12 @@ class RunSummary(BaseModel):
     failure: Failure | None = None
     started_at: float
     finished_at: float
-    phase_seconds: dict[str, float] = Field(default_factory=dict)
+    phase_seconds: dict[str, float] = Field(default={})
     # Seconds since start of each milestone (`workers_launched`, `workers_healthy`, ...).
-    timeline: dict[str, float] = Field(default_factory=dict)
-    role_exit_codes: dict[str, list[int | None]] = Field(default_factory=dict)
-    role_pids: dict[str, list[int]] = Field(default_factory=dict)
-    points: list[PointState] = Field(default_factory=list)
+    timeline: dict[str, float] = Field(default={})
+    role_exit_codes: dict[str, list[int | None]] = Field(default={})
+    role_pids: dict[str, list[int]] = Field(default={})
+    points: list[PointState] = Field(default=[])
     points_measured: int = 0
     points_skipped: int = 0
     points_invalid: int = 0

@@ -73,7 +73,7 @@ class _Placer:
         self.adapter = registry.adapter(backend.type)
         # Per-role settings as plain maps, in the shape the adapter reads; only what the
         # recipe wrote, so that an adapter can tell an unset field from its default.
-        self.backend = backend.model_dump(exclude_unset=True)
+        self.backend = self.config.backend_settings(exclude_unset=True)
         self.ignored: dict[str, str] = {}  # engine settings not passed on: field -> why
 
     def named(self, *path: str) -> str:

@@ -50,8 +50,8 @@ class MooncakeKvStore(Section):
     """Mooncake KV store: a mooncake_master on the infra node, MOONCAKE_MASTER on workers."""
 
     container: str | None = None
-    env: EnvMap = Field(default_factory=dict)
-    master_extra_args: list[str] = Field(default_factory=list)
+    env: EnvMap = Field(default={})
+    master_extra_args: list[str] = Field(default=[])
     store_config: dict[str, Any] | None = None
 
 
@@ -64,18 +64,18 @@ class BackendSection(Section):
         default=None,
         description="`sim`: the simulated engine (no GPUs, no weights); unset: `type`'s engine",
     )
-    prefill_environment: EnvMap = Field(default_factory=dict)
-    decode_environment: EnvMap = Field(default_factory=dict)
-    aggregated_environment: EnvMap = Field(default_factory=dict)
+    prefill_environment: EnvMap = Field(default={})
+    decode_environment: EnvMap = Field(default={})
+    aggregated_environment: EnvMap = Field(default={})
     sglang_config: RoleArgs | None = None
     trtllm_config: RoleArgs | None = None
     vllm_config: RoleArgs | None = None
     mocker_config: RoleArgs | None = None
     atom_config: RoleArgs | None = None
     tilert_config: RoleArgs | None = None
-    prefill_extra_args: list[str] = Field(default_factory=list)
-    decode_extra_args: list[str] = Field(default_factory=list)
-    aggregated_extra_args: list[str] = Field(default_factory=list)
+    prefill_extra_args: list[str] = Field(default=[])
+    decode_extra_args: list[str] = Field(default=[])
+    aggregated_extra_args: list[str] = Field(default=[])
     kv_events_config: bool | RoleKvEvents | None = None
     mooncake_kv_store: MooncakeKvStore | None = None
     gpu_type: str | None = Field(default=None, description="sglang: GPU type override")

@@ -39,7 +39,7 @@ BenchmarkType = Literal[
 
 class BenchmarkSweep(Section):
     mode: Literal["zip", "grid"] = "zip"
-    parameters: dict[str, list[Any]] = Field(default_factory=dict)
+    parameters: dict[str, list[Any]] = Field(default={})
 
 
 class BenchmarkSection(Section):
@@ -90,7 +90,7 @@ class BenchmarkSection(Section):
     dataset_path: str | None = None
     reuse_http_connections: bool = False
     container_image: str | None = None
-    aiperf_args: dict[str, Any] = Field(default_factory=dict)
+    aiperf_args: dict[str, Any] = Field(default={})
     aiperf_server_metrics: bool | None = None
     export_node_metrics: bool = False
     stream_output: bool = False

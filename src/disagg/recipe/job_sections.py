@@ -24,6 +24,13 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
+def omitted(description: str | None = None) -> Any:
+    """The default of a section a recipe may leave out: `{}`, validated by the model that
+    holds the section. A `default_factory=TheSection` would build that section's own
+    validator on first use, apart from (and on top of) the holder's."""
+    return Field(default={}, validate_default=True, description=description)
+
+
 class SlurmSection(Section):
     account: str | None = None
     partition: str | None = None
@@ -76,7 +83,7 @@ class HealthCheckSection(Section):
     max_attempts: int = Field(default=180, ge=1)
     interval_seconds: int | float = Field(default=10, gt=0)
     fatal_log_markers: bool = True
-    extra_fatal_log_patterns: list[str] = Field(default_factory=list)
+    extra_fatal_log_patterns: list[str] = Field(default=[])
 
 
 class ProfilingPhase(Section):
@@ -115,7 +122,7 @@ class IdentitySection(Section):
     """Provenance recorded with results (which image, frameworks and model revision)."""
 
     container: IdentityContainer | None = None
-    frameworks: dict[str, str] = Field(default_factory=dict)
+    frameworks: dict[str, str] = Field(default={})
     model: IdentityModel | None = None
 
 
@@ -137,7 +144,7 @@ class Tachometer(Section):
     shutdown_grace_secs: float | None = None
     compaction_threads: int = 4
     storage_subdir: str = "tachometer"
-    extra_metadata: dict[str, str] = Field(default_factory=dict)
+    extra_metadata: dict[str, str] = Field(default={})
     default_exporters: bool = True
     default_gpu_exporter: ExporterSection | None = None
     dcgm_exporter: ExporterSection | None = None
@@ -238,8 +245,8 @@ class OutputSection(Section):
 class HostSetupSection(Section):
     """2.x: commands run on each node's bare host before workers start."""
 
-    commands: list[str] = Field(default_factory=list)
-    teardown: list[str] = Field(default_factory=list)
+    commands: list[str] = Field(default=[])
+    teardown: list[str] = Field(default=[])
     nodes: Literal["all", "workers"] = "all"
     ignore_failure: bool = False
     timeout_seconds: int = 300
@@ -248,7 +255,7 @@ class HostSetupSection(Section):
 class PostEvalSection(Section):
     """2.x: how the post-benchmark accuracy evaluation is dispatched."""
 
-    passthrough_env: list[str] = Field(default_factory=list)
+    passthrough_env: list[str] = Field(default=[])
     command: list[str] | None = None
 
 
@@ -303,9 +310,9 @@ class ServiceSection(Section):
     name: str
     type: str = "generic"
     command: list[str] | None = None
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default=[])
     container: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default={})
     source: SourceRef | None = None
     build_command: list[str] | None = None
     placement: ServicePlacement | None = None
@@ -318,12 +325,12 @@ class ServiceSection(Section):
     preamble: str | None = None
     cpus_per_task: int | None = None
     cpu_bind: str | None = None
-    srun_options: dict[str, str] = Field(default_factory=dict)
+    srun_options: dict[str, str] = Field(default={})
     build_timeout_seconds: int = 1800
     enabled: bool = True
     external: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
-    metrics: list[ServiceMetrics] | ServiceMetrics = Field(default_factory=list)
+    options: dict[str, Any] = Field(default={})
+    metrics: list[ServiceMetrics] | ServiceMetrics = Field(default=[])
 
 
 class DynamoSource(Section):

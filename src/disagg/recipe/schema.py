@@ -36,6 +36,7 @@ from disagg.recipe.job_sections import (
     ServiceSection,
     SlurmSection,
     TelemetrySection,
+    omitted,
 )
 
 
@@ -47,7 +48,7 @@ class ModelSection(Section):
     precision: str = Field(description="informational: fp4, fp8, bf16, ...")
     revision: str | None = Field(default=None, description="revision to stage for a repo id")
     stage_extra: list[str] = Field(
-        default_factory=list, description="further repo ids to stage (e.g. a tokenizer repo)"
+        default=[], description="further repo ids to stage (e.g. a tokenizer repo)"
     )
     stage_dir: str | None = Field(default=None, description="node-local directory to stage to")
 
@@ -127,14 +128,14 @@ class DynamoSection(Section):
     sidecar_binary: str | None = None
     sidecar_startup_timeout: int = 3600
     sidecar_context_length: int | None = None
-    sidecar_args: list[str] = Field(default_factory=list)
+    sidecar_args: list[str] = Field(default=[])
 
 
 class RoleOverride(Section):
     """What schema 2 lets one role set for itself beyond engine args and env."""
 
     container: str | None = None
-    srun_options: dict[str, Scalar] = Field(default_factory=dict)
+    srun_options: dict[str, Scalar] = Field(default={})
     engine: str | None = Field(default=None, description="an engine other than the variant's")
 
 
@@ -144,24 +145,23 @@ class RecipeConfig(Section):
     name: str
     model: ModelSection
     resources: ResourcesSection
-    backend: BackendSection = Field(default_factory=BackendSection)
-    frontend: FrontendSection | None = Field(default_factory=FrontendSection)
-    dynamo: DynamoSection = Field(default_factory=DynamoSection)
-    benchmark: BenchmarkSection = Field(default_factory=BenchmarkSection)
+    # A section left out is validated from `{}` as part of this model (`omitted()`):
+    # a `default_factory=BackendSection` would build each section's validator apart.
+    backend: BackendSection = omitted()
+    frontend: FrontendSection | None = omitted()
+    dynamo: DynamoSection = omitted()
+    benchmark: BenchmarkSection = omitted()
     health_check: HealthCheckSection | None = None
-    limits: LimitsSection = Field(
-        default_factory=LimitsSection,
-        description="disagg's own: request, stall, point, run and liveness time limits",
+    limits: LimitsSection = omitted(
+        description="disagg's own: request, stall, point, run and liveness time limits"
     )
-    infra: InfraSection = Field(default_factory=InfraSection)
-    slurm: SlurmSection = Field(default_factory=SlurmSection)
-    sbatch_directives: dict[str, Scalar] = Field(default_factory=dict)
-    srun_options: dict[str, Scalar] = Field(default_factory=dict)
-    environment: EnvMap = Field(default_factory=dict)
-    container_mounts: dict[str, str] = Field(
-        default_factory=dict, description="host path -> container path"
-    )
-    extra_mount: list[str] = Field(default_factory=list, description='"host:container" pairs')
+    infra: InfraSection = omitted()
+    slurm: SlurmSection = omitted()
+    sbatch_directives: dict[str, Scalar] = Field(default={})
+    srun_options: dict[str, Scalar] = Field(default={})
+    environment: EnvMap = Field(default={})
+    container_mounts: dict[str, str] = Field(default={}, description="host path -> container path")
+    extra_mount: list[str] = Field(default=[], description='"host:container" pairs')
     setup_script: str | None = None
     enable_config_dump: bool = True
     identity: IdentitySection | None = None
@@ -172,10 +172,20 @@ class RecipeConfig(Section):
     reporting: ReportingSection | None = None
     host_setup: HostSetupSection | None = None
     post_eval: PostEvalSection | None = None
-    services: list[ServiceSection] = Field(default_factory=list)
+    services: list[ServiceSection] = Field(default=[])
     role_overrides: dict[Literal["prefill", "decode", "agg"], RoleOverride] = Field(
-        default_factory=dict, description="schema 2: a role's own image and srun options"
+        default={}, description="schema 2: a role's own image and srun options"
     )
+
+    def backend_settings(
+        self, *, exclude_unset: bool = False, exclude_none: bool = False
+    ) -> dict[str, Any]:
+        """`backend` as a plain map (`model_dump`'s options). Dumped through this model's
+        serializer: `backend.model_dump()` would build the section's own on first use."""
+        dumped = self.model_dump(
+            include={"backend"}, exclude_unset=exclude_unset, exclude_none=exclude_none
+        )
+        return dict(dumped.get("backend", {}))
 
 
 def recipe_json_schema() -> dict[str, Any]:

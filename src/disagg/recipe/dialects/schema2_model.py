@@ -36,6 +36,7 @@ from disagg.recipe.job_sections import (
     ServiceSection,
     SlurmSection,
     TelemetrySection,
+    omitted,
 )
 from disagg.recipe.schema import DynamoSection, FrontendSection, ModelSection
 
@@ -115,10 +116,10 @@ class Role2(Section):
     nodes: int | Literal["colocate"] | None = None
     workers: int | None = Field(default=None, ge=0)
     gpus: int | None = Field(default=None, ge=1)
-    srun_options: dict[str, Scalar] = Field(default_factory=dict)
-    env: EnvMap = Field(default_factory=dict)
-    args: EngineArgs = Field(default_factory=dict)
-    extra_args: list[str] = Field(default_factory=list)
+    srun_options: dict[str, Scalar] = Field(default={})
+    env: EnvMap = Field(default={})
+    args: EngineArgs = Field(default={})
+    extra_args: list[str] = Field(default=[])
     engine: EngineType | Engine2 | None = None  # type: ignore[valid-type]
     container: str | None = None
     kv_events: bool | dict[str, Any] | None = None
@@ -155,7 +156,7 @@ class Schema2Recipe(Section):
     resources: Resources2
     slurm: SlurmSection | None = None
     engine: EngineType | Engine2 | None = None  # type: ignore[valid-type]
-    roles: Roles2 = Field(default_factory=Roles2)
+    roles: Roles2 = omitted()
     frontend: Frontend2 | None = None  # type: ignore[valid-type]
     dynamo: Dynamo2 | None = None  # type: ignore[valid-type]
     benchmark: Benchmark2 | None = None  # type: ignore[valid-type]
@@ -164,15 +165,15 @@ class Schema2Recipe(Section):
     health_check: HealthCheckSection | None = None
     observability: ObservabilitySection | None = None
     telemetry: TelemetrySection | None = None
-    environment: EnvMap = Field(default_factory=dict)
-    container_mounts: dict[str, str] = Field(default_factory=dict)
+    environment: EnvMap = Field(default={})
+    container_mounts: dict[str, str] = Field(default={})
     extra_mount: list[str] | None = None
-    srun_options: dict[str, Scalar] = Field(default_factory=dict)
-    sbatch_directives: dict[str, Scalar] = Field(default_factory=dict)
+    srun_options: dict[str, Scalar] = Field(default={})
+    sbatch_directives: dict[str, Scalar] = Field(default={})
     enable_config_dump: bool = True
     setup_script: str | None = None
     host_setup: HostSetupSection | None = None
-    services: list[ServiceSection] = Field(default_factory=list)
+    services: list[ServiceSection] = Field(default=[])
     post_eval: PostEvalSection | None = None
     identity: IdentitySection | None = None
     reporting: ReportingSection | None = None
