@@ -5,11 +5,11 @@ the median CPU time of the child (user + system: steadier than wall time on a bu
 machine). Target: under 0.3 s each. `python -c pass` is printed as the floor.
 
 Two columns of CPU time, because most of a short command's time is reading Python
-modules: `cached` is an installed disagg (pip and Python keep compiled bytecode; the
-first, uncounted run fills a private cache, so the checkout's own `__pycache__` is left
-alone), `compiling` is a shell with PYTHONDONTWRITEBYTECODE=1 over an environment
-installed without bytecode (uv's default): every module outside the standard library
-is compiled from source on every run.
+modules: `cached` writes and reads bytecode in a private cache (the first, uncounted run
+fills it, so the checkout's own `__pycache__` is left alone); `no-write` is a shell with
+PYTHONDONTWRITEBYTECODE=1, which reads the bytecode scripts/bootstrap compiled (the
+environment and disagg's own src/) and writes none: a module edited since is compiled
+from source on every run.
 
     .venv/bin/python benchmarks/startup.py [RECIPE] [-n 7]
 """
@@ -44,7 +44,7 @@ def _once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 
 def _environments(cache: str) -> dict[str, dict[str, str]]:
-    """`cached`: bytecode written to and read from `cache`; `compiling`: none written."""
+    """`cached`: bytecode written to and read from `cache`; `no-write`: none written."""
     base = {
         k: v
         for k, v in os.environ.items()
@@ -52,7 +52,7 @@ def _environments(cache: str) -> dict[str, dict[str, str]]:
     }
     return {
         "cached": {**base, "PYTHONPYCACHEPREFIX": cache},
-        "compiling": {**base, "PYTHONDONTWRITEBYTECODE": "1"},
+        "no-write": {**base, "PYTHONDONTWRITEBYTECODE": "1"},
     }
 
 
@@ -71,14 +71,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as cache:
         envs = _environments(cache)
         print(f"{'command':<20} {'wall':>8} {'CPU':>8} {'CPU':>10}   (median of {args.n})")
-        print(f"{'':<20} {'cached':>8} {'cached':>8} {'compiling':>10}")
+        print(f"{'':<20} {'cached':>8} {'cached':>8} {'no-write':>10}")
         for label, argv in commands.items():
             _once(argv, envs["cached"])  # fills the bytecode cache; not counted
             cached = [_once(argv, envs["cached"]) for _ in range(args.n)]
-            compiling = [_once(argv, envs["compiling"])[1] for _ in range(args.n)]
+            no_write = [_once(argv, envs["no-write"])[1] for _ in range(args.n)]
             wall = statistics.median(r[0] for r in cached)
             cpu = statistics.median(r[1] for r in cached)
-            print(f"{label:<20} {wall:7.3f}s {cpu:7.3f}s {statistics.median(compiling):9.3f}s")
+            print(f"{label:<20} {wall:7.3f}s {cpu:7.3f}s {statistics.median(no_write):9.3f}s")
 
 
 if __name__ == "__main__":
