@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from disagg.errors import DisaggError, SourceLocation
+from disagg.model_defaults import empty_dict, empty_list
 from disagg.plan.model import GpuVendor
 from disagg.recipe.errors import validation_error
 from disagg.recipe.load import load_yaml
@@ -62,19 +63,22 @@ class ClusterProfile(BaseModel):
     network_interface: str | None = Field(
         default=None, description="sets NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME for workers"
     )
-    rdma_devices: list[str] = Field(default=[], description="sets NCCL_IB_HCA")
-    mounts: dict[str, str] = Field(default={}, description="host path -> container path")
+    rdma_devices: list[str] = Field(default_factory=empty_list, description="sets NCCL_IB_HCA")
+    mounts: dict[str, str] = Field(
+        default_factory=empty_dict, description="host path -> container path"
+    )
     containers: dict[str, str | ContainerSource] = Field(
-        default={},
+        default_factory=empty_dict,
         description="container alias -> image reference or squashfs path, or "
         "{image, squashfs} to import the image into that file when it is missing",
     )
     models: dict[str, str] = Field(
-        default={}, description="model alias -> directory, `hf:org/name` or `org/name`"
+        default_factory=empty_dict,
+        description="model alias -> directory, `hf:org/name` or `org/name`",
     )
     hf_cache: str | None = Field(default=None, description="shared HF_HOME-style cache root")
     legacy_cache_roots: list[str] = Field(
-        default=[], description="older model caches reused by symlink when complete"
+        default_factory=empty_list, description="older model caches reused by symlink when complete"
     )
     results_root: str | None = None
     pyxis: bool = Field(default=False, description="run roles in containers via srun --container-*")
@@ -83,15 +87,17 @@ class ClusterProfile(BaseModel):
         description="command that turns {image} into the squashfs file {output}",
     )
     allow_download: bool = True
-    sbatch_directives: dict[str, str] = Field(default={})
-    srun_options: dict[str, str] = Field(default={})
-    env: dict[str, str] = Field(default={}, description="added to every worker role")
+    sbatch_directives: dict[str, str] = Field(default_factory=empty_dict)
+    srun_options: dict[str, str] = Field(default_factory=empty_dict)
+    env: dict[str, str] = Field(
+        default_factory=empty_dict, description="added to every worker role"
+    )
     secret_env: list[str] = Field(
         default_factory=lambda: ["HF_TOKEN"],
         description="variables passed through by name, never written into plan files",
     )
     ignored_settings: dict[str, str] = Field(
-        default={},
+        default_factory=empty_dict,
         description="settings of an imported srt-slurm config that disagg does not carry out",
     )
 

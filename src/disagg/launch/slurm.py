@@ -22,6 +22,7 @@ from disagg.errors import DisaggError
 from disagg.launch import slurmctl
 from disagg.launch.sbatch import SBATCH_FILE, render
 from disagg.launch.state import RunState, RunStatus, RunSummary, points_done
+from disagg.model_defaults import empty_list
 from disagg.plan.model import Plan
 from disagg.probe import probe
 
@@ -33,8 +34,8 @@ CANCEL_GRACE_S = 20.0
 class JobRecord(BaseModel):
     """`slurm.json`: which Slurm jobs ran this run directory (ids only, never environment)."""
 
-    job_ids: list[str] = Field(default=[])
-    submitted_at: list[float] = Field(default=[])
+    job_ids: list[str] = Field(default_factory=empty_list)
+    submitted_at: list[float] = Field(default_factory=empty_list)
     cancelled_at: float | None = None
 
     @property

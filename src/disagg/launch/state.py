@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from disagg.atomic import write_text
 from disagg.launch.liveness import ProcessIdentity
+from disagg.model_defaults import empty_dict, empty_list
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -64,8 +65,8 @@ class RoleState(BaseModel):
     name: str
     kind: str
     host: str | None = None
-    ports: dict[str, int] = Field(default={})
-    tasks: list[TaskState] = Field(default=[])
+    ports: dict[str, int] = Field(default_factory=empty_dict)
+    tasks: list[TaskState] = Field(default_factory=empty_list)
     healthy: bool = False
     healthy_after_s: float | None = None
 
@@ -75,12 +76,12 @@ class PointState(BaseModel):
     status: PointStatus = PointStatus.PENDING
     result: str | None = None
     reason: str | None = None
-    headline: dict[str, float] = Field(default={})
+    headline: dict[str, float] = Field(default_factory=empty_dict)
     started_at: float | None = None
     finished_at: float | None = None
     seconds: float | None = None
     attempts: int = 0  # measurements started (a point a role paused in is measured again)
-    discarded: list[str] = Field(default=[])  # why earlier attempts do not count
+    discarded: list[str] = Field(default_factory=empty_list)  # why earlier attempts do not count
     requests: int = 0  # planned requests, warm-up included (0: unknown), for the sweep's ETA
 
 
@@ -135,8 +136,8 @@ class Failure(BaseModel):
     reason: str
     role: str | None = None
     log: str | None = None
-    log_tail: list[str] = Field(default=[])
-    nodes_lost: list[str] = Field(default=[])  # Slurm nodes that left the job
+    log_tail: list[str] = Field(default_factory=empty_list)
+    nodes_lost: list[str] = Field(default_factory=empty_list)  # Slurm nodes that left the job
 
 
 class RunState(BaseModel):
@@ -156,8 +157,8 @@ class RunState(BaseModel):
     started_at: float = Field(default_factory=time.time)
     updated_at: float = Field(default_factory=time.time)
     current_point: str | None = None
-    points: list[PointState] = Field(default=[])
-    roles: list[RoleState] = Field(default=[])
+    points: list[PointState] = Field(default_factory=empty_list)
+    roles: list[RoleState] = Field(default_factory=empty_list)
     failure: Failure | None = None
 
     @property
@@ -211,12 +212,12 @@ class RunSummary(BaseModel):
     failure: Failure | None = None
     started_at: float
     finished_at: float
-    phase_seconds: dict[str, float] = Field(default={})
+    phase_seconds: dict[str, float] = Field(default_factory=empty_dict)
     # Seconds since start of each milestone (`workers_launched`, `workers_healthy`, ...).
-    timeline: dict[str, float] = Field(default={})
-    role_exit_codes: dict[str, list[int | None]] = Field(default={})
-    role_pids: dict[str, list[int]] = Field(default={})
-    points: list[PointState] = Field(default=[])
+    timeline: dict[str, float] = Field(default_factory=empty_dict)
+    role_exit_codes: dict[str, list[int | None]] = Field(default_factory=empty_dict)
+    role_pids: dict[str, list[int]] = Field(default_factory=empty_dict)
+    points: list[PointState] = Field(default_factory=empty_list)
     points_measured: int = 0
     points_skipped: int = 0
     points_invalid: int = 0

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from disagg.model_defaults import empty_dict, empty_list
 from disagg.plan.limits import LimitsPlan
 
 PLAN_SCHEMA_VERSION = 1
@@ -93,16 +94,16 @@ class RolePlan(_Strict):
     index: int = 0
     node_ranks: list[int]
     gpus_per_node: int = 0
-    gpu_ids: list[int] = Field(default=[])
-    ports: list[str] = Field(default=[])
-    argv: list[str] = Field(default=[])  # empty for the in-process bench role
+    gpu_ids: list[int] = Field(default_factory=empty_list)
+    ports: list[str] = Field(default_factory=empty_list)
+    argv: list[str] = Field(default_factory=empty_list)  # empty for the in-process bench role
     # One argv per node of a multi-node worker whose nodes run different commands (the
     # head node first); empty: `argv` on every node.
-    node_argv: list[list[str]] = Field(default=[])
+    node_argv: list[list[str]] = Field(default_factory=empty_list)
     # Files the orchestrator writes into the run directory (relative path -> text, with
     # `${...}` placeholders bound) before the role starts: configs an engine reads.
-    files: dict[str, str] = Field(default={})
-    env: dict[str, str] = Field(default={})
+    files: dict[str, str] = Field(default_factory=empty_dict)
+    env: dict[str, str] = Field(default_factory=empty_dict)
     health: HealthPlan | None = None
     container_image: str | None = None
     parallel: ParallelPlan | None = None  # workers only
@@ -164,9 +165,9 @@ class BenchCommand(_Strict):
 
     argv: list[str]
     results_dir: str  # `${run.dir}/...`: where the command is asked to write result files
-    env: dict[str, str] = Field(default={})  # benchmark.env as written
+    env: dict[str, str] = Field(default_factory=empty_dict)  # benchmark.env as written
     # sa-bench-style load fields the recipe set (REQ_RATE, NUM_PROMPTS_MULT, ...), for the command
-    load_env: dict[str, str] = Field(default={})
+    load_env: dict[str, str] = Field(default_factory=empty_dict)
     container_image: str | None = None  # benchmark.container_image, else the job's image
 
 
@@ -189,14 +190,14 @@ class BenchPlan(_Strict):
     arrival: Literal["constant", "poisson", "gamma"] = "poisson"
     burstiness: float = 1.0
     max_failure_ratio: float = 0.01
-    slo: dict[str, float] = Field(default={})  # ttft/tpot/e2el in ms
+    slo: dict[str, float] = Field(default_factory=empty_dict)  # ttft/tpot/e2el in ms
     seed: int = 0
     points: list[PointPlan]  # empty for a command benchmark: its results name their points
     type: str = "sa-bench"  # benchmark.type; picks the adapter in disagg.workloads
-    concurrencies: list[int] = Field(default=[])  # as written, for command clients
+    concurrencies: list[int] = Field(default_factory=empty_list)  # as written, for command clients
     command: BenchCommand | None = None  # benchmark.type == custom
     trace: TracePlan | None = None  # trace replay types
-    ignored: dict[str, str] = Field(default={})  # benchmark.<field> -> why
+    ignored: dict[str, str] = Field(default_factory=empty_dict)  # benchmark.<field> -> why
 
 
 class ModelToStage(_Strict):
@@ -224,13 +225,13 @@ class ContainerToStage(_Strict):
 class StagingPlan(_Strict):
     """Where models live. `local_path` set means the main model is a directory, not a repo."""
 
-    models: list[ModelToStage] = Field(default=[])
+    models: list[ModelToStage] = Field(default_factory=empty_list)
     hf_cache: str | None = None  # HF_HOME-style root; `hub/` is the canonical layout below it
-    legacy_roots: list[str] = Field(default=[])
+    legacy_roots: list[str] = Field(default_factory=empty_list)
     local_path: str | None = None
     allow_download: bool = True
     skip: bool = False  # the simulated engine needs no weights: listed for display, not staged
-    containers: list[ContainerToStage] = Field(default=[])
+    containers: list[ContainerToStage] = Field(default_factory=empty_list)
 
 
 class SlurmPlan(_Strict):
@@ -245,12 +246,12 @@ class SlurmPlan(_Strict):
     time_limit: str | None = None
     exclusive: bool = True
     segment: int | None = None  # `#SBATCH --segment=N`: N nodes on one network segment
-    directives: dict[str, str] = Field(default={})  # extra `#SBATCH --key=value`
-    srun_options: dict[str, str] = Field(default={})
+    directives: dict[str, str] = Field(default_factory=empty_dict)  # extra `#SBATCH --key=value`
+    srun_options: dict[str, str] = Field(default_factory=empty_dict)
     container_image: str | None = None  # pyxis image (squashfs path or registry ref)
-    container_mounts: dict[str, str] = Field(default={})  # host -> container
+    container_mounts: dict[str, str] = Field(default_factory=empty_dict)  # host -> container
     pyxis: bool = False  # srun gets --container-* flags for roles with an image only when set
-    secret_env: list[str] = Field(default=[])  # names only, never values
+    secret_env: list[str] = Field(default_factory=empty_list)  # names only, never values
     setup_script: str | None = None
 
 
@@ -276,7 +277,7 @@ class Plan(_Strict):
     # each stage's roles are launched, then health-gated, before the next stage starts.
     # Empty: workers first, then every other role (plans written before stages existed).
     frontend: str = "sglang-router"
-    stages: list[list[str]] = Field(default=[])
+    stages: list[list[str]] = Field(default_factory=empty_list)
     serving_role: str | None = None  # where load goes; None: the first router, else a worker
     simulator: str | None = None  # what stands in for GPU workers: `disagg sim-engine`, ...
     # The engine an emulating engine (Dynamo's mocker) emulates: `vllm`, `sglang`, `trtllm`.
@@ -287,7 +288,7 @@ class Plan(_Strict):
     limits: LimitsPlan = Field(default_factory=LimitsPlan)  # after start-up
     config: dict[str, Any]  # the resolved variant config, for reports
     # Recipe fields set but not carried out, each with why: {field, action, why}.
-    ignored: list[dict[str, str]] = Field(default=[])
+    ignored: list[dict[str, str]] = Field(default_factory=empty_list)
 
     @property
     def total_gpus(self) -> int:

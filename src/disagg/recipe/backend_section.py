@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from disagg.model_defaults import empty_dict, empty_list
 from disagg.recipe.job_sections import Section
 
 Scalar = str | int | float | bool
@@ -50,8 +51,8 @@ class MooncakeKvStore(Section):
     """Mooncake KV store: a mooncake_master on the infra node, MOONCAKE_MASTER on workers."""
 
     container: str | None = None
-    env: EnvMap = Field(default={})
-    master_extra_args: list[str] = Field(default=[])
+    env: EnvMap = Field(default_factory=empty_dict)
+    master_extra_args: list[str] = Field(default_factory=empty_list)
     store_config: dict[str, Any] | None = None
 
 
@@ -64,18 +65,18 @@ class BackendSection(Section):
         default=None,
         description="`sim`: the simulated engine (no GPUs, no weights); unset: `type`'s engine",
     )
-    prefill_environment: EnvMap = Field(default={})
-    decode_environment: EnvMap = Field(default={})
-    aggregated_environment: EnvMap = Field(default={})
+    prefill_environment: EnvMap = Field(default_factory=empty_dict)
+    decode_environment: EnvMap = Field(default_factory=empty_dict)
+    aggregated_environment: EnvMap = Field(default_factory=empty_dict)
     sglang_config: RoleArgs | None = None
     trtllm_config: RoleArgs | None = None
     vllm_config: RoleArgs | None = None
     mocker_config: RoleArgs | None = None
     atom_config: RoleArgs | None = None
     tilert_config: RoleArgs | None = None
-    prefill_extra_args: list[str] = Field(default=[])
-    decode_extra_args: list[str] = Field(default=[])
-    aggregated_extra_args: list[str] = Field(default=[])
+    prefill_extra_args: list[str] = Field(default_factory=empty_list)
+    decode_extra_args: list[str] = Field(default_factory=empty_list)
+    aggregated_extra_args: list[str] = Field(default_factory=empty_list)
     kv_events_config: bool | RoleKvEvents | None = None
     mooncake_kv_store: MooncakeKvStore | None = None
     gpu_type: str | None = Field(default=None, description="sglang: GPU type override")

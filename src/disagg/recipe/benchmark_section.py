@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from disagg.model_defaults import empty_dict
 from disagg.recipe.backend_section import EnvMap
 from disagg.recipe.job_sections import Section
 
@@ -39,7 +40,7 @@ BenchmarkType = Literal[
 
 class BenchmarkSweep(Section):
     mode: Literal["zip", "grid"] = "zip"
-    parameters: dict[str, list[Any]] = Field(default={})
+    parameters: dict[str, list[Any]] = Field(default_factory=empty_dict)
 
 
 class BenchmarkSection(Section):
@@ -90,7 +91,7 @@ class BenchmarkSection(Section):
     dataset_path: str | None = None
     reuse_http_connections: bool = False
     container_image: str | None = None
-    aiperf_args: dict[str, Any] = Field(default={})
+    aiperf_args: dict[str, Any] = Field(default_factory=empty_dict)
     aiperf_server_metrics: bool | None = None
     export_node_metrics: bool = False
     stream_output: bool = False

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from disagg.model_defaults import empty_dict, empty_list
+
 
 class Section(BaseModel):
     """Base of every recipe section: no unknown keys, no type coercion.
@@ -28,7 +30,7 @@ def omitted(description: str | None = None) -> Any:
     """The default of a section a recipe may leave out: `{}`, validated by the model that
     holds the section. A `default_factory=TheSection` would build that section's own
     validator on first use, apart from (and on top of) the holder's."""
-    return Field(default={}, validate_default=True, description=description)
+    return Field(default_factory=empty_dict, validate_default=True, description=description)
 
 
 class SlurmSection(Section):
@@ -83,7 +85,7 @@ class HealthCheckSection(Section):
     max_attempts: int = Field(default=180, ge=1)
     interval_seconds: int | float = Field(default=10, gt=0)
     fatal_log_markers: bool = True
-    extra_fatal_log_patterns: list[str] = Field(default=[])
+    extra_fatal_log_patterns: list[str] = Field(default_factory=empty_list)
 
 
 class ProfilingPhase(Section):
@@ -122,7 +124,7 @@ class IdentitySection(Section):
     """Provenance recorded with results (which image, frameworks and model revision)."""
 
     container: IdentityContainer | None = None
-    frameworks: dict[str, str] = Field(default={})
+    frameworks: dict[str, str] = Field(default_factory=empty_dict)
     model: IdentityModel | None = None
 
 
@@ -144,7 +146,7 @@ class Tachometer(Section):
     shutdown_grace_secs: float | None = None
     compaction_threads: int = 4
     storage_subdir: str = "tachometer"
-    extra_metadata: dict[str, str] = Field(default={})
+    extra_metadata: dict[str, str] = Field(default_factory=empty_dict)
     default_exporters: bool = True
     default_gpu_exporter: ExporterSection | None = None
     dcgm_exporter: ExporterSection | None = None
@@ -245,8 +247,8 @@ class OutputSection(Section):
 class HostSetupSection(Section):
     """2.x: commands run on each node's bare host before workers start."""
 
-    commands: list[str] = Field(default=[])
-    teardown: list[str] = Field(default=[])
+    commands: list[str] = Field(default_factory=empty_list)
+    teardown: list[str] = Field(default_factory=empty_list)
     nodes: Literal["all", "workers"] = "all"
     ignore_failure: bool = False
     timeout_seconds: int = 300
@@ -255,7 +257,7 @@ class HostSetupSection(Section):
 class PostEvalSection(Section):
     """2.x: how the post-benchmark accuracy evaluation is dispatched."""
 
-    passthrough_env: list[str] = Field(default=[])
+    passthrough_env: list[str] = Field(default_factory=empty_list)
     command: list[str] | None = None
 
 
@@ -310,9 +312,9 @@ class ServiceSection(Section):
     name: str
     type: str = "generic"
     command: list[str] | None = None
-    args: list[str] = Field(default=[])
+    args: list[str] = Field(default_factory=empty_list)
     container: str | None = None
-    env: dict[str, str] = Field(default={})
+    env: dict[str, str] = Field(default_factory=empty_dict)
     source: SourceRef | None = None
     build_command: list[str] | None = None
     placement: ServicePlacement | None = None
@@ -325,12 +327,12 @@ class ServiceSection(Section):
     preamble: str | None = None
     cpus_per_task: int | None = None
     cpu_bind: str | None = None
-    srun_options: dict[str, str] = Field(default={})
+    srun_options: dict[str, str] = Field(default_factory=empty_dict)
     build_timeout_seconds: int = 1800
     enabled: bool = True
     external: str | None = None
-    options: dict[str, Any] = Field(default={})
-    metrics: list[ServiceMetrics] | ServiceMetrics = Field(default=[])
+    options: dict[str, Any] = Field(default_factory=empty_dict)
+    metrics: list[ServiceMetrics] | ServiceMetrics = Field(default_factory=empty_list)
 
 
 class DynamoSource(Section):

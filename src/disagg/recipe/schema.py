@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from disagg.model_defaults import empty_dict, empty_list
 from disagg.recipe.backend_section import BackendSection, EngineArgs, EnvMap, Scalar
 from disagg.recipe.benchmark_section import BenchmarkSection
 from disagg.recipe.job_sections import (
@@ -48,7 +49,7 @@ class ModelSection(Section):
     precision: str = Field(description="informational: fp4, fp8, bf16, ...")
     revision: str | None = Field(default=None, description="revision to stage for a repo id")
     stage_extra: list[str] = Field(
-        default=[], description="further repo ids to stage (e.g. a tokenizer repo)"
+        default_factory=empty_list, description="further repo ids to stage (e.g. a tokenizer repo)"
     )
     stage_dir: str | None = Field(default=None, description="node-local directory to stage to")
 
@@ -128,14 +129,14 @@ class DynamoSection(Section):
     sidecar_binary: str | None = None
     sidecar_startup_timeout: int = 3600
     sidecar_context_length: int | None = None
-    sidecar_args: list[str] = Field(default=[])
+    sidecar_args: list[str] = Field(default_factory=empty_list)
 
 
 class RoleOverride(Section):
     """What schema 2 lets one role set for itself beyond engine args and env."""
 
     container: str | None = None
-    srun_options: dict[str, Scalar] = Field(default={})
+    srun_options: dict[str, Scalar] = Field(default_factory=empty_dict)
     engine: str | None = Field(default=None, description="an engine other than the variant's")
 
 
@@ -157,11 +158,13 @@ class RecipeConfig(Section):
     )
     infra: InfraSection = omitted()
     slurm: SlurmSection = omitted()
-    sbatch_directives: dict[str, Scalar] = Field(default={})
-    srun_options: dict[str, Scalar] = Field(default={})
-    environment: EnvMap = Field(default={})
-    container_mounts: dict[str, str] = Field(default={}, description="host path -> container path")
-    extra_mount: list[str] = Field(default=[], description='"host:container" pairs')
+    sbatch_directives: dict[str, Scalar] = Field(default_factory=empty_dict)
+    srun_options: dict[str, Scalar] = Field(default_factory=empty_dict)
+    environment: EnvMap = Field(default_factory=empty_dict)
+    container_mounts: dict[str, str] = Field(
+        default_factory=empty_dict, description="host path -> container path"
+    )
+    extra_mount: list[str] = Field(default_factory=empty_list, description='"host:container" pairs')
     setup_script: str | None = None
     enable_config_dump: bool = True
     identity: IdentitySection | None = None
@@ -172,9 +175,9 @@ class RecipeConfig(Section):
     reporting: ReportingSection | None = None
     host_setup: HostSetupSection | None = None
     post_eval: PostEvalSection | None = None
-    services: list[ServiceSection] = Field(default=[])
+    services: list[ServiceSection] = Field(default_factory=empty_list)
     role_overrides: dict[Literal["prefill", "decode", "agg"], RoleOverride] = Field(
-        default={}, description="schema 2: a role's own image and srun options"
+        default_factory=empty_dict, description="schema 2: a role's own image and srun options"
     )
 
     def backend_settings(

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, Union, get_args
 from pydantic import Field, create_model
 from pydantic.fields import FieldInfo
 
+from disagg.model_defaults import empty_dict, empty_list
 from disagg.recipe.backend_section import (
     ENGINE_COMMON,
     ENGINE_KNOBS,
@@ -116,10 +117,10 @@ class Role2(Section):
     nodes: int | Literal["colocate"] | None = None
     workers: int | None = Field(default=None, ge=0)
     gpus: int | None = Field(default=None, ge=1)
-    srun_options: dict[str, Scalar] = Field(default={})
-    env: EnvMap = Field(default={})
-    args: EngineArgs = Field(default={})
-    extra_args: list[str] = Field(default=[])
+    srun_options: dict[str, Scalar] = Field(default_factory=empty_dict)
+    env: EnvMap = Field(default_factory=empty_dict)
+    args: EngineArgs = Field(default_factory=empty_dict)
+    extra_args: list[str] = Field(default_factory=empty_list)
     engine: EngineType | Engine2 | None = None  # type: ignore[valid-type]
     container: str | None = None
     kv_events: bool | dict[str, Any] | None = None
@@ -165,15 +166,15 @@ class Schema2Recipe(Section):
     health_check: HealthCheckSection | None = None
     observability: ObservabilitySection | None = None
     telemetry: TelemetrySection | None = None
-    environment: EnvMap = Field(default={})
-    container_mounts: dict[str, str] = Field(default={})
+    environment: EnvMap = Field(default_factory=empty_dict)
+    container_mounts: dict[str, str] = Field(default_factory=empty_dict)
     extra_mount: list[str] | None = None
-    srun_options: dict[str, Scalar] = Field(default={})
-    sbatch_directives: dict[str, Scalar] = Field(default={})
+    srun_options: dict[str, Scalar] = Field(default_factory=empty_dict)
+    sbatch_directives: dict[str, Scalar] = Field(default_factory=empty_dict)
     enable_config_dump: bool = True
     setup_script: str | None = None
     host_setup: HostSetupSection | None = None
-    services: list[ServiceSection] = Field(default=[])
+    services: list[ServiceSection] = Field(default_factory=empty_list)
     post_eval: PostEvalSection | None = None
     identity: IdentitySection | None = None
     reporting: ReportingSection | None = None
