@@ -92,6 +92,7 @@ def test_plan_file_imports_only_what_plan_uses(tmp_path: Path, recipe: Path) -> 
     assert _heavy(modules) == []
     assert "disagg.recipe.lint.runner" not in modules
     assert _command_areas(modules) == ["disagg.commands.recipes"]
+    assert [m for m in modules if m.split(".")[0] == "rich"] == []  # plain aligned lines
 
 
 def test_commands_run_with_disaggs_collector_thresholds(tmp_path: Path, recipe: Path) -> None:

@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from disagg.commands.options import CLUSTER_HELP
-from disagg.console import make_console
 
 
 def register(app: typer.Typer) -> None:
@@ -41,8 +40,6 @@ def register(app: typer.Typer) -> None:
         planned; 1 some are unsupported (listed, the rest planned); 2 bad input in any
         file, or nothing could be planned.
         """
-        from rich.markup import escape
-
         from disagg.plan.from_recipe import plan_all
         from disagg.redact import redact
 
@@ -63,20 +60,18 @@ def register(app: typer.Typer) -> None:
         else:
             from disagg.plan.show import print_plans
 
-            print_plans(planned.plans, make_console())
-            err = make_console(stderr=True)
+            print_plans(planned.plans)
             for selector, exc in planned.unsupported:
                 where = f"{exc.location}: " if exc.location else f"{selector}: "
-                err.print(f"{where}{exc.message}", highlight=False, soft_wrap=True)
+                typer.echo(f"{where}{exc.message}", err=True)
+            error_label = typer.style("error:", fg="red", bold=True)
             for _, error in planned.errors:
-                err.print(
-                    f"[bold red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True
-                )
+                typer.echo(f"{error_label} {error}", err=True)
             for file, why in planned.skipped:
-                err.print(f"{escape(file)}: skipped, {why}", highlight=False, soft_wrap=True)
+                typer.echo(f"{file}: skipped, {why}", err=True)
             several = planned.files > 1 or len(planned.plans) + len(skipped) > 1
             if several and (skipped or planned.errors or planned.skipped or planned.files > 1):
-                err.print(planned.summary(), highlight=False, soft_wrap=True)
+                typer.echo(planned.summary(), err=True)
         if planned.exit_code:
             raise typer.Exit(planned.exit_code)
 

@@ -1,15 +1,17 @@
 """Human view of plans: a summary and a role table per variant, then each role's command
-shell-quoted on one line, so that it can be pasted."""
+shell-quoted on one line, so that it can be pasted.
+
+Plain lines with typer's styling, as lint prints its findings: a plan is a few aligned
+columns, and loading and rendering rich's tables was a third of `disagg plan FILE`.
+"""
 
 from __future__ import annotations
 
 import shlex
+import shutil
+import textwrap
 
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+import typer
 
 from disagg.plan.model import Plan, RoleKind, RolePlan
 from disagg.redact import redact
@@ -124,55 +126,50 @@ def _limits(plan: Plan) -> str:
     )
 
 
-def _summary(plan: Plan) -> Table:
-    summary = Table.grid(padding=(0, 2))
-    summary.add_column(style="bold")
-    summary.add_column()
+def _summary(plan: Plan) -> list[tuple[str, str]]:
+    """(label, value) rows of the variant's summary."""
     kind = "disaggregated" if plan.disaggregated else "aggregated"
     engine = f"{plan.engine} (simulated)" if plan.simulated else plan.engine
     if plan.emulates:
         engine = f"{plan.engine} (emulating {plan.emulates})"
-    summary.add_row("recipe", f"{plan.name}  [dim]{plan.selector}[/]")
-    summary.add_row("engine", f"{engine}, {kind}")
     start = " -> ".join(", ".join(stage) for stage in plan.stages)
     serving = f"; load to {plan.serving_role}" if plan.serving_role else ""
-    summary.add_row("frontend", f"{plan.frontend}{serving}" + (f"; start {start}" if start else ""))
+    gpus = f"{plan.nodes} x {plan.gpus_per_node} GPUs; uses {plan.total_gpus}"
+    if plan.disaggregated:
+        gpus += f" (prefill {plan.prefill_gpus}, decode {plan.decode_gpus})"
+    rows = [
+        ("recipe", f"{plan.name}  {plan.selector}"),
+        ("engine", f"{engine}, {kind}"),
+        ("frontend", f"{plan.frontend}{serving}" + (f"; start {start}" if start else "")),
+    ]
     if plan.simulator:
-        summary.add_row("simulated by", plan.simulator)
-    summary.add_row(
-        "nodes",
-        f"{plan.nodes} x {plan.gpus_per_node} GPUs; uses {plan.total_gpus} "
-        f"(prefill {plan.prefill_gpus}, decode {plan.decode_gpus})"
-        if plan.disaggregated
-        else f"{plan.nodes} x {plan.gpus_per_node} GPUs; uses {plan.total_gpus}",
-    )
-    summary.add_row("benchmark", plan.bench.type)
-    summary.add_row("concurrency", _points(plan))
-    summary.add_row("models", _models(plan))
-    summary.add_row("limits", _limits(plan))
+        rows.append(("simulated by", plan.simulator))
+    rows += [
+        ("nodes", gpus),
+        ("benchmark", plan.bench.type),
+        ("concurrency", _points(plan)),
+        ("models", _models(plan)),
+        ("limits", _limits(plan)),
+    ]
     if plan.slurm.container_image:
-        summary.add_row("container", plan.slurm.container_image)
+        rows.append(("container", plan.slurm.container_image))
     if plan.ignored:
         listed = "; ".join(f"{item['field']} ({item['why']})" for item in plan.ignored)
-        summary.add_row("ignored", Text(listed, style="yellow"))
-    return summary
+        rows.append(("ignored", listed))
+    return rows
 
 
-def _roles(plan: Plan) -> Table:
-    roles = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("role", "nodes", "GPUs", "ports"):
-        roles.add_column(name, no_wrap=True, style="bold cyan" if name == "role" else None)
-    for role in plan.roles:
-        roles.add_row(role.name, _nodes(role), _gpus(role), " ".join(role.ports) or "-")
-    return roles
+def _role_rows(plan: Plan) -> list[tuple[str, ...]]:
+    header = ("role", "nodes", "GPUs", "ports")
+    rows = [(r.name, _nodes(r), _gpus(r), " ".join(r.ports) or "-") for r in plan.roles]
+    return [header, *rows]
 
 
 def _notes(role: RolePlan, cut: bool) -> list[str]:
-    """What a role's command line does not show, one dim line each (markup)."""
+    """What a role's command line does not show, one line each."""
     notes = [f"+{len(role.env)} env vars"] if role.env else []
     if role.kind is RoleKind.BENCH and role.env:
-        shown = redact(dict(role.env))
-        notes = [f"{escape(k)}={escape(str(v))}" for k, v in shown.items()]
+        notes = [f"{k}={v}" for k, v in redact(dict(role.env)).items()]
     if cut:
         notes.append("abridged; `disagg plan --json` has the whole command")
     if role.node_argv:
@@ -180,33 +177,46 @@ def _notes(role: RolePlan, cut: bool) -> list[str]:
     if role.mpi is not None:
         ranks = f"{role.nnodes} x {role.mpi.tasks_per_node}"
         notes.append(f"one MPI step ({role.mpi.mpi}) of {ranks} ranks")
-    notes += [f"writes RUN_DIR/{escape(name)}" for name in role.files]
+    notes += [f"writes RUN_DIR/{name}" for name in role.files]
     return notes
 
 
-def print_plan(plan: Plan, console: Console) -> None:
-    """One variant: a summary grid, the role table, then each role's command on a line of
-    its own. A command is printed unwrapped (`soft_wrap`), so that it pastes as it runs
-    (a table cell would break it into pieces, and rendering one cost most of the time of
-    `disagg plan FILE`)."""
-    console.rule(f"[bold]{escape(plan.variant)}[/]", align="left")
-    console.print(_summary(plan))
-    console.print(_roles(plan))
+def render_plan(plan: Plan, width: int) -> list[str]:
+    """One variant as lines (typer styles; colour is dropped off a terminal): a title rule,
+    the summary wrapped to `width`, the role table, then each role's command on a line of
+    its own. A command is never wrapped, so that it pastes as it runs."""
+    title = f"{plan.variant} "
+    lines = [typer.style(title + "─" * max(width - len(title), 3), bold=True)]
+    label_width = max(len(label) for label, _ in _summary(plan)) + 2
+    for label, value in _summary(plan):
+        wrapped = textwrap.wrap(
+            value, max(width - label_width, 20), break_long_words=False, break_on_hyphens=False
+        ) or [""]
+        lines.append(typer.style(label.ljust(label_width), bold=True) + wrapped[0])
+        lines += [" " * label_width + more for more in wrapped[1:]]
+    table = _role_rows(plan)
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    lines.append("")
+    for n, row in enumerate(table):
+        cells = "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        lines.append(typer.style(cells, bold=True) if n == 0 else cells)
+    lines.append("")
     for role in plan.roles:
         command, cut = (
             abridged_argv(redact(role.argv))
             if role.argv
             else ("(in-process load generator, orchestrator)", False)
         )
-        line = Text.assemble((role.name, "bold cyan"), ": ", command)
-        console.print(line, soft_wrap=True)
-        for note in _notes(role, cut):
-            console.print(f"  [dim]{note}[/]", soft_wrap=True, highlight=False)
-    console.print()
+        lines.append(typer.style(role.name, fg="cyan", bold=True) + ": " + command)
+        lines += ["  " + typer.style(note, dim=True) for note in _notes(role, cut)]
+    lines.append("")
+    return lines
 
 
-def print_plans(plans: list[Plan], console: Console) -> None:
+def print_plans(plans: list[Plan]) -> None:
+    """Every variant, then the GPU total; 80 columns off a terminal (COLUMNS is honoured)."""
+    width = shutil.get_terminal_size((80, 24)).columns
     for plan in plans:
-        print_plan(plan, console)
+        typer.echo("\n".join(render_plan(plan, width)))
     total = sum(plan.total_gpus for plan in plans)
-    console.print(f"[dim]{len(plans)} variant(s), {total} GPUs in total[/]")
+    typer.echo(typer.style(f"{len(plans)} variant(s), {total} GPUs in total", dim=True))
