@@ -9,7 +9,8 @@ file), which partition and account to use, how to ask Slurm for GPUs, where the
 shared Hugging Face cache and results live. One recipe, many clusters.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would compile and evaluate
+# each field's annotation string when the class is made, a cost every command pays.
 
 import re
 from dataclasses import dataclass

@@ -14,7 +14,8 @@ profile's) sets the run's own limit a little earlier, so that the orchestrator t
 down, keeps its results and says why, instead of being killed by Slurm mid-point.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would compile and evaluate
+# each field's annotation string when the class is made, a cost every command pays.
 
 from pydantic import BaseModel, ConfigDict
 

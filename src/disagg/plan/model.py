@@ -6,7 +6,8 @@ Values only known inside the allocation (node addresses, ports, staged model pat
 appear in `argv`/`env` as `${role.field}` placeholders; see `disagg.plan.templates`.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would compile and evaluate
+# each field's annotation string when the class is made, a cost every command pays.
 
 from enum import StrEnum
 from pathlib import Path
@@ -336,7 +337,7 @@ class Plan(_Strict):
         return path
 
     @classmethod
-    def read(cls, run_dir: Path) -> Plan:
+    def read(cls, run_dir: Path) -> "Plan":
         """`RUN_DIR/plan.json`; a missing, unreadable or invalid one is a DisaggError (exit 2)."""
         from disagg.errors import DisaggError
         from disagg.probe import probe, shortened
@@ -352,7 +353,7 @@ class Plan(_Strict):
         return cls.read_file(path)
 
     @classmethod
-    def read_file(cls, path: Path) -> Plan:
+    def read_file(cls, path: Path) -> "Plan":
         """One plan JSON file; errors name the file and the field (or JSON position)."""
         from pydantic import ValidationError
 

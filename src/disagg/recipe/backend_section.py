@@ -4,7 +4,8 @@ engine, its per-mode flags and environments, and each engine's own knobs.
 Engine flag maps stay open maps because their keys are the engines' own flags.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would compile and evaluate
+# each field's annotation string when the class is made, a cost every command pays.
 
 from typing import Any, Literal
 

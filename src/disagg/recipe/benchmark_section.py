@@ -4,7 +4,8 @@
 their recipes load, and are reported unsupported when planned.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would compile and evaluate
+# each field's annotation string when the class is made, a cost every command pays.
 
 from typing import Any, Literal
 

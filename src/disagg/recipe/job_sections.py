@@ -6,7 +6,8 @@ every recipe either dialect defines loads. Which of them a plan honours is decid
 at plan time (`disagg.recipe.honoured`); here they are only typed.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would compile and evaluate
+# each field's annotation string when the class is made, a cost every command pays.
 
 from typing import Any, Literal
 

@@ -12,7 +12,8 @@ engines' own flags and variables. `disagg schema` prints `recipe_json_schema()` 
 editors can complete and check recipes.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would compile and evaluate
+# each field's annotation string when the class is made, a cost every command pays.
 
 from typing import Any, Literal
 

@@ -7,7 +7,8 @@ are derived from the internal ones (v1-only fields dropped, 2.x fields added), s
 a field added to the internal config is not forgotten here.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would compile and evaluate
+# each field's annotation string when the class is made, a cost every command pays.
 
 from typing import Annotated, Any, Literal, Union, get_args
 
