@@ -11,13 +11,19 @@ PYTHONDONTWRITEBYTECODE=1, which reads the bytecode scripts/bootstrap compiled (
 environment and disagg's own src/) and writes none: a module edited since is compiled
 from source on every run.
 
-    .venv/bin/python benchmarks/startup.py [RECIPE] [-n 7]
+With `--instructions`, each command also runs once under valgrind's callgrind, which
+counts the instructions it executes (`cached` environment): unlike seconds, the count
+does not move with the machine's load, so before/after comparisons hold on a shared
+machine (there, about 5,000 M instructions took a CPU second).
+
+    .venv/bin/python benchmarks/startup.py [RECIPE] [-n 7] [--instructions]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -56,11 +62,33 @@ def _environments(cache: str) -> dict[str, dict[str, str]]:
     }
 
 
+def _instructions(argv: list[str], env: dict[str, str]) -> float:
+    """Millions of instructions `argv` executes (valgrind --tool=callgrind)."""
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.out", *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            env=env,
+        )
+    for line in done.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1]) / 1e6
+    raise SystemExit(f"valgrind gave no instruction count:\n{done.stderr[-2000:]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("recipe", nargs="?", type=Path, default=DEFAULT_RECIPE)
     parser.add_argument("-n", type=int, default=7, help="runs per command")
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions (needs valgrind)"
+    )
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind on PATH")
     python = sys.executable
     commands = {
         "python -c pass": [python, "-c", "pass"],
@@ -70,15 +98,21 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory() as cache:
         envs = _environments(cache)
-        print(f"{'command':<20} {'wall':>8} {'CPU':>8} {'CPU':>10}   (median of {args.n})")
-        print(f"{'':<20} {'cached':>8} {'cached':>8} {'no-write':>10}")
+        count = f" {'instr.':>9}" if args.instructions else ""
+        print(f"{'command':<20} {'wall':>8} {'CPU':>8} {'CPU':>10}{count}   (median of {args.n})")
+        print(
+            f"{'':<20} {'cached':>8} {'cached':>8} {'no-write':>10}" + (" " * 10 if count else "")
+        )
         for label, argv in commands.items():
             _once(argv, envs["cached"])  # fills the bytecode cache; not counted
             cached = [_once(argv, envs["cached"]) for _ in range(args.n)]
             no_write = [_once(argv, envs["no-write"])[1] for _ in range(args.n)]
             wall = statistics.median(r[0] for r in cached)
             cpu = statistics.median(r[1] for r in cached)
-            print(f"{label:<20} {wall:7.3f}s {cpu:7.3f}s {statistics.median(no_write):9.3f}s")
+            line = f"{label:<20} {wall:7.3f}s {cpu:7.3f}s {statistics.median(no_write):9.3f}s"
+            if args.instructions:
+                line += f" {_instructions(argv, envs['cached']):8.0f}M"
+            print(line)
 
 
 if __name__ == "__main__":
