@@ -15,7 +15,7 @@ editors can complete and check recipes.
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
 # each field's annotation string when the class is made, a cost every command pays.
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -38,6 +38,7 @@ from disagg.recipe.job_sections import (
     ServiceSection,
     SlurmSection,
     TelemetrySection,
+    WhenSet,
     omitted,
 )
 
@@ -141,6 +142,9 @@ class RoleOverride(Section):
     engine: str | None = Field(default=None, description="an engine other than the variant's")
 
 
+RoleOverrides = dict[Literal["prefill", "decode", "agg"], RoleOverride]
+
+
 class RecipeConfig(Section):
     """One resolved variant of a recipe."""
 
@@ -153,7 +157,7 @@ class RecipeConfig(Section):
     frontend: FrontendSection | None = omitted()
     dynamo: DynamoSection = omitted()
     benchmark: BenchmarkSection = omitted()
-    health_check: HealthCheckSection | None = None
+    health_check: Annotated[HealthCheckSection | None, WhenSet()] = None
     limits: LimitsSection = omitted(
         description="disagg's own: request, stall, point, run and liveness time limits"
     )
@@ -168,16 +172,16 @@ class RecipeConfig(Section):
     extra_mount: list[str] = Field(default_factory=empty_list, description='"host:container" pairs')
     setup_script: str | None = None
     enable_config_dump: bool = True
-    identity: IdentitySection | None = None
-    observability: ObservabilitySection | None = None
-    profiling: ProfilingSection | None = None
-    telemetry: TelemetrySection | None = None
-    output: OutputSection | None = None
-    reporting: ReportingSection | None = None
-    host_setup: HostSetupSection | None = None
-    post_eval: PostEvalSection | None = None
-    services: list[ServiceSection] = Field(default_factory=empty_list)
-    role_overrides: dict[Literal["prefill", "decode", "agg"], RoleOverride] = Field(
+    identity: Annotated[IdentitySection | None, WhenSet()] = None
+    observability: Annotated[ObservabilitySection | None, WhenSet()] = None
+    profiling: Annotated[ProfilingSection | None, WhenSet()] = None
+    telemetry: Annotated[TelemetrySection | None, WhenSet()] = None
+    output: Annotated[OutputSection | None, WhenSet()] = None
+    reporting: Annotated[ReportingSection | None, WhenSet()] = None
+    host_setup: Annotated[HostSetupSection | None, WhenSet()] = None
+    post_eval: Annotated[PostEvalSection | None, WhenSet()] = None
+    services: Annotated[list[ServiceSection], WhenSet()] = Field(default_factory=empty_list)
+    role_overrides: Annotated[RoleOverrides, WhenSet()] = Field(
         default_factory=empty_dict, description="schema 2: a role's own image and srun options"
     )
 

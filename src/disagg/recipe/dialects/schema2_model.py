@@ -38,6 +38,7 @@ from disagg.recipe.job_sections import (
     ServiceSection,
     SlurmSection,
     TelemetrySection,
+    WhenSet,
     omitted,
 )
 from disagg.recipe.schema import DynamoSection, FrontendSection, ModelSection
@@ -162,11 +163,11 @@ class Schema2Recipe(Section):
     frontend: Frontend2 | None = None  # type: ignore[valid-type]
     dynamo: Dynamo2 | None = None  # type: ignore[valid-type]
     benchmark: Benchmark2 | None = None  # type: ignore[valid-type]
-    profiling: ProfilingSection | None = None
-    output: OutputSection | None = None
-    health_check: HealthCheckSection | None = None
-    observability: ObservabilitySection | None = None
-    telemetry: TelemetrySection | None = None
+    profiling: Annotated[ProfilingSection | None, WhenSet()] = None
+    output: Annotated[OutputSection | None, WhenSet()] = None
+    health_check: Annotated[HealthCheckSection | None, WhenSet()] = None
+    observability: Annotated[ObservabilitySection | None, WhenSet()] = None
+    telemetry: Annotated[TelemetrySection | None, WhenSet()] = None
     environment: EnvMap = Field(default_factory=empty_dict)
     container_mounts: dict[str, str] = Field(default_factory=empty_dict)
     extra_mount: list[str] | None = None
@@ -174,8 +175,8 @@ class Schema2Recipe(Section):
     sbatch_directives: dict[str, Scalar] = Field(default_factory=empty_dict)
     enable_config_dump: bool = True
     setup_script: str | None = None
-    host_setup: HostSetupSection | None = None
-    services: list[ServiceSection] = Field(default_factory=empty_list)
-    post_eval: PostEvalSection | None = None
-    identity: IdentitySection | None = None
-    reporting: ReportingSection | None = None
+    host_setup: Annotated[HostSetupSection | None, WhenSet()] = None
+    services: Annotated[list[ServiceSection], WhenSet()] = Field(default_factory=empty_list)
+    post_eval: Annotated[PostEvalSection | None, WhenSet()] = None
+    identity: Annotated[IdentitySection | None, WhenSet()] = None
+    reporting: Annotated[ReportingSection | None, WhenSet()] = None
