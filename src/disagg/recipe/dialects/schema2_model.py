@@ -10,10 +10,21 @@ a field added to the internal config is not forgotten here.
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
 # each field's annotation string when the class is made, a cost every command pays.
 
+from collections.abc import Mapping
+from functools import cache
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import Field, create_model
+from pydantic import (
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+)
 from pydantic.fields import FieldInfo
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from disagg.model_defaults import empty_dict, empty_list
 from disagg.recipe.backend_section import (
@@ -94,7 +105,11 @@ class Resources2(Section):
     het_jobs: bool | None = None
 
 
-def _engine_model(kind: str) -> type[Section]:
+ENGINE_TYPES: tuple[str, ...] = get_args(EngineType)
+
+
+@cache
+def engine_model(kind: str) -> type[Section]:
     """`engine: {type: <kind>, ...}`: that engine's own knobs only (`ENGINE_KNOBS`)."""
     keep = ENGINE_KNOBS[kind] | ENGINE_COMMON
     return _derive(
@@ -105,12 +120,45 @@ def _engine_model(kind: str) -> type[Section]:
     )
 
 
-ENGINE_MODELS = {kind: _engine_model(kind) for kind in get_args(EngineType)}
-# One model per engine, told apart by `type`, so a knob is typed as its engine defines it.
-Engine2 = Annotated[  # type: ignore[valid-type]
-    Union[tuple(ENGINE_MODELS.values())],  # noqa: UP007
-    Field(discriminator="type"),
-]
+@cache
+def _any_engine() -> TypeAdapter[Any]:
+    """What `engine:` may be: a bare engine name, or one engine's map told apart by `type`."""
+    models = tuple(engine_model(kind) for kind in ENGINE_TYPES)
+    tagged = Annotated[Union[models], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
+    return TypeAdapter(EngineType | tagged | None)
+
+
+def _engine(value: Any) -> Any:
+    if value is None or (isinstance(value, str) and value in ENGINE_TYPES):
+        return value
+    if isinstance(value, Mapping) and value.get("type") in ENGINE_TYPES:
+        try:
+            return engine_model(value["type"]).model_validate(value)
+        except ValidationError:
+            pass  # worded by the whole union below, as it always was
+    return _any_engine().validate_python(value)
+
+
+class EngineField:
+    """Annotation of `engine:` (top level, or a role's): a bare engine name, or a map of
+    that engine's own knobs. Only the named engine's model is made and built; a tagged
+    union of all six, built for every schema-2 file, cost more than the rest of its
+    engine checks. A value that does not validate is validated again by that union, so
+    its errors are worded by pydantic exactly as before; the JSON Schema is the union's.
+    """
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return core_schema.no_info_plain_validator_function(_engine)
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(_any_engine().core_schema)
+
+
+Engine2 = Annotated[EngineType | Section | None, EngineField()]
 
 
 class Role2(Section):
@@ -123,7 +171,7 @@ class Role2(Section):
     env: EnvMap = Field(default_factory=empty_dict)
     args: EngineArgs = Field(default_factory=empty_dict)
     extra_args: list[str] = Field(default_factory=empty_list)
-    engine: EngineType | Engine2 | None = None  # type: ignore[valid-type]
+    engine: Engine2 = None
     container: str | None = None
     kv_events: bool | dict[str, Any] | None = None
     sidecar: bool | None = None
@@ -158,7 +206,7 @@ class Schema2Recipe(Section):
     model: ModelSection
     resources: Resources2
     slurm: SlurmSection | None = None
-    engine: EngineType | Engine2 | None = None  # type: ignore[valid-type]
+    engine: Engine2 = None
     roles: Roles2 = omitted()
     frontend: Frontend2 | None = None  # type: ignore[valid-type]
     dynamo: Dynamo2 | None = None  # type: ignore[valid-type]
