@@ -47,6 +47,13 @@ def test_json_lists_every_outcome(write: Write) -> None:
     assert payload["not_recipes"][0]["file"].endswith("srtslurm.yaml")
 
 
+def test_a_file_with_nothing_planned_prints_only_its_error(write: Write) -> None:
+    path = write(MINIMAL.replace("  gpu_type: h100\n", "  gpu_typo: h100\n"))
+    code, out, err = invoke("plan", str(path))
+    assert code == 2 and "unknown key `resources.gpu_typo`" in err
+    assert out == ""  # no "0 variant(s), 0 GPUs in total" beside the error
+
+
 def test_unsupported_only_is_exit_1_when_something_planned(write: Write) -> None:
     write(MINIMAL, "a.yaml")
     root = write(MINIMAL.replace("backend:\n", "backend:\n  type: atom\n"), "b.yaml").parent

@@ -214,7 +214,10 @@ def render_plan(plan: Plan, width: int) -> list[str]:
 
 
 def print_plans(plans: list[Plan]) -> None:
-    """Every variant, then the GPU total; 80 columns off a terminal (COLUMNS is honoured)."""
+    """Every variant, then the GPU total; 80 columns off a terminal (COLUMNS is honoured).
+    Nothing when nothing was planned: the errors on stderr say why."""
+    if not plans:
+        return
     width = shutil.get_terminal_size((80, 24)).columns
     for plan in plans:
         typer.echo("\n".join(render_plan(plan, width)))
