@@ -95,3 +95,13 @@ def test_one_area_then_all_lists_every_command_in_help_order(
     assert sorted(typer.main.get_command(app).commands) == NAMES  # type: ignore[attr-defined]
     listed = [line.split()[0] for line in _help().split("Commands:")[1].splitlines() if line]
     assert listed[:3] == ["lint", "plan", "schema"] and listed.count("version") == 1
+
+
+def test_plain_line_styles_honour_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lint and plan print styled plain lines; NO_COLOR leaves the style out, as rich does."""
+    from disagg.console import styled
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert styled("DA001", bold=True) != "DA001" and "DA001" in styled("DA001", bold=True)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert styled("DA001", bold=True, fg="red") == "DA001"

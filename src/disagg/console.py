@@ -1,4 +1,4 @@
-"""Rich consoles for every command, configured once.
+"""Rich consoles for every command, configured once, and `styled` for plain lines.
 
 Emoji codes are off because `file.yaml:100:20` would otherwise print as a
 hundred-points emoji: locations, selectors and paths must print as written.
@@ -8,10 +8,20 @@ commands that print little (`disagg --help` formats with typer's own helper).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+
+def styled(text: str, **style: Any) -> str:
+    """`text` with typer's ANSI style (bold, dim, fg...), for the commands that print plain
+    lines without loading rich (lint, plan). Colour is dropped off a terminal by typer's
+    echo, and left out here under NO_COLOR, which rich honours for the other commands."""
+    import typer
+
+    return text if os.environ.get("NO_COLOR") else typer.style(text, **style)
 
 
 def make_console(*, stderr: bool = False, **options: Any) -> Console:

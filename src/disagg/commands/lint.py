@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from disagg.commands.options import CLUSTER_HELP
+from disagg.console import styled
 
 if TYPE_CHECKING:
     from disagg.recipe.lint import Finding, LintReport
@@ -28,11 +29,11 @@ _STYLE: dict[str, dict[str, Any]] = {
 
 
 def _bold(text: str) -> str:
-    return typer.style(text, bold=True)
+    return styled(text, bold=True)
 
 
 def _dim(text: str) -> str:
-    return typer.style(text, dim=True)
+    return styled(text, dim=True)
 
 
 def _print_human(report: LintReport, show_info: bool) -> None:
@@ -56,7 +57,7 @@ def _print_human(report: LintReport, show_info: bool) -> None:
 
 
 def _print_finding(finding: Finding) -> None:
-    severity = typer.style(str(finding.severity), **_STYLE[str(finding.severity)])
+    severity = styled(str(finding.severity), **_STYLE[str(finding.severity)])
     typer.echo(f"{finding.where}: {_bold(finding.rule)} {severity}: {finding.message}")
     for loc in finding.locations[1:]:
         block = f" in {loc.block}" if loc.block else ""

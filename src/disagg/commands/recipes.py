@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from disagg.commands.options import CLUSTER_HELP
+from disagg.console import styled
 
 
 def register(app: typer.Typer) -> None:
@@ -64,7 +65,7 @@ def register(app: typer.Typer) -> None:
             for selector, exc in planned.unsupported:
                 where = f"{exc.location}: " if exc.location else f"{selector}: "
                 typer.echo(f"{where}{exc.message}", err=True)
-            error_label = typer.style("error:", fg="red", bold=True)
+            error_label = styled("error:", fg="red", bold=True)
             for _, error in planned.errors:
                 typer.echo(f"{error_label} {error}", err=True)
             for file, why in planned.skipped:

@@ -13,6 +13,7 @@ import textwrap
 
 import typer
 
+from disagg.console import styled
 from disagg.plan.model import Plan, RoleKind, RolePlan
 from disagg.redact import redact
 
@@ -186,20 +187,20 @@ def render_plan(plan: Plan, width: int) -> list[str]:
     the summary wrapped to `width`, the role table, then each role's command on a line of
     its own. A command is never wrapped, so that it pastes as it runs."""
     title = f"{plan.variant} "
-    lines = [typer.style(title + "─" * max(width - len(title), 3), bold=True)]
+    lines = [styled(title + "─" * max(width - len(title), 3), bold=True)]
     label_width = max(len(label) for label, _ in _summary(plan)) + 2
     for label, value in _summary(plan):
         wrapped = textwrap.wrap(
             value, max(width - label_width, 20), break_long_words=False, break_on_hyphens=False
         ) or [""]
-        lines.append(typer.style(label.ljust(label_width), bold=True) + wrapped[0])
+        lines.append(styled(label.ljust(label_width), bold=True) + wrapped[0])
         lines += [" " * label_width + more for more in wrapped[1:]]
     table = _role_rows(plan)
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     lines.append("")
     for n, row in enumerate(table):
         cells = "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-        lines.append(typer.style(cells, bold=True) if n == 0 else cells)
+        lines.append(styled(cells, bold=True) if n == 0 else cells)
     lines.append("")
     for role in plan.roles:
         command, cut = (
@@ -207,8 +208,8 @@ def render_plan(plan: Plan, width: int) -> list[str]:
             if role.argv
             else ("(in-process load generator, orchestrator)", False)
         )
-        lines.append(typer.style(role.name, fg="cyan", bold=True) + ": " + command)
-        lines += ["  " + typer.style(note, dim=True) for note in _notes(role, cut)]
+        lines.append(styled(role.name, fg="cyan", bold=True) + ": " + command)
+        lines += ["  " + styled(note, dim=True) for note in _notes(role, cut)]
     lines.append("")
     return lines
 
@@ -222,4 +223,4 @@ def print_plans(plans: list[Plan]) -> None:
     for plan in plans:
         typer.echo("\n".join(render_plan(plan, width)))
     total = sum(plan.total_gpus for plan in plans)
-    typer.echo(typer.style(f"{len(plans)} variant(s), {total} GPUs in total", dim=True))
+    typer.echo(styled(f"{len(plans)} variant(s), {total} GPUs in total", dim=True))
