@@ -6,8 +6,7 @@ reason, so no recipe silently runs a frontend other than the one it names.
 
 from __future__ import annotations
 
-from importlib import import_module
-
+from disagg.adapter_table import AdapterTable
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
 
 __all__ = ["Frontend", "FrontendContext", "FrontendRoles", "frontend_for", "names", "refusal"]
@@ -23,12 +22,12 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "sglang-direct": ("disagg.frontends.direct", "DirectFrontend"),
     "trtllm_serve": ("disagg.frontends.direct", "TrtllmServeFrontend"),
 }
-_made: dict[tuple[str, str], Frontend] = {}
+_TABLE: AdapterTable[Frontend] = AdapterTable(Frontend, _ADAPTERS)
 
 
 def names() -> tuple[str, ...]:
     """Every frontend type built here (internal spellings)."""
-    return tuple(_ADAPTERS)
+    return _TABLE.names()
 
 
 # srt-slurm frontend types not built here, each with why.
@@ -44,24 +43,21 @@ REFUSED: dict[str, str] = {
 def refusal(frontend_type: str, *, schema2: bool = False) -> str | None:
     """`frontend type X (why)` for a type this project does not run, else None; `schema2`
     names the types as schema 2 spells them (its `sglang` is the internal `sglang-direct`)."""
-    if frontend_type in _ADAPTERS:
+    if frontend_type in _TABLE:
         return None
     from disagg.recipe.dialects.schema2 import DIRECT_FRONTENDS, FRONTEND_TYPES_BACK
 
     def shown(name: str) -> str:
         return FRONTEND_TYPES_BACK.get(name, name) if schema2 else name
 
-    built = sorted({shown(name) for name in _ADAPTERS if schema2 or name not in DIRECT_FRONTENDS})
+    built = sorted({shown(name) for name in names() if schema2 or name not in DIRECT_FRONTENDS})
     why = REFUSED.get(frontend_type, f"built here: {', '.join(built)}")
     return f"frontend type {shown(frontend_type)} ({why})"
 
 
 def frontend_for(frontend_type: str) -> Frontend:
     """The adapter for a type `refusal` accepted (KeyError for any other)."""
-    where = _ADAPTERS[frontend_type]
-    if where not in _made:
-        module, name = where
-        adapter = getattr(import_module(module), name)()
-        assert isinstance(adapter, Frontend)
-        _made[where] = adapter
-    return _made[where]
+    adapter = _TABLE.get(frontend_type)
+    if adapter is None:
+        raise KeyError(frontend_type)
+    return adapter

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-
+from disagg.adapter_table import AdapterTable
 from disagg.errors import UnsupportedRecipe
 from disagg.workloads.base import BenchmarkAdapter
 
@@ -44,29 +43,17 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "mooncake-router": ("disagg.workloads.trace", "TraceReplay"),
     "trace-replay": ("disagg.workloads.trace", "TraceReplay"),
 }
-_made: dict[tuple[str, str], BenchmarkAdapter] = {}
-
-
-def _adapter(kind: str) -> BenchmarkAdapter | None:
-    where = _ADAPTERS.get(kind)
-    if where is None:
-        return None
-    if where not in _made:
-        module, name = where
-        adapter = getattr(import_module(module), name)()
-        assert isinstance(adapter, BenchmarkAdapter)
-        _made[where] = adapter
-    return _made[where]
+_TABLE: AdapterTable[BenchmarkAdapter] = AdapterTable(BenchmarkAdapter, _ADAPTERS)
 
 
 def known_types() -> list[str]:
     """Every benchmark type this project runs."""
-    return sorted(_ADAPTERS)
+    return sorted(_TABLE.names())
 
 
 def refusal(kind: str) -> str | None:
     """The one-line `benchmark type X (why)` for a type that is not run here, else None."""
-    if kind in _ADAPTERS:
+    if kind in _TABLE:
         return None
     why = REFUSED.get(kind, f"runs: {', '.join(known_types())}")
     return f"benchmark type {kind} ({why})"
@@ -74,7 +61,7 @@ def refusal(kind: str) -> str | None:
 
 def adapter_for(kind: str) -> BenchmarkAdapter:
     """The adapter of `kind`; a type not run here raises the one-line refusal."""
-    adapter = _adapter(kind)
+    adapter = _TABLE.get(kind)
     if adapter is None:
         reason = refusal(kind)
         assert reason is not None
