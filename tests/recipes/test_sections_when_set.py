@@ -44,7 +44,7 @@ def test_the_schema_still_describes_each_section() -> None:
 _BUILT = """
 import json, sys
 from pathlib import Path
-from disagg.recipe.job_sections import WhenSet
+from disagg.recipe.section_base import WhenSet
 from disagg.recipe.variants import load_variants
 load_variants(Path(sys.argv[1]))
 print(json.dumps(sorted(str(kind) for kind in WhenSet._validators)))

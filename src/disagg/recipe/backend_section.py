@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from disagg.model_defaults import empty_dict, empty_list
-from disagg.recipe.job_sections import Section
+from disagg.recipe.section_base import Section
 
 Scalar = str | int | float | bool
 # An engine flag value: `true` -> `--flag`, list -> `--flag a b`, map -> JSON, null -> omitted.

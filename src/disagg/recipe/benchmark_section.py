@@ -13,7 +13,7 @@ from pydantic import Field
 
 from disagg.model_defaults import empty_dict
 from disagg.recipe.backend_section import EnvMap
-from disagg.recipe.job_sections import Section
+from disagg.recipe.section_base import Section
 
 BenchmarkType = Literal[
     "sa-bench",

@@ -9,73 +9,12 @@ at plan time (`disagg.recipe.honoured`); here they are only typed.
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
 # each field's annotation string when the class is made, a cost every command pays.
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    GetCoreSchemaHandler,
-    GetJsonSchemaHandler,
-    TypeAdapter,
-)
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, core_schema
+from pydantic import ConfigDict, Field
 
 from disagg.model_defaults import empty_dict, empty_list
-
-
-class Section(BaseModel):
-    """Base of every recipe section: no unknown keys, no type coercion.
-
-    `defer_build`: a section's validator is built when first used, and then only as part
-    of the model that holds it, so a command that never validates a recipe does not pay
-    for the dozens of sections at import.
-    """
-
-    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
-
-
-def omitted(description: str | None = None) -> Any:
-    """The default of a section a recipe may leave out: `{}`, validated by the model that
-    holds the section. A `default_factory=TheSection` would build that section's own
-    validator on first use, apart from (and on top of) the holder's."""
-    return Field(default_factory=empty_dict, validate_default=True, description=description)
-
-
-class WhenSet:
-    """Annotation of a section most recipes leave out: `Annotated[T, WhenSet()]`.
-
-    The section is typed and checked as strictly as any other (errors keep their paths:
-    pydantic nests a validator's ValidationError), but its validator is built the first
-    time a recipe sets it. Building the parts of RecipeConfig for telemetry, reporting,
-    profiling, services and the like, which few recipes set, was two fifths of building
-    the whole, which every `lint FILE` and `plan FILE` does once. The JSON Schema is the
-    section's own. One validator per type serves every holder (a schema-2 variant is
-    validated as written, then translated).
-    """
-
-    _validators: ClassVar[dict[Any, TypeAdapter[Any]]] = {}
-
-    def __init__(self) -> None:
-        self.kind: Any = None  # T, as pydantic hands it over
-
-    def _validate(self, value: Any) -> Any:
-        adapter = self._validators.get(self.kind)
-        if adapter is None:
-            adapter = self._validators[self.kind] = TypeAdapter(self.kind)
-        return adapter.validate_python(value)
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> CoreSchema:
-        self.kind = source
-        return core_schema.no_info_plain_validator_function(self._validate)
-
-    def __get_pydantic_json_schema__(
-        self, schema: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        return handler(TypeAdapter(self.kind).core_schema)
+from disagg.recipe.section_base import Section
 
 
 class SlurmSection(Section):

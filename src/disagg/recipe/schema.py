@@ -34,13 +34,11 @@ from disagg.recipe.job_sections import (
     PostEvalSection,
     ProfilingSection,
     ReportingSection,
-    Section,
     ServiceSection,
     SlurmSection,
     TelemetrySection,
-    WhenSet,
-    omitted,
 )
+from disagg.recipe.section_base import Section, WhenSet, omitted
 
 
 class ModelSection(Section):

@@ -14,17 +14,8 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import (
-    Field,
-    GetCoreSchemaHandler,
-    GetJsonSchemaHandler,
-    TypeAdapter,
-    ValidationError,
-    create_model,
-)
+from pydantic import Field, create_model
 from pydantic.fields import FieldInfo
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, core_schema
 
 from disagg.model_defaults import empty_dict, empty_list
 from disagg.recipe.backend_section import (
@@ -45,14 +36,12 @@ from disagg.recipe.job_sections import (
     PostEvalSection,
     ProfilingSection,
     ReportingSection,
-    Section,
     ServiceSection,
     SlurmSection,
     TelemetrySection,
-    WhenSet,
-    omitted,
 )
 from disagg.recipe.schema import DynamoSection, FrontendSection, ModelSection
+from disagg.recipe.section_base import Section, WhenSet, omitted
 
 ROLE_NAMES = ("prefill", "decode", "agg")
 EngineType = Literal["atom", "sglang", "tilert", "trtllm", "vllm", "mocker"]
@@ -121,44 +110,28 @@ def engine_model(kind: str) -> type[Section]:
 
 
 @cache
-def _any_engine() -> TypeAdapter[Any]:
+def _any_engine() -> Any:
     """What `engine:` may be: a bare engine name, or one engine's map told apart by `type`."""
     models = tuple(engine_model(kind) for kind in ENGINE_TYPES)
     tagged = Annotated[Union[models], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
-    return TypeAdapter(EngineType | tagged | None)
+    return EngineType | tagged | None
 
 
-def _engine(value: Any) -> Any:
+def _named_engine(value: Any) -> Any:
+    """A bare engine name, or a map validated by its own engine's model (made on demand);
+    NotImplemented for anything else, which the union of every engine's model words."""
     if value is None or (isinstance(value, str) and value in ENGINE_TYPES):
         return value
     if isinstance(value, Mapping) and value.get("type") in ENGINE_TYPES:
-        try:
-            return engine_model(value["type"]).model_validate(value)
-        except ValidationError:
-            pass  # worded by the whole union below, as it always was
-    return _any_engine().validate_python(value)
+        return engine_model(value["type"]).model_validate(value)
+    return NotImplemented
 
 
-class EngineField:
-    """Annotation of `engine:` (top level, or a role's): a bare engine name, or a map of
-    that engine's own knobs. Only the named engine's model is made and built; a tagged
-    union of all six, built for every schema-2 file, cost more than the rest of its
-    engine checks. A value that does not validate is validated again by that union, so
-    its errors are worded by pydantic exactly as before; the JSON Schema is the union's.
-    """
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> CoreSchema:
-        return core_schema.no_info_plain_validator_function(_engine)
-
-    def __get_pydantic_json_schema__(
-        self, schema: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        return handler(_any_engine().core_schema)
-
-
-Engine2 = Annotated[EngineType | Section | None, EngineField()]
+# `engine:` (top level, or a role's). Only the named engine's model is made and built: a
+# tagged union of all six, built for every schema-2 file, cost more than the rest of its
+# engine checks. A value that does not validate is validated again by that union, so its
+# errors are worded by pydantic exactly as before; the JSON Schema is the union's.
+Engine2 = Annotated[EngineType | Section | None, WhenSet(whole=_any_engine, first=_named_engine)]
 
 
 class Role2(Section):

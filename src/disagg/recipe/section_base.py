@@ -1,0 +1,98 @@
+"""How a recipe section is declared: its base model, the default of a section a recipe may
+leave out (`omitted`), and the annotation of a field validated only when set (`WhenSet`).
+"""
+
+# No `from __future__ import annotations` here: pydantic would compile and evaluate
+# each field's annotation string when the class is made, a cost every command pays.
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
+
+from disagg.model_defaults import empty_dict
+
+
+class Section(BaseModel):
+    """Base of every recipe section: no unknown keys, no type coercion.
+
+    `defer_build`: a section's validator is built when first used, and then only as part
+    of the model that holds it, so a command that never validates a recipe does not pay
+    for the dozens of sections at import.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
+
+
+def omitted(description: str | None = None) -> Any:
+    """The default of a section a recipe may leave out: `{}`, validated by the model that
+    holds the section. A `default_factory=TheSection` would build that section's own
+    validator on first use, apart from (and on top of) the holder's."""
+    return Field(default_factory=empty_dict, validate_default=True, description=description)
+
+
+class WhenSet:
+    """Annotation of a field most recipes leave out: `Annotated[T, WhenSet()]`.
+
+    The field is typed and checked as strictly as any other (errors keep their paths:
+    pydantic nests a validator's ValidationError), but its validator is built the first
+    time a recipe sets it. Building the parts of RecipeConfig for telemetry, reporting,
+    profiling, services and the like, which few recipes set, was two fifths of building
+    the whole, which every `lint FILE` and `plan FILE` does once. The JSON Schema is T's.
+    One validator per type serves every holder (a schema-2 variant is validated as
+    written, then translated).
+
+    `whole` gives T when the annotation cannot say it to pydantic (a union of models made
+    on demand). `first` is a cheaper check tried before T's validator is built: what it
+    returns is the value, unless NotImplemented; a value it refuses (NotImplemented or a
+    ValidationError) is validated by T, which words every error.
+    """
+
+    _validators: ClassVar[dict[Any, TypeAdapter[Any]]] = {}
+
+    def __init__(
+        self,
+        whole: Callable[[], Any] | None = None,
+        first: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.kind: Any = None  # the annotation, as pydantic hands it over
+        self.whole = whole
+        self.first = first
+
+    def validator(self) -> TypeAdapter[Any]:
+        kind = self.kind if self.whole is None else self.whole()
+        adapter = self._validators.get(kind)
+        if adapter is None:
+            adapter = self._validators[kind] = TypeAdapter(kind)
+        return adapter
+
+    def _validate(self, value: Any) -> Any:
+        if self.first is not None:
+            try:
+                found = self.first(value)
+            except ValidationError:
+                found = NotImplemented
+            if found is not NotImplemented:
+                return found
+        return self.validator().validate_python(value)
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        self.kind = source
+        return core_schema.no_info_plain_validator_function(self._validate)
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(self.validator().core_schema)
