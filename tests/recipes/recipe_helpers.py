@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 SHARED_RECIPES = Path(__file__).resolve().parents[3] / "shared" / "recipes"
 CORPUS = SHARED_RECIPES / "srt-slurm-v1.0.68"
@@ -69,6 +71,20 @@ def invoke(*args: str) -> tuple[int, str, str]:
     if error is not None and not isinstance(error, SystemExit):
         raise error
     return result.exit_code, result.stdout, result.stderr
+
+
+def after_loading(recipe: Path, imports: str, expression: str) -> Any:
+    """`expression`, as JSON from a fresh interpreter that has loaded `recipe`'s variants
+    after `imports`: what loading one recipe builds or makes from a clean start."""
+    code = (
+        "import json, sys\nfrom pathlib import Path\n"
+        f"from disagg.recipe.variants import load_variants\n{imports}\n"
+        f"load_variants(Path(sys.argv[1]))\nprint(json.dumps({expression}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(recipe)], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout)
 
 
 def alias_bomb(levels: int = 9, fanout: int = 10, *, used: bool = False) -> str:

@@ -3,14 +3,11 @@ is worded exactly as pydantic words the tagged union of every engine's model."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from .recipe_helpers import invoke
+from .recipe_helpers import after_loading, invoke
 from .test_schema2 import SCHEMA2
 
 EXPECTED = "expected 'atom', 'sglang', 'tilert', 'trtllm', 'vllm' or 'mocker' or "
@@ -38,21 +35,12 @@ def test_a_bad_engine_value_is_one_located_error(tmp_path: Path, engine: str, me
     assert f"{path}:{line}:" in err and message in err
 
 
-_MADE = """
-import json, sys
-from pathlib import Path
-from disagg.recipe.dialects.schema2_model import engine_model
-from disagg.recipe.variants import load_variants
-load_variants(Path(sys.argv[1]))
-print(engine_model.cache_info().currsize)
-"""
-
-
 def _engine_models_made(recipe: Path) -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", _MADE, str(recipe)], capture_output=True, text=True, check=True
+    made: int = after_loading(
+        recipe,
+        "from disagg.recipe.dialects.schema2_model import engine_model",
+        "engine_model.cache_info().currsize",
     )
-    made: int = json.loads(done.stdout)
     return made
 
 

@@ -8,11 +8,9 @@ exactly as if the section were part of RecipeConfig's own validator.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from .recipe_helpers import MINIMAL, invoke
+from .recipe_helpers import MINIMAL, after_loading, invoke
 
 SET = "observability:\n  enabled: maybe\n  scrape_metrix: true\n"
 SET += "services:\n  - {type: etcd, nme: x}\n"
@@ -41,21 +39,12 @@ def test_the_schema_still_describes_each_section() -> None:
     assert "scrape_metrics" in schema["$defs"]["ObservabilitySection"]["properties"]
 
 
-_BUILT = """
-import json, sys
-from pathlib import Path
-from disagg.recipe.section_base import WhenSet
-from disagg.recipe.variants import load_variants
-load_variants(Path(sys.argv[1]))
-print(json.dumps(sorted(str(kind) for kind in WhenSet._validators)))
-"""
-
-
 def _built(recipe: Path) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", _BUILT, str(recipe)], capture_output=True, text=True, check=True
+    built: list[str] = after_loading(
+        recipe,
+        "from disagg.recipe.section_base import WhenSet",
+        "sorted(str(kind) for kind in WhenSet._validators)",
     )
-    built: list[str] = json.loads(done.stdout)
     return built
 
 

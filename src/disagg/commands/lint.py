@@ -18,22 +18,13 @@ if TYPE_CHECKING:
     from disagg.recipe.lint import Finding, LintReport
     from disagg.recipe.lint.fix import FixResult
 
-# Findings are lines of text with a little colour: typer's own `style`/`echo` (colour
-# dropped when the stream is not a terminal) print them, so that lint does not load
-# rich, about a tenth of the start-up of `disagg lint FILE`.
+# Findings are lines of text with a little colour (`disagg.console.styled`, printed by
+# typer's echo), so that lint does not load rich, about a tenth of `disagg lint FILE`.
 _STYLE: dict[str, dict[str, Any]] = {
     "error": {"fg": "red", "bold": True},
     "warning": {"fg": "yellow"},
     "info": {"fg": "cyan"},
 }
-
-
-def _bold(text: str) -> str:
-    return styled(text, bold=True)
-
-
-def _dim(text: str) -> str:
-    return styled(text, dim=True)
 
 
 def _print_human(report: LintReport, show_info: bool) -> None:
@@ -44,7 +35,7 @@ def _print_human(report: LintReport, show_info: bool) -> None:
     for finding in shown:
         if finding.file != current:
             current = finding.file
-            typer.echo("\n" + _bold(current))
+            typer.echo("\n" + styled(current, bold=True))
         _print_finding(finding)
     errors, warnings = report.count(Severity.ERROR), report.count(Severity.WARNING)
     info = report.count(Severity.INFO)
@@ -58,12 +49,12 @@ def _print_human(report: LintReport, show_info: bool) -> None:
 
 def _print_finding(finding: Finding) -> None:
     severity = styled(str(finding.severity), **_STYLE[str(finding.severity)])
-    typer.echo(f"{finding.where}: {_bold(finding.rule)} {severity}: {finding.message}")
+    typer.echo(f"{finding.where}: {styled(finding.rule, bold=True)} {severity}: {finding.message}")
     for loc in finding.locations[1:]:
         block = f" in {loc.block}" if loc.block else ""
         typer.echo(f"    {loc}: {loc.role}{block}")
     if finding.hint:
-        typer.echo("    " + _dim(f"hint: {finding.hint}"))
+        typer.echo("    " + styled(f"hint: {finding.hint}", dim=True))
 
 
 def _fix(paths: list[Path], err: bool) -> list[FixResult]:

@@ -168,9 +168,10 @@ def _role_rows(plan: Plan) -> list[tuple[str, ...]]:
 
 def _notes(role: RolePlan, cut: bool) -> list[str]:
     """What a role's command line does not show, one line each."""
-    notes = [f"+{len(role.env)} env vars"] if role.env else []
-    if role.kind is RoleKind.BENCH and role.env:
+    if role.kind is RoleKind.BENCH:  # the load's own settings, shown (secrets redacted)
         notes = [f"{k}={v}" for k, v in redact(dict(role.env)).items()]
+    else:
+        notes = [f"+{len(role.env)} env vars"] if role.env else []
     if cut:
         notes.append("abridged; `disagg plan --json` has the whole command")
     if role.node_argv:
@@ -188,8 +189,9 @@ def render_plan(plan: Plan, width: int) -> list[str]:
     its own. A command is never wrapped, so that it pastes as it runs."""
     title = f"{plan.variant} "
     lines = [styled(title + "─" * max(width - len(title), 3), bold=True)]
-    label_width = max(len(label) for label, _ in _summary(plan)) + 2
-    for label, value in _summary(plan):
+    summary = _summary(plan)
+    label_width = max(len(label) for label, _ in summary) + 2
+    for label, value in summary:
         wrapped = textwrap.wrap(
             value, max(width - label_width, 20), break_long_words=False, break_on_hyphens=False
         ) or [""]
