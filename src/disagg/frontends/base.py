@@ -61,6 +61,8 @@ class FrontendRoles:
     # Recipe fields (dotted, as Plan.ignored names them) that the roles here carry out,
     # which the generic rules would otherwise list as not started (`services.etcd`).
     honoured: set[str] = field(default_factory=set)
+    # Ids of `disagg.plan.compat` rows: where these roles differ from srtctl's on purpose.
+    differs: list[str] = field(default_factory=list)
 
     @property
     def roles(self) -> list[RolePlan]:

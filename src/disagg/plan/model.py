@@ -290,6 +290,9 @@ class Plan(_Strict):
     config: dict[str, Any]  # the resolved variant config, for reports
     # Recipe fields set but not carried out, each with why: {field, action, why}.
     ignored: list[dict[str, str]] = Field(default_factory=empty_list)
+    # Where this job deliberately differs from what srt-slurm's srtctl renders for the same
+    # recipe: {id, srtctl, disagg, why}, rows of `disagg.plan.compat` (docs/compat.md).
+    differs: list[dict[str, str]] = Field(default_factory=empty_list)
 
     @property
     def total_gpus(self) -> int:

@@ -25,6 +25,7 @@ from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
+from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import (
     check_container_paths,
     mount_pairs,
@@ -75,6 +76,7 @@ class _Placer:
         # recipe wrote, so that an adapter can tell an unset field from its default.
         self.backend = self.config.backend_settings(exclude_unset=True)
         self.ignored: dict[str, str] = {}  # engine settings not passed on: field -> why
+        self.differs: list[str] = []  # ids of `disagg.plan.compat` rows this variant hits
 
     def named(self, *path: str) -> str:
         """A field as this variant's file spells it (`resources.prefill_nodes` in v1,
@@ -465,7 +467,9 @@ class _Placer:
                 if item["action"] == "ignored"
             ],
         )
-        plan.roles.append(adapter_for(bench.type).bench_role(plan))
+        bench_adapter = adapter_for(bench.type)
+        plan.differs = compat_rows([*self.differs, *frontend.differs, *bench_adapter.differs])
+        plan.roles.append(bench_adapter.bench_role(plan))
         check_container_paths(plan, model_location=self.variant.locate(("model", "path")))
         translate_roles(plan, skip=frozenset(role.name for role in workers))
         return plan

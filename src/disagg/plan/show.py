@@ -197,6 +197,13 @@ def render_plan(plan: Plan, width: int) -> list[str]:
         ) or [""]
         lines.append(styled(label.ljust(label_width), bold=True) + wrapped[0])
         lines += [" " * label_width + more for more in wrapped[1:]]
+    if plan.differs:  # a block of its own: its title is wider than the summary's labels
+        lines.append(styled("differs from srt-slurm (why: docs/compat.md)", bold=True))
+        for row in plan.differs:
+            text = f"[{row['id']}] {row['disagg']}"
+            lines += textwrap.wrap(
+                text, max(width - 2, 20), initial_indent="  ", subsequent_indent="    "
+            )
     table = _role_rows(plan)
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     lines.append("")

@@ -83,6 +83,8 @@ class BenchmarkAdapter(ABC):
     reads: ClassVar[frozenset[str]]  # benchmark.<field> names this adapter honours
     # benchmark.<field> -> why it is accepted but has no effect here (shown in the plan)
     ignores: ClassVar[Mapping[str, str]] = {}
+    # Ids of `disagg.plan.compat` rows: where this client differs from srtctl's on purpose.
+    differs: ClassVar[tuple[str, ...]] = ()
 
     def check_fields(self, inputs: BenchInputs) -> dict[str, str]:
         """Refuse a set field nobody reads; return the ignored ones with their reasons."""

@@ -65,6 +65,7 @@ def slo(inputs: BenchInputs) -> dict[str, float]:
 
 class SaBench(BenchmarkAdapter):
     types = ("sa-bench",)
+    differs = ("load-generator",)
     reads = frozenset(
         {
             "isl",
