@@ -199,8 +199,8 @@ def render_plan(plan: Plan, width: int) -> list[str]:
         lines += [" " * label_width + more for more in wrapped[1:]]
     if plan.differs:  # a block of its own: its title is wider than the summary's labels
         lines.append(styled("differs from srt-slurm (why: docs/compat.md)", bold=True))
-        for row in plan.differs:
-            text = f"[{row['id']}] {row['disagg']}"
+        for difference in plan.differs:
+            text = f"[{difference['id']}] {difference['disagg']}"
             lines += textwrap.wrap(
                 text, max(width - 2, 20), initial_indent="  ", subsequent_indent="    "
             )
