@@ -19,12 +19,10 @@ WITHOUT_FRONTEND = MINIMAL[: MINIMAL.index("frontend:")]
 def test_a_recipe_without_frontend_runs_dynamo_as_srt_slurm_does(tmp_path: Path) -> None:
     plan = plan_text(tmp_path, WITHOUT_FRONTEND)
     assert plan.frontend == "dynamo" and plan.simulator is None
-    assert plan.stages == [
-        ["etcd", "nats"],
-        ["prefill-0", "decode-0"],
-        [f"frontend-{i}" for i in range(10)],  # 1 + num_additional_frontends (9)
-        ["nginx"],
-    ]
+    # Two worker nodes, multiple frontends by default: srtctl's frontend_stage.py puts nginx
+    # on the head node and one frontend on each other node, capped by their number (one).
+    assert plan.stages == [["etcd", "nats"], ["prefill-0", "decode-0"], ["frontend"], ["nginx"]]
+    assert plan.role("nginx").node_ranks == [0] and plan.role("frontend").node_ranks == [1]
     assert plan.serving_role == "nginx"
     assert plan.bench.prompt_format == "token_ids"
     worker = plan.role("prefill-0")
@@ -33,7 +31,7 @@ def test_a_recipe_without_frontend_runs_dynamo_as_srt_slurm_does(tmp_path: Path)
     assert worker.env["ETCD_ENDPOINTS"] == "${etcd.url}"
     assert worker.env["DYN_SYSTEM_PORT"] == "${self.http_port}"
     assert worker.health is not None and worker.health.path == "/health"
-    frontend = plan.role("frontend-0")
+    frontend = plan.role("frontend")
     assert frontend.health is not None and frontend.health.path == "/v1/models"
     # worker and frontend are told the same discovery backend and request plane
     told = []
@@ -61,7 +59,10 @@ def test_dynamo_is_installed_once_per_job_from_the_recipe_source(tmp_path: Path)
 
 
 def test_nginx_fans_out_with_session_affinity(tmp_path: Path) -> None:
-    text = WITHOUT_FRONTEND + (
+    three_nodes = WITHOUT_FRONTEND.replace(
+        "decode_nodes: 1\n  decode_workers: 1", "decode_nodes: 2\n  decode_workers: 2"
+    )
+    text = three_nodes + (
         "frontend:\n  type: dynamo\n  num_additional_frontends: 1\n"
         "  nginx_session_affinity: true\n  nginx_session_affinity_header: X-Correlation-ID\n"
     )
@@ -71,10 +72,22 @@ def test_nginx_fans_out_with_session_affinity(tmp_path: Path) -> None:
     assert "map $http_x_correlation_id $affinity_key" in conf
     assert "hash $affinity_key consistent;" in conf
     assert "listen ${self.bind_host}:${self.http_port};" in conf
+    # srtctl's templates/nginx.conf.j2: its workers, body cap, keep-alive and timeouts
+    for line in (
+        "worker_processes auto;",
+        "worker_connections 65535;",
+        "client_max_body_size 45m;",
+        "keepalive 512;",
+        "keepalive_timeout 600s;",
+        "proxy_read_timeout 24h;",
+        "proxy_send_timeout 24h;",
+    ):
+        assert line in conf
     script = plan_text(tmp_path, text).role("nginx").argv[2]
     assert "ulimit" not in script and "worker_rlimit_nofile" not in script
     raised = plan_text(tmp_path, text + "  nginx_raise_ulimit: true\n").role("nginx").argv[2]
     assert 'ulimit -n "$n"' in raised and "worker_rlimit_nofile $n;" in raised
+    assert "n=1048576" in raised  # srtctl's `ulimit -n 1048576`, where the hard limit allows
 
 
 def test_one_dynamo_frontend_without_fan_out(tmp_path: Path) -> None:
@@ -106,8 +119,11 @@ def test_sglang_router_stays_selectable_for_recipes_that_pin_it(tmp_path: Path) 
     assert plan.bench.prompt_format == "text"  # it refuses token ids (HTTP 422)
     smg = plan_text(tmp_path, WITHOUT_FRONTEND + "frontend:\n  type: sglang-router\n")
     assert smg.frontend == "smg" and smg.role("router").argv[2] == "smg.launch_router"
-    fan_out = [i for i in smg.ignored if i["field"] == "frontend.enable_multiple_frontends"]
-    assert fan_out and "one router serves" in fan_out[0]["why"]
+    # Fan-out as srtctl's frontend_stage.py does it for every frontend type: nginx on the
+    # head node, a router on the other worker node (two nodes: one router).
+    assert smg.serving_role == "nginx" and smg.stages[-2:] == [["router"], ["nginx"]]
+    assert smg.role("nginx").node_ranks == [0] and smg.role("router").node_ranks == [1]
+    assert not [i for i in smg.ignored if i["field"].startswith("frontend.")]
 
 
 SIM = WITHOUT_FRONTEND.replace("backend:\n", "backend:\n  engine: sim\n")

@@ -325,7 +325,7 @@ def test_frontend_args_reach_the_frontend_the_recipe_names(write: Write) -> None
     dynamo = without + "frontend:\n  type: dynamo\n  args:\n    router-mode: kv\n"
     plan = plan_of(write, dynamo)
     assert plan.frontend == "dynamo"
-    argv = plan.role("frontend-0").argv
+    argv = plan.role("frontend").argv  # two nodes: nginx on the head, one frontend
     assert argv[argv.index("--router-mode") + 1] == "kv"
     sglang = without + "frontend:\n  type: sglang\n  args:\n    policy: cache_aware\n"
     argv = plan_of(write, sglang).role("router").argv

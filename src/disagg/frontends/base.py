@@ -15,12 +15,18 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from disagg.engines.base import WorkerSpec
-from disagg.errors import DisaggError
+from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.plan.job_nodes import JobNodes, single
 from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 
 PromptFormat = Literal["text", "token_ids"]
 Fail = Callable[[str, tuple[str, ...], str | None], DisaggError]
+Refuse = Callable[[str, tuple[str, ...]], UnsupportedRecipe]  # (what, recipe path)
+
+
+def _unplaced(what: str, path: tuple[str, ...]) -> UnsupportedRecipe:
+    return UnsupportedRecipe(what)
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,10 @@ class FrontendContext:
     # Worker name -> (its settings, what the plan decided about it), as the engine adapter
     # was asked: a frontend that runs the engine under its own module asks it again.
     worker_inputs: Mapping[str, tuple[Mapping[str, Any], WorkerSpec]] = field(default_factory=dict)
+    # `unsupported: <what>` positioned at a recipe path, naming the variant.
+    refuse: Refuse = _unplaced
+    # The job's nodes by purpose (head, infra, worker nodes), as srtctl carves them.
+    nodes: JobNodes = field(default_factory=single)
 
     def names(self, kind: RoleKind) -> list[str]:
         return [role.name for role in self.workers if role.kind is kind]

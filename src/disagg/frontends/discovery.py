@@ -30,7 +30,8 @@ _MB = 1024 * 1024
 _NATS_OPTIONS = frozenset({"max_payload_mb"})
 # `services:` fields of an etcd/nats entry that the role started here does not carry out.
 _NOT_CARRIED = ("command", "source", "build_command", "preamble", "readiness", "metrics")
-_PLACED_ON_HEAD = (None, "head", "infra", "dedicated")  # `dedicated`: see infra's own note
+# Where srtctl runs one etcd / NATS: the infra node (the head's, or a node of its own).
+_ON_INFRA = (None, "head", "infra", "dedicated")
 
 
 @dataclass
@@ -77,6 +78,8 @@ def discovery_plane(ctx: FrontendContext, mocked: bool) -> DiscoveryPlane:
         plane.env["DYN_FILE_KV"] = DISCOVERY_DIR
     if wants_nats:
         _add_nats(ctx, plane, nats)
+    if plane.services and "infra" in ctx.nodes.dedicated:  # they run on the node reserved
+        plane.honoured.add("infra.etcd_nats_dedicated_node")
     runs = {"etcd": wants_etcd, "nats": wants_nats}
     plane.notes += _not_started(mocked, runs, declared)
     return plane
@@ -119,7 +122,7 @@ def _add_etcd(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection
     role = RolePlan(
         name=name,
         kind=RoleKind.SERVICE,
-        node_ranks=[0],
+        node_ranks=[ctx.nodes.infra],
         ports=["http", "peer"],
         argv=[
             "etcd",
@@ -157,7 +160,7 @@ def _add_nats(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection
     role = RolePlan(
         name=name,
         kind=RoleKind.SERVICE,
-        node_ranks=[0],
+        node_ranks=[ctx.nodes.infra],
         ports=["client", "http"],
         argv=argv,
         health=HealthPlan(path="/healthz", deadline_s=SERVICE_HEALTH_DEADLINE_S),
@@ -213,8 +216,8 @@ def _taken_over(
             why = f"the {entry.type} service runs disagg's own command, without {key}"
             plane.notes.append(ignored(f"services.{entry.name}.{key}", why))
     where = entry.placement.node if entry.placement else None
-    if where not in _PLACED_ON_HEAD:
-        why = f"{entry.type} runs once, on the first node, not on {where}"
+    if where not in _ON_INFRA:
+        why = f"{entry.type} runs once, on the infra node, not on {where}"
         plane.notes.append(ignored(f"services.{entry.name}.placement.node", why))
     return role.model_copy(
         update={

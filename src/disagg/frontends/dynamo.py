@@ -40,6 +40,7 @@ from disagg.frontends import dynamo_install, dynamo_workers
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
 from disagg.frontends.discovery import DiscoveryPlane, discovery_plane
 from disagg.frontends.nginx import nginx_role
+from disagg.frontends.topology import frontend_topology
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
 FRONTEND_MODULE = "dynamo.frontend"
@@ -81,10 +82,11 @@ class DynamoFrontend(Frontend):
             else _worker(ctx, role, env, flags)
             for role in ctx.workers
         ]
-        count = _frontend_count(ctx)
+        topology = frontend_topology(ctx)
+        count = len(topology.frontends)
         frontends = [
-            _frontend(ctx, "frontend" if count == 1 else f"frontend-{i}", env, python, flags)
-            for i in range(count)
+            _frontend(ctx, "frontend" if count == 1 else f"frontend-{i}", env, python, flags, rank)
+            for i, rank in enumerate(topology.frontends)
         ]
         notes = [*discovery.notes, *_ignored(ctx, mocked)]
         if not mocked:
@@ -106,8 +108,8 @@ class DynamoFrontend(Frontend):
             frontends = [role.model_copy(update={"container_image": image}) for role in frontends]
         stages = [stage for stage in (services, workers, frontends) if stage]
         serving = frontends[0].name
-        if count > 1:
-            proxy = nginx_role(ctx.frontend, [role.name for role in frontends])
+        if topology.nginx is not None:
+            proxy = nginx_role(ctx.frontend, [role.name for role in frontends], topology.nginx)
             stages.append([proxy])
             serving = proxy.name
         return FrontendRoles(
@@ -207,7 +209,7 @@ def _discovered(role: RolePlan, env: dict[str, str], argv: list[str], **update: 
 
 
 def _frontend(
-    ctx: FrontendContext, name: str, env: dict[str, str], python: str, flags: list[str]
+    ctx: FrontendContext, name: str, env: dict[str, str], python: str, flags: list[str], rank: int
 ) -> RolePlan:
     argv = [python, "-m", FRONTEND_MODULE, "--http-host", "${self.bind_host}"]
     argv += ["--http-port", "${self.http_port}", *flags, *_frontend_args(ctx)]
@@ -215,7 +217,7 @@ def _frontend(
     return RolePlan(
         name=name,
         kind=RoleKind.ROUTER,
-        node_ranks=[0],
+        node_ranks=[rank],
         ports=["http"],
         argv=argv,
         env={**env, **extra_env},
@@ -237,13 +239,6 @@ def _frontend_args(ctx: FrontendContext) -> list[str]:
                 "disagg picks the frontend's address, port, discovery and request plane",
             )
     return sglang_engine.render_args(args)
-
-
-def _frontend_count(ctx: FrontendContext) -> int:
-    section = ctx.frontend
-    if not section.enable_multiple_frontends:
-        return 1
-    return 1 + section.num_additional_frontends
 
 
 def _ignored(ctx: FrontendContext, mocked: bool) -> list[dict[str, str]]:

@@ -1,14 +1,18 @@
 """nginx fanning requests out over several frontends (srt-slurm's `enable_multiple_frontends`).
 
-The configuration is rendered at plan time with `${frontend-i.host}` placeholders and
-written by the role itself once they are bound, so plan.json shows exactly what runs.
-nginx answers `/nginx-health` itself: the health gate for the proxy, started after
-the frontends it forwards to are healthy. With `nginx_session_affinity` the header's
-value is hashed consistently to one frontend; a request without it hashes its own
-request id, so such requests stay spread (srt-slurm's behaviour). Request bodies stay
-in memory (long prompts are not refused or spooled to a temp file).
-`nginx_raise_ulimit` raises the open-file limit to the hard limit and sets
-`worker_rlimit_nofile` to it, as srt-slurm's generated configuration does.
+Where it runs and over which frontends is `disagg.frontends.topology` (srtctl's rule).
+The configuration is srtctl's `templates/nginx.conf.j2` (v1.0.68): `worker_processes
+auto`, 65535 connections per worker, a 45 MB request-body cap, upstream keep-alive
+(512 connections, `nginx_keepalive_timeout`), 24 h proxy timeouts and no buffering;
+rendered at plan time with `${frontend-i.host}` placeholders and written by the role
+itself once they are bound, so plan.json shows exactly what runs. nginx answers
+`/nginx-health` itself: the health gate for the proxy, started after the frontends it
+forwards to are healthy. With `nginx_session_affinity` the header's value is hashed
+consistently to one frontend; a request without it hashes its own request id, so such
+requests stay spread (srt-slurm's behaviour). Request bodies up to 16 MB stay in memory
+rather than in a temp file. `nginx_raise_ulimit` raises the open-file limit to 1048576
+(srtctl's `ulimit -n 1048576`; the hard limit where that is lower, where srtctl's nginx
+would not start) and sets `worker_rlimit_nofile` to it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from disagg.recipe.schema import FrontendSection
 NGINX_HEALTH_PATH = "/nginx-health"
 PREFIX = "${run.dir}/nginx"
 DEFAULT_AFFINITY_HEADER = "X-Dynamo-Session-ID"
+MAX_BODY = "45m"  # srtctl's cap, the Dynamo frontend's own body limit
+NOFILE = 1048576  # srtctl's `ulimit -n` and `worker_rlimit_nofile` with nginx_raise_ulimit
 
 
 def nginx_conf(section: FrontendSection, upstreams: list[str]) -> str:
@@ -31,19 +37,24 @@ def nginx_conf(section: FrontendSection, upstreams: list[str]) -> str:
         key = f'  map {variable} $affinity_key {{ "" $request_id; default {variable}; }}\n'
         affinity = "    hash $affinity_key consistent;\n"
     keepalive = section.nginx_keepalive_timeout
-    return f"""worker_processes 1;
+    return f"""worker_processes auto;
 pid {PREFIX}/nginx.pid;
-events {{ worker_connections 8192; }}
+events {{
+  worker_connections 65535;
+  multi_accept on;
+  use epoll;
+}}
 http {{
   access_log off;
   client_body_temp_path {PREFIX}/body;
   proxy_temp_path {PREFIX}/proxy;
   keepalive_timeout {keepalive};
-  client_max_body_size 0;
+  client_max_body_size {MAX_BODY};
   client_body_buffer_size 16m;
 {key}  upstream frontends {{
 {affinity}{servers}
-    keepalive 256;
+    keepalive 512;
+    keepalive_timeout {keepalive};
   }}
   server {{
     listen ${{self.bind_host}}:${{self.http_port}};
@@ -53,25 +64,28 @@ http {{
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_buffering off;
-      proxy_read_timeout 3600s;
+      proxy_read_timeout 24h;
+      proxy_send_timeout 24h;
     }}
   }}
 }}
 """
 
 
-def nginx_role(section: FrontendSection, upstreams: list[str]) -> RolePlan:
-    """The proxy role: writes its configuration, then runs nginx in the foreground."""
+def nginx_role(section: FrontendSection, upstreams: list[str], rank: int = 0) -> RolePlan:
+    """The proxy role on node `rank`: writes its configuration, then runs nginx in the
+    foreground."""
     script = f'mkdir -p {PREFIX} && printf "%s" "$0" > {PREFIX}/nginx.conf && '
     globals_ = "daemon off;"
     if section.nginx_raise_ulimit:  # open files up to the hard limit, for nginx and its workers
-        script += 'n=$(ulimit -Hn); [ "$n" = unlimited ] && n=1048576; ulimit -n "$n" && '
+        script += f'n=$(ulimit -Hn); {{ [ "$n" = unlimited ] || [ "$n" -gt {NOFILE} ]; }} '
+        script += f'&& n={NOFILE}; ulimit -n "$n" && '
         globals_ += " worker_rlimit_nofile $n;"
     script += f'exec nginx -p {PREFIX} -c {PREFIX}/nginx.conf -e stderr -g "{globals_}"'
     return RolePlan(
         name="nginx",
         kind=RoleKind.SERVICE,
-        node_ranks=[0],
+        node_ranks=[rank],
         ports=["http"],
         argv=["bash", "-c", script, nginx_conf(section, upstreams)],
         health=HealthPlan(path=NGINX_HEALTH_PATH, deadline_s=60.0),

@@ -46,7 +46,9 @@ from typing import Any, ClassVar, Literal
 
 from disagg.engines import sglang
 from disagg.errors import DisaggError
-from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
+from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
+from disagg.frontends.nginx import nginx_role
+from disagg.frontends.topology import frontend_topology, orchestrator_rank
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
 Package = Literal["smg", "sglang-router"]
@@ -62,7 +64,6 @@ ROUTER_HEALTH_DEADLINE_S = 120.0
 ROUTER_PORTS: tuple[str, ...] = ("http", "metrics")
 # `/health` is liveness only; `/readiness` is 200 once every worker is registered.
 ROUTER_HEALTH_PATH = "/readiness"
-DEFAULT_POLICY = "round_robin"
 
 # Flags that `router_argv` sets itself; a recipe's `frontend.args` may not override them.
 _MANAGED = frozenset(
@@ -94,22 +95,25 @@ def router_argv(
     host: str = "${self.bind_host}",
     log_level: str = "warn",
     package: Package = DEFAULT_PACKAGE,
+    grpc: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Render the router's argv for the given worker role names.
 
     PD mode when `prefill`/`decode` are given (both required), regular mode when
     `aggregated` is. `extra` is a recipe's `frontend.args` map, rendered like SGLang
     args (`k: v` -> `--k v`, `true` -> `--k`, `false`/`null` -> omitted, list ->
-    `--k v1 v2`, map -> JSON); its `policy` is used when `policy` is not given.
+    `--k v1 v2`, map -> JSON); its `policy` is used when `policy` is not given, and with
+    neither no `--policy` is passed (srtctl passes none: the router's default applies).
     `bootstrap`: whether prefill workers serve SGLang's bootstrap port (vLLM's do not:
     the router is told `none`). `registered`: PD mode without worker URLs, the workers
-    being registered with `POST /workers` (see `disagg.frontends.register`).
+    being registered with `POST /workers` (see `disagg.frontends.register`). `grpc`: the
+    workers that serve gRPC, given as `grpc://` URLs.
     """
     extra = dict(extra or {})
     if extra.get("host") is not None:  # the recipe asks for another address than the node's
         host = str(extra.pop("host"))
     recipe_policy = _policy_from(extra)
-    chosen_policy = policy or recipe_policy or DEFAULT_POLICY
+    chosen_policy = policy or recipe_policy  # neither: the router's own default applies
     argv = [python, "-m", MODULES[package]]
     if prefill or decode:
         if aggregated:
@@ -125,11 +129,11 @@ def router_argv(
         argv.append("--pd-disaggregation")
         for name in () if registered else prefill:
             port = f"${{{name}.bootstrap_port}}" if bootstrap else "none"
-            argv += ["--prefill", f"${{{name}.url}}", port]
+            argv += ["--prefill", worker_url(name, grpc), port]
         for name in () if registered else decode:
-            argv += ["--decode", f"${{{name}.url}}"]
+            argv += ["--decode", worker_url(name, grpc)]
     elif aggregated:
-        argv += ["--worker-urls", *(f"${{{name}.url}}" for name in aggregated)]
+        argv += ["--worker-urls", *(worker_url(name, grpc) for name in aggregated)]
     else:
         raise DisaggError("a router needs at least one worker", hint="no worker roles given")
     argv += [
@@ -141,8 +145,7 @@ def router_argv(
         "${self.metrics_port}",
         "--prometheus-host",
         host,
-        "--policy",
-        chosen_policy,
+        *(["--policy", chosen_policy] if chosen_policy else []),
         "--worker-startup-check-interval",
         "1",
         "--log-level",
@@ -156,6 +159,14 @@ def router_argv(
         argv += ["--tokenizer-path", tokenizer_path]
     argv += render_args(extra, skip={"tokenizer_path"} if tokenizer_path else set())
     return argv
+
+
+def worker_url(name: str, grpc: frozenset[str] = frozenset()) -> str:
+    """A worker's URL as the router is given it: `grpc://` for a worker serving gRPC (as
+    srtctl's `SGLangFrontend.start_frontends` gives a `grpc-mode` worker), else HTTP."""
+    if name in grpc:
+        return f"grpc://${{{name}.host}}:${{{name}.http_port}}"
+    return f"${{{name}.url}}"
 
 
 def _policy_from(extra: dict[str, Any]) -> str | None:
@@ -206,44 +217,77 @@ class RouterFrontend(Frontend):
             host=ctx.host,
             package=package,
             registered=bool(connectors),
+            grpc=grpc_workers(ctx),
         )
         if connectors:
             argv = _registering(argv, ctx, connectors)
-        router = RolePlan(
-            name="router",
-            kind=RoleKind.ROUTER,
-            node_ranks=[0],
-            ports=list(ROUTER_PORTS),
-            argv=argv,
-            env={key: str(value) for key, value in (frontend.env or {}).items()},
-            health=HealthPlan(path=ROUTER_HEALTH_PATH, deadline_s=ROUTER_HEALTH_DEADLINE_S),
-        )
-        notes = fan_out_notes(ctx)
+        # srtctl's topology (`disagg.frontends.topology`): one router, or nginx on the head
+        # over one router on each other worker node.
+        topology = frontend_topology(ctx)
+        count = len(topology.frontends)
+        routers = [
+            RolePlan(
+                name="router" if count == 1 else f"router-{i}",
+                kind=RoleKind.ROUTER,
+                node_ranks=[rank],
+                ports=list(ROUTER_PORTS),
+                argv=argv,
+                env={key: str(value) for key, value in (frontend.env or {}).items()},
+                health=HealthPlan(path=ROUTER_HEALTH_PATH, deadline_s=ROUTER_HEALTH_DEADLINE_S),
+            )
+            for i, rank in enumerate(topology.frontends)
+        ]
+        stages = [ctx.workers, routers]
+        serving = routers[0].name
+        if topology.nginx is not None:
+            proxy = nginx_role(frontend, [role.name for role in routers], topology.nginx)
+            stages.append([proxy])
+            serving = proxy.name
         return FrontendRoles(
             frontend=package,
-            stages=[ctx.workers, [router]],
-            serving_role=router.name,
+            stages=stages,
+            serving_role=serving,
             prompt_format="text",  # token-id prompts: HTTP 400 (smg) / 422 (sglang-router)
             simulator="disagg sim-engine" if ctx.simulated else None,
-            ignored=notes,
             differs=["smg-router"] if package == "smg" else [],
         )
 
 
 def engine_router_plan(ctx: FrontendContext, router: RolePlan) -> FrontendRoles:
-    """Workers whose KV hand-over only their engine's own router does (TRT-LLM's)."""
+    """Workers whose KV hand-over only their engine's own router does (TRT-LLM's), run
+    where srtctl runs its orchestrator (`frontend.orchestrator_placement`).
+
+    Only `frontend.type: trtllm_serve` runs that router. Under any other router type srtctl
+    starts TRT-LLM's prefill/decode workers as `dynamo.trtllm` (`TRTLLMProtocol.
+    build_worker_command`), which serve no HTTP a router could reach: such a variant is
+    refused, not run with another frontend than the one it names.
+    """
     program = " ".join(router.argv[:2])
-    notes = []
     if ctx.frontend.type != "trtllm_serve":
-        why = f"{ctx.frontend.type}: the engine's KV hand-over needs {program}, which runs"
-        notes.append(ignored("frontend.type", why))
+        raise ctx.refuse(
+            f"frontend type {ctx.frontend.type} over TRT-LLM prefill/decode workers (srtctl "
+            "starts them as dynamo.trtllm workers, which no router but Dynamo's reaches; "
+            f"`frontend.type: trtllm_serve` runs {program}, `dynamo` Dynamo's frontend)",
+            ("frontend", "type"),
+        )
+    router = router.model_copy(update={"node_ranks": [orchestrator_rank(ctx)]})
     return FrontendRoles(
         frontend=program,
         stages=[ctx.workers, [router]],
         serving_role=router.name,
         prompt_format="text",
-        ignored=notes,
     )
+
+
+def grpc_workers(ctx: FrontendContext) -> frozenset[str]:
+    """The workers whose settings ask for a gRPC server: SGLang's `grpc-mode` (srtctl
+    v1.0.68's `SGLangProtocol.is_grpc_mode`), vLLM's `grpc` (srtctl 2.x's smg frontend)."""
+    key = {"sglang": "grpc-mode", "vllm": "grpc"}.get(ctx.engine)
+    found = set()
+    for name, (settings, _spec) in ctx.worker_inputs.items():
+        if key and any(str(k).replace("_", "-") == key and v for k, v in settings.items()):
+            found.add(name)
+    return frozenset(found)
 
 
 def _kv_connectors(ctx: FrontendContext) -> dict[str, str]:
@@ -276,21 +320,9 @@ def _registering(argv: list[str], ctx: FrontendContext, connectors: dict[str, st
     for role in ctx.workers:
         if role.kind in (RoleKind.PREFILL, RoleKind.DECODE):
             connector = connectors.get(role.name, "none")
-            wrapper += ["--worker", f"${{{role.name}.url}}", role.kind.value, connector]
+            url = worker_url(role.name, grpc_workers(ctx))
+            wrapper += ["--worker", url, role.kind.value, connector]
     return [*wrapper, "--", *argv]
-
-
-def fan_out_notes(ctx: FrontendContext) -> list[dict[str, str]]:
-    """srt-slurm's default nginx fan-out, not built for this frontend: said, not dropped."""
-    frontend = ctx.frontend
-    if not frontend.enable_multiple_frontends or not frontend.num_additional_frontends:
-        return []
-    return [
-        ignored(
-            "frontend.enable_multiple_frontends",
-            f"one router serves, not nginx over {frontend.num_additional_frontends + 1}",
-        )
-    ]
 
 
 def _package(ctx: FrontendContext) -> Package:

@@ -37,6 +37,15 @@ _ROWS = (
         "shape (lengths, warm-up, request rate), writing the same result fields",
         "one client for every benchmark type, validated results, resume and live progress",
     ),
+    Difference(
+        "client-node",
+        "runs the benchmark client on its own node (`benchmark.client_dedicated_node`, "
+        "schema 2 `benchmark.placement.node: dedicated`) or on the last decode node "
+        "(`client_placement: last_decode`)",
+        "reserves the same nodes (the same sbatch node count) and runs a `type: custom` "
+        "command there, but its own load generator runs in the orchestrator, on node 0",
+        "the load generator is part of the orchestrator, which runs on the first node",
+    ),
 )
 
 DIFFERENCES: dict[str, Difference] = {row.id: row for row in _ROWS}

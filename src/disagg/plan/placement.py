@@ -32,6 +32,7 @@ from disagg.plan.container_paths import (
     translate_args,
     translate_roles,
 )
+from disagg.plan.job_nodes import JobNodes, dedicated_roles, job_nodes
 from disagg.plan.job_plan import containers_to_stage, env_text, slurm_plan
 from disagg.plan.limits import LimitsPlan, limits_plan, serving_gap_problem
 from disagg.plan.model import (
@@ -301,7 +302,7 @@ class _Placer:
             health=HealthPlan(path="/health", deadline_s=ENGINE_ROUTER_HEALTH_DEADLINE_S),
         )
 
-    def frontend(self, workers: list[RolePlan], model: ModelRef) -> FrontendRoles:
+    def frontend(self, workers: list[RolePlan], model: ModelRef, nodes: JobNodes) -> FrontendRoles:
         """The frontend adapter of `frontend.type`: its services, roles and start order."""
         section = self.config.frontend or FrontendSection()
         local = model.kind == "path" and Path(model.value).expanduser().is_dir()
@@ -316,6 +317,8 @@ class _Placer:
             model_dir=model.value if local else None,
             engine_router=self.engine_router(workers),
             worker_inputs=dict(self.worker_inputs),
+            nodes=nodes,
+            refuse=self.refuse,
         )
         return frontend_for(section.type).plan(context)
 
@@ -345,6 +348,43 @@ class _Placer:
             mounts=self.container_mounts,
         )
         return adapter_for(section.type).plan(inputs)
+
+    def job_nodes(self, worker_nodes: int) -> JobNodes:
+        """The allocation: the worker nodes plus the nodes dedicated roles reserve (srtctl's
+        `Nodes.from_slurm`), after srtctl's own checks of the placements that name them."""
+        cfg = self.config
+        pairs = (
+            ("frontend", "dedicated_node", "orchestrator_placement", cfg.frontend),
+            ("benchmark", "client_dedicated_node", "client_placement", cfg.benchmark),
+        )
+        for section, dedicated, where, block in pairs:
+            placed = getattr(block, where) if block is not None else "head"
+            if block is not None and getattr(block, dedicated) and placed != "head":
+                raise self.fail(
+                    f"{self.named(section, dedicated)} reserves a node that "
+                    f"{self.named(section, where)} {placed} leaves unused",
+                    (section, where),
+                    f"drop {self.named(section, where)}, or the dedicated node",
+                )
+        colocate = cfg.benchmark.colocate_with_frontend
+        return job_nodes(worker_nodes, dedicated_roles(cfg), colocate=colocate)
+
+    def bench_role(self, role: RolePlan, workers: list[RolePlan], job: JobNodes) -> RolePlan:
+        """The client where srtctl runs it (`_benchmark_node`): its own node, the head, or
+        the last decode worker's node. The in-process load generator runs in the
+        orchestrator on node 0 whatever the recipe says, which the plan names."""
+        from disagg.frontends.topology import placed_rank
+
+        placement = self.config.benchmark.client_placement
+        rank = job.bench
+        if placement != "head":
+            field = ("benchmark", "client_placement")
+            rank = placed_rank(workers, placement, job.head, field=field, fail=self.fail)
+        if role.argv:  # the recipe's own command: a process of its own, on that node
+            return role.model_copy(update={"node_ranks": [rank]})
+        if rank != role.node_ranks[0]:
+            self.differs.append("client-node")
+        return role
 
     # ---------------------------------------------------------------- staging
 
@@ -395,9 +435,12 @@ class _Placer:
         self.check_backend_knobs()
         layout = NodeLayout(self.config.resources, self.profile, named=self.named, fail=self.fail)
         gpn = layout.gpus_per_node()
-        placed, nodes = layout.place_workers(gpn)
-        workers = self.workers(placed, model)
-        frontend = self.frontend(workers, model)
+        placed, worker_nodes = layout.place_workers(gpn)
+        job = self.job_nodes(worker_nodes)
+        shifted = [(kind, i, [job.offset + r for r in rs], ids) for kind, i, rs, ids in placed]
+        workers = self.workers(shifted, model)
+        frontend = self.frontend(workers, model, job)
+        nodes = job.total
         roles = frontend.roles
         # The frontend decides which prompt form its API takes, and may bring a tokenizer.
         update: dict[str, object] = {"prompt_format": frontend.prompt_format}
@@ -468,8 +511,8 @@ class _Placer:
             ],
         )
         bench_adapter = adapter_for(bench.type)
+        plan.roles.append(self.bench_role(bench_adapter.bench_role(plan), workers, job))
         plan.differs = compat_rows([*self.differs, *frontend.differs, *bench_adapter.differs])
-        plan.roles.append(bench_adapter.bench_role(plan))
         check_container_paths(plan, model_location=self.variant.locate(("model", "path")))
         translate_roles(plan, skip=frozenset(role.name for role in workers))
         return plan

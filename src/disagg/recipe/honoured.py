@@ -48,7 +48,13 @@ _RULES: tuple[tuple[tuple[str, ...], Action, str, Any], ...] = (
     (("profiling", "type"), "ignored", "no profiler wraps the workers", "none"),
     (("model", "stage_dir"), "ignored", "models are read from the profile's cache", None),
     (("infra", "nats_max_payload_mb"), "ignored", "no NATS server is started", None),
-    (("infra", "etcd_nats_dedicated_node"), "ignored", "no etcd/NATS node is reserved", None),
+    # The node is reserved as srtctl reserves it; the Dynamo frontend runs etcd/NATS there.
+    (
+        ("infra", "etcd_nats_dedicated_node"),
+        "ignored",
+        "the node is reserved, but no etcd/NATS runs on it under this frontend",
+        None,
+    ),
     (("telemetry", "enabled"), "ignored", "no power telemetry is collected", None),
     (("observability", "enabled"), "ignored", "no metrics scraping or tracing", None),
     (("reporting",), "ignored", "no status reporting or log upload", None),

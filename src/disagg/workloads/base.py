@@ -25,14 +25,14 @@ if TYPE_CHECKING:
     from disagg.bench.api import GpuCounts, PointOutcome
     from disagg.plan.limits import LimitsPlan
 
-COMMON_FIELDS = frozenset({"type"})
+# The client's node (placement.py lays it out as srtctl does, for every benchmark type).
+COMMON_FIELDS = frozenset(
+    {"type", "client_placement", "client_dedicated_node", "colocate_with_frontend"}
+)
 # Fields any adapter accepts without effect, with why.
 COMMON_IGNORES = {
     "stream_output": "the client's output always goes to the bench role's log, which "
     "`disagg logs --follow` shows while it runs",
-    "client_placement": "the client runs on node 0, beside the orchestrator and router; "
-    "point it at $SRT_FRONTEND_HOST, which stays right wherever it runs",
-    "client_dedicated_node": "no node is reserved for the client: it runs on node 0",
 }
 
 FailFn = Callable[[str, tuple[str, ...], str | None], DisaggError]

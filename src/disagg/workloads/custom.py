@@ -50,7 +50,9 @@ def contract_env(plan: Plan) -> dict[str, str]:
 
     bench = plan.bench
     env: dict[str, str] = {}
-    front = serving_role(plan.roles)
+    # Where load goes, as the orchestrator sends it (nginx when it fans out): srtctl's
+    # SRT_FRONTEND_HOST is the public endpoint's node (`_public_api_node`).
+    front = plan.role(plan.serving_role) if plan.serving_role else serving_role(plan.roles)
     if front is not None:
         env["SRT_FRONTEND_HOST"] = f"${{{front.name}.host}}"
         env["SRT_FRONTEND_PORT"] = f"${{{front.name}.http_port}}"

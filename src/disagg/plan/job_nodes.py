@@ -1,0 +1,79 @@
+"""The job's nodes by purpose, as srtctl carves its allocation: workers, head, client, infra.
+
+srtctl (`Nodes.from_slurm` in srtctl/core/runtime.py, v1.0.68 and 2.x) adds one node to
+the sbatch allocation per dedicated role (`frontend.dedicated_node`,
+`benchmark.client_dedicated_node`, `infra.etcd_nats_dedicated_node`; schema 2's
+`placement.node: dedicated`), or one node for all of them while
+`benchmark.colocate_with_frontend` is true (the default). The client's node is taken
+from the end of the list, the others from the front, so the workers start after the
+frontend's and infra's nodes. The head (nginx, or the one frontend) is the frontend's
+node, else the first worker node; the client and etcd/NATS run on the head unless
+they have a node of their own. `submit.py` counts the same nodes into `#SBATCH --nodes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from disagg.recipe.schema import RecipeConfig
+
+
+@dataclass(frozen=True)
+class JobNodes:
+    """Node ranks of one job by purpose (0 = the allocation's first node)."""
+
+    total: int  # the sbatch node count
+    workers: tuple[int, ...]  # the nodes the workers are laid out on, in order
+    head: int  # nginx, or the one frontend / router
+    bench: int  # the benchmark client
+    infra: int  # etcd and NATS
+    dedicated: tuple[str, ...] = ()  # the roles that asked for a node: infra, frontend, client
+
+    @property
+    def offset(self) -> int:
+        """Rank of the first worker node: worker layout rank r runs on `offset + r`."""
+        return self.workers[0]
+
+
+def single(worker_nodes: int = 1) -> JobNodes:
+    """Workers from node 0 with nothing reserved: the head, client and infra on node 0."""
+    workers = tuple(range(worker_nodes))
+    return JobNodes(total=worker_nodes, workers=workers, head=0, bench=0, infra=0)
+
+
+def dedicated_roles(config: RecipeConfig) -> tuple[str, ...]:
+    """The roles that asked for a node of their own, in srtctl's order."""
+    wanted = (
+        ("infra", config.infra.etcd_nats_dedicated_node),
+        ("frontend", bool(config.frontend and config.frontend.dedicated_node)),
+        ("client", config.benchmark.client_dedicated_node),
+    )
+    return tuple(role for role, asked in wanted if asked)
+
+
+def job_nodes(worker_nodes: int, roles: tuple[str, ...], *, colocate: bool) -> JobNodes:
+    """The allocation for `worker_nodes` worker nodes plus the nodes `roles` reserve."""
+    if not roles:
+        return single(worker_nodes)
+    if colocate:  # one node shared by every dedicated role: the last if the client has one
+        total = worker_nodes + 1
+        shared = total - 1 if "client" in roles else 0
+        reserved = dict.fromkeys(roles, shared)
+        first = 0 if "client" in roles else 1
+    else:  # infra, then the frontend, from the front; the client from the end
+        front = [role for role in roles if role != "client"]
+        total = worker_nodes + len(roles)
+        reserved = {role: rank for rank, role in enumerate(front)}
+        if "client" in roles:
+            reserved["client"] = total - 1
+        first = len(front)
+    workers = tuple(range(first, first + worker_nodes))
+    head = reserved.get("frontend", workers[0])
+    return JobNodes(
+        total=total,
+        workers=workers,
+        head=head,
+        bench=reserved.get("client", head),
+        infra=reserved.get("infra", head),
+        dedicated=roles,
+    )
