@@ -25,6 +25,7 @@ from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
+from disagg.plan import kv_events
 from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import (
     check_container_paths,
@@ -349,6 +350,25 @@ class _Placer:
         )
         return adapter_for(section.type).plan(inputs)
 
+    def kv_events(self, frontend: FrontendRoles) -> list[RolePlan]:
+        """Workers with the KV-cache event publisher `backend.kv_events_config` asks for, as
+        srtctl renders it for SGLang and vLLM under any frontend (`disagg.plan.kv_events`)."""
+        setting = self.config.backend.kv_events_config
+        roles = frontend.roles
+        if setting and frontend.simulator == "dynamo.mocker":
+            why = "simulated workers: dynamo.mocker stands in for the engine, and takes no"
+            self.ignored[kv_events.FIELD] = f"{why} --kv-events-config"
+        if self.engine not in kv_events.ENGINES or not setting:
+            return roles
+        self.ignored.pop(kv_events.FIELD, None)  # carried out
+        placed = []
+        for role in roles:
+            wanted = kv_events.mode_config(setting, self.engine, role.kind)
+            placed.append(
+                role if wanted is None else kv_events.publishing(role, wanted, self.engine)
+            )
+        return placed
+
     def job_nodes(self, worker_nodes: int) -> JobNodes:
         """The allocation: the worker nodes plus the nodes dedicated roles reserve (srtctl's
         `Nodes.from_slurm`), after srtctl's own checks of the placements that name them."""
@@ -441,7 +461,7 @@ class _Placer:
         workers = self.workers(shifted, model)
         frontend = self.frontend(workers, model, job)
         nodes = job.total
-        roles = frontend.roles
+        roles = self.kv_events(frontend)
         # The frontend decides which prompt form its API takes, and may bring a tokenizer.
         update: dict[str, object] = {"prompt_format": frontend.prompt_format}
         if frontend.tokenizer is not None:
