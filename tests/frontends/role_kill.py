@@ -43,7 +43,7 @@ def run_killing(recipe: Path, run_dir: Path, victim: str) -> RunSummary:
             killed.append(0)  # arm once
             threading.Timer(0.3, kill, args=(state,)).start()
 
-    summary = Orchestrator(run_dir, plan, LocalLauncher(), OPTIONS, on_update=hook).run()
+    summary = Orchestrator(run_dir, plan, LocalLauncher(plan.nodes), OPTIONS, on_update=hook).run()
     assert killed and killed[-1] > 0, f"{victim} was never killed"
     assert summary.status is RunStatus.FAILED and summary.exit_code == 1
     assert summary.reason == f"role {victim} exited with code -9"

@@ -34,9 +34,10 @@ from .test_dynamo_run import recipe, results
 pytestmark = pytest.mark.slow
 
 SERVICES = "services:\n  - name: etcd\n    type: etcd\n  - name: nats\n    type: nats\n"
+# srtctl's topology: nginx on the frontend's own node, one frontend on each worker node.
 FAN_OUT = (
     "frontend:\n  type: dynamo\n  enable_multiple_frontends: true\n"
-    "  num_additional_frontends: 1\n  nginx_session_affinity: true\n"
+    "  num_additional_frontends: 1\n  nginx_session_affinity: true\n  dedicated_node: true\n"
 )
 SESSION_HEADER = "X-Dynamo-Session-ID"
 EXAMPLE = EXAMPLES / "dynamo" / "sim-1p1d-dynamo-services.yaml"
@@ -87,6 +88,11 @@ def test_the_services_example_discovers_through_etcd_and_sends_requests_over_nat
         ["nginx"],
     ]
     assert plan.serving_role == "nginx"
+    # srtctl's layout: nginx, etcd and NATS on the frontend's node, a frontend per worker node
+    assert plan.nodes == 3
+    placed = {role.name: role.node_ranks for role in plan.roles}
+    assert placed["nginx"] == placed["etcd"] == placed["nats"] == [0]
+    assert [placed["frontend-0"], placed["frontend-1"]] == [placed["prefill-0"], placed["decode-0"]]
     assert not [item for item in plan.ignored if item["field"].startswith("services")]
     for name in ("prefill-0", "decode-0", "frontend-0", "frontend-1"):
         argv = " ".join(plan.role(name).argv)
@@ -149,6 +155,7 @@ def test_nginx_spreads_requests_over_two_frontends_and_keeps_a_session_on_one(
 ) -> None:
     text = recipe(tmp_path, tiny_model).read_text()
     text = text[: text.index("frontend:")] + FAN_OUT + text[text.index("benchmark:") :]
+    text = text.replace("decode_nodes: 0", "decode_nodes: 1")  # two worker nodes
     path = tmp_path / "fan-out.yaml"
     path.write_text(text.replace(json.dumps(tiny_model.served_name), '"tiny"'))
     [plan] = plans_for([str(path)], None)
@@ -172,7 +179,7 @@ def test_nginx_spreads_requests_over_two_frontends_and_keeps_a_session_on_one(
             except (OSError, ValueError, KeyError) as exc:
                 errors.append(exc)
 
-    summary = Orchestrator(run_dir, plan, LocalLauncher(), OPTIONS, on_update=hook).run()  # type: ignore[arg-type]
+    summary = Orchestrator(run_dir, plan, LocalLauncher(plan.nodes), OPTIONS, on_update=hook).run()  # type: ignore[arg-type]
     assert summary.status is RunStatus.COMPLETED, summary.reason
     assert errors == [] and workers
     served = {
