@@ -56,6 +56,16 @@ def ranks(plan: Plan, *names: str) -> list[list[int]]:
     return [plan.role(name).node_ranks for name in names]
 
 
+CUSTOM = "benchmark:\n  type: custom\n  command: ./bench.sh\n"
+
+
+def custom(text: str, bench: str) -> str:
+    """`text` with its benchmark section replaced by `bench`."""
+    before = text[: text.index("benchmark:")]
+    after = text[text.index("frontend:") :]
+    return before + bench + after
+
+
 def test_one_node_runs_one_frontend_and_no_nginx(tmp_path: Path) -> None:
     one_node = WITHOUT_FRONTEND.replace(
         "  decode_nodes: 1\n", "  gpus_per_prefill: 4\n  gpus_per_decode: 4\n  decode_nodes: 0\n"
@@ -129,6 +139,10 @@ def test_dedicated_etcd_nats_node_comes_first(tmp_path: Path) -> None:
     assert ranks(plan, "etcd", "nats", "prefill-0") == [[0], [0], [1]]
     assert ranks(plan, "nginx", "frontend-0", "frontend-1") == [[1], [2], [3]]
     assert not [i for i in plan.ignored if i["field"] == "infra.etcd_nats_dedicated_node"]
+    # srtctl's client runs on the head (node 1); the in-process one stays on node 0, and says so
+    assert "client-node" in [row["id"] for row in plan.differs]
+    own = custom(nodes_for(2), CUSTOM) + "infra:\n  etcd_nats_dedicated_node: true\n"
+    assert ranks(plan_text(tmp_path, own), "bench") == [[1]]
 
 
 def test_a_dedicated_etcd_nats_node_is_reserved_under_any_frontend(tmp_path: Path) -> None:
@@ -139,27 +153,15 @@ def test_a_dedicated_etcd_nats_node_is_reserved_under_any_frontend(tmp_path: Pat
     assert "reserved" in note["why"]
 
 
-CUSTOM = (
-    "benchmark:\n  type: custom\n  command: ./bench.sh\n",
-    "benchmark:\n  type: sa-bench\n",
-)
-
-
-def custom(text: str, bench: str) -> str:
-    before = text[: text.index("benchmark:")]
-    after = text[text.index("frontend:") :]
-    return before + bench + after
-
-
 def test_a_dedicated_client_node_comes_last_and_runs_the_command(tmp_path: Path) -> None:
-    bench = CUSTOM[0] + "  client_dedicated_node: true\n"
+    bench = CUSTOM + "  client_dedicated_node: true\n"
     plan = plan_text(tmp_path, custom(nodes_for(1), bench))
     assert plan.nodes == 3 and ranks(plan, "prefill-0", "bench") == [[0], [2]]
     assert plan.role("bench").env["SRT_FRONTEND_HOST"] == "${nginx.host}"
 
 
 def test_colocated_dedicated_roles_share_the_last_node(tmp_path: Path) -> None:
-    bench = CUSTOM[0] + "  client_dedicated_node: true\n"
+    bench = CUSTOM + "  client_dedicated_node: true\n"
     text = custom(nodes_for(1, "frontend:\n  dedicated_node: true\n"), bench)
     plan = plan_text(tmp_path, text)
     assert plan.nodes == 3
@@ -174,7 +176,7 @@ def test_colocated_dedicated_roles_share_the_last_node(tmp_path: Path) -> None:
 
 
 def test_the_client_on_the_last_decode_node(tmp_path: Path) -> None:
-    bench = CUSTOM[0] + "  client_placement: last_decode\n"
+    bench = CUSTOM + "  client_placement: last_decode\n"
     plan = plan_text(tmp_path, custom(nodes_for(2), bench))
     assert plan.nodes == 3 and ranks(plan, "bench", "decode-1") == [[2], [2]]
 

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from disagg.frontends.base import Fail, FrontendContext
-from disagg.plan.model import RoleKind, RolePlan
-
-PLACEMENTS = ("head", "first_decode", "last_decode")
+from disagg.frontends.base import FrontendContext
+from disagg.plan.job_nodes import PLACEMENTS, placed_rank
 
 
 @dataclass(frozen=True)
@@ -28,29 +26,6 @@ class FrontendTopology:
 
     nginx: int | None
     frontends: tuple[int, ...]
-
-
-def placed_rank(
-    workers: list[RolePlan], placement: str, head: int, *, field: tuple[str, ...], fail: Fail
-) -> int:
-    """The node a `head | first_decode | last_decode` placement names."""
-    if placement == "head":
-        return head
-    if placement not in PLACEMENTS:
-        raise fail(
-            f"{'.'.join(field)} {placement!r} is not a placement",
-            field,
-            f"use one of {', '.join(PLACEMENTS)}",
-        )
-    decode = sorted((r for r in workers if r.kind is RoleKind.DECODE), key=lambda r: r.index)
-    nodes = list(dict.fromkeys(role.node_ranks[0] for role in decode))
-    if not nodes:
-        raise fail(
-            f"{'.'.join(field)} is {placement}, but the variant has no decode workers",
-            field,
-            "use `head`, or give the variant decode workers",
-        )
-    return nodes[0] if placement == "first_decode" else nodes[-1]
 
 
 def orchestrator_rank(ctx: FrontendContext) -> int:

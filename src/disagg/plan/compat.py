@@ -39,11 +39,12 @@ _ROWS = (
     ),
     Difference(
         "client-node",
-        "runs the benchmark client on its own node (`benchmark.client_dedicated_node`, "
-        "schema 2 `benchmark.placement.node: dedicated`) or on the last decode node "
-        "(`client_placement: last_decode`)",
+        "runs the benchmark client on the client's node: the head (the first worker node "
+        "when etcd/NATS have a node of their own), a node reserved for it "
+        "(`benchmark.client_dedicated_node`, schema 2 `placement.node: dedicated`) or the "
+        "last decode node (`client_placement: last_decode`)",
         "reserves the same nodes (the same sbatch node count) and runs a `type: custom` "
-        "command there, but its own load generator runs in the orchestrator, on node 0",
+        "command on that node, but its own load generator runs in the orchestrator, on node 0",
         "the load generator is part of the orchestrator, which runs on the first node",
     ),
 )

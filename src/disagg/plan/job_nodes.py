@@ -13,9 +13,16 @@ they have a node of their own. `submit.py` counts the same nodes into `#SBATCH -
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from disagg.errors import DisaggError
+from disagg.plan.model import RoleKind, RolePlan
 from disagg.recipe.schema import RecipeConfig
+
+PLACEMENTS = ("head", "first_decode", "last_decode")  # srtctl's `placed_node` names
+Fail = Callable[[str, tuple[str, ...], str | None], DisaggError]
+Named = Callable[..., str]  # (*path) -> the field as the file spells it
 
 
 @dataclass(frozen=True)
@@ -77,3 +84,55 @@ def job_nodes(worker_nodes: int, roles: tuple[str, ...], *, colocate: bool) -> J
         infra=reserved.get("infra", head),
         dedicated=roles,
     )
+
+
+def check_dedicated(config: RecipeConfig, *, fail: Fail, named: Named) -> None:
+    """srtctl's `_validate_dedicated_node_placement`: a node reserved for the frontend or the
+    client while a placement sends it elsewhere would sit idle, so it is refused."""
+    pairs = (
+        ("frontend", "dedicated_node", "orchestrator_placement", config.frontend),
+        ("benchmark", "client_dedicated_node", "client_placement", config.benchmark),
+    )
+    for section, dedicated, where, block in pairs:
+        placed = getattr(block, where) if block is not None else "head"
+        if block is not None and getattr(block, dedicated) and placed != "head":
+            raise fail(
+                f"{named(section, dedicated)} reserves a node that "
+                f"{named(section, where)} {placed} leaves unused",
+                (section, where),
+                f"drop {named(section, where)}, or the dedicated node",
+            )
+
+
+def placed_rank(
+    workers: list[RolePlan], placement: str, head: int, *, field: tuple[str, ...], fail: Fail
+) -> int:
+    """The node a `head | first_decode | last_decode` placement names (srtctl's
+    `placed_node`: the first / last decode worker's first node, by worker index)."""
+    if placement == "head":
+        return head
+    if placement not in PLACEMENTS:
+        raise fail(
+            f"{'.'.join(field)} {placement!r} is not a placement",
+            field,
+            f"use one of {', '.join(PLACEMENTS)}",
+        )
+    decode = sorted((r for r in workers if r.kind is RoleKind.DECODE), key=lambda r: r.index)
+    nodes = list(dict.fromkeys(role.node_ranks[0] for role in decode))
+    if not nodes:
+        raise fail(
+            f"{'.'.join(field)} is {placement}, but the variant has no decode workers",
+            field,
+            "use `head`, or give the variant decode workers",
+        )
+    return nodes[0] if placement == "first_decode" else nodes[-1]
+
+
+def client_rank(config: RecipeConfig, workers: list[RolePlan], job: JobNodes, fail: Fail) -> int:
+    """The benchmark client's node (srtctl's `_benchmark_node`): its own node or the head,
+    or the last decode worker's node with `client_placement: last_decode`."""
+    placement = config.benchmark.client_placement
+    if placement == "head":
+        return job.bench
+    field = ("benchmark", "client_placement")
+    return placed_rank(workers, placement, job.head, field=field, fail=fail)

@@ -68,3 +68,14 @@ def publishing(role: RolePlan, config: Mapping[str, Any], engine: str) -> RolePl
             "env": env,
         }
     )
+
+
+def with_publishers(
+    roles: list[RolePlan], setting: bool | RoleKvEvents | None, engine: str
+) -> list[RolePlan]:
+    """Every worker of `roles` whose mode `setting` enables, publishing (the rest as given)."""
+    placed = []
+    for role in roles:
+        wanted = mode_config(setting, engine, role.kind)
+        placed.append(role if wanted is None else publishing(role, wanted, engine))
+    return placed

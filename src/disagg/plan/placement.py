@@ -1,9 +1,10 @@
 """Variant + cluster profile -> Plan: which role runs on which node and GPUs, with what command.
 
-Workers are laid out on nodes by `disagg.plan.node_layout` (srt-slurm's layout); this
-module asks the engine adapter for each worker's command, the frontend adapter for its
-services and roles, and the benchmark adapter for its points. The router and the
-in-process bench sit on node rank 0.
+Workers are laid out on nodes by `disagg.plan.node_layout` (srt-slurm's layout), after
+the nodes dedicated roles reserve (`disagg.plan.job_nodes`); this module asks the engine
+adapter for each worker's command, the frontend adapter for its services and roles
+(placed by `disagg.frontends.topology`), and the benchmark adapter for its points. The
+in-process bench sits on node rank 0, in the orchestrator.
 """
 
 from __future__ import annotations
@@ -33,7 +34,13 @@ from disagg.plan.container_paths import (
     translate_args,
     translate_roles,
 )
-from disagg.plan.job_nodes import JobNodes, dedicated_roles, job_nodes
+from disagg.plan.job_nodes import (
+    JobNodes,
+    check_dedicated,
+    client_rank,
+    dedicated_roles,
+    job_nodes,
+)
 from disagg.plan.job_plan import containers_to_stage, env_text, slurm_plan
 from disagg.plan.limits import LimitsPlan, limits_plan, serving_gap_problem
 from disagg.plan.model import (
@@ -354,53 +361,19 @@ class _Placer:
         """Workers with the KV-cache event publisher `backend.kv_events_config` asks for, as
         srtctl renders it for SGLang and vLLM under any frontend (`disagg.plan.kv_events`)."""
         setting = self.config.backend.kv_events_config
-        roles = frontend.roles
         if setting and frontend.simulator == "dynamo.mocker":
             why = "simulated workers: dynamo.mocker stands in for the engine, and takes no"
             self.ignored[kv_events.FIELD] = f"{why} --kv-events-config"
         if self.engine not in kv_events.ENGINES or not setting:
-            return roles
+            return frontend.roles
         self.ignored.pop(kv_events.FIELD, None)  # carried out
-        placed = []
-        for role in roles:
-            wanted = kv_events.mode_config(setting, self.engine, role.kind)
-            placed.append(
-                role if wanted is None else kv_events.publishing(role, wanted, self.engine)
-            )
-        return placed
-
-    def job_nodes(self, worker_nodes: int) -> JobNodes:
-        """The allocation: the worker nodes plus the nodes dedicated roles reserve (srtctl's
-        `Nodes.from_slurm`), after srtctl's own checks of the placements that name them."""
-        cfg = self.config
-        pairs = (
-            ("frontend", "dedicated_node", "orchestrator_placement", cfg.frontend),
-            ("benchmark", "client_dedicated_node", "client_placement", cfg.benchmark),
-        )
-        for section, dedicated, where, block in pairs:
-            placed = getattr(block, where) if block is not None else "head"
-            if block is not None and getattr(block, dedicated) and placed != "head":
-                raise self.fail(
-                    f"{self.named(section, dedicated)} reserves a node that "
-                    f"{self.named(section, where)} {placed} leaves unused",
-                    (section, where),
-                    f"drop {self.named(section, where)}, or the dedicated node",
-                )
-        colocate = cfg.benchmark.colocate_with_frontend
-        return job_nodes(worker_nodes, dedicated_roles(cfg), colocate=colocate)
+        return kv_events.with_publishers(frontend.roles, setting, self.engine)
 
     def bench_role(self, role: RolePlan, workers: list[RolePlan], job: JobNodes) -> RolePlan:
-        """The client where srtctl runs it (`_benchmark_node`): its own node, the head, or
-        the last decode worker's node. The in-process load generator runs in the
-        orchestrator on node 0 whatever the recipe says, which the plan names."""
-        from disagg.frontends.topology import placed_rank
-
-        placement = self.config.benchmark.client_placement
-        rank = job.bench
-        if placement != "head":
-            field = ("benchmark", "client_placement")
-            rank = placed_rank(workers, placement, job.head, field=field, fail=self.fail)
-        if role.argv:  # the recipe's own command: a process of its own, on that node
+        """A recipe's own command runs on the client's node; the in-process load generator
+        runs in the orchestrator on node 0 whatever the recipe says, which the plan names."""
+        rank = client_rank(self.config, workers, job, self.fail)
+        if role.argv:
             return role.model_copy(update={"node_ranks": [rank]})
         if rank != role.node_ranks[0]:
             self.differs.append("client-node")
@@ -456,7 +429,10 @@ class _Placer:
         layout = NodeLayout(self.config.resources, self.profile, named=self.named, fail=self.fail)
         gpn = layout.gpus_per_node()
         placed, worker_nodes = layout.place_workers(gpn)
-        job = self.job_nodes(worker_nodes)
+        check_dedicated(self.config, fail=self.fail, named=self.named)
+        roles_wanting_nodes = dedicated_roles(self.config)
+        colocate = self.config.benchmark.colocate_with_frontend
+        job = job_nodes(worker_nodes, roles_wanting_nodes, colocate=colocate)
         shifted = [(kind, i, [job.offset + r for r in rs], ids) for kind, i, rs, ids in placed]
         workers = self.workers(shifted, model)
         frontend = self.frontend(workers, model, job)
