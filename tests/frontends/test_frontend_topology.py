@@ -110,6 +110,10 @@ def test_first_decode_puts_the_one_frontend_on_the_first_decode_node(
     serving = plan.role(plan.serving_role)
     assert serving.kind is RoleKind.ROUTER
     assert serving.node_ranks == plan.role("decode-0").node_ranks[:1] == [1]
+    # a benchmark command is pointed there (srtctl's SRT_FRONTEND_HOST: `_public_api_node`)
+    bench = plan_text(tmp_path, custom(nodes_for(2, frontend), CUSTOM)).role("bench")
+    assert bench.env["SRT_FRONTEND_HOST"] == f"${{{serving.name}.host}}"
+    assert bench.node_ranks == [0]  # the client stays on the head
 
 
 def test_a_placement_srtctl_does_not_know_is_refused(tmp_path: Path) -> None:

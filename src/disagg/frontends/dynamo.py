@@ -7,7 +7,9 @@ the plan is simulated: the recipe's prefill/decode/aggregated layout is kept and
 worker becomes a mocker in that mode. A `backend.type: mocker` recipe asks for the mocker
 itself (engines/mocker.py renders its command): not simulated, the same discovery.
 The frontend discovers the workers and routes prefill -> decode itself, so no worker
-URL is passed to it.
+URL is passed to it. Frontends and nginx run where srtctl runs them
+(`disagg.frontends.topology`): one frontend on a one-node job, else nginx on the head
+and a frontend on each other worker node, up to `1 + num_additional_frontends`.
 
 Facts about ai-dynamo 1.6.1, observed on CPU with the mocker:
 
