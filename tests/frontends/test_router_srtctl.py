@@ -75,3 +75,18 @@ def test_trtllm_serve_runs_its_orchestrator_where_the_recipe_places_it(tmp_path:
     plan = plan_text(tmp_path, text)
     assert plan.role("router").argv[:2] == ["trtllm-serve", "disaggregated"]
     assert plan.role("router").node_ranks == plan.role("decode-0").node_ranks == [1]
+
+
+def test_grpc_vllm_workers_are_registered_by_their_grpc_urls(tmp_path: Path) -> None:
+    """srtctl 2.x (docs/smg.md): vLLM workers with `grpc: true` are given as `grpc://`."""
+    roles = (
+        "    prefill: {tensor-parallel-size: 8, grpc: true}\n"
+        "    decode: {tensor-parallel-size: 8, grpc: true}\n"
+    )
+    text = recipe("vllm", roles, resources=PD, backend="  connector: nixl\n", frontend="smg")
+    argv = plan_text(tmp_path, text).role("router").argv
+    workers = [argv[i + 1] for i, word in enumerate(argv) if word == "--worker"]
+    assert workers == [
+        "grpc://${prefill-0.host}:${prefill-0.http_port}",
+        "grpc://${decode-0.host}:${decode-0.http_port}",
+    ]
