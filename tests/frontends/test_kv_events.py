@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from disagg.plan.model import Plan, RolePlan
+from disagg.recipe.lint import lint_paths
 from engines.engine_support import plan_text, recipe
 from recipes.recipe_helpers import MINIMAL
 
@@ -100,3 +101,28 @@ def test_an_engine_that_does_not_read_it_still_says_so(tmp_path: Path) -> None:
     text = recipe("trtllm", roles, resources=resources, backend="  kv_events_config: true\n")
     plan = plan_text(tmp_path, text)
     assert "backend.kv_events_config" in ignored_fields(plan)
+
+
+SCHEMA2 = """\
+schema: 2
+name: tiny
+model: {path: "hf:org/tiny", container: sglang, precision: bf16}
+resources: {gpu_type: h100, gpus_per_node: 8}
+engine: sglang
+roles:
+  prefill: {nodes: 1, workers: 1, args: {tp-size: 8}}
+  decode: {nodes: 1, workers: 1, kv_events: true, args: {tp-size: 8}}
+benchmark: {type: sa-bench, isl: 1024, osl: 128, concurrencies: "1x4"}
+frontend: {type: dynamo, args: {router-mode: kv}}
+"""
+
+
+def test_schema2_role_kv_events_publish_and_neither_plan_nor_lint_call_them_ignored(
+    tmp_path: Path,
+) -> None:
+    plan = plan_text(tmp_path, SCHEMA2)
+    assert published(plan.role("decode-0")) is not None
+    assert published(plan.role("prefill-0")) is None
+    assert not [f for f in ignored_fields(plan) if "kv_events" in f]
+    report = lint_paths([tmp_path / "recipe.yaml"])
+    assert not [f.message for f in report.findings if "kv_events" in f.message]

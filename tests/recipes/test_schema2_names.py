@@ -25,7 +25,7 @@ UNHONOURED = (
         "      tp-size: 8\n      port: 3000\n  decode:",
     ).replace(
         "  decode:\n    nodes: 1\n    workers: 1\n",
-        "  decode:\n    nodes: 1\n    workers: 1\n    kv_events: true\n",
+        "  decode:\n    nodes: 1\n    workers: 1\n    extra_args: [--verbose]\n",
     )
     + "services:\n  - name: nats\n    type: nats\n    options:\n      max_payload_mb: 64\n"
 )
@@ -40,7 +40,7 @@ def test_plan_lists_ignored_fields_by_their_schema2_names(write: Write) -> None:
     fields = [item["field"] for item in place(variant).ignored]
     assert "services[0].options.max_payload_mb" in fields
     assert "roles.prefill.srun_options" in fields
-    assert "roles.decode.kv_events" in fields
+    assert "roles.decode.extra_args" in fields
     assert "roles.prefill.args.port" in fields
     assert not [f for f in fields if f.startswith(("backend.", "infra.", "role_overrides."))]
 
@@ -52,7 +52,7 @@ def test_lint_names_schema2_fields_at_their_lines(write: Write) -> None:
     expected = {
         "services[0].options.max_payload_mb": "max_payload_mb: 64",
         "roles.prefill.srun_options": "mem: 10G",
-        "roles.decode.kv_events": "kv_events: true",
+        "roles.decode.extra_args": "extra_args: [--verbose]",
         "roles.prefill.args.port": "port: 3000",
     }
     for field, line in expected.items():

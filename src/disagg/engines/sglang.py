@@ -169,6 +169,8 @@ class SGLang(EngineAdapter):
     label: ClassVar[str] = "SGLang"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
+    # The plan adds each worker's KV event publisher (disagg.plan.kv_events).
+    backend_fields: ClassVar[frozenset[str]] = frozenset({"kv_events_config"})
     bootstrap: ClassVar[bool] = True
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:

@@ -130,7 +130,10 @@ class VLLM(EngineAdapter):
     label: ClassVar[str] = "vLLM"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
-    backend_fields: ClassVar[frozenset[str]] = frozenset({"connector", "vllm_serve_binary"})
+    # `kv_events_config`: the plan adds each worker's KV event publisher (plan.kv_events).
+    backend_fields: ClassVar[frozenset[str]] = frozenset(
+        {"connector", "vllm_serve_binary", "kv_events_config"}
+    )
 
     def role_args(self, backend: Mapping[str, Any], role: WorkerRole) -> Mapping[str, Any]:
         """A prefill/decode role without a connector of its own takes `backend.connector`."""

@@ -361,12 +361,11 @@ class _Placer:
         """Workers with the KV-cache event publisher `backend.kv_events_config` asks for, as
         srtctl renders it for SGLang and vLLM under any frontend (`disagg.plan.kv_events`)."""
         setting = self.config.backend.kv_events_config
-        if setting and frontend.simulator == "dynamo.mocker":
-            why = "simulated workers: dynamo.mocker stands in for the engine, and takes no"
-            self.ignored[kv_events.FIELD] = f"{why} --kv-events-config"
+        if setting and self.simulated:  # the engine adapter honours it for real workers
+            stand_in = frontend.simulator or "the simulated engine"
+            self.ignored[kv_events.FIELD] = f"{stand_in} publishes no KV-cache events"
         if self.engine not in kv_events.ENGINES or not setting:
             return frontend.roles
-        self.ignored.pop(kv_events.FIELD, None)  # carried out
         return kv_events.with_publishers(frontend.roles, setting, self.engine)
 
     def bench_role(self, role: RolePlan, workers: list[RolePlan], job: JobNodes) -> RolePlan:
