@@ -164,3 +164,13 @@ def test_a_sweep_that_would_not_sweep_what_it_says_is_refused_in_place(
         load_variants(path)
     assert said in str(caught.value)
     assert caught.value.location is not None and caught.value.location.line is not None
+
+
+def test_a_swept_recipe_migrates_with_its_sweep_and_plans_identically(
+    write: Callable[..., Path],
+) -> None:
+    from disagg.recipe.migrate import migrate_file, plan_outcomes
+
+    result = migrate_file(write(SWEPT), plan_outcomes)  # raises if any variant plans otherwise
+    assert result.text is not None and result.variants == 4
+    assert "schema: 2" in result.text and "sweep:" in result.text and '"{tp}"' in result.text
