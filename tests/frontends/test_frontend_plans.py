@@ -122,10 +122,21 @@ def test_simulated_recipe_defaulting_to_dynamo_without_tokenizer_says_smg_runs(
     assert "mocker needs model.path to be a local model directory" in note["why"]
 
 
-def test_simulated_recipe_naming_dynamo_without_tokenizer_says_smg_runs(tmp_path: Path) -> None:
-    plan = plan_text(tmp_path, SIM + "frontend:\n  type: dynamo\n")
-    assert plan.frontend == "smg" and plan.role("router").argv[2] == "smg.launch_router"
-    assert any(i["field"] == "frontend.type" for i in plan.ignored)
+def test_simulated_recipe_naming_dynamo_without_tokenizer_is_refused_with_the_fix(
+    tmp_path: Path,
+) -> None:
+    """A part the recipe names is run or refused, never replaced: no smg for `dynamo`."""
+    missing = tmp_path / "no-model"
+    text = SIM.replace("path: hf:org/tiny", f"path: {missing}") + "frontend:\n  type: dynamo\n"
+    with pytest.raises(DisaggError) as caught:
+        plan_text(tmp_path, text)
+    assert "frontend.type dynamo" in caught.value.message
+    assert caught.value.hint is not None
+    assert f"tests/tiny_model.py {missing}" in caught.value.hint
+    assert caught.value.location is not None and caught.value.location.line is not None
+    with pytest.raises(DisaggError) as hub:
+        plan_text(tmp_path, SIM + "frontend:\n  type: dynamo\n")
+    assert hub.value.hint is not None and "local model directory" in hub.value.hint
 
 
 def test_simulated_dynamo_with_a_model_directory_runs_the_mocker(tmp_path: Path) -> None:
