@@ -305,7 +305,8 @@ def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:
 def _create_hint(path: str) -> str:
     """How to make the missing tokenizer directory (the tests' tiny model will do)."""
     if path.startswith(("/", ".", "~")):
-        return f"create it (a tiny model with a tokenizer): `.venv/bin/python tests/tiny_model.py {path}`"
+        command = f".venv/bin/python tests/tiny_model.py {path}"
+        return f"create it (a tiny model with a tokenizer): `{command}`"
     return (
         "point model.path at a local model directory with a tokenizer (a tiny one: "
         "`.venv/bin/python tests/tiny_model.py /tmp/tiny-llama`)"
