@@ -51,11 +51,15 @@ def test_dynamo_is_installed_once_per_job_from_the_recipe_source(tmp_path: Path)
     for role in dynamo_roles:
         assert role.argv[:2] == ["bash", "-c"]
         assert "flock ${run.dir}/dynamo-install.lock" in role.argv[2]
-        assert "ai-dynamo==1.2.0" in role.argv[2]
+        # srtctl (DynamoConfig._build_install_commands): the runtime and the package pinned
+        assert "ai-dynamo-runtime==1.2.0 ai-dynamo==1.2.0" in role.argv[2]
         assert role.env["PYTHONPATH"] == "${run.dir}/dynamo-install"
     git = "dynamo:\n  source:\n    git: https://example.invalid/dynamo.git\n    rev: abc123\n"
     plan = plan_text(tmp_path, WITHOUT_FRONTEND + git)
-    assert "git+https://example.invalid/dynamo.git@abc123" in plan.role("decode-0").argv[2]
+    # srtctl (_hash_cached_source_install): the commit built from its repository with maturin
+    script = plan.role("decode-0").argv[2]
+    assert "git clone --quiet https://example.invalid/dynamo.git dynamo" in script
+    assert "git checkout --quiet abc123" in script and "maturin build --release" in script
     plan = plan_text(tmp_path, WITHOUT_FRONTEND + "dynamo:\n  install: false\n")
     assert plan.role("decode-0").argv[:3] == ["python3", "-m", "dynamo.sglang"]
 

@@ -119,6 +119,7 @@ class DynamoFrontend(Frontend):
             tokenizer="${model.path}",
             ignored=notes,
             honoured=discovery.honoured,
+            differs=[] if mocked else _install_differs(ctx),
         )
 
 
@@ -264,6 +265,15 @@ def _requirement(ctx: FrontendContext) -> tuple[str | None, str | None]:
         return dynamo_install.requirement(ctx.config.dynamo)
     except DisaggError as exc:
         raise ctx.fail(exc.message, ("dynamo",), exc.hint) from None
+
+
+def _install_differs(ctx: FrontendContext) -> list[str]:
+    """The compat rows a job's Dynamo install hits (none when the image's Dynamo runs)."""
+    wanted = dynamo_install.install_of(ctx.config.dynamo)
+    if wanted is None:
+        return []
+    named = ctx.config.dynamo.version or wanted.kind != "pypi"
+    return ["dynamo-install"] if named else ["dynamo-install", "dynamo-default"]
 
 
 def _installed(role: RolePlan, wanted: str) -> RolePlan:
