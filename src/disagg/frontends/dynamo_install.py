@@ -215,11 +215,9 @@ def installing(argv: list[str], commands: str) -> list[str]:
     """`argv` preceded by the once-per-job install (`commands`, from `requirement`): the
     first role installs under the lock and writes the marker; the others find it."""
     marker = f"{TARGET}/{MARKER}"
-    record = (
-        f"PYTHONPATH={TARGET} python3 -c "
-        + shlex.quote("import importlib.metadata as m; print(m.version('ai-dynamo'))")
-        + f" > {marker}.tmp && mv {marker}.tmp {marker}"
-    )
+    # double quotes only: the line sits inside two single-quoted layers
+    version = 'python3 -c "from importlib.metadata import version; print(version(\\"ai-dynamo\\"))"'
+    record = f"PYTHONPATH={TARGET} {version} > {marker}.tmp && mv {marker}.tmp {marker}"
     install = f"mkdir -p {TARGET} && flock {TARGET}.lock sh -c " + shlex.quote(
         f"[ -e {marker} ] || {{ {commands} && {record}; }}"
     )
