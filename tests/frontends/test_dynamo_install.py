@@ -19,7 +19,12 @@ import pytest
 
 from disagg.errors import DisaggError
 from disagg.frontends import dynamo_install
-from disagg.frontends.dynamo_install import install_of, installed_version, installing
+from disagg.frontends.dynamo_install import (
+    install_of,
+    installed_version,
+    installing,
+    with_installed_version,
+)
 from disagg.plan.model import RoleKind
 from disagg.recipe.schema import DynamoSection
 from engines.engine_support import plan_text
@@ -183,5 +188,11 @@ def test_a_failed_install_leaves_no_marker_and_fails_the_role(tmp_path: Path) ->
     assert installed_version(run_dir) is None
 
 
-def test_no_marker_no_version(tmp_path: Path) -> None:
-    assert installed_version(tmp_path) is None
+def test_results_record_the_installed_dynamo_as_the_routers_version(tmp_path: Path) -> None:
+    setup = {"router": "dynamo", "router_version": None, "hw": "h100"}
+    assert with_installed_version(setup, tmp_path) == setup  # no install: unknown
+    (tmp_path / "dynamo-install").mkdir()
+    (tmp_path / "dynamo-install" / ".installed").write_text("1.4.2\n")
+    assert with_installed_version(setup, tmp_path)["router_version"] == "1.4.2"
+    smg = {"router": "smg", "router_version": "1.13.0"}
+    assert with_installed_version(smg, tmp_path) == smg

@@ -30,8 +30,10 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from disagg.errors import DisaggError
 from disagg.recipe.schema import DynamoSection
@@ -235,3 +237,12 @@ def installed_version(run_dir: Path) -> str | None:
     except OSError:
         return None
     return text or None
+
+
+def with_installed_version(setup: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
+    """A result's setup fields with `router_version` the Dynamo the job installed, when its
+    router is Dynamo's frontend and the job installed one (else as they were)."""
+    out = dict(setup)
+    if out.get("router") == "dynamo":
+        out["router_version"] = installed_version(run_dir) or out.get("router_version")
+    return out
