@@ -85,3 +85,24 @@ def test_an_example_plans_as_its_header_says_or_names_the_command_that_makes_it_
             frontends = _planned(selector, cluster, root)
         if named is not None:
             assert set(frontends) == {named}, (path, frontends)
+
+
+def test_a_relative_run_directory_binds_as_an_absolute_one(
+    tiny_model: TinyModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`disagg run` puts runs under ./runs: nginx (which reads relative paths against its
+    prefix) and any role that changes directory must see the same run directory."""
+    from disagg.launch.bindings import build_bindings
+
+    example = EXAMPLES / "dynamo" / "sim-1p1d-dynamo-services.yaml"
+    [plan] = plans_for([str(pointed_at(example, tiny_model, tmp_path / "r.yaml"))], None)
+    monkeypatch.chdir(tmp_path)
+    bindings = build_bindings(
+        plan,
+        addresses=["127.0.0.1"],
+        ports={},
+        model_path="m",
+        draft_path="",
+        run_dir=Path("runs/r/base-1"),
+    )
+    assert bindings["run"]["dir"] == str(tmp_path / "runs" / "r" / "base-1")
