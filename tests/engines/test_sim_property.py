@@ -19,10 +19,15 @@ SHARED = Path(__file__).resolve().parents[3] / "shared" / "recipes"
 
 
 def simulated(variant: Variant) -> Variant:
+    """The variant on the simulated engine. A named Dynamo frontend would need the model as
+    a local tokenizer directory (refused without one); these checks are about the workers,
+    so Dynamo is left as the default frontend, which a simulated plan fronts with smg."""
     backend = variant.config.backend.model_copy(update={"engine": "sim"})
-    return dataclasses.replace(
-        variant, config=variant.config.model_copy(update={"backend": backend})
-    )
+    update: dict[str, object] = {"backend": backend}
+    frontend = variant.config.frontend
+    if frontend is not None and frontend.type == "dynamo":
+        update["frontend"] = None
+    return dataclasses.replace(variant, config=variant.config.model_copy(update=update))
 
 
 def bound(argv: list[str]) -> list[str]:

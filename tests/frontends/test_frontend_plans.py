@@ -49,11 +49,15 @@ def test_dynamo_is_installed_once_per_job_from_the_recipe_source(tmp_path: Path)
     for role in dynamo_roles:
         assert role.argv[:2] == ["bash", "-c"]
         assert "flock ${run.dir}/dynamo-install.lock" in role.argv[2]
-        assert "ai-dynamo==1.2.0" in role.argv[2]
+        # srtctl (DynamoConfig._build_install_commands): the runtime and the package pinned
+        assert "ai-dynamo-runtime==1.2.0 ai-dynamo==1.2.0" in role.argv[2]
         assert role.env["PYTHONPATH"] == "${run.dir}/dynamo-install"
     git = "dynamo:\n  source:\n    git: https://example.invalid/dynamo.git\n    rev: abc123\n"
     plan = plan_text(tmp_path, WITHOUT_FRONTEND + git)
-    assert "git+https://example.invalid/dynamo.git@abc123" in plan.role("decode-0").argv[2]
+    # srtctl (_hash_cached_source_install): the commit built from its repository with maturin
+    script = plan.role("decode-0").argv[2]
+    assert "git clone --quiet https://example.invalid/dynamo.git dynamo" in script
+    assert "git checkout --quiet abc123" in script and "maturin build --release" in script
     plan = plan_text(tmp_path, WITHOUT_FRONTEND + "dynamo:\n  install: false\n")
     assert plan.role("decode-0").argv[:3] == ["python3", "-m", "dynamo.sglang"]
 
@@ -138,10 +142,21 @@ def test_simulated_recipe_defaulting_to_dynamo_without_tokenizer_says_smg_runs(
     assert "mocker needs model.path to be a local model directory" in note["why"]
 
 
-def test_simulated_recipe_naming_dynamo_without_tokenizer_says_smg_runs(tmp_path: Path) -> None:
-    plan = plan_text(tmp_path, SIM + "frontend:\n  type: dynamo\n")
-    assert plan.frontend == "smg" and plan.role("router").argv[2] == "smg.launch_router"
-    assert any(i["field"] == "frontend.type" for i in plan.ignored)
+def test_simulated_recipe_naming_dynamo_without_tokenizer_is_refused_with_the_fix(
+    tmp_path: Path,
+) -> None:
+    """A part the recipe names is run or refused, never replaced: no smg for `dynamo`."""
+    missing = tmp_path / "no-model"
+    text = SIM.replace("path: hf:org/tiny", f"path: {missing}") + "frontend:\n  type: dynamo\n"
+    with pytest.raises(DisaggError) as caught:
+        plan_text(tmp_path, text)
+    assert "frontend.type dynamo" in caught.value.message
+    assert caught.value.hint is not None
+    assert f"tests/tiny_model.py {missing}" in caught.value.hint
+    assert caught.value.location is not None and caught.value.location.line is not None
+    with pytest.raises(DisaggError) as hub:
+        plan_text(tmp_path, SIM + "frontend:\n  type: dynamo\n")
+    assert hub.value.hint is not None and "local model directory" in hub.value.hint
 
 
 def test_simulated_dynamo_with_a_model_directory_runs_the_mocker(tmp_path: Path) -> None:

@@ -82,8 +82,11 @@ def test_zip_by_index_with_broadcast_and_literal_lists() -> None:
     ]
 
 
-def test_zip_without_lists_or_only_broadcast_gives_one_variant() -> None:
-    assert expand_zip({"a": 1}, block_name="z", file="f") == [{"a": 1}]
+def test_zip_of_only_broadcast_lists_gives_one_variant_and_without_lists_is_refused() -> None:
+    # srt-slurm `_determine_zip_length`: all-length-1 lists give N=1; no list at all raises
+    # "zip_override section contains no list values — nothing to zip"
+    with pytest.raises(DisaggError, match="no list values"):
+        expand_zip({"a": 1}, block_name="z", file="f")
     assert expand_zip({"a": [1], "b": {"c": [[1, 2]]}}, block_name="z", file="f") == [
         {"a": 1, "b": {"c": [1, 2]}}
     ]
@@ -125,9 +128,10 @@ def test_zip_none_element_deletes_key_in_that_variant() -> None:
         "base": {"env": {"A": "1", "B": "2"}},
         "zip_override_z": {"env": {"B": ["3", None]}},
     }
+    # named as srtctl names a zip variant of a base without a name: unnamed_<group>_<i>
     assert expand_variants(doc, file="f") == {
-        "zip_override_z[0]": {"env": {"A": "1", "B": "3"}},
-        "zip_override_z[1]": {"env": {"A": "1"}},
+        "zip_override_z[0]": {"env": {"A": "1", "B": "3"}, "name": "unnamed_z_0"},
+        "zip_override_z[1]": {"env": {"A": "1"}, "name": "unnamed_z_1"},
     }
 
 
@@ -151,9 +155,10 @@ def test_variants_in_document_order_base_excluded_x_ignored() -> None:
         "override_o",
         "override_empty",
     ]
-    assert variants["zip_override_z[1]"] == {"name": "b", "k": 3}
-    assert variants["override_o"] == {"name": "b", "k": 4}
-    assert variants["override_empty"] == {"name": "b", "k": 1}
+    # job names as srtctl's generate_override_configs gives them
+    assert variants["zip_override_z[1]"] == {"name": "b_z_1", "k": 3}
+    assert variants["override_o"] == {"name": "b_o", "k": 4}
+    assert variants["override_empty"] == {"name": "b_empty", "k": 1}
 
 
 def test_override_without_base_is_an_error() -> None:

@@ -60,3 +60,30 @@ def test_mooncake_kv_store_is_refused_at_its_line(write: Write) -> None:
     [variant] = load_variants(write(text))
     with pytest.raises(UnsupportedRecipe, match=r"unsupported: backend.mooncake_kv_store \("):
         place(variant)
+
+
+SIDECAR = "services:\n  - name: umbp\n    type: generic\n    command: [umbp-server]\n"
+
+
+@pytest.mark.parametrize("flag", ["critical", "terminal"])
+def test_a_service_the_run_depends_on_is_refused_not_dropped(write: Write, flag: str) -> None:
+    # srt-slurm 2.x (docs/schema-reference.md, ServiceConfig): `critical: true` makes the
+    # service's crash fail the run, like a worker dying ("set true for anything in the live
+    # request path"); `terminal: true` makes the service the job's run. Without it the
+    # workers would run against a service that is not there.
+    text = MINIMAL + SIDECAR + f"    {flag}: true\n"
+    [variant] = load_variants(write(text))
+    with pytest.raises(UnsupportedRecipe) as caught:
+        place(variant)
+    assert str(caught.value.message).startswith("unsupported: services.umbp (")
+    assert f"{flag}: true" in caught.value.message
+    assert caught.value.location is not None and caught.value.location.line is not None
+
+
+def test_a_sidecar_the_run_does_not_depend_on_is_listed_as_ignored(write: Write) -> None:
+    # a generic service is not critical by default (srt-slurm: "a dead sidecar costs its
+    # own log, not the run")
+    [variant] = load_variants(write(MINIMAL + SIDECAR))
+    plan = place(variant)
+    [item] = [i for i in plan.ignored if i["field"] == "services.umbp"]
+    assert item["action"] == "ignored"

@@ -123,6 +123,7 @@ class DynamoFrontend(Frontend):
             tokenizer="${model.path}",
             ignored=notes,
             honoured=discovery.honoured,
+            differs=[] if mocked else _install_differs(ctx),
         )
 
 
@@ -263,6 +264,15 @@ def _requirement(ctx: FrontendContext) -> tuple[str | None, str | None]:
         raise ctx.fail(exc.message, ("dynamo",), exc.hint) from None
 
 
+def _install_differs(ctx: FrontendContext) -> list[str]:
+    """The compat rows a job's Dynamo install hits (none when the image's Dynamo runs)."""
+    wanted = dynamo_install.install_of(ctx.config.dynamo)
+    if wanted is None:
+        return []
+    named = ctx.config.dynamo.version or wanted.kind != "pypi"
+    return ["dynamo-install"] if named else ["dynamo-install", "dynamo-default"]
+
+
 def _installed(role: RolePlan, wanted: str) -> RolePlan:
     argv = dynamo_install.installing(role.argv, wanted)
     node_argv = [dynamo_install.installing(a, wanted) for a in role.node_argv]
@@ -272,11 +282,39 @@ def _installed(role: RolePlan, wanted: str) -> RolePlan:
 
 def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:
     """Workers Dynamo cannot front here (no tokenizer directory for the mocker, an engine
-    whose Dynamo worker is not built): smg fronts them, and the plan says why."""
+    whose Dynamo worker is not built). A recipe that names `frontend.type: dynamo` is
+    refused with the fix: a part the recipe names is never replaced by another. Only
+    Dynamo as the default frontend of a recipe that names none gives way to smg, and the
+    plan says why."""
     from disagg.frontends.smg import RouterFrontend
+
+    section = ctx.config.frontend
+    if section is not None and "type" in section.model_fields_set:
+        if ctx.simulated and not ctx.model_dir:
+            raise ctx.fail(
+                f"frontend.type dynamo: {reason}; {ctx.config.model.path} is not one here",
+                ("model", "path"),
+                _create_hint(str(ctx.config.model.path)),
+            )
+        raise ctx.fail(
+            f"frontend.type dynamo: {reason}",
+            ("frontend", "type"),
+            "name another frontend (sglang-router fronts any engine's workers)",
+        )
 
     planned = RouterFrontend().plan(ctx)
     args = " and frontend.args" if ctx.frontend.args else ""
     why = f"dynamo{args}: {reason}; {planned.frontend} fronts the workers instead"
     planned.ignored = [ignored("frontend.type", why), *planned.ignored]
     return planned
+
+
+def _create_hint(path: str) -> str:
+    """How to make the missing tokenizer directory (the tests' tiny model will do)."""
+    if path.startswith(("/", ".", "~")):
+        command = f".venv/bin/python tests/tiny_model.py {path}"
+        return f"create it (a tiny model with a tokenizer): `{command}`"
+    return (
+        "point model.path at a local model directory with a tokenizer (a tiny one: "
+        "`.venv/bin/python tests/tiny_model.py /tmp/tiny-llama`)"
+    )

@@ -1,61 +1,248 @@
-"""`dynamo.source` / `dynamo.version` / `dynamo.wheel`: Dynamo installed once per job.
+"""`dynamo.source` / `dynamo.version` / `hash` / `wheel` / `top_of_tree`: the Dynamo a job runs.
 
-The first Dynamo role to start installs the requested Dynamo with pip into the run
-directory (on the shared filesystem) under a lock; every other role of the job, on any
-node, finds it done and uses it through PYTHONPATH. A failed install leaves no marker,
-so the role that tried exits non-zero and the run fails naming it.
+What srt-slurm installs (`srtctl/core/schema.py`, `DynamoConfig.get_install_commands`,
+v1.0.68; 2.x's `dynamo.source` spells the same fields `pypi`, `wheel`, `git` + `rev`,
+`patches`):
+
+- a release (`version`, 2.x `source.pypi`; the default when nothing is named):
+  `pip install ai-dynamo-runtime==V ai-dynamo==V`;
+- a staged nightly (`wheel`, 2.x `source.wheel`: a package version, never a file name):
+  exactly `ai-dynamo-runtime==V ai-dynamo==V`, `--pre --no-deps`;
+- a commit (`hash`, 2.x `source.rev` with `source.git` or the upstream repository):
+  `git clone`, `git checkout REV`, each `cargo_patches` line put in place of that crate's
+  declaration in every Cargo.toml, `maturin build --release` of `lib/bindings/python`,
+  then the runtime wheel and `ai-dynamo` from the checkout; the wheel and the source are
+  cached by commit (plus a digest of the patches) and built under a lock, so the first
+  job to need a commit builds it and every later one installs the cached build;
+- `top_of_tree`: the same build at the repository's HEAD, never cached.
+
+Here the first Dynamo role to start installs it with pip into the run directory (on the
+shared filesystem) under a lock; every other role of the job, on any node, finds the
+marker and uses it through PYTHONPATH, so it happens once per job. The marker holds the
+installed ai-dynamo version, which the results record (`installed_version`). A failed
+install leaves no marker, so the role that tried exits non-zero and the run fails naming
+it. Where this differs from srtctl (where the install lands, which index pip reads) is
+the `dynamo-install` row of docs/compat.md.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from disagg.errors import DisaggError
 from disagg.recipe.schema import DynamoSection
 
 DEFAULT_VERSION = "1.6.1"  # the ai-dynamo this environment pins, and what a job installs
 TARGET = "${run.dir}/dynamo-install"
+MARKER = ".installed"  # in TARGET: the installed ai-dynamo version, written last
+# Source builds shared by the runs under one run root (srtctl: /configs/dynamo-wheels).
+CACHE = "${run.dir}/../../.cache/dynamo"
+UPSTREAM = "https://github.com/ai-dynamo/dynamo.git"
+_PATCH_SALT = "dep-override-v3\n"  # srtctl's cache-key version for patched builds
+
+
+@dataclass(frozen=True)
+class Install:
+    """One Dynamo to install: a release or staged version, or a source build."""
+
+    kind: str  # "pypi", "wheel", "git"
+    version: str | None = None
+    git: str | None = None
+    rev: str | None = None  # None: the repository's HEAD (top_of_tree)
+    patches: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """What the plan shows: `ai-dynamo==1.6.1`, `ai-dynamo @ git+URL@REV`."""
+        if self.kind == "git":
+            return f"ai-dynamo @ git+{self.git}@{self.rev or 'HEAD'}"
+        return f"ai-dynamo=={self.version}"
+
+    def commands(self) -> str:
+        """The shell that installs it into TARGET (run under the job's lock)."""
+        pip = f"python3 -m pip install --quiet --target {TARGET}"
+        if self.kind == "pypi":
+            return f"{pip} {_pair(self.version)}"
+        if self.kind == "wheel":
+            return f"{pip} --pre --no-deps {_pair(self.version)}"
+        return _source_build(self)
 
 
 def requirement(dynamo: DynamoSection) -> tuple[str | None, str | None]:
-    """(pip requirement to install, or None; why nothing is installed, when not asked to)."""
+    """(the install's shell commands, or None when not asked to install; a note on what is
+    not installed, always None now: every source srtctl installs from is installed here)."""
+    wanted = install_of(dynamo)
+    return (None if wanted is None else wanted.commands()), None
+
+
+def install_of(dynamo: DynamoSection) -> Install | None:
+    """The Dynamo a recipe asks for, validated as srtctl validates it; None: `install: false`."""
     if not dynamo.install:
-        return None, None
+        return None
     source = dynamo.source
-    if source is not None:
-        if source.pypi:
-            return _pypi(source.pypi), None
-        if source.wheel:
-            return source.wheel, None
-        if source.git:
-            # schema 2's `source.rev` arrives as v1's `dynamo.hash` (the dialect's mapping)
-            rev = source.sha or source.rev or dynamo.hash
-            if not rev:
-                raise DisaggError(
-                    "dynamo.source.git without a rev installs an unpinned Dynamo",
-                    hint="pin a commit with dynamo.source.rev",
-                )
-            return f"ai-dynamo @ git+{source.git}@{rev}", None
-    if dynamo.wheel:
-        return dynamo.wheel, None
-    if dynamo.hash or dynamo.top_of_tree:
-        return None, "no repository to build it from is given; the container's Dynamo runs"
-    return _pypi(dynamo.version or DEFAULT_VERSION), None
+    git = source.git if source is not None else None
+    rev = (source.sha or source.rev) if source is not None else None
+    rev = rev or dynamo.hash
+    named = [
+        name
+        for name, given in (
+            ("hash", rev is not None),
+            ("top_of_tree", dynamo.top_of_tree),
+            ("wheel", dynamo.wheel is not None),
+        )
+        if given
+    ]
+    if len(named) > 1:  # DynamoConfig.__post_init__: "Cannot specify both ..."
+        raise DisaggError(
+            f"dynamo names more than one source: {', '.join(named)}",
+            hint="keep one of dynamo.source.rev (hash), top_of_tree, dynamo.source.wheel",
+        )
+    patches = tuple(dynamo.cargo_patches or ())
+    if patches and rev is None:
+        raise DisaggError(
+            "dynamo.cargo_patches needs a source build",
+            hint="pin the commit to build with dynamo.source.rev (v1: dynamo.hash)",
+        )
+    if dynamo.wheel is not None:
+        return Install("wheel", version=_wheel_version(dynamo.wheel))
+    if rev is not None:
+        return Install("git", git=git or UPSTREAM, rev=rev, patches=patches)
+    if git is not None:
+        raise DisaggError(
+            "dynamo.source.git without a rev installs an unpinned Dynamo",
+            hint="pin a commit with dynamo.source.rev",
+        )
+    if dynamo.top_of_tree:
+        return Install("git", git=UPSTREAM)
+    version = dynamo.version or DEFAULT_VERSION
+    return Install("pypi", version=version.removeprefix("ai-dynamo==").strip())
 
 
-def _pypi(version: str) -> str:
-    return version if version.startswith("ai-dynamo") else f"ai-dynamo=={version}"
+def _wheel_version(wheel: str) -> str:
+    """srtctl takes `wheel` as a package version and refuses a file name or a path."""
+    if not wheel.strip():
+        raise DisaggError("dynamo.wheel is empty", hint="give the ai-dynamo version to install")
+    if wheel.endswith(".whl") or "/" in wheel:
+        raise DisaggError(
+            f"dynamo.wheel {wheel!r} is a file name; srt-slurm takes a package version",
+            hint="give the version of the staged wheels, e.g. wheel: 1.2.0.dev20260426",
+        )
+    return wheel.strip()
 
 
-def installing(argv: list[str], wanted: str) -> list[str]:
-    """`argv` preceded by the once-per-job install of `wanted` (the first role does it)."""
-    marker = f"{TARGET}/.installed"
+def _pair(version: str | None) -> str:
+    """The runtime and the package at one version, as srtctl always installs them."""
+    quoted = shlex.quote(str(version))
+    return f"ai-dynamo-runtime=={quoted} ai-dynamo=={quoted}"
+
+
+def cache_key(rev: str, patches: tuple[str, ...]) -> str:
+    """srtctl's cache key (the commit, plus a digest of the patches), safe as a file name."""
+    key = rev
+    if patches:
+        digest = hashlib.sha1((_PATCH_SALT + "\n".join(patches)).encode()).hexdigest()[:8]
+        key = f"{rev}-patch-{digest}"
+    return re.sub(r"[^A-Za-z0-9._-]", "_", key)
+
+
+def _patch_commands(patches: tuple[str, ...]) -> list[str]:
+    """Each `<crate> = <spec>` line replaces that crate's declaration in every Cargo.toml."""
+    commands = []
+    for entry in patches:
+        crate = entry.split("=", 1)[0].strip()
+        if crate:
+            script = f"s|^{crate}[[:space:]]*=.*|{entry.replace('&', chr(92) + '&')}|"
+            quoted = shlex.quote(script)
+            commands.append(f"find . -name Cargo.toml -exec sed -i -E {quoted} {{}} +")
+    return commands
+
+
+# srtctl's cold-cache build installs libclang, protoc and git with apt and Rust with
+# rustup; here the image's Rust is used, and a build without one fails saying so.
+_BUILD_TOOLS = [
+    "{ command -v protoc >/dev/null || ! command -v apt-get >/dev/null || "
+    "{ apt-get update -qq && apt-get install -y -qq libclang-dev git protobuf-compiler "
+    ">/dev/null 2>&1; }; }",
+    "{ command -v cargo >/dev/null || "
+    "{ echo 'a Dynamo source build needs Rust (cargo) in the image' >&2; exit 1; }; }",
+]
+
+
+def _source_build(wanted: Install) -> str:
+    """Build ai-dynamo-runtime with maturin and install it with ai-dynamo from the checkout;
+    a pinned commit's build is cached by key under a lock of its own."""
+    checkout = [f"git clone --quiet {shlex.quote(str(wanted.git))} dynamo", "cd dynamo"]
+    if wanted.rev is not None:
+        checkout.append(f"git checkout --quiet {shlex.quote(wanted.rev)}")
+    checkout += _patch_commands(wanted.patches)
+    build = " && ".join(
+        [
+            *_BUILD_TOOLS,
+            'BUILD="$(mktemp -d)"',
+            'cd "$BUILD"',
+            'python3 -m pip install --quiet --target "$BUILD/tools" maturin',
+            *checkout,
+            'export RUSTFLAGS="${RUSTFLAGS:-} -C target-cpu=native --cfg tokio_unstable"',
+            "(cd lib/bindings/python && "
+            'PYTHONPATH="$BUILD/tools" python3 -m maturin build --release -o "$OUT")',
+            'cd "$BUILD"',
+            'tar --exclude=target --exclude=.git -czf "$OUT/dynamo-src.tar.gz" dynamo',
+            'cd / && rm -rf "$BUILD"',
+        ]
+    )
+    install = " && ".join(
+        [
+            'SRC="$(mktemp -d)"',
+            'tar -xzf "$OUT/dynamo-src.tar.gz" -C "$SRC"',
+            f'python3 -m pip install --quiet --target {TARGET} "$OUT"/ai_dynamo_runtime-*.whl '
+            '"$SRC/dynamo"',
+            'rm -rf "$SRC"',
+        ]
+    )
+    if wanted.rev is None:  # top_of_tree: no stable key, built every time (srtctl too)
+        return f'OUT="$(mktemp -d)" && {build} && {install}'
+    out = f"{CACHE}/{cache_key(wanted.rev, wanted.patches)}"
+    once = f'[ -e "$OUT/.complete" ] || {{ mkdir -p "$OUT" && {build} && touch "$OUT/.complete"; }}'
+    cached = f"mkdir -p {CACHE} && flock {out}.lock sh -c {shlex.quote(once)}"
+    return f'export OUT="{out}" && {cached} && {install}'
+
+
+def installing(argv: list[str], commands: str) -> list[str]:
+    """`argv` preceded by the once-per-job install (`commands`, from `requirement`): the
+    first role installs under the lock and writes the marker; the others find it."""
+    marker = f"{TARGET}/{MARKER}"
+    # double quotes only: the line sits inside two single-quoted layers
+    version = 'python3 -c "from importlib.metadata import version; print(version(\\"ai-dynamo\\"))"'
+    record = f"PYTHONPATH={TARGET} {version} > {marker}.tmp && mv {marker}.tmp {marker}"
     install = f"mkdir -p {TARGET} && flock {TARGET}.lock sh -c " + shlex.quote(
-        f"[ -e {marker} ] || {{ python3 -m pip install --quiet --target {TARGET} "
-        f"{shlex.quote(wanted)} && touch {marker}; }}"
+        f"[ -e {marker} ] || {{ {commands} && {record}; }}"
     )
     return ["bash", "-c", f'{install} && exec "$@"', "dynamo-install", *argv]
 
 
 def env() -> dict[str, str]:
     return {"PYTHONPATH": TARGET}
+
+
+def installed_version(run_dir: Path) -> str | None:
+    """The ai-dynamo a job installed (its marker), or None when it installed none."""
+    try:
+        text = (run_dir / "dynamo-install" / MARKER).read_text().strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def with_installed_version(setup: Mapping[str, Any], run_dir: Path) -> dict[str, Any]:
+    """A result's setup fields with `router_version` the Dynamo the job installed, when its
+    router is Dynamo's frontend and the job installed one (else as they were)."""
+    out = dict(setup)
+    if out.get("router") == "dynamo":
+        out["router_version"] = installed_version(run_dir) or out.get("router_version")
+    return out

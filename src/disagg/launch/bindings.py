@@ -36,7 +36,9 @@ def build_bindings(
 ) -> Bindings:
     bindings: Bindings = {
         "model": {"path": model_path, "draft": draft_path},
-        "run": {"dir": str(run_dir), "python": python, "job_id": job_id()},
+        # absolute: a role that resolves paths against another directory (nginx's prefix,
+        # a process that changes directory) must find the same run directory
+        "run": {"dir": str(run_dir.absolute()), "python": python, "job_id": job_id()},
         NODES: {str(rank): address for rank, address in enumerate(addresses)},
     }
     for role in plan.roles:

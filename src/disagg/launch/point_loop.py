@@ -109,8 +109,9 @@ def measure_points(run: RunContext, measure_point: MeasureFn, watch: LivenessWat
     from disagg.bench.api import GpuCounts
     from disagg.bench.fingerprint import fingerprint_fields
     from disagg.bench.identity import setup_fields
+    from disagg.frontends.dynamo_install import with_installed_version
 
-    setup = setup_fields(run.plan)
+    setup = with_installed_version(setup_fields(run.plan), run.run_dir)
     url = serving_url(run)
     bench = rendered_bench(run)
     gpus = GpuCounts(prefill=run.plan.prefill_gpus, decode=run.plan.decode_gpus)

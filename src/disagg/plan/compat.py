@@ -47,6 +47,28 @@ _ROWS = (
         "command on that node, but its own load generator runs in the orchestrator, on node 0",
         "the load generator is part of the orchestrator, which runs on the first node",
     ),
+    Difference(
+        "dynamo-install",
+        "pip-installs the requested Dynamo into each container's own environment, once per "
+        "node (a lock and a marker in `sys.prefix`), from NVIDIA's package index as an extra "
+        "index; stages a `wheel` version's wheels on the login node at submit; builds a "
+        "commit with Rust installed by rustup when the image has none",
+        "pip-installs it once per job into the run directory (a lock and a marker on the "
+        "shared filesystem, on PYTHONPATH for every Dynamo process; the marker holds the "
+        "installed version, which results record as `router_version`), from the indexes "
+        "the cluster's pip configuration names; fetches a `wheel` version's wheels when the "
+        "job starts; builds a commit (cached by commit next to the runs) with the image's "
+        "Rust, failing with that reason when there is none",
+        "one install per job that every node shares and the run directory records; no "
+        "package host is written into the job",
+    ),
+    Difference(
+        "dynamo-default",
+        "installs ai-dynamo 0.8.0 (v1.0.68's `DynamoConfig.version` default) when the recipe "
+        "names no Dynamo",
+        "installs ai-dynamo 1.6.1",
+        "the Dynamo whose frontend and worker flags disagg renders and tests",
+    ),
 )
 
 DIFFERENCES: dict[str, Difference] = {row.id: row for row in _ROWS}

@@ -94,8 +94,7 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
             continue
         kind = service.get("type", "generic")
         if kind not in ("etcd", "nats", "mooncake-master"):  # mooncake: backend.mooncake_kv_store
-            why = f"no {kind} service is started (a frontend that needs one starts its own)"
-            found.append(Unhonoured(("services", str(service.get("name"))), "ignored", why))
+            found.append(_service(service, str(kind)))
     model = raw.get("model")
     image = model.get("container") if isinstance(model, Mapping) else None
     overrides = raw.get("role_overrides")
@@ -112,3 +111,20 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
             why = "per-role srun options are not applied"
             found.append(Unhonoured(("role_overrides", role, "srun_options"), "ignored", why))
     return found
+
+
+def _service(service: Mapping[str, Any], kind: str) -> Unhonoured:
+    """A `services:` entry no adapter starts. One the run depends on (`critical: true`:
+    in the live request path, srt-slurm fails the run when it dies; `terminal: true`: it
+    is the run) is refused, since the workers would run without what their settings
+    point at; any other is a sidecar whose absence the measurement does not see."""
+    path = ("services", str(service.get("name")))
+    for key, means in (("critical", "the workers depend on it"), ("terminal", "it is the run")):
+        if service.get(key) is True:
+            why = (
+                f"no {kind} service is started, and `{key}: true` says {means}; run the "
+                "variant without the service and the worker settings that use it"
+            )
+            return Unhonoured(path, "refused", why)
+    why = f"no {kind} service is started (a frontend that needs one starts its own)"
+    return Unhonoured(path, "ignored", why)

@@ -2,23 +2,31 @@
 
 A recipe is either flat, or a `base` block plus `override_<n>` blocks (deep-merged
 into `base`) and `zip_override_<n>` blocks (list leaves zipped by index into N
-variants). Top-level `x-` keys only hold YAML anchors and are ignored. The
+variants). Top-level `x-` keys only hold YAML anchors and are ignored. A variant
+that holds a `sweep:` map expands further into one variant per combination
+(`disagg.recipe.sweep`). Variants are named as srtctl names their jobs
+(srt-slurm `srtctl/core/config.py`, `generate_override_configs`): an override's job
+is `<base name>_<suffix>` unless the block sets `name`, a zip block's `i`-th is
+`<base name>_<group>_<i>` unless it gives a list of names. The
 functions here work on plain or ruamel containers and never mutate their input,
 so the linter can expand the same document before and after a fix and compare.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from disagg.errors import DisaggError, SourceLocation
+from disagg.recipe import sweep as sweeps
 from disagg.recipe.limits import charge_variant
 
 BASE = "base"
 OVERRIDE_PREFIX = "override_"
 ZIP_PREFIX = "zip_override_"
 IGNORED_PREFIX = "x-"
+SWEEP_MARK = ".sweep["  # `override_x.sweep[2]`: the 3rd combination of override_x's sweep
+FLAT_SWEEP = "sweep"  # a flat recipe's sweep variants: `sweep[0]`, `sweep[1]`, ...
 
 
 def _is_list(value: Any) -> bool:
@@ -114,6 +122,14 @@ def expand_zip(block: Mapping[str, Any], *, block_name: str, file: str) -> list[
 def _zip_count(block: Mapping[str, Any], *, block_name: str, file: str) -> int:
     """How many variants a zip block gives (its list length), or the error `expand_zip` raises."""
     leaves = _list_leaves(block, (), file)
+    if not leaves:
+        # srtctl refuses it too (`_determine_zip_length`: "contains no list values")
+        raise DisaggError(
+            f"{block_name}: a zip block with no list values has nothing to zip",
+            location=SourceLocation(file),
+            hint="give the fields that vary a list each, e.g. `tp: [4, 8]`, or make "
+            "the block an `override_<name>` for a single variant",
+        )
     lengths = {length for _, length, _ in leaves if length != 1}
     empty = [leaf for leaf in leaves if leaf[1] == 0]
     if empty or len(lengths) > 1:
@@ -150,7 +166,14 @@ def expand_variants(doc: Mapping[str, Any], *, file: str) -> dict[str, dict[str,
     """
     variant_keys = [k for k in doc if str(k).startswith((OVERRIDE_PREFIX, ZIP_PREFIX))]
     if BASE not in doc and not variant_keys:
-        return {BASE: {k: _plain(v) for k, v in doc.items() if not str(k).startswith("x-")}}
+        flat = {k: _plain(v) for k, v in doc.items() if not str(k).startswith(IGNORED_PREFIX)}
+        out: dict[str, dict[str, Any]] = {}
+        spent = 0
+        for name, config in expand_sweep(BASE, flat, doc, file, flat=True):
+            out[name] = config
+            if name != BASE:
+                spent = charge_variant(spent, config, name=name, file=file)
+        return out
     if BASE not in doc:
         raise DisaggError(
             f"`{variant_keys[0]}` needs a `base:` block to merge into",
@@ -172,14 +195,76 @@ def expand_variants(doc: Mapping[str, Any], *, file: str) -> dict[str, dict[str,
         )
     variants: dict[str, dict[str, Any]] = {}
     spent = 0
+    base_name = base.get("name", "unnamed")
     for key in variant_keys:
         block = _block(doc, key, file)
         if key.startswith(OVERRIDE_PREFIX):
-            variants[key] = deep_merge(base, block)
-            spent = charge_variant(spent, variants[key], name=key, file=file)
+            merged = deep_merge(base, block)
+            if "name" not in block:
+                merged["name"] = f"{base_name}_{key[len(OVERRIDE_PREFIX) :]}"
+            spent = _add(variants, key, merged, spent, (doc, key, base), file)
             continue
+        group = key[len(ZIP_PREFIX) :]
+        named = _is_list(block.get("name"))
         for index in range(_zip_count(block, block_name=key, file=file)):
-            name = f"{key}[{index}]"
-            variants[name] = deep_merge(base, _slice(block, index))
-            spent = charge_variant(spent, variants[name], name=name, file=file)
+            merged = deep_merge(base, _slice(block, index))
+            if not named:
+                merged["name"] = f"{base_name}_{group}_{index}"
+            spent = _add(variants, f"{key}[{index}]", merged, spent, (doc, key, base), file)
     return variants
+
+
+Written = tuple[Mapping[str, Any], str, Mapping[str, Any]]  # (doc, variant key, base block)
+
+
+def _add(
+    variants: dict[str, dict[str, Any]],
+    name: str,
+    merged: dict[str, Any],
+    spent: int,
+    written: Written,
+    file: str,
+) -> int:
+    """Add one variant, or the variants of its `sweep`, charging each against the limits."""
+    doc, key, base = written
+    block = doc[key]
+    holder = block if isinstance(block, Mapping) and sweeps.SWEEP in block else base
+    for swept, config in expand_sweep(name, merged, holder, file):
+        variants[swept] = config
+        spent = charge_variant(spent, config, name=swept, file=file)
+    return spent
+
+
+def expand_sweep(
+    name: str, merged: dict[str, Any], holder: Mapping[str, Any], file: str, *, flat: bool = False
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """`(name, merged)`, or, when `merged` holds a `sweep`, one `(name.sweep[i], config)`
+    per combination (`sweep[i]` for a `flat` recipe), named and filled as srtctl does.
+    `holder` is the map the `sweep` key was written in."""
+    if sweeps.SWEEP not in merged:
+        yield name, merged
+        return
+    found = merged.pop(sweeps.SWEEP)
+    context = "the recipe" if name == BASE else f"variant {name}"
+    where = _position(holder, sweeps.SWEEP, file)
+    below = holder.get(sweeps.SWEEP)
+
+    def locate(key: Any) -> SourceLocation:
+        return _position(below, key, file) if isinstance(below, Mapping) else where
+
+    params = sweeps.parameters(found, where=where, locate=locate, context=context)
+    prefix = f"{FLAT_SWEEP}[" if flat else f"{name}{SWEEP_MARK}"
+    for index, values in enumerate(sweeps.combinations(params)):
+        config = sweeps.fill(merged, values)
+        config["name"] = sweeps.job_name(merged.get("name", "unnamed"), values)
+        yield f"{prefix}{index}]", config
+
+
+def origin(name: str) -> str:
+    """The variant a sweep variant was expanded from (`override_x.sweep[2]` -> `override_x`;
+    a flat recipe's `sweep[2]` -> `base`); any other name is its own origin."""
+    if SWEEP_MARK in name:
+        return name.split(SWEEP_MARK, 1)[0]
+    if name.startswith(f"{FLAT_SWEEP}[") and name.endswith("]"):
+        return BASE
+    return name

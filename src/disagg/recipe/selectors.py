@@ -4,6 +4,10 @@ Forms (srt-slurm compatible): `file.yaml` (every variant; for an override file t
 excludes `base`), `file.yaml:base`, `file.yaml:override_x`, `file.yaml:zip_override_x[2]`,
 `file.yaml:zip_override_x` (all of that zip block's variants) and shell-style globs
 such as `file.yaml:*dep8*`. In globs `[` is literal, so `*_lowlat[0]` means index 0.
+A glob never picks `base`, as srtctl's never does (srt-slurm `srtctl/core/config.py`,
+`_expand_wildcard`: "base always excluded"); `file.yaml:base` does. A variant with a
+`sweep` is the set of its combinations: `override_x` picks `override_x.sweep[0]`, ...
+(a flat recipe's are `sweep[0]`, ...).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 
 from disagg.errors import DisaggError, SourceLocation
 from disagg.probe import probe
+from disagg.recipe.overrides import BASE, SWEEP_MARK
 
 _GLOB_CHARS = ("*", "?")
 
@@ -51,14 +56,18 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 def select(names: list[str], pattern: str | None, *, file: str) -> list[str]:
     """The variant names `pattern` picks, in document order; none is an error listing them."""
     if pattern is None:
-        return [name for name in names if name != "base"] or names
+        return [name for name in names if not _is_base(name)] or names
     if pattern in names:
         return [pattern]
     if any(char in pattern for char in _GLOB_CHARS):
         regex = _glob_regex(pattern)
-        chosen = [name for name in names if regex.fullmatch(name)]
+        # a flat recipe's one variant is called `base` too; only an override file has a
+        # base to leave out
+        pool = names if names == [BASE] else [name for name in names if not _is_base(name)]
+        chosen = [name for name in pool if regex.fullmatch(name)]
     else:
-        chosen = [name for name in names if name.startswith(f"{pattern}[")]
+        heads = (f"{pattern}[", f"{pattern}{SWEEP_MARK}")
+        chosen = [name for name in names if name.startswith(heads)]
     if chosen:
         return chosen
     raise DisaggError(
@@ -66,3 +75,8 @@ def select(names: list[str], pattern: str | None, *, file: str) -> list[str]:
         location=SourceLocation(file),
         hint="available: " + ", ".join(names),
     )
+
+
+def _is_base(name: str) -> bool:
+    """An override file's `base` (or one of its sweep's combinations)."""
+    return name == BASE or name.startswith(f"{BASE}{SWEEP_MARK}")

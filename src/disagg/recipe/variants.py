@@ -21,7 +21,15 @@ from disagg.recipe.dialects.schema2 import Translation
 from disagg.recipe.errors import dotted
 from disagg.recipe.honoured import unhonoured
 from disagg.recipe.load import LoadedYaml, load_yaml
-from disagg.recipe.overrides import BASE, IGNORED_PREFIX, OVERRIDE_PREFIX, ZIP_PREFIX, deep_merge
+from disagg.recipe.overrides import (
+    BASE,
+    IGNORED_PREFIX,
+    OVERRIDE_PREFIX,
+    ZIP_PREFIX,
+    deep_merge,
+    expand_sweep,
+    origin,
+)
 from disagg.recipe.overrides import expand_variants as _expand
 from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.selectors import Selector, parse_selector, select
@@ -109,7 +117,7 @@ def _candidates(
 ) -> list[KeyPath]:
     if block is None:
         has_base = source.find((BASE,), key=True) is not None
-        return [(BASE, *path)] if name == BASE and has_base else [path]
+        return [(BASE, *path)] if origin(name) == BASE and has_base else [path]
     own = _zip_path(source, block, path, zip_index) if zip_index is not None else (block, *path)
     return [own, (BASE, *path)]
 
@@ -170,24 +178,30 @@ def variants_of(loaded: LoadedYaml, pattern: str | None = None) -> list[Variant]
     flat = BASE not in doc and not any(
         str(key).startswith((OVERRIDE_PREFIX, ZIP_PREFIX)) for key in doc
     )
-    names = list(expanded) if flat else [BASE, *expanded]
+    bases = {} if flat else _base_variants(doc, loaded.file)
+    names = list(expanded) if flat else [*bases, *expanded]
     chosen = select(names, pattern, file=loaded.file)
     variants = []
     for name in chosen:
-        if name == BASE and not flat:
-            base = doc[BASE]
-            raw = deep_merge({}, base) if isinstance(base, Mapping) else {}
-            block, index = None, None
-        else:
-            raw = expanded[name]
-            block, index = _block_of(name, flat)
+        raw = bases[name] if name in bases else expanded[name]
+        block, index = _block_of(name, flat or name in bases)
         variants.append(_typed(loaded, name, raw, block, index, dialect))
     return variants
+
+
+def _base_variants(doc: Mapping[str, Any], file: str) -> dict[str, dict[str, Any]]:
+    """An override file's `base` as a variant of its own (`file:base`), or the variants of
+    its `sweep` (srtctl sweeps a selected base as it sweeps any variant)."""
+    base = doc[BASE]
+    raw = deep_merge({}, base) if isinstance(base, Mapping) else {}
+    holder = base if isinstance(base, Mapping) else {}
+    return dict(expand_sweep(BASE, raw, holder, file))
 
 
 def _block_of(name: str, flat: bool) -> tuple[str | None, int | None]:
     if flat:
         return None, None
+    name = origin(name)
     if name.endswith("]") and "[" in name:
         block, _, index = name[:-1].rpartition("[")
         return block, int(index)

@@ -1,0 +1,100 @@
+"""`sweep:`: one recipe, every combination of some values (srt-slurm's parameter sweep).
+
+As srtctl expands it (srt-slurm `srtctl/core/sweep.py`, `generate_sweep_configs` and
+`expand_template`, the same in v1.0.68 and 2.x): every key of the `sweep` map is a
+parameter with a list of values; the variants are their cartesian product, in key
+order, the last key varying fastest. Each variant is the config without `sweep`, with
+`{parameter}` in any string value replaced by the value (lists joined with commas when
+embedded in text), named `<name>_<param><value>_<param><value>...`.
+
+One deliberate refinement, invisible in what runs: a string that is only the
+placeholder (`tp: "{tp}"`) takes the value itself rather than its text, which is what
+srtctl's schema makes of the text when it loads the variant (`"8"` -> 8); lists were
+already substituted whole.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from disagg.errors import DisaggError, SourceLocation
+
+SWEEP = "sweep"
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _text(value: Any) -> str:
+    """The text srtctl puts in place of a placeholder embedded in a longer string
+    (Python's spelling, `True` / `0.85`; a list joined with commas)."""
+    if _is_list(value):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+def fill(template: Any, values: Mapping[str, Any]) -> Any:
+    """`template` with every `{parameter}` of `values` replaced (see the module doc)."""
+    if isinstance(template, Mapping):
+        return {key: fill(item, values) for key, item in template.items()}
+    if _is_list(template):
+        return [fill(item, values) for item in template]
+    if not isinstance(template, str):
+        return template
+    for key, value in values.items():
+        if template == f"{{{key}}}":
+            return value
+    out = template
+    for key, value in values.items():
+        out = out.replace(f"{{{key}}}", _text(value))
+    return out
+
+
+def parameters(
+    sweep: Any, *, where: SourceLocation, locate: Any, context: str
+) -> list[tuple[str, list[Any]]]:
+    """The (parameter, values) pairs of a `sweep` map, or a positioned error.
+
+    srtctl takes every key as a parameter and iterates its value, so a value that is not
+    a list, or schema 2's `mode` / `parameters` spelling, would not sweep what it says.
+    `locate(key)` positions an error at one parameter.
+    """
+    if not isinstance(sweep, Mapping) or not sweep:
+        raise DisaggError(
+            f"`sweep` ({context}) must be a map of parameters to lists of values",
+            location=where,
+            hint="e.g. sweep: {tp: [4, 8]} and `{tp}` where the value goes",
+        )
+    found = []
+    for key, values in sweep.items():
+        if key in ("mode", "parameters"):
+            raise DisaggError(
+                f"`sweep.{key}` ({context}): srtctl expands every key of `sweep` as a "
+                "parameter of a grid",
+                location=locate(key),
+                hint="list the parameters directly under `sweep:`, e.g. sweep: {tp: [4, 8]}",
+            )
+        if not _is_list(values) or not values:
+            raise DisaggError(
+                f"`sweep.{key}` ({context}) must be a non-empty list of values",
+                location=locate(key),
+                hint=f"e.g. {key}: [4, 8]",
+            )
+        found.append((str(key), list(values)))
+    return found
+
+
+def combinations(params: list[tuple[str, list[Any]]]) -> Iterator[dict[str, Any]]:
+    """Every combination of the parameters' values, the last parameter varying fastest."""
+    names = [name for name, _ in params]
+    for values in itertools.product(*(values for _, values in params)):
+        yield dict(zip(names, values, strict=True))
+
+
+def job_name(name: Any, values: Mapping[str, Any]) -> str:
+    """srtctl's name of one sweep job: `<name>_<param><value>_...`."""
+    suffix = "_".join(f"{key}{value}" for key, value in values.items())
+    return f"{name}_{suffix}"
