@@ -99,7 +99,7 @@ def test_a_relative_run_directory_binds_as_an_absolute_one(
     monkeypatch.chdir(tmp_path)
     bindings = build_bindings(
         plan,
-        addresses=["127.0.0.1"],
+        addresses=["127.0.0.1"] * plan.nodes,
         ports={},
         model_path="m",
         draft_path="",
