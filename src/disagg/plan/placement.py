@@ -25,6 +25,7 @@ from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
+from disagg.frontends.mooncake import before_workers, mooncake_plane, with_worker_env
 from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import (
     check_container_paths,
@@ -397,7 +398,11 @@ class _Placer:
         gpn = layout.gpus_per_node()
         placed, nodes = layout.place_workers(gpn)
         workers = self.workers(placed, model)
+        mooncake = mooncake_plane(self.config, simulated=self.simulated, image=self.container_image)
+        workers = with_worker_env(workers, mooncake)
         frontend = self.frontend(workers, model)
+        frontend.stages = before_workers(frontend.stages, mooncake)
+        frontend.honoured |= mooncake.honoured
         roles = frontend.roles
         # The frontend decides which prompt form its API takes, and may bring a tokenizer.
         update: dict[str, object] = {"prompt_format": frontend.prompt_format}
