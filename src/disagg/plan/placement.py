@@ -33,6 +33,7 @@ from disagg.plan.container_paths import (
     translate_args,
     translate_roles,
 )
+from disagg.plan.host_setup import host_setup_plan
 from disagg.plan.job_plan import containers_to_stage, env_text, slurm_plan
 from disagg.plan.limits import LimitsPlan, limits_plan, serving_gap_problem
 from disagg.plan.model import (
@@ -472,6 +473,7 @@ class _Placer:
                 if item["action"] == "ignored"
             ],
         )
+        plan.host_setup = host_setup_plan(self.config.host_setup, workers, nodes)
         bench_adapter = adapter_for(bench.type)
         plan.differs = compat_rows([*self.differs, *frontend.differs, *bench_adapter.differs])
         plan.roles.append(bench_adapter.bench_role(plan))

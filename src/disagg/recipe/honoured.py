@@ -41,7 +41,6 @@ EVEN_EMPTY = object()
 _RULES: tuple[tuple[tuple[str, ...], Action, str, Any], ...] = (
     (("resources", "spread_workers"), "refused", "workers are packed onto nodes", None),
     (("resources", "het_jobs"), "refused", "the job is one homogeneous Slurm job", None),
-    (("host_setup", "commands"), "refused", "host setup commands are not run", None),
     (("profiling", "type"), "ignored", "no profiler wraps the workers", "none"),
     (("model", "stage_dir"), "ignored", "models are read from the profile's cache", None),
     (("infra", "nats_max_payload_mb"), "ignored", "no NATS server is started", None),
