@@ -211,7 +211,7 @@ class _Placer:
             seen = self.container_args(kind, name, args, image)
             command = self.adapter.command(seen, spec)
             self.worker_inputs[name] = (seen, spec)
-            par = self.adapter.parallelism(args)
+            par = self.adapter.worker_parallelism(args, spec)
             reading = self.adapter.sim_reading(args)
             roles.append(
                 RolePlan(
