@@ -114,3 +114,13 @@ def test_a_disabled_master_is_not_started(write: Write) -> None:
     text = MINIMAL + "services:\n  - name: mc\n    type: mooncake-master\n    enabled: false\n"
     plan = place(load_variants(write(text))[0])
     assert "mooncake-master" not in [role.name for role in plan.roles]
+
+
+def test_a_master_placed_elsewhere_runs_on_the_first_node_and_says_so(write: Write) -> None:
+    text = MINIMAL + (
+        "services:\n  - name: mc\n    type: mooncake-master\n    placement: {node: dedicated}\n"
+    )
+    plan = place(load_variants(write(text))[0])
+    assert plan.role("mooncake-master").node_ranks == [0]
+    [note] = [item for item in plan.ignored if item["field"].startswith("services.mc")]
+    assert note["field"] == "services.mc.placement.node" and "first node" in note["why"]

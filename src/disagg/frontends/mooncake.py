@@ -29,6 +29,7 @@ from typing import Any
 
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
+from disagg.recipe.backend_section import MooncakeKvStore
 from disagg.recipe.schema import RecipeConfig
 
 MASTER = "mooncake-master"
@@ -58,7 +59,7 @@ class MooncakePlane:
 
 def mooncake_plane(config: RecipeConfig, *, simulated: bool, image: str | None) -> MooncakePlane:
     """The Mooncake master the recipe asks for, or an empty plane."""
-    store = config.backend.mooncake_kv_store
+    store = config.backend.mooncake_kv_store or _from_services(config)
     if store is None:
         return MooncakePlane()
     # A simulated run (and a run from this environment) starts the master from disagg's
@@ -87,6 +88,21 @@ def mooncake_plane(config: RecipeConfig, *, simulated: bool, image: str | None) 
         container_image=None if simulated else (store.container or image),
     )
     return MooncakePlane(services=[role], worker_env=env, honoured={"backend.mooncake_kv_store"})
+
+
+def _from_services(config: RecipeConfig) -> MooncakeKvStore | None:
+    """A v1 file's own mooncake-master `services:` entry (schema 2 reads it into
+    `backend.mooncake_kv_store` when it loads)."""
+    for entry in config.services:
+        if entry.type == "mooncake-master" and entry.enabled:
+            settings = entry.options.get("store_config")
+            return MooncakeKvStore(
+                container=entry.container,
+                env=dict(entry.env),
+                master_extra_args=list(entry.args),
+                store_config=dict(settings) if isinstance(settings, Mapping) else None,
+            )
+    return None
 
 
 def store_config_text(store_config: Mapping[str, Any]) -> str:

@@ -81,6 +81,11 @@ def _mooncake_master(name: str, service: Mapping[str, Any]) -> list[Unhonoured]:
         if key != "store_config":
             why = "a mooncake-master option not carried out (known: store_config)"
             found.append(Unhonoured(("services", name, "options", str(key)), "refused", why))
+    placement = service.get("placement")
+    node = placement.get("node") if isinstance(placement, Mapping) else None
+    if node not in (None, "head", "infra"):
+        why = f"the Mooncake master runs on the first node (where etcd/NATS run), not on {node}"
+        found.append(Unhonoured(("services", name, "placement", "node"), "ignored", why))
     for key in ("command", "source", "build_command", "preamble", "readiness"):
         if service.get(key):
             why = f"the Mooncake master runs srt-slurm's own command, without {key}"
