@@ -14,6 +14,7 @@ Regenerate after an intended change and review the diff:
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -24,6 +25,7 @@ from disagg.cluster import load_profile
 from disagg.engines.atom import ADAPTER, ATOM_MODULE
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import UnsupportedRecipe
+from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import Variant, load_variants
 from recipes.recipe_helpers import SHARED_RECIPES
@@ -199,3 +201,41 @@ def test_a_schema2_atom_engine_plans_its_aggregated_workers(tmp_path: Path) -> N
     assert "--kv_cache_dtype fp8 --max-num-seqs 64" in line
     assert "--tensor-parallel-size 4" in line and worker.gpu_ids == [4, 5, 6, 7]
     assert worker.parallel is not None and worker.parallel.gpus == 4
+
+
+SIM_RUN = """\
+name: atom-sim
+model: {path: sim/tiny-model, container: none, precision: bf16}
+resources: {gpu_type: sim, gpus_per_node: 8, prefill_nodes: 1, prefill_workers: 1,
+  decode_nodes: 0, decode_workers: 1, gpus_per_prefill: 4, gpus_per_decode: 4}
+backend:
+  type: atom
+  engine: sim
+  connector: mooncake
+  atom_config:
+    prefill: {kv_cache_dtype: fp8, max-num-seqs: 16, no-enable_prefix_caching: true}
+    decode: {kv_cache_dtype: fp8, max-num-seqs: 32, method: mtp, num-speculative-tokens: 2}
+frontend: {type: sglang-router, enable_multiple_frontends: false}
+benchmark: {type: sa-bench, isl: 64, osl: 8, concurrencies: "1x4", req_rate: inf,
+  num_prompts_mult: 2, num_warmup_mult: 0}
+"""
+
+
+@pytest.mark.slow
+def test_a_simulated_atom_prefill_decode_run_measures_every_point(tmp_path: Path) -> None:
+    """The simulated engine runs what the ATOM settings ask for (TP from the GPUs, the batch
+    limits, MTP on decode) behind the SGLang router, end to end on this machine."""
+    from run.conftest import disagg, wait_gone
+
+    path = tmp_path / "atom-sim.yaml"
+    path.write_text(SIM_RUN)
+    out = tmp_path / "run"
+    done = disagg("run", path, "--local", "--out", out, "--json", timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    plan = Plan.read(out)
+    decode = " ".join(plan.role("decode-0").argv)
+    assert "--tp-size 4" in decode and "--max-running-requests 32" in decode
+    assert "--speculative-algorithm mtp --speculative-num-steps 2" in decode
+    summary = json.loads((out / "summary.json").read_text())
+    assert [p["status"] for p in summary["points"]] == ["measured", "measured"]
+    assert wait_gone([pid for pids in summary["role_pids"].values() for pid in pids]) == []
