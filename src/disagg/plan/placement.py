@@ -473,7 +473,11 @@ class _Placer:
                 if item["action"] == "ignored"
             ],
         )
-        plan.host_setup = host_setup_plan(self.config.host_setup, workers, nodes)
+        # A recipe's own host_setup replaces the cluster's default (srt-slurm's rule).
+        setup = self.config.host_setup
+        if setup is None and self.profile is not None:
+            setup = self.profile.host_setup
+        plan.host_setup = host_setup_plan(setup, workers, nodes)
         bench_adapter = adapter_for(bench.type)
         plan.differs = compat_rows([*self.differs, *frontend.differs, *bench_adapter.differs])
         plan.roles.append(bench_adapter.bench_role(plan))
