@@ -62,9 +62,12 @@ def mooncake_plane(config: RecipeConfig, *, simulated: bool, image: str | None) 
     store = config.backend.mooncake_kv_store or _from_services(config)
     if store is None:
         return MooncakePlane()
-    # A simulated run (and a run from this environment) starts the master from disagg's
-    # own environment (the `services` dependency group); a real one from its image.
-    program = ["${run.python}", "-m", "mooncake.cli"] if simulated else ["mooncake_master"]
+    # In a container (the recipe's `container`, else the workers' image) the image's
+    # `mooncake_master`; a simulated run, or one without images, starts the master from
+    # disagg's own environment (the `services` dependency group), found through its
+    # Python wherever that environment lies.
+    container = None if simulated or image is None else (store.container or image)
+    program = ["mooncake_master"] if container else ["${run.python}", "-m", "mooncake.cli"]
     files: dict[str, str] = {}
     env = {
         "MOONCAKE_LOCAL_HOSTNAME": "${self.host}",
@@ -85,7 +88,7 @@ def mooncake_plane(config: RecipeConfig, *, simulated: bool, image: str | None) 
         health=HealthPlan(
             path="/health", deadline_s=HEALTH_DEADLINE_S, expect='"service_ready":true'
         ),
-        container_image=None if simulated else (store.container or image),
+        container_image=container,
     )
     return MooncakePlane(services=[role], worker_env=env, honoured={"backend.mooncake_kv_store"})
 
