@@ -71,11 +71,13 @@ def test_the_master_runs_srtctls_command_first_and_workers_get_its_addresses(
         assert env["MOONCAKE_PROTOCOL"] == "rdma"
         assert "MOONCAKE_CONFIG_PATH" not in env  # vLLM's file only
     assert not [item for item in plan.ignored if "mooncake" in item["field"]]
+    assert [row["id"] for row in plan.differs if "mooncake" in row["id"]] == ["mooncake-ports"]
 
 
 def test_a_plan_without_a_store_starts_no_master(write: Write) -> None:
     plan = place(load_variants(write(MINIMAL))[0])
     assert "mooncake-master" not in [role.name for role in plan.roles]
+    assert "mooncake-ports" not in [row["id"] for row in plan.differs]
     assert not any("MOONCAKE_MASTER" in role.env for role in plan.roles)
 
 

@@ -404,6 +404,8 @@ class _Placer:
         frontend = self.frontend(workers, model)
         frontend.stages = before_workers(frontend.stages, mooncake)
         frontend.honoured |= mooncake.honoured
+        if mooncake.services:
+            self.differs.append("mooncake-ports")
         roles = frontend.roles
         # The frontend decides which prompt form its API takes, and may bring a tokenizer.
         update: dict[str, object] = {"prompt_format": frontend.prompt_format}
