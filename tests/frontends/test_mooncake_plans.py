@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from disagg.errors import UnsupportedRecipe
+from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 from recipes.recipe_helpers import MINIMAL, SHARED_RECIPES
@@ -34,6 +34,10 @@ def write(tmp_path: Path) -> Write:
     return _write
 
 
+# SGLang prefill/decode settings that use the master (srtctl refuses a master no worker uses).
+WIRED = MINIMAL.replace(
+    "      tp-size: 8\n", "      tp-size: 8\n      disaggregation-transfer-backend: mooncake\n"
+)
 STORE = (
     "  mooncake_kv_store:\n"
     "    env:\n      MOONCAKE_PROTOCOL: rdma\n      MOONCAKE_MASTER: nowhere:1\n"
@@ -44,7 +48,7 @@ STORE = (
 def test_the_master_runs_srtctls_command_first_and_workers_get_its_addresses(
     write: Write,
 ) -> None:
-    text = MINIMAL.replace("backend:\n", "backend:\n" + STORE)
+    text = WIRED.replace("backend:\n", "backend:\n" + STORE)
     plan = place(load_variants(write(text))[0])
     assert plan.stages[0] == ["mooncake-master"]
     master = plan.role("mooncake-master")
@@ -119,10 +123,21 @@ def test_a_disabled_master_is_not_started(write: Write) -> None:
 
 
 def test_a_master_placed_elsewhere_runs_on_the_first_node_and_says_so(write: Write) -> None:
-    text = MINIMAL + (
+    text = WIRED + (
         "services:\n  - name: mc\n    type: mooncake-master\n    placement: {node: dedicated}\n"
     )
     plan = place(load_variants(write(text))[0])
     assert plan.role("mooncake-master").node_ranks == [0]
     [note] = [item for item in plan.ignored if item["field"].startswith("services.mc")]
     assert note["field"] == "services.mc.placement.node" and "first node" in note["why"]
+
+
+def test_a_master_no_worker_uses_is_refused_as_srtctl_refuses_it(write: Write) -> None:
+    text = MINIMAL.replace("backend:\n", "backend:\n  mooncake_kv_store: {}\n")
+    [variant] = load_variants(write(text))
+    with pytest.raises(DisaggError) as caught:
+        place(variant)
+    assert "neither the prefill nor the decode SGLang settings use it" in caught.value.message
+    assert caught.value.exit_code == 2 and caught.value.hint is not None
+    assert "disaggregation-transfer-backend: mooncake" in caught.value.hint
+    assert caught.value.location is not None and caught.value.location.line == 14

@@ -54,6 +54,9 @@ def _why_not_runnable() -> str | None:
 def v1_recipe(tmp_path: Path) -> Path:
     path = tmp_path / "mooncake.yaml"
     text = SIM_RECIPE.read_text().replace("  engine: sim\n", "  engine: sim\n" + V1_STORE)
+    for mode in ("prefill", "decode"):  # the workers' KV transfer is Mooncake's
+        setting = f'      disaggregation-mode: "{mode}"\n'
+        text = text.replace(setting, setting + "      disaggregation-transfer-backend: mooncake\n")
     path.write_text(text.replace('"1x2x4x8x16x32"', '"1x2x4"'))
     return path
 

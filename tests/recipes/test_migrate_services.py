@@ -52,11 +52,16 @@ def test_infra_in_a_zip_block_is_one_literal_list_for_every_variant(write: Write
         assert variant.config.infra.nats_max_payload_mb == expected, variant.name
 
 
+# The decode settings name Mooncake as their KV transfer (srtctl refuses a master no
+# worker uses).
 MOONCAKE = OVERRIDES.replace(
     "    type: sglang\n    prefill",
     "    type: sglang\n    mooncake_kv_store:\n      container: mc\n"
     "      master_extra_args: [--port, '5000']\n      store_config: {protocol: tcp}\n"
     "    prefill",
+).replace(
+    "      decode: {tp-size: 4}",
+    "      decode: {tp-size: 4, disaggregation-transfer-backend: mooncake}",
 )
 
 
@@ -89,6 +94,9 @@ def test_a_mooncake_master_is_started_alike_in_both_dialects(write: Write) -> No
 def test_an_empty_mooncake_kv_store_still_asks_for_a_master(write: Write) -> None:
     text = OVERRIDES.replace(
         "    type: sglang\n    prefill", "    type: sglang\n    mooncake_kv_store: {}\n    prefill"
+    ).replace(
+        "      decode: {tp-size: 4}",
+        "      decode: {tp-size: 4, disaggregation-transfer-backend: mooncake}",
     )
     [variant] = load_variants(write(text), pattern="base")
     assert place(variant).stages[0] == ["mooncake-master"]

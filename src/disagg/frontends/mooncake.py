@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from disagg.frontends.base import Fail
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 from disagg.recipe.backend_section import MooncakeKvStore
@@ -91,6 +92,42 @@ def mooncake_plane(config: RecipeConfig, *, simulated: bool, image: str | None) 
         container_image=container,
     )
     return MooncakePlane(services=[role], worker_env=env, honoured={"backend.mooncake_kv_store"})
+
+
+# Where a worker's settings name Mooncake as its KV transfer, per engine (srtctl's check).
+_WIRED = {
+    "sglang": (("disaggregation-transfer-backend", "disaggregation_transfer_backend"), "SGLang"),
+    "vllm": (("kv-transfer-config", "kv_transfer_config"), "vLLM"),
+}
+
+
+def check_wired(config: RecipeConfig, backend: Mapping[str, Any], fail: Fail) -> None:
+    """As srtctl refuses it: a disaggregated SGLang/vLLM recipe with a Mooncake store whose
+    prefill and decode settings both leave Mooncake out (the master would go unused)."""
+    wired = _WIRED.get(config.backend.type)
+    if wired is None or not config.resources.disaggregated:
+        return
+    if config.backend.mooncake_kv_store is None and _from_services(config) is None:
+        return
+    keys, label = wired
+    section = backend.get(f"{config.backend.type}_config")
+    for role in ("prefill", "decode"):
+        args = section.get(role) if isinstance(section, Mapping) else None
+        for key in keys if isinstance(args, Mapping) else ():
+            value = args.get(key)  # type: ignore[union-attr]
+            text = json.dumps(value) if isinstance(value, Mapping) else str(value or "")
+            if "mooncake" in text.lower():
+                return
+    if config.backend.type == "sglang":
+        want = "`disaggregation-transfer-backend: mooncake`"
+    else:
+        want = "a `kv-transfer-config` whose connector is a Mooncake one (MooncakeStoreConnector)"
+    raise fail(
+        f"a Mooncake KV store is set, but neither the prefill nor the decode {label} "
+        f"settings use it: the master would go unused",
+        ("backend", "mooncake_kv_store"),
+        f"give the prefill and decode settings {want}, or remove the Mooncake store",
+    )
 
 
 def _from_services(config: RecipeConfig) -> MooncakeKvStore | None:

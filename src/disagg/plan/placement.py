@@ -25,7 +25,12 @@ from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
-from disagg.frontends.mooncake import before_workers, mooncake_plane, with_worker_env
+from disagg.frontends.mooncake import (
+    before_workers,
+    check_wired,
+    mooncake_plane,
+    with_worker_env,
+)
 from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import (
     check_container_paths,
@@ -399,6 +404,7 @@ class _Placer:
         gpn = layout.gpus_per_node()
         placed, nodes = layout.place_workers(gpn)
         workers = self.workers(placed, model)
+        check_wired(self.config, self.backend, self.fail)
         mooncake = mooncake_plane(self.config, simulated=self.simulated, image=self.container_image)
         workers = with_worker_env(workers, mooncake)
         frontend = self.frontend(workers, model)
