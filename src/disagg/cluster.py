@@ -23,6 +23,7 @@ from disagg.errors import DisaggError, SourceLocation
 from disagg.model_defaults import empty_dict, empty_list
 from disagg.plan.model import GpuVendor
 from disagg.recipe.errors import validation_error
+from disagg.recipe.job_sections import HostSetupSection
 from disagg.recipe.load import load_yaml
 from disagg.recipe.source_map import KeyPath
 
@@ -96,6 +97,11 @@ class ClusterProfile(BaseModel):
     secret_env: list[str] = Field(
         default_factory=lambda: ["HF_TOKEN"],
         description="variables passed through by name, never written into plan files",
+    )
+    host_setup: HostSetupSection | None = Field(
+        default=None,
+        description="host setup every recipe without a `host_setup` of its own runs "
+        "(srt-slurm's default_host_setup)",
     )
     ignored_settings: dict[str, str] = Field(
         default_factory=empty_dict,

@@ -83,7 +83,6 @@ class SrtSlurmCluster(BaseModel):
 # Keys that change what runs when set, and why a disagg profile does not carry them.
 _NOT_CARRIED: dict[str, str] = {
     "default_bash_preamble": "no shell preamble runs before roles",
-    "default_host_setup": "no host setup commands run",
     "use_het_jobs": "the job is one homogeneous Slurm job",
     "default_health_check": "health deadlines come from the recipe and engine",
     "default_gpu_type": "the recipe's resources.gpu_type is used as written",
@@ -159,6 +158,7 @@ def profile_fields(config: SrtSlurmCluster) -> dict[str, Any]:
         "hf_cache": hub_cache_mount(config.default_mounts or {}),
         "results_root": config.output_dir,
         "sbatch_directives": dict(config.default_sbatch_directives or {}),
+        "host_setup": config.default_host_setup,
         "ignored_settings": ignored_settings(config),
     }
     return {key: value for key, value in fields.items() if value is not None}

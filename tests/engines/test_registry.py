@@ -16,6 +16,6 @@ def test_each_registered_adapter_answers_to_its_own_name(name: str) -> None:
 
 
 def test_an_engine_without_an_adapter_is_not_found() -> None:
-    assert registry.get("atom") is None  # an srt-slurm engine without an adapter here
+    assert registry.get("tilert") is None  # an srt-slurm engine without an adapter here
     with pytest.raises(KeyError):
         registry.adapter("no-such-engine")

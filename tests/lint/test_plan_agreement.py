@@ -29,13 +29,13 @@ def test_an_unknown_key_plan_refuses_is_a_lint_error_at_its_line(tmp_path: Path)
 
 
 def test_an_unsupported_variant_is_a_warning_and_ignored_fields_are_info(tmp_path: Path) -> None:
-    text = BASE + "  telemetry: {enabled: true}\noverride_t:\n  backend: {type: atom}\n"
+    text = BASE + "  telemetry: {enabled: true}\noverride_t:\n  backend: {type: tilert}\n"
     text += "override_ok: {}\n"
     report = lint_text(tmp_path, text)
     found = only(report, "DA013")
     warnings = [f for f in found if f.severity is Severity.WARNING]
     infos = [f for f in found if f.severity is Severity.INFO]
-    assert len(warnings) == 1 and "unsupported: backend type atom" in warnings[0].message
+    assert len(warnings) == 1 and "unsupported: backend type tilert" in warnings[0].message
     assert any("telemetry.enabled is ignored" in f.message for f in infos)
     assert report.exit_code == 1
 

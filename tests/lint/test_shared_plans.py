@@ -15,8 +15,8 @@ from disagg.recipe.lint import lint_paths
 
 from .test_lint_rules import BASE
 
-# Three variants: base is not planned in an override file, so a, b (atom: unsupported), c.
-TEXT = BASE + "override_a: {}\noverride_b:\n  backend: {type: atom}\noverride_c: {}\n"
+# Three variants: base is not planned in an override file, so a, b (tilert: unsupported), c.
+TEXT = BASE + "override_a: {}\noverride_b:\n  backend: {type: tilert}\noverride_c: {}\n"
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def test_lint_after_plan_places_no_variant_again(tmp_path: Path, placements: lis
         reused = lint_paths([recipe])
     assert sorted(placements) == [f"{recipe}:override_{name}" for name in "abc"]
     assert reused.findings == alone.findings
-    assert any("backend type atom" in f.message for f in reused.findings)
+    assert any("backend type tilert" in f.message for f in reused.findings)
 
 
 def test_outside_shared_every_call_plans_afresh(tmp_path: Path, placements: list[str]) -> None:

@@ -81,28 +81,28 @@ def test_unknown_selector_lists_the_variants(write: Callable[..., Path]) -> None
 
 
 def test_unsupported_backend_is_one_line(write: Callable[..., Path]) -> None:
-    path = write(MINIMAL.replace("backend:\n", "backend:\n  type: atom\n"))
+    path = write(MINIMAL.replace("backend:\n", "backend:\n  type: tilert\n"))
     code, _, error = invoke("plan", str(path))
     assert code == 2
     lines = [line for line in error.splitlines() if line.strip()]
-    assert len(lines) == 1 and "unsupported: backend type atom" in lines[0]
+    assert len(lines) == 1 and "unsupported: backend type tilert" in lines[0]
 
 
 def test_unsupported_variants_are_listed_while_the_others_are_planned(
     write: Callable[..., Path],
 ) -> None:
     good = write(MINIMAL)
-    bad = write(MINIMAL.replace("backend:\n", "backend:\n  type: atom\n"), name="atom.yaml")
+    bad = write(MINIMAL.replace("backend:\n", "backend:\n  type: tilert\n"), name="tilert.yaml")
     code, out, error = invoke("plan", str(good), str(bad), "--json")
     assert code == 1  # findings: something was set aside, the rest is usable
     payload = json.loads(out)
     assert [Plan.model_validate(v).name for v in payload["variants"]] == ["tiny"]
     [skipped] = payload["unsupported"]
-    assert skipped["selector"].endswith("atom.yaml:base")
-    assert skipped["reason"].startswith("unsupported: backend type atom")
+    assert skipped["selector"].endswith("tilert.yaml:base")
+    assert skipped["reason"].startswith("unsupported: backend type tilert")
     code, _, error = invoke("plan", str(good), str(bad))
     assert code == 1
-    assert "unsupported: backend type atom" in error
+    assert "unsupported: backend type tilert" in error
     assert "1 variant(s) planned, 1 unsupported" in error
 
 

@@ -115,3 +115,25 @@ def test_disagg_profiles_still_load_unchanged() -> None:
     profile = load_profile(Path(__file__).resolve().parents[2] / "examples/clusters/mi355x.yaml")
     assert profile.gpu_vendor is GpuVendor.AMD and profile.exclusive is True
     assert profile.ignored_settings == {}
+
+
+def test_the_clusters_default_host_setup_runs_unless_the_recipe_has_its_own(
+    write: Write,
+) -> None:
+    """srt-slurm's `default_host_setup`: every recipe's, until one sets `host_setup` itself."""
+    cluster = write(
+        SRTSLURM + "default_host_setup:\n  commands: [nvidia-smi -lgc 1980]\n"
+        "  teardown: [nvidia-smi -rgc]\n",
+        "srtslurm.yaml",
+    )
+    recipe = MINIMAL.replace("hf:org/tiny", "tiny").replace("gpus_per_node: 8", "gpus_per_node: 4")
+    recipe = recipe.replace("tp-size: 8", "tp-size: 4")
+    [plan] = plans_for([str(write(recipe))], cluster)
+    assert plan.host_setup is not None
+    assert plan.host_setup.commands == ["nvidia-smi -lgc 1980"]
+    assert plan.host_setup.teardown == ["nvidia-smi -rgc"]
+    assert not [item for item in plan.ignored if "host_setup" in item["field"]]
+    own = write(recipe + "host_setup:\n  commands: [echo own]\n", "own.yaml")
+    [plan] = plans_for([str(own)], cluster)
+    assert plan.host_setup is not None and plan.host_setup.commands == ["echo own"]
+    assert plan.host_setup.teardown == []  # replaced, not merged

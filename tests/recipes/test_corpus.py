@@ -73,20 +73,31 @@ def test_every_shared_recipe_of_either_dialect_loads_and_plans_or_is_unsupported
     files = [p for p in sorted(SHARED_RECIPES.rglob("*.yaml")) if "cluster-configs" not in p.parts]
     assert len(files) >= 580
     outcomes: Counter[tuple[str, str]] = Counter()
+    by_engine: Counter[tuple[str, str]] = Counter()  # (engine, planned | unsupported)
+    reasons: Counter[str] = Counter()
     for path in files:
         for variant in load_variants(path):  # any DisaggError fails the test
+            engine = variant.config.backend.type
             try:
                 plan = place(variant)
             except UnsupportedRecipe as exc:
                 assert "\n" not in str(exc) and "unsupported: " in str(exc)
                 outcomes[(variant.dialect, "unsupported")] += 1
+                by_engine[(engine, "unsupported")] += 1
+                reasons[exc.what.split(" (")[0].split(" in variant")[0]] += 1
                 continue
             outcomes[(variant.dialect, "planned")] += 1
+            by_engine[(engine, "planned")] += 1
             named = variant.config.frontend.type if variant.config.frontend else "dynamo"
             said = any(note["field"] == "frontend.type" for note in plan.ignored)
             assert said or plan.frontend in RUNS[named], (path, variant.name, plan.frontend)
     print(f"\nshared recipes: {len(files)} files")
     for (dialect, outcome), count in sorted(outcomes.items()):
         print(f"  {dialect}: {count} {outcome}")
+    for engine in sorted({engine for engine, _ in by_engine}):
+        planned, refused = by_engine[(engine, "planned")], by_engine[(engine, "unsupported")]
+        print(f"  {engine}: {planned} planned, {refused} unsupported")
+    for what, count in reasons.most_common():
+        print(f"  unsupported: {what}: {count}")
     assert outcomes[("schema2", "planned")] >= 10
     assert outcomes[("v1", "planned")] >= 290

@@ -55,10 +55,12 @@ def test_fields_that_would_change_the_measurement_are_refused(
     assert caught.value.location is not None and caught.value.location.line == 13
 
 
-def test_mooncake_kv_store_is_refused_at_its_line(write: Write) -> None:
-    text = MINIMAL.replace("backend:\n", "backend:\n  mooncake_kv_store:\n    container: mc\n")
+def test_a_mooncake_store_service_is_refused_by_its_name(write: Write) -> None:
+    """srt-slurm's standalone store command is not known here: refused, never dropped."""
+    text = MINIMAL + "services:\n  - name: store\n    type: mooncake-store\n"
     [variant] = load_variants(write(text))
-    with pytest.raises(UnsupportedRecipe, match=r"unsupported: backend.mooncake_kv_store \("):
+    refusal = r"unsupported: services.store \(a standalone Mooncake"
+    with pytest.raises(UnsupportedRecipe, match=refusal):
         place(variant)
 
 

@@ -6,9 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from disagg.errors import UnsupportedRecipe
 from disagg.plan.placement import place
 from disagg.recipe.migrate import migrate_file, plan_outcomes
 from disagg.recipe.variants import load_variants
@@ -55,11 +52,16 @@ def test_infra_in_a_zip_block_is_one_literal_list_for_every_variant(write: Write
         assert variant.config.infra.nats_max_payload_mb == expected, variant.name
 
 
+# The decode settings name Mooncake as their KV transfer (srtctl refuses a master no
+# worker uses).
 MOONCAKE = OVERRIDES.replace(
     "    type: sglang\n    prefill",
     "    type: sglang\n    mooncake_kv_store:\n      container: mc\n"
     "      master_extra_args: [--port, '5000']\n      store_config: {protocol: tcp}\n"
     "    prefill",
+).replace(
+    "      decode: {tp-size: 4}",
+    "      decode: {tp-size: 4, disaggregation-transfer-backend: mooncake}",
 )
 
 
@@ -75,24 +77,26 @@ def test_mooncake_kv_store_becomes_a_mooncake_master_service(write: Write) -> No
     ]
 
 
-def test_a_mooncake_master_is_refused_in_both_dialects_by_its_own_name(write: Write) -> None:
+def test_a_mooncake_master_is_started_alike_in_both_dialects(write: Write) -> None:
     path, migrated = _migrated(write, MOONCAKE)
-    v1 = load_variants(path)[0]
-    two = load_variants(migrated)[0]
-    with pytest.raises(UnsupportedRecipe) as old:
-        place(v1)
-    with pytest.raises(UnsupportedRecipe) as new:
-        place(two)
-    assert old.value.message.startswith("unsupported: backend.mooncake_kv_store (no Mooncake")
-    assert new.value.message.startswith("unsupported: services[1] (no Mooncake master")
-    line = next(n for n, t in enumerate(migrated.read_text().splitlines(), 1) if "mooncake-" in t)
-    assert new.value.location is not None and new.value.location.line in (line, line - 1)
+    old = place(load_variants(path)[0])
+    new = place(load_variants(migrated)[0])
+    for plan in (old, new):
+        master = plan.role("mooncake-master")
+        assert master.argv[0] == "mooncake_master" and master.argv[-2:] == ["--port", "5000"]
+        assert master.container_image == "mc"
+        assert plan.stages[0] == ["mooncake-master"]
+        assert "MOONCAKE_MASTER" in plan.role("prefill-0").env
+    assert old.role("mooncake-master") == new.role("mooncake-master")
+    assert old.role("decode-0").env == new.role("decode-0").env
 
 
 def test_an_empty_mooncake_kv_store_still_asks_for_a_master(write: Write) -> None:
     text = OVERRIDES.replace(
         "    type: sglang\n    prefill", "    type: sglang\n    mooncake_kv_store: {}\n    prefill"
+    ).replace(
+        "      decode: {tp-size: 4}",
+        "      decode: {tp-size: 4, disaggregation-transfer-backend: mooncake}",
     )
     [variant] = load_variants(write(text), pattern="base")
-    with pytest.raises(UnsupportedRecipe, match="no Mooncake master is started"):
-        place(variant)
+    assert place(variant).stages[0] == ["mooncake-master"]

@@ -13,7 +13,7 @@ Write = Callable[..., Path]
 
 def _tree(write: Write) -> Path:
     write(MINIMAL, "a-good.yaml")
-    write(MINIMAL.replace("backend:\n", "backend:\n  type: atom\n"), "b-atom.yaml")
+    write(MINIMAL.replace("backend:\n", "backend:\n  type: tilert\n"), "b-atom.yaml")
     write("name: [unclosed\n", "c-broken.yaml")
     write(MINIMAL.replace("gpu_type: h100", "gpu_typo: h100"), "d-typo.yaml")
     write("default_partition: batch\ngpus_per_node: 8\n", "srtslurm.yaml")
@@ -25,13 +25,13 @@ def test_a_directory_plans_every_file_and_a_bad_one_stops_nothing(write: Write) 
     code, out, err = invoke("plan", str(root))
     assert code == 2  # bad input in some file
     assert out.count("tiny") >= 2  # both good files planned and shown
-    assert "unsupported: backend type atom" in err
+    assert "unsupported: backend type tilert" in err
     assert "c-broken.yaml:" in err and "malformed YAML" in err
     assert "unknown key `resources.gpu_typo`" in err
     assert "srtslurm.yaml: skipped, an srt-slurm cluster config" in err
     summary = err.strip().splitlines()[-1]
     assert summary.startswith("6 file(s): 2 variant(s) planned, 1 unsupported, 2 file(s) bad input")
-    assert "by engine: atom 1 unsupported; sglang 2 planned" in summary
+    assert "by engine: sglang 2 planned; tilert 1 unsupported" in summary
 
 
 def test_json_lists_every_outcome(write: Write) -> None:
@@ -56,7 +56,7 @@ def test_a_file_with_nothing_planned_prints_only_its_error(write: Write) -> None
 
 def test_unsupported_only_is_exit_1_when_something_planned(write: Write) -> None:
     write(MINIMAL, "a.yaml")
-    root = write(MINIMAL.replace("backend:\n", "backend:\n  type: atom\n"), "b.yaml").parent
+    root = write(MINIMAL.replace("backend:\n", "backend:\n  type: tilert\n"), "b.yaml").parent
     code, _, err = invoke("plan", str(root))
     assert code == 1 and "1 unsupported" in err
 

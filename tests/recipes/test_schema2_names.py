@@ -77,15 +77,15 @@ def test_a_layout_error_names_the_role_field(write: Write) -> None:
 
 
 def test_an_engine_not_run_here_is_refused_in_schema2_words(write: Write) -> None:
-    text = SCHEMA2.replace("engine: sglang\n", "engine: atom\n")
+    text = SCHEMA2.replace("engine: sglang\n", "engine: tilert\n")
     [variant] = load_variants(write(text))
     with pytest.raises(UnsupportedRecipe) as caught:
         place(variant)
-    assert caught.value.message.startswith("unsupported: engine type atom (")
-    assert "`engine: {type: atom, engine: sim}`" in caught.value.message
+    assert caught.value.message.startswith("unsupported: engine type tilert (")
+    assert "`engine: {type: tilert, engine: sim}`" in caught.value.message
     assert "backend" not in caught.value.message
     assert caught.value.location is not None
-    assert caught.value.location.line == _line_of(text, "engine: atom")
+    assert caught.value.location.line == _line_of(text, "engine: tilert")
 
 
 def _aggregated(frontend: str) -> str:

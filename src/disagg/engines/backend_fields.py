@@ -15,17 +15,19 @@ from typing import Any, Literal
 Action = Literal["refused", "ignored"]
 
 # knob -> (action, why, value that means "not set"). Knobs of engines without an adapter
-# (atom, tilert) are not listed: their recipes are refused by backend type. The mocker's
+# (tilert) are not listed: their recipes are refused by backend type. The mocker's
 # knobs are its adapter's own (`engines.mocker.KNOBS`).
 KNOBS: dict[str, tuple[Action, str, Any]] = {
     "kv_events_config": ("ignored", "no KV-cache events are published or consumed", None),
+    "enable_kv_events": ("ignored", "no KV-cache events are published or consumed", None),
+    "mooncake_protocol": ("ignored", "only ATOM's Mooncake connector reads a transport", None),
     "gpu_type": ("ignored", "the engine picks its kernels for the GPU it finds", None),
     "publish_metrics": ("ignored", "no Dynamo metrics endpoint is scraped", None),
     "publish_events_and_metrics": ("ignored", "no Dynamo metrics endpoint is scraped", None),
     "sequential_node_start": ("ignored", "workers sharing a node start together", 0),
     "numa_memory_bind": ("ignored", "no numactl wrapper binds worker memory", None),
     "numa_cpu_bind": ("ignored", "no taskset wrapper binds worker CPUs", False),
-    "connector": ("ignored", "only vLLM reads a KV connector here", None),
+    "connector": ("ignored", "only vLLM and ATOM read a KV connector here", None),
     "allow_prefill_decode_colocation": (
         "ignored",
         "prefill and decode take the nodes the resources give them",

@@ -230,6 +230,11 @@ class EngineAdapter(ABC):
             dp_attention=table.value(args, "dp_attention") is True,
         )
 
+    def worker_parallelism(self, args: Mapping[str, Any], spec: WorkerSpec) -> Parallelism:
+        """The layout of one placed worker: its settings' (an engine that sizes a worker from
+        the GPUs it is given says so here)."""
+        return self.parallelism(args)
+
     def emulates(self, backend: Mapping[str, Any]) -> str | None:
         """The engine whose behaviour this one emulates, for an engine that emulates one."""
         return None

@@ -15,6 +15,7 @@ _MODULES: dict[str, str] = {
     "vllm": "disagg.engines.vllm",
     "trtllm": "disagg.engines.trtllm",
     "mocker": "disagg.engines.mocker",
+    "atom": "disagg.engines.atom",
 }
 
 

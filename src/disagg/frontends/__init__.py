@@ -35,7 +35,9 @@ REFUSED: dict[str, str] = {
     "vllm-router": "not built here; smg fronts vLLM workers: `type: smg`",
     "none": "a services-only job has no endpoint to benchmark",
     "vllm-direct": "the direct vllm frontend is not built here; smg fronts vLLM: `type: smg`",
-    "atomesh": "not built here",
+    "atomesh": "ATOM's own router is not built here",
+    # Named by InferenceX's ATOM recipes; srt-slurm has no such frontend type.
+    "infera": "not a frontend type srt-slurm defines",
     "tilert-router": "not built here",
 }
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from disagg.errors import DisaggError
 from disagg.launch.bindings import build_bindings, write_role_files
 from disagg.launch.health import probe
+from disagg.launch.host_setup import run_host_setup
 from disagg.launch.liveness import start_ticks
 from disagg.launch.logs import task_log_path
 from disagg.launch.ports import allocate_ports
@@ -35,6 +36,9 @@ class RoleStarter:
 
     def start_all(self) -> None:
         run = self.run
+        if run.plan.host_setup is not None and run.plan.host_setup.commands:
+            with run.phase(Phase.HOST_SETUP):
+                run_host_setup(run)
         with run.phase(Phase.STAGING):
             models = self.stage()
         with run.phase(Phase.PORTS):

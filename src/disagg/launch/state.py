@@ -24,6 +24,7 @@ SUMMARY_FILE = "summary.json"
 
 class Phase(StrEnum):
     STARTING = "starting"
+    HOST_SETUP = "host_setup"  # the recipe's host_setup commands, before anything else
     STAGING = "staging"
     PORTS = "ports"
     LAUNCH = "launch"

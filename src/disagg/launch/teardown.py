@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from disagg.launch.base import RoleProcess
+from disagg.launch.host_setup import run_host_teardown
 from disagg.launch.run_context import (
     EXIT_CANCELLED,
     EXIT_COMPLETED,
@@ -25,6 +27,7 @@ from disagg.launch.state import (
     RunStatus,
     RunSummary,
 )
+from disagg.plan.model import RolePlan
 
 
 def teardown(run: RunContext) -> None:
@@ -32,21 +35,27 @@ def teardown(run: RunContext) -> None:
         run.tearing_down = True
         with run.lock:
             tasks = list(reversed(run.tasks))
-        if not tasks:
+        if tasks:
+            _stop_tasks(run, tasks)
+        run_host_teardown(run)  # after every role has stopped, however the run ended
+        if not tasks and run.plan.host_setup is None:
             return
-        run.log.info("stopping %d task(s)", len(tasks))
-        grace = run.options.stop_grace_s
-        with ThreadPoolExecutor(max_workers=min(32, len(tasks))) as pool:
-            codes = list(pool.map(lambda t: t[1].stop(grace), tasks))
-        for (role, process), code in zip(tasks, codes, strict=True):
-            key = (role.name, process.node_rank)
-            if key not in run.ended:
-                run.ended.add(key)
-                run.record_exit(role.name, process.node_rank, code, stopped=True)
         try:
             run.launcher.close()
         except Exception:
             run.log.exception("launcher close failed")
+
+
+def _stop_tasks(run: RunContext, tasks: list[tuple[RolePlan, RoleProcess]]) -> None:
+    run.log.info("stopping %d task(s)", len(tasks))
+    grace = run.options.stop_grace_s
+    with ThreadPoolExecutor(max_workers=min(32, len(tasks))) as pool:
+        codes = list(pool.map(lambda t: t[1].stop(grace), tasks))
+    for (role, process), code in zip(tasks, codes, strict=True):
+        key = (role.name, process.node_rank)
+        if key not in run.ended:
+            run.ended.add(key)
+            run.record_exit(role.name, process.node_rank, code, stopped=True)
 
 
 def finish(run: RunContext, error_code: int) -> RunSummary:

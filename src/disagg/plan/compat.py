@@ -69,6 +69,14 @@ _ROWS = (
         "installs ai-dynamo 1.6.1",
         "the Dynamo whose frontend and worker flags disagg renders and tests",
     ),
+    Difference(
+        "mooncake-ports",
+        "starts `mooncake_master` on the fixed ports 8700 (RPC), 8701 (HTTP metadata) and "
+        "8702 (metrics/health)",
+        "starts it with the same flags on ports picked at run time, like every role's; the "
+        "workers' MOONCAKE_MASTER and MOONCAKE_TE_META_DATA_SERVER name those ports",
+        "fixed ports collide with another job or a leftover master on a shared node",
+    ),
 )
 
 DIFFERENCES: dict[str, Difference] = {row.id: row for row in _ROWS}

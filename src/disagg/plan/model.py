@@ -73,6 +73,17 @@ class ParallelPlan(_Strict):
     gpus: int = 1  # GPUs the engine uses: tp x pp, times dp unless the ranks are shared
 
 
+class HostSetupPlan(_Strict):
+    """`host_setup`: shell commands run on each listed node's bare host (outside any
+    container) before any role starts, and `teardown` after every role has stopped."""
+
+    commands: list[str] = Field(default_factory=empty_list)  # joined with `&&`, as srtctl does
+    teardown: list[str] = Field(default_factory=empty_list)
+    node_ranks: list[int]
+    ignore_failure: bool = False  # a failing node is logged, and the run goes on
+    timeout_s: float = 300.0  # per node, for the commands and again for teardown
+
+
 class MpiPlan(_Strict):
     """A worker started as one MPI step across all its nodes, one rank per GPU (TRT-LLM over
     several nodes), instead of one task per node."""
@@ -293,6 +304,7 @@ class Plan(_Strict):
     # Where this job deliberately differs from what srt-slurm's srtctl renders for the same
     # recipe: {id, srtctl, disagg, why}, rows of `disagg.plan.compat` (docs/compat.md).
     differs: list[dict[str, str]] = Field(default_factory=empty_list)
+    host_setup: HostSetupPlan | None = None  # run before the first stage starts
 
     @property
     def total_gpus(self) -> int:

@@ -26,6 +26,12 @@ from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
+from disagg.frontends.mooncake import (
+    before_workers,
+    check_wired,
+    mooncake_plane,
+    with_worker_env,
+)
 from disagg.plan import kv_events
 from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import (
@@ -34,6 +40,7 @@ from disagg.plan.container_paths import (
     translate_args,
     translate_roles,
 )
+from disagg.plan.host_setup import host_setup_plan
 from disagg.plan.job_nodes import (
     JobNodes,
     check_dedicated,
@@ -218,7 +225,7 @@ class _Placer:
             seen = self.container_args(kind, name, args, image)
             command = self.adapter.command(seen, spec)
             self.worker_inputs[name] = (seen, spec)
-            par = self.adapter.parallelism(args)
+            par = self.adapter.worker_parallelism(args, spec)
             reading = self.adapter.sim_reading(args)
             roles.append(
                 RolePlan(
@@ -434,7 +441,14 @@ class _Placer:
         job = job_nodes(worker_nodes, roles_wanting_nodes, colocate=colocate)
         shifted = [(kind, i, [job.offset + r for r in rs], ids) for kind, i, rs, ids in placed]
         workers = self.workers(shifted, model)
+        check_wired(self.config, self.backend, self.fail)
+        mooncake = mooncake_plane(self.config, simulated=self.simulated, image=self.container_image)
+        workers = with_worker_env(workers, mooncake)
         frontend = self.frontend(workers, model, job)
+        frontend.stages = before_workers(frontend.stages, mooncake)
+        frontend.honoured |= mooncake.honoured
+        if mooncake.services:
+            self.differs.append("mooncake-ports")
         nodes = job.total
         roles = self.kv_events(frontend)
         # The frontend decides which prompt form its API takes, and may bring a tokenizer.
@@ -505,6 +519,11 @@ class _Placer:
                 if item["action"] == "ignored"
             ],
         )
+        # A recipe's own host_setup replaces the cluster's default (srt-slurm's rule).
+        setup = self.config.host_setup
+        if setup is None and self.profile is not None:
+            setup = self.profile.host_setup
+        plan.host_setup = host_setup_plan(setup, workers, nodes)
         bench_adapter = adapter_for(bench.type)
         plan.roles.append(self.bench_role(bench_adapter.bench_role(plan), workers, job))
         plan.differs = compat_rows([*self.differs, *frontend.differs, *bench_adapter.differs])

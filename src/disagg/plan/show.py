@@ -154,6 +154,11 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
     ]
     if plan.slurm.container_image:
         rows.append(("container", plan.slurm.container_image))
+    setup = plan.host_setup
+    if setup is not None:
+        what = f"{len(setup.commands)} command(s), {len(setup.teardown)} teardown"
+        ranks = ", ".join(map(str, setup.node_ranks))
+        rows.append(("host setup", f"{what} on node rank(s) {ranks}, on the bare host"))
     if plan.ignored:
         listed = "; ".join(f"{item['field']} ({item['why']})" for item in plan.ignored)
         rows.append(("ignored", listed))

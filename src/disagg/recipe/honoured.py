@@ -41,10 +41,6 @@ EVEN_EMPTY = object()
 _RULES: tuple[tuple[tuple[str, ...], Action, str, Any], ...] = (
     (("resources", "spread_workers"), "refused", "workers are packed onto nodes", None),
     (("resources", "het_jobs"), "refused", "the job is one homogeneous Slurm job", None),
-    # `{}` too: srt-slurm starts a master with its defaults (schema 2: a mooncake-master
-    # `services:` entry, translated into this field)
-    (("backend", "mooncake_kv_store"), "refused", "no Mooncake master is started", EVEN_EMPTY),
-    (("host_setup", "commands"), "refused", "host setup commands are not run", None),
     (("profiling", "type"), "ignored", "no profiler wraps the workers", "none"),
     (("model", "stage_dir"), "ignored", "models are read from the profile's cache", None),
     (("infra", "nats_max_payload_mb"), "ignored", "no NATS server is started", None),
@@ -80,6 +76,29 @@ def _is_set(value: Any, neutral: Any) -> bool:
     return not (isinstance(value, Mapping | list) and not value)
 
 
+def _mooncake_master(name: str, service: Mapping[str, Any]) -> list[Unhonoured]:
+    """What a mooncake-master entry asks that the master role (frontends/mooncake) does not do."""
+    found = []
+    if service.get("external"):
+        why = "an external Mooncake master: the metadata server address workers need is not known"
+        found.append(Unhonoured(("services", name, "external"), "refused", why))
+    options = service.get("options")
+    for key in options if isinstance(options, Mapping) else ():
+        if key != "store_config":
+            why = "a mooncake-master option not carried out (known: store_config)"
+            found.append(Unhonoured(("services", name, "options", str(key)), "refused", why))
+    placement = service.get("placement")
+    node = placement.get("node") if isinstance(placement, Mapping) else None
+    if node not in (None, "head", "infra"):
+        why = f"the Mooncake master runs on the first node (where etcd/NATS run), not on {node}"
+        found.append(Unhonoured(("services", name, "placement", "node"), "ignored", why))
+    for key in ("command", "source", "build_command", "preamble", "readiness"):
+        if service.get(key):
+            why = f"the Mooncake master runs srt-slurm's own command, without {key}"
+            found.append(Unhonoured(("services", name, key), "ignored", why))
+    return found
+
+
 def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
     """Every rule-listed field this resolved variant sets, in rule order."""
     found = []
@@ -93,7 +112,16 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
         if not isinstance(service, Mapping) or service.get("enabled", True) is False:
             continue
         kind = service.get("type", "generic")
-        if kind not in ("etcd", "nats", "mooncake-master"):  # mooncake: backend.mooncake_kv_store
+        name = str(service.get("name"))
+        if kind == "mooncake-master":  # started as backend.mooncake_kv_store says
+            found += _mooncake_master(name, service)
+        elif kind == "mooncake-store":
+            why = (
+                "a standalone Mooncake store per worker node is not started: srt-slurm's "
+                "command for it is not in the srt-slurm source this project follows"
+            )
+            found.append(Unhonoured(("services", name), "refused", why))
+        elif kind not in ("etcd", "nats"):
             found.append(_service(service, str(kind)))
     model = raw.get("model")
     image = model.get("container") if isinstance(model, Mapping) else None

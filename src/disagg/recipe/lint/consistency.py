@@ -15,7 +15,7 @@ from typing import Any
 
 from disagg.cluster import is_repo_id
 from disagg.engines import registry
-from disagg.engines.base import EngineAdapter, Parallelism, as_int
+from disagg.engines.base import EngineAdapter, Parallelism, WorkerRole, WorkerSpec, as_int
 from disagg.recipe.benchmark_section import concurrency_points
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
@@ -218,7 +218,7 @@ class _Checker:
             self.capacity(variant, roles, per, where)
 
     def parallelism(self, variant: str, engine: str, role: _Role, gpus: int | None) -> None:
-        found = _parallel(engine, role)
+        found = _parallel(engine, role, gpus)
         if found is None:
             return
         par, keys = found
@@ -329,13 +329,20 @@ def _staged_draft(adapter: EngineAdapter, role: _Role) -> str | None:
     return draft.removeprefix("hf:") if draft and is_repo_id(draft) else None
 
 
-def _parallel(engine: str, role: _Role) -> tuple[Parallelism, list[str]] | None:
-    """The engine adapter's reading of a role's parallel layout, and the keys it read."""
+def _parallel(
+    engine: str, role: _Role, gpus: int | None = None
+) -> tuple[Parallelism, list[str]] | None:
+    """The engine adapter's reading of a role's parallel layout, and the keys it read; with
+    the worker's `gpus`, as the adapter lays out a worker given them (ATOM sizes TP so)."""
     adapter = registry.get(engine)
     if adapter is None or not adapter.uses_gpus:
         return None
     keys = [hit[0] for s in _PARALLEL_SETTINGS if (hit := adapter.flags.find(role.args, s))]
-    return adapter.parallelism(role.args), keys
+    if gpus is None:
+        return adapter.parallelism(role.args), keys
+    kind: WorkerRole = "aggregated" if role.name == "agg" else role.name  # type: ignore[assignment]
+    spec = WorkerSpec(role=kind, served_name="", gpus_per_node=gpus)
+    return adapter.worker_parallelism(role.args, spec), keys
 
 
 def _written(engine: str, role: _Role, setting: str) -> tuple[str, ...]:

@@ -1,0 +1,126 @@
+"""A plan's `host_setup`: its commands once on each node before any role, its teardown after.
+
+As srt-slurm runs them: on the bare host (outside any container), joined with `&&`,
+each node within `timeout_s`; a node whose commands fail or run out of time ends the
+job before anything else starts (unless `ignore_failure`, which logs it and goes on).
+`teardown` runs on the same nodes once every role has stopped, however the run ended,
+when the setup was started. Each node's output goes to `logs/host-setup.<rank>.log`
+(`host-teardown` for teardown); on this machine (the local executor) every node rank
+is this host, so each rank's commands run here in turn.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from disagg.errors import DisaggError
+from disagg.launch.base import RoleProcess
+from disagg.launch.logs import tail, task_log_path
+from disagg.launch.run_context import RunContext, Stop
+
+SETUP = "host-setup"
+TEARDOWN = "host-teardown"
+STARTED = "host_setup_start"  # the timeline mark that says teardown is owed
+_POLL_S = 0.1
+_LOG_TAIL = 30
+
+
+def run_host_setup(run: RunContext) -> None:
+    """The setup commands on every node of the plan's host setup; raises Stop on failure."""
+    setup = run.plan.host_setup
+    if setup is None or not setup.commands:
+        return
+    run.mark(STARTED)
+    names = run.launcher.node_names()
+    run.log.info("host setup on %d node(s)", len(setup.node_ranks))
+    failed = _on_nodes(run, SETUP, setup.commands, setup.node_ranks, setup.timeout_s)
+    for rank, why, log in failed:
+        reason = f"host setup failed on node {names[rank]}: {why}"
+        if setup.ignore_failure:
+            run.log.warning("%s (ignore_failure: going on); see %s", reason, log)
+            continue
+        run.fail(reason)
+        with run.lock:
+            if run.state.failure is not None and run.state.failure.reason == reason:
+                run.state.failure.log = str(log)
+                run.state.failure.log_tail = tail(log, _LOG_TAIL)
+        run.publish()
+        raise Stop
+    run.check_stop()
+    run.mark("host_setup_done")
+
+
+def run_host_teardown(run: RunContext) -> None:
+    """The teardown commands, when the setup was started; a failure is logged, not raised."""
+    setup = run.plan.host_setup
+    if setup is None or not setup.teardown:
+        return
+    if setup.commands and STARTED not in run.timeline:
+        return
+    names = run.launcher.node_names()
+    try:
+        failed = _on_nodes(
+            run, TEARDOWN, setup.teardown, setup.node_ranks, setup.timeout_s, stoppable=False
+        )
+    except DisaggError as exc:
+        run.log.error("host teardown could not start: %s", exc)
+        return
+    for rank, why, log in failed:
+        run.log.error("host teardown failed on node %s: %s; see %s", names[rank], why, log)
+
+
+def _on_nodes(
+    run: RunContext,
+    name: str,
+    commands: list[str],
+    ranks: list[int],
+    timeout_s: float,
+    *,
+    stoppable: bool = True,
+) -> list[tuple[int, str, Path]]:
+    """Run `commands` on every node in `ranks` at once; (rank, why, log) of each that failed.
+
+    `stoppable`: a stopped run (a cancel, a signal) stops them too and raises Stop."""
+    argv = ["bash", "-c", " && ".join(commands)]
+    logs = {rank: task_log_path(run.run_dir, name, rank, 2) for rank in ranks}
+    started: dict[int, RoleProcess] = {}
+    try:
+        for rank in ranks:
+            started[rank] = run.launcher.launch(
+                role=name, node_rank=rank, argv=argv, env={}, log_path=logs[rank]
+            )
+        return _wait(run, started, logs, timeout_s, stoppable)
+    finally:
+        for process in started.values():
+            if process.poll() is None:
+                process.stop(run.options.stop_grace_s)
+
+
+def _wait(
+    run: RunContext,
+    started: dict[int, RoleProcess],
+    logs: dict[int, Path],
+    timeout_s: float,
+    stoppable: bool,
+) -> list[tuple[int, str, Path]]:
+    deadline = time.monotonic() + timeout_s
+    failed: list[tuple[int, str, Path]] = []
+    waiting = dict(started)
+    while waiting:
+        if stoppable:
+            run.check_stop()
+        for rank, process in list(waiting.items()):
+            code = process.poll()
+            if code is None:
+                continue
+            del waiting[rank]
+            if code != 0:
+                failed.append((rank, f"exit code {code}", logs[rank]))
+        if waiting and time.monotonic() > deadline:
+            for rank, process in waiting.items():
+                process.stop(run.options.stop_grace_s)
+                failed.append((rank, f"not done within {timeout_s:g} s", logs[rank]))
+            break
+        time.sleep(_POLL_S)
+    return sorted(failed)
