@@ -182,4 +182,6 @@ def headline(result: dict[str, Any]) -> dict[str, float]:
         "completed",
         "failed",
     )
-    return {k: float(result[k]) for k in keys if isinstance(result.get(k), int | float)}
+    from disagg.bench.gate import finite_numbers
+
+    return finite_numbers({k: result[k] for k in keys if k in result})

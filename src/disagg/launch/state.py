@@ -11,8 +11,9 @@ import time
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from disagg.atomic import write_text
 from disagg.launch.liveness import ProcessIdentity
@@ -71,12 +72,24 @@ class RoleState(BaseModel):
     healthy_after_s: float | None = None
 
 
+def _numbers_only(value: object) -> object:
+    """A headline keeps its numbers only: JSON has no NaN, and a state.json written before
+    headlines were kept finite holds null where a client reported NaN."""
+    if isinstance(value, dict):
+        return {
+            k: v for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)
+        }
+    return value
+
+
 class PointState(BaseModel):
     key: str
     status: PointStatus = PointStatus.PENDING
     result: str | None = None
     reason: str | None = None
-    headline: dict[str, float] = Field(default_factory=empty_dict)
+    headline: Annotated[dict[str, float], BeforeValidator(_numbers_only)] = Field(
+        default_factory=empty_dict
+    )
     started_at: float | None = None
     finished_at: float | None = None
     seconds: float | None = None

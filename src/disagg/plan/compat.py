@@ -37,6 +37,14 @@ _ROWS = (
         "shape (lengths, warm-up, request rate), writing the same result fields",
         "one client for every benchmark type, validated results, resume and live progress",
     ),
+    Difference(
+        "custom-results",
+        "a `type: custom` command's exit status alone decides the job",
+        "a command that exits 0 but wrote no point file into `$DISAGG_RESULTS_DIR` fails the "
+        "run, naming that directory, unless the recipe sets `benchmark.expect_results: false`",
+        "a client pointed at the wrong directory, or one that did nothing, must not end as a "
+        "completed run with no numbers",
+    ),
 )
 
 DIFFERENCES: dict[str, Difference] = {row.id: row for row in _ROWS}

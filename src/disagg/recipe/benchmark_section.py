@@ -64,6 +64,10 @@ class BenchmarkSection(Section):
     tokenizer_mode: str | None = None
     command: str | None = Field(default=None, description="`type: custom`: shell command")
     env: EnvMap | None = Field(default=None, description="`type: custom`: extra environment")
+    expect_results: bool | None = Field(
+        default=None,
+        description="`type: custom`: false when the command writes no point files (disagg's own)",
+    )
     num_examples: int | None = None
     max_tokens: int | None = None
     repeat: int | None = None
