@@ -166,3 +166,16 @@ def _set_on_first_request(url: str, stop: threading.Event) -> Iterator[None]:
     finally:
         done.set()
         watcher.join()
+
+
+@pytest.mark.timeout(30)
+@HTTP
+def test_truncated_json_events_fail_their_requests_instead_of_counting_tokens(
+    http: str, out: Path
+) -> None:
+    with serve_in_subprocess(ServerConfig(truncated_events=True)) as url:
+        run = measure(url, plan(osl=16), out, http=http)
+    r = run.result
+    assert not run.valid
+    assert r["completed"] == 0 and r["failed"] == 16
+    assert all("not a JSON object" in error for error in r["errors"])

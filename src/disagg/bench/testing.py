@@ -47,6 +47,7 @@ class ServerConfig:
     hang: bool = False  # read requests but never answer
     keepalive_ms: float = 0.0  # >0: answer with headers, then only SSE comments this often
     fail_first: int = 0  # answer the first N requests with `fail_status` (default 500)
+    truncated_events: bool = False  # content events cut short, after their text
 
 
 _TOKEN = " tok"
@@ -62,8 +63,10 @@ def _frame(payload: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(payload), payload)
 
 
-def _event(obj: dict[str, Any] | str) -> bytes:
+def _event(obj: dict[str, Any] | str, *, truncated: bool = False) -> bytes:
     data = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
+    if truncated:
+        data = data[: len(data) * 4 // 5]  # past the text, short of the closing braces
     return _frame(b"data: " + data.encode() + b"\n\n")
 
 
@@ -88,7 +91,8 @@ class _Server:
                     "model": "test",
                     "choices": [{"index": 0, "text": text, "finish_reason": None}],
                     "usage": None,
-                }
+                },
+                truncated=config.truncated_events,
             ),
             "chat": _event(
                 {
@@ -97,7 +101,8 @@ class _Server:
                     "model": "test",
                     "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
                     "usage": None,
-                }
+                },
+                truncated=config.truncated_events,
             ),
         }
         self.role_chunk = _event(
