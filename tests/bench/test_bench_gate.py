@@ -49,6 +49,7 @@ def test_a_sound_point_passes() -> None:
         ({"completed": 4}, "6 of 10 requests failed"),  # asked for 10, counted 4
         ({"total_output_tokens": 0}, "no output tokens"),
         ({"output_throughput": 0.0}, "no output tokens"),
+        ({"output_throughput": None}, "output_throughput is None"),
     ],
 )
 def test_a_point_claiming_valid_with_impossible_numbers_is_invalid(

@@ -119,12 +119,14 @@ def verdict(data: Mapping[str, Any], max_failure_ratio: float) -> str | None:
     asked = _count(data, "num_prompts")
     if asked is not None:
         failed = max(failed, asked - completed)
-    output = _count(data, "total_output_tokens")
     throughput = data.get("output_throughput")
-    if _is_number(throughput) and throughput <= 0:
+    if not _is_number(throughput):
+        return f"output_throughput is {throughput!r}, not a number"
+    output = _count(data, "total_output_tokens")
+    if throughput <= 0:
         output = 0  # tokens counted but none per second: nothing was produced in the window
     elif output is None:
-        output = 1 if _is_number(throughput) else 0
+        output = 1
     return count_problem(
         total=completed + failed,
         completed=completed,
