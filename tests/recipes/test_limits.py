@@ -170,3 +170,38 @@ def test_any_limits_section_is_refused_or_round_trips_through_json(values: dict[
         return
     planned = limits_plan(section, "01:00:00")
     assert LimitsPlan.model_validate_json(planned.model_dump_json()) == planned
+
+
+CUSTOM = ROOT / "tests" / "workloads" / "data" / "sim-custom.yaml"
+
+
+def custom_with(tmp_path: Path, limits: str) -> str:
+    path = tmp_path / "custom.yaml"
+    path.write_text(CUSTOM.read_text().replace("\n  benchmark:\n", f"\n{limits}  benchmark:\n", 1))
+    return f"{path}:base"
+
+
+@pytest.mark.parametrize("name", ["request_timeout", "stall_timeout", "point_timeout"])
+def test_a_client_limit_set_for_a_custom_command_is_refused_not_shown_and_ignored(
+    tmp_path: Path, name: str
+) -> None:
+    with pytest.raises(DisaggError) as info:
+        plans_for([custom_with(tmp_path, f"  limits:\n    {name}: 60\n")], None)
+    assert f"limits.{name}" in str(info.value) and "custom" in str(info.value)
+    assert info.value.location is not None and info.value.location.line is not None
+
+
+def test_a_custom_command_plan_does_not_show_the_limits_it_cannot_apply(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    [plan] = plans_for([custom_with(tmp_path, "  limits:\n    run_timeout: 600\n")], None)
+    assert plan.limits.client_limits is False and plan.limits.run_timeout_s == 600
+    shown = subprocess.run(
+        [sys.executable, "-m", "disagg", "plan", custom_with(tmp_path, "")],
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "stall 300s" not in shown.stdout and "point none" not in shown.stdout
+    assert "not applied" in shown.stdout
