@@ -42,6 +42,7 @@ def test_a_sound_point_passes() -> None:
         ({"request_throughput": -3}, "request_throughput is -3"),
         ({"median_ttft_ms": -420.5}, "median_ttft_ms is -420.5"),
         ({"duration": 0}, "duration is 0"),
+        ({"total_token_throughput": 10.0}, "below output_throughput"),
         ({"duration": None}, "duration is None"),
         ({"completed": 9.5, "failed": 0.5}, "completed is 9.5"),
         ({"completed": 10, "failed": 3}, "exceed the 10 prompts asked"),

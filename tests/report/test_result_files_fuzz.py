@@ -35,6 +35,7 @@ from .report_fixtures import RunFactory, make_plan, make_result
 
 FIELDS = sorted(make_result(conc=1))
 NUMBERS = st.one_of(
+    st.sampled_from([5e-324, 1e-310, 1e308, -0.0, 0]),  # rates over these overflow
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(min_value=-(10**20), max_value=10**20),
 )
@@ -114,6 +115,11 @@ def test_any_client_point_file_is_judged_and_written_as_strict_json(
     result = normalise(data, plan, Path("client.json"))
     strict_json(result)
     if result["valid"]:
+        with contextlib.suppress(DisaggError):  # a row InferenceX cannot read: exit 2, named
+            row = to_row(result, allow_simulated=True)
+            strict_json(row)
+            assert all(v >= 0 for v in row.values() if isinstance(v, int | float)), row
+    if result["valid"]:
         assert verdict(data, plan.bench.max_failure_ratio) is None
         for key in ("completed", "duration", "output_throughput"):
             assert isinstance(data[key], int | float) and data[key] >= 0
@@ -149,7 +155,10 @@ def test_report_and_collect_over_mangled_result_files_never_raise(
         assert data is not None
         strict_json(data)
         with contextlib.suppress(DisaggError):  # a row InferenceX cannot read: exit 2, named
-            strict_json(to_row(data, allow_simulated=True))
+            row = to_row(data, allow_simulated=True)
+            strict_json(row)
+            numbers = [v for v in row.values() if isinstance(v, int | float)]
+            assert all(v >= 0 for v in numbers), row
 
 
 def test_a_result_file_nested_past_what_json_decodes_is_skipped(make_run: RunFactory) -> None:

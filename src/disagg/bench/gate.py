@@ -62,6 +62,9 @@ def numbers_problem(data: Mapping[str, Any]) -> str | None:
     duration = data.get("duration")
     if not _is_number(duration) or duration <= 0:
         return f"duration is {duration!r}, not a positive number of seconds"
+    total, output = data.get("total_token_throughput"), data.get("output_throughput")
+    if _is_number(total) and _is_number(output) and total < output:
+        return f"total_token_throughput ({total:g}) is below output_throughput ({output:g})"
     completed, failed, asked = (data.get(k) for k in ("completed", "failed", "num_prompts"))
     failed = failed if _is_number(failed) else 0
     if _is_number(asked) and _is_number(completed) and completed + failed > asked:

@@ -20,6 +20,7 @@ from disagg.atomic import write_json, write_text
 from disagg.bench.fingerprint import FINGERPRINT_KEYS, mismatch
 from disagg.bench.gate import count_problem, numbers_problem, verdict
 from disagg.bench.identity import SETUP_FIELDS
+from disagg.bench.inferencex import intvty
 from disagg.bench.metrics import STATS
 from disagg.bench.records import RequestRecord
 from disagg.plan.model import BenchPlan, PointPlan
@@ -135,8 +136,7 @@ def inferencex_fields(
         "input_tput_per_gpu": _per_gpu(total - output, in_gpus),
     }
     for stat in INTVTY_STATS:
-        tpot = float(metrics[f"{stat}_tpot_ms"])
-        fields[f"{stat}_intvty"] = 1000.0 / tpot if tpot > 0 else None
+        fields[f"{stat}_intvty"] = intvty(float(metrics[f"{stat}_tpot_ms"]))
     return fields
 
 

@@ -101,6 +101,7 @@ def normalise(
     `not_serving` (a role stopped serving while the command ran) makes it invalid.
     """
     from disagg.bench.identity import setup_fields
+    from disagg.bench.inferencex import intvty
 
     conc = _concurrency(data)
     reason = not_serving or _gate(data, plan)
@@ -130,8 +131,8 @@ def normalise(
             result[key] = value
     for stat in ("mean", "median", "p90", "p95", "p99"):
         tpot = _number(data.get(f"{stat}_tpot_ms"))
-        if result.get(f"{stat}_intvty") is None and tpot:
-            result[f"{stat}_intvty"] = 1000.0 / tpot
+        if result.get(f"{stat}_intvty") is None and tpot is not None:
+            result[f"{stat}_intvty"] = intvty(tpot)
     result.update(
         {
             "run_name": plan.name,
