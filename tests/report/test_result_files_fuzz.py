@@ -169,3 +169,19 @@ def test_a_result_file_nested_past_what_json_decodes_is_skipped(make_run: RunFac
     )
     run = load_run(run_dir)
     assert run.points == [] and len(run.skipped) == 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(metrics=st.dictionaries(st.sampled_from(FIELDS), NUMBERS, min_size=1))
+def test_a_result_file_disagg_writes_is_strict_json_it_reads_back(
+    metrics: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from disagg.bench.results import write_point
+
+    out = tmp_path_factory.mktemp("point")
+    result = make_result(conc=4) | metrics | {"errors": []}
+    path = write_point(out, "p_conc4", result, [], 0.0)
+    text = path.read_text()
+    json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} written"))
+    read = read_result(path)
+    assert read is not None and read["point"] == "conc4"

@@ -18,6 +18,7 @@ from typing import Any, TypeGuard
 
 COUNT_FIELDS = ("completed", "failed", "num_prompts", "total_input_tokens", "total_output_tokens")
 MAX_WALK = 10_000_000  # numbers looked at in one file; a result file holds far fewer
+MAX_NESTING = 32  # no point field nests deeper; a client's deeper value is dropped
 
 
 def _is_number(value: object) -> TypeGuard[int | float]:
@@ -146,3 +147,18 @@ def finite_numbers(values: Mapping[str, Any]) -> dict[str, float]:
         for key, value in values.items()
         if _is_number(value) and math.isfinite(value)
     }
+
+
+def strict_json_value(value: Any, depth: int = 0) -> Any:
+    """`value` with every NaN or infinity replaced by None, so that it is written as strict
+    JSON (what strict readers, and InferenceX's tools, accept); values nested past
+    MAX_NESTING are dropped."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict | list) and depth >= MAX_NESTING:
+        return None
+    if isinstance(value, dict):
+        return {k: strict_json_value(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [strict_json_value(v, depth + 1) for v in value]
+    return value

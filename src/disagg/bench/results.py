@@ -18,7 +18,7 @@ from typing import Any
 
 from disagg.atomic import write_json, write_text
 from disagg.bench.fingerprint import FINGERPRINT_KEYS, mismatch
-from disagg.bench.gate import count_problem, numbers_problem, verdict
+from disagg.bench.gate import count_problem, numbers_problem, strict_json_value, verdict
 from disagg.bench.identity import SETUP_FIELDS
 from disagg.bench.inferencex import intvty
 from disagg.bench.metrics import STATS
@@ -237,7 +237,7 @@ def write_point(
     if not detailed:
         for name in DETAILED_FIELDS:
             written.pop(name, None)
-    write_json(path, written)
+    write_json(path, strict_json_value(written))  # a NaN never reaches the file
     return path
 
 

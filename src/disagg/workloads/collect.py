@@ -12,7 +12,6 @@ every other file is kept and listed.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ from disagg.plan.model import Plan
 POINT_FIELDS = ("completed", "total_output_tokens", "output_throughput")
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 MAX_FILES = 10_000
-MAX_NESTING = 32
 
 
 @dataclass(frozen=True)
@@ -75,20 +73,6 @@ def _gate(data: dict[str, Any], plan: Plan) -> str | None:
     return verdict(data, plan.bench.max_failure_ratio)
 
 
-def _finite(value: Any, depth: int = 0) -> Any:
-    """`value` with every NaN or infinity replaced by None, so the result stays strict JSON
-    (what a client nested past MAX_NESTING is dropped: no point field is nested so)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict | list) and depth >= MAX_NESTING:
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v, depth + 1) for v in value]
-    return value
-
-
 def _per_gpu(value: float | None, gpus: int) -> float | None:
     return value / gpus if value is not None and gpus > 0 else None
 
@@ -100,12 +84,13 @@ def normalise(
 
     `not_serving` (a role stopped serving while the command ran) makes it invalid.
     """
+    from disagg.bench.gate import strict_json_value
     from disagg.bench.identity import setup_fields
     from disagg.bench.inferencex import intvty
 
     conc = _concurrency(data)
     reason = not_serving or _gate(data, plan)
-    result: dict[str, Any] = _finite(data)
+    result: dict[str, Any] = strict_json_value(data)
     data = result
     total = _number(data.get("total_token_throughput"))
     output = _number(data.get("output_throughput"))
