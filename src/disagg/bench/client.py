@@ -231,6 +231,8 @@ class AiohttpClient(Client):
                             break
                         now = monotonic()
                         feed(data, now)
+                        if parser.abandoned:
+                            break  # an over-size event: the parser's error says so
                         if now - max(rec.send, parser.last) > timeout:  # keep-alives only
                             rec.error = _no_progress(timeout)
                             break

@@ -142,6 +142,11 @@ class StreamParser:
         if start < len(data):
             self._keep(data[start:] if start else data)
 
+    @property
+    def abandoned(self) -> bool:
+        """An event outgrew the cap: the rest of the stream is not worth reading."""
+        return self._max_event < 0
+
     def _keep(self, piece: bytes) -> None:
         self._pending.append(piece)
         self._pending_len += len(piece)

@@ -48,6 +48,7 @@ class ServerConfig:
     keepalive_ms: float = 0.0  # >0: answer with headers, then only SSE comments this often
     fail_first: int = 0  # answer the first N requests with `fail_status` (default 500)
     truncated_events: bool = False  # content events cut short, after their text
+    event_bytes: int = 0  # >0: each content event carries a text this many bytes long
 
 
 _TOKEN = " tok"
@@ -82,7 +83,7 @@ class _Server:
         self.late_sum = 0.0
         self.late_count = 0
         self.loop = asyncio.get_running_loop()
-        text = _TOKEN * config.tokens_per_chunk
+        text = "x" * config.event_bytes if config.event_bytes else _TOKEN * config.tokens_per_chunk
         self.chunk = {
             "completions": _event(
                 {
