@@ -185,3 +185,47 @@ def test_a_result_file_disagg_writes_is_strict_json_it_reads_back(
     json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} written"))
     read = read_result(path)
     assert read is not None and read["point"] == "conc4"
+
+
+MANGLED = {
+    "nan and infinity": lambda text: text.replace(
+        '"duration": ', '"duration": NaN, "x": ', 1
+    ).replace('"output_throughput": ', '"output_throughput": Infinity, "y": ', 1),
+    "an overflowing number": lambda text: text.replace(
+        '"duration": ', '"duration": 1e400, "x": ', 1
+    ),
+    "negative counts": lambda text: text.replace('"completed": ', '"completed": -5, "x": ', 1),
+    "truncated": lambda text: text[: len(text) // 3],
+    "not an object": lambda text: "[1, 2, 3]",
+    "deeply nested": lambda text: (
+        '{"point": "conc1", "valid": true, "x": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    ),
+    "not utf-8": lambda text: text[:40] + "\udcff",
+}
+
+
+@pytest.mark.parametrize("mangle", sorted(MANGLED))
+def test_report_and_collect_commands_over_a_mangled_result_exit_cleanly(
+    make_run: RunFactory, tmp_path: Path, mangle: str
+) -> None:
+    import subprocess
+    import sys
+
+    run_dir = make_run("r", concs=(1, 4))
+    victim = sorted((run_dir / "results").glob("*.json"))[0]
+    victim.write_bytes(MANGLED[mangle](victim.read_text()).encode("utf-8", "surrogateescape"))
+    for args in (
+        ("report", run_dir, "--out", tmp_path / "report", "--json"),
+        ("collect", run_dir, "--out", tmp_path / "rows", "--json"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "disagg", *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode in (0, 1, 2), done.stderr
+        assert "Traceback" not in done.stderr, done.stderr
+    for row in (tmp_path / "rows").glob("*.json"):
+        strict_json(json.loads(row.read_text()))
