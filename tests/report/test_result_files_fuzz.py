@@ -99,8 +99,8 @@ def test_a_state_json_holding_null_headline_numbers_still_reads(tmp_path: Path) 
         orchestrator_pid=1, points=[PointState(key="conc1")],
     )  # fmt: skip
     data = json.loads(state.model_dump_json())
-    data["points"][0]["headline"] = {"output_throughput": None, "completed": 4}
-    (tmp_path / "state.json").write_text(json.dumps(data))
+    data["points"][0]["headline"] = {"output_throughput": None, "completed": 4, "x": math.nan}
+    (tmp_path / "state.json").write_text(json.dumps(data))  # NaN as Python writes it
     read = RunState.read(tmp_path)
     assert read is not None and read.points[0].headline == {"completed": 4.0}
 

@@ -76,3 +76,13 @@ def test_from_the_second_point_on_the_eta_is_within_a_factor_of_two(
         eta = sweep_eta(points, now=0.0)
         left = sum(truth[done:])
         assert eta is not None and left / 2 <= eta <= 2 * left, (done, eta, left)
+
+
+def test_points_with_impossible_numbers_teach_the_eta_nothing_and_raise_nothing() -> None:
+    points = [
+        PointState(key="c1", status=PointStatus.MEASURED, seconds=-3.0, requests=12, streams=1),
+        PointState(key="c2", status=PointStatus.MEASURED, seconds=6.0, requests=-4, streams=2),
+        PointState(key="c4", status=PointStatus.MEASURED, seconds=6.0, requests=12, streams=-4),
+        PointState(key="c8", status=PointStatus.PENDING, requests=96, streams=8),
+    ]
+    assert sweep_eta(points, now=0.0) == 48.0  # only c4 counts: 0.5 s a request, no fit

@@ -74,11 +74,13 @@ class RoleState(BaseModel):
 
 
 def _numbers_only(value: object) -> object:
-    """A headline keeps its numbers only: JSON has no NaN, and a state.json written before
-    headlines were kept finite holds null where a client reported NaN."""
+    """A headline keeps its finite numbers only: a state.json written before headlines were
+    kept finite holds null where a client reported NaN (and one from elsewhere, NaN)."""
     if isinstance(value, dict):
         return {
-            k: v for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)
+            k: v
+            for k, v in value.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
         }
     return value
 
@@ -115,10 +117,14 @@ def seconds_per_request(points: Sequence[PointState]) -> float | None:
 
 
 def _finished(points: Sequence[PointState]) -> list[PointState]:
+    """Points that ended with a time to learn from (a state.json of any origin may hold
+    zero or negative numbers: those points teach nothing)."""
     return [
         p
         for p in points
-        if p.status in (PointStatus.MEASURED, PointStatus.INVALID) and p.seconds and p.requests
+        if p.status in (PointStatus.MEASURED, PointStatus.INVALID)
+        and (p.seconds or 0.0) > 0
+        and p.requests > 0
     ]
 
 
@@ -138,7 +144,7 @@ def _latency_fit(points: Sequence[PointState]) -> tuple[float, float] | None:
     samples = [
         (math.log(p.streams), math.log(_one_stream_seconds(p, p.streams)))
         for p in _finished(points)
-        if p.streams
+        if p.streams is not None and p.streams > 0
     ]
     if not samples:
         return None
@@ -154,7 +160,7 @@ def expected_seconds(point: PointState, points: Sequence[PointState]) -> float |
     """How long `point` should take, from the points finished so far: by its request count
     and concurrency for a fixed-concurrency point, by the per-request pace otherwise."""
     fit = _latency_fit(points)
-    if point.streams and fit is not None:
+    if point.streams is not None and point.streams > 0 and fit is not None:
         a, b = fit
         per_request: float = a * point.streams**b
         return per_request * point.requests / min(point.streams, point.requests)
