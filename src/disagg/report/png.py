@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
@@ -81,10 +82,13 @@ def build_figure(charts: Chart | Sequence[Chart]) -> Figure:
     columns = legend_columns(widest)
     if columns:
         below = len(widest.series) > LEGEND_BESIDE_MAX
-        handles, labels = fig.axes[-1 if below else 0].get_legend_handles_labels()
+        entries: dict[str, Artist] = {}  # every panel's series, each once
+        for ax in fig.axes:
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                entries.setdefault(label, handle)
         fig.legend(
-            handles,
-            labels,
+            list(entries.values()),
+            list(entries),
             loc="outside lower center" if below else "outside right upper",
             ncols=columns,
             fontsize=LEGEND_FONT_PT,
