@@ -34,7 +34,7 @@ def test_invalid_point_exits_1_and_names_the_reason(tmp_path: Path) -> None:
     with serve_in_subprocess(ServerConfig(fail_status=503)) as url:
         proc = _bench(url, tmp_path, "--request-rate", "200", "--concurrency", "4")
     assert proc.returncode == 1
-    assert "INVALID" in proc.stdout and "no request completed" in proc.stdout
+    assert "INVALID" in proc.stdout and "no completed requests" in proc.stdout
     written = json.loads((tmp_path / "bench_rate200_conc4.json").read_text())
     assert written["valid"] is False
 

@@ -166,3 +166,29 @@ def _set_on_first_request(url: str, stop: threading.Event) -> Iterator[None]:
     finally:
         done.set()
         watcher.join()
+
+
+@pytest.mark.timeout(30)
+@HTTP
+def test_truncated_json_events_fail_their_requests_instead_of_counting_tokens(
+    http: str, out: Path
+) -> None:
+    with serve_in_subprocess(ServerConfig(truncated_events=True)) as url:
+        run = measure(url, plan(osl=16), out, http=http)
+    r = run.result
+    assert not run.valid
+    assert r["completed"] == 0 and r["failed"] == 16
+    assert all("not a JSON object" in error for error in r["errors"])
+
+
+@pytest.mark.timeout(60)
+@HTTP
+def test_an_event_over_the_size_cap_fails_its_request_naming_the_cap(http: str, out: Path) -> None:
+    from disagg.bench.sse import MAX_EVENT_BYTES
+
+    config = ServerConfig(event_bytes=MAX_EVENT_BYTES + 1024)
+    with serve_in_subprocess(config) as url:
+        run = measure(url, plan(osl=2, num_prompts=4, concurrency=2), out, http=http)
+    r = run.result
+    assert not run.valid and r["completed"] == 0
+    assert all(f"over {MAX_EVENT_BYTES:,} bytes" in error for error in r["errors"]), r["errors"]

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from disagg.errors import DisaggError
 from disagg.plan.from_recipe import plans_for
+from disagg.plan.limits import LimitsPlan, limits_plan
 from disagg.plan.model import Plan
+from disagg.recipe.job_sections import LimitsSection
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,3 +130,78 @@ def test_the_serving_gap_reaches_the_plan(tmp_path: Path) -> None:
     assert default.limits.serving_gap_s == 5
     [plan] = plans_for([recipe_with(tmp_path, "\nlimits:\n  serving_gap: 12\n")], None)
     assert plan.limits.serving_gap_s == 12
+
+
+def test_an_infinite_optional_limit_means_no_limit_and_plan_json_reads_back(
+    tmp_path: Path,
+) -> None:
+    limits = "\nlimits:\n  stall_timeout: .inf\n  point_timeout: .inf\n  run_timeout: .inf\n"
+    [plan] = plans_for([recipe_with(tmp_path, limits)], None)
+    assert (plan.limits.stall_timeout_s, plan.limits.point_timeout_s) == (None, None)
+    assert plan.limits.run_timeout_s is None
+    plan.write(tmp_path)
+    assert Plan.read(tmp_path).limits == plan.limits  # what `disagg report` and the job read
+
+
+@pytest.mark.parametrize(
+    "name", ["request_timeout", "liveness_timeout", "liveness_interval", "serving_gap"]
+)
+def test_an_infinite_limit_that_always_applies_is_refused_naming_it(
+    tmp_path: Path, name: str
+) -> None:
+    with pytest.raises(DisaggError) as info:
+        plans_for([recipe_with(tmp_path, f"\nlimits:\n  {name}: .inf\n")], None)
+    assert f"limits.{name}" in str(info.value) and "finite number of seconds" in str(info.value)
+
+
+SECONDS = st.one_of(
+    st.none(),
+    st.integers(min_value=-5, max_value=10**12),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(LimitsSection.model_fields)), SECONDS))
+def test_any_limits_section_is_refused_or_round_trips_through_json(values: dict[str, Any]) -> None:
+    try:
+        section = LimitsSection.model_validate(values)
+    except ValidationError:
+        return
+    planned = limits_plan(section, "01:00:00")
+    assert LimitsPlan.model_validate_json(planned.model_dump_json()) == planned
+
+
+CUSTOM = ROOT / "tests" / "workloads" / "data" / "sim-custom.yaml"
+
+
+def custom_with(tmp_path: Path, limits: str) -> str:
+    path = tmp_path / "custom.yaml"
+    path.write_text(CUSTOM.read_text().replace("\n  benchmark:\n", f"\n{limits}  benchmark:\n", 1))
+    return f"{path}:base"
+
+
+@pytest.mark.parametrize("name", ["request_timeout", "stall_timeout", "point_timeout"])
+def test_a_client_limit_set_for_a_custom_command_is_refused_not_shown_and_ignored(
+    tmp_path: Path, name: str
+) -> None:
+    with pytest.raises(DisaggError) as info:
+        plans_for([custom_with(tmp_path, f"  limits:\n    {name}: 60\n")], None)
+    assert f"limits.{name}" in str(info.value) and "custom" in str(info.value)
+    assert info.value.location is not None and info.value.location.line is not None
+
+
+def test_a_custom_command_plan_does_not_show_the_limits_it_cannot_apply(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    [plan] = plans_for([custom_with(tmp_path, "  limits:\n    run_timeout: 600\n")], None)
+    assert plan.limits.client_limits is False and plan.limits.run_timeout_s == 600
+    shown = subprocess.run(
+        [sys.executable, "-m", "disagg", "plan", custom_with(tmp_path, "")],
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "stall 300s" not in shown.stdout and "point none" not in shown.stdout
+    assert "not applied" in shown.stdout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from disagg.report.pareto import frontier
@@ -49,3 +49,37 @@ def test_frontier_is_exactly_the_non_dominated_set(points: list[Point]) -> None:
         if p not in kept:
             assert any(_dominates(k, p) or k == p for k in kept)
     assert [p[0] for p in kept] == sorted(p[0] for p in kept)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.integers(1, 4096)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_every_placed_label_is_nearer_its_own_point_than_any_other(
+    points: list[tuple[float, float, int]],
+) -> None:
+    from disagg.report.chart import PLOT_PX
+    from disagg.report.labels import box_at, distance, place
+
+    texts = [str(conc) for _, _, conc in points]
+    spots = place([(x, y) for x, y, _ in points], texts, PLOT_PX)
+    pixels = [(x * PLOT_PX[0], y * PLOT_PX[1]) for x, y, _ in points]
+    for own, spot in enumerate(spots):
+        if spot is None:
+            continue
+        box = box_at(spot, *pixels[own], texts[own])
+        mine = distance(box, *pixels[own])
+        assert all(distance(box, *p) > mine for i, p in enumerate(pixels) if i != own)
+
+
+def test_two_close_points_at_the_bottom_both_keep_a_label_beside_them() -> None:
+    from disagg.report.chart import PLOT_PX
+    from disagg.report.labels import place
+
+    # the demo's concurrency 1 and 2: 2 px apart across, 11 px up, near the x axis
+    spots = place([(0.978, 0.022), (0.980, 0.044)], ["1", "2"], PLOT_PX)
+    assert spots[0] is not None and spots[1] is not None

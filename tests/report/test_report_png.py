@@ -102,3 +102,26 @@ def test_simulated_points_do_not_set_the_frontier_of_real_runs(make_run: RunFact
 
     assert chart.frontier and all(not cp.point.simulated for cp in chart.frontier)
     assert all(cp.point.simulated for cp in _chart([sim]).frontier)
+
+
+def test_past_a_dozen_series_the_legend_goes_below_the_plot_and_keeps_what_differs(
+    make_run: RunFactory,
+) -> None:
+    runs = [
+        make_run(f"r{i}", selector=f"x.yaml:override_{i}", concs=(8, 64), speed=1 + i / 100)
+        for i in range(200)
+    ]
+    chart = _chart(runs)
+    fig = build_figure(chart)
+    fig.draw_without_rendering()  # lay out, so that extents are where the PNG has them
+
+    [ax] = fig.axes
+    [legend] = fig.legends
+    plot, box = ax.get_window_extent(), legend.get_window_extent()
+    assert box.y1 <= plot.y0  # entirely below the plot area: it covers no point
+    figure = fig.bbox
+    assert figure.x0 <= box.x0 and box.x1 <= figure.x1 and figure.y0 <= box.y0
+    texts = [text.get_text() for text in legend.get_texts()]
+    assert len(texts) == 201 and "x.yaml:override_199" in texts
+    assert all(len(text) < 40 for text in texts)  # the shared setup is said once, above
+    assert any("every series: DeepSeek-R1" in text for text in _texts(fig))

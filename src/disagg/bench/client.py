@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import resource
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from time import monotonic
 from typing import Any, Literal
@@ -41,8 +41,8 @@ class Load:
 
     url: str  # full endpoint URL, e.g. http://host:port/v1/completions
     chat: bool
-    requests: list[RequestSpec]
-    warmup: list[RequestSpec] = field(default_factory=list)
+    requests: Sequence[RequestSpec]  # a list, or `disagg.bench.prompts.LazySpecs`
+    warmup: Sequence[RequestSpec] = field(default_factory=list)
     concurrency: int | None = None  # streams (or the cap in rate mode)
     offsets: list[float] | None = None  # rate mode: send times after t0, one per request
     # Longest one request may go without progress (its first or next generated token);
@@ -231,6 +231,8 @@ class AiohttpClient(Client):
                             break
                         now = monotonic()
                         feed(data, now)
+                        if parser.abandoned:
+                            break  # an over-size event: the parser's error says so
                         if now - max(rec.send, parser.last) > timeout:  # keep-alives only
                             rec.error = _no_progress(timeout)
                             break
@@ -264,9 +266,17 @@ async def open_client(load: Load) -> AsyncIterator[Client]:
             yield FastClient(load, pool)
 
 
+def records_for(specs: Sequence[RequestSpec]) -> list[RequestRecord]:
+    """An empty record per request; lazily built requests give their lengths unbuilt."""
+    lengths = getattr(specs, "lengths", None)
+    if lengths is not None:
+        return [RequestRecord(index, isl, osl) for index, isl, osl in lengths()]
+    return [RequestRecord(s.index, s.input_len, s.output_len) for s in specs]
+
+
 async def run_phase(
     client: Client,
-    specs: list[RequestSpec],
+    specs: Sequence[RequestSpec],
     offsets: list[float] | None,
     t0: float,
     stop: Callable[[], bool],
@@ -281,7 +291,7 @@ async def run_phase(
     left in `counters.cut`); unsent requests are recorded as failed.
     """
     load = client.load
-    records = [RequestRecord(s.index, s.input_len, s.output_len) for s in specs]
+    records = records_for(specs)
     if not specs:
         return records
     if offsets is None:
@@ -333,7 +343,7 @@ async def _sleep_until(when: float) -> None:
 async def _fixed_concurrency(
     client: Client,
     concurrency: int | None,
-    specs: list[RequestSpec],
+    specs: Sequence[RequestSpec],
     records: list[RequestRecord],
     t0: float,
     counters: Counters,
@@ -366,7 +376,7 @@ async def _fixed_concurrency(
 async def _scheduled(
     client: Client,
     concurrency: int | None,
-    specs: list[RequestSpec],
+    specs: Sequence[RequestSpec],
     records: list[RequestRecord],
     offsets: list[float],
     t0: float,
@@ -375,15 +385,16 @@ async def _scheduled(
     cap = asyncio.Semaphore(concurrency) if concurrency else None
     tasks: set[asyncio.Task[None]] = set()
 
-    async def one(i: int) -> None:
+    async def one(i: int, spec: RequestSpec) -> None:
         try:
-            await client.send(specs[i], records[i], counters)
+            await client.send(spec, records[i], counters)
         finally:
             if cap is not None:
                 cap.release()
 
     try:
         for i, offset in enumerate(offsets):
+            spec = specs[i]  # a lazily built body is made before its send time, not after
             due = t0 + offset
             await _sleep_until(due)
             rec = records[i]
@@ -393,7 +404,7 @@ async def _scheduled(
                 rec.ready = monotonic() if waited else due
             else:
                 rec.ready = due
-            task = asyncio.ensure_future(one(i))
+            task = asyncio.ensure_future(one(i, spec))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         if tasks:

@@ -24,6 +24,7 @@ from typing import Protocol, cast
 from urllib.parse import urlsplit
 
 MAX_ERROR_BODY = 64 * 1024
+MAX_HEAD = 64 * 1024  # response head, or one chunk-size line: a server past it is broken
 
 
 class Sink(Protocol):
@@ -35,6 +36,14 @@ class Sink(Protocol):
     """
 
     last: float
+
+    @property
+    def abandoned(self) -> bool:
+        """The body is past saving (an over-size event): stop reading it."""
+
+    @property
+    def error(self) -> str | None:
+        """Why the body failed, if it did."""
 
     def feed(self, data: bytes, now: float) -> None: ...
 
@@ -92,6 +101,8 @@ class _Exchange:
         if not self.head_done:
             end = data.find(b"\r\n\r\n")
             if end < 0:
+                if len(data) > MAX_HEAD:
+                    raise HttpError(f"response head over {MAX_HEAD:,} bytes")
                 self.buf = data
                 return False
             self._head(data[:end], now)
@@ -160,6 +171,8 @@ class _Exchange:
                 eol = data.find(b"\r\n", pos)
                 if eol < 0:
                     self.buf = data[pos:]
+                    if len(self.buf) > MAX_HEAD:
+                        raise HttpError("malformed chunked encoding from the server")
                     break
                 try:
                     length = int(data[pos:eol].split(b";", 1)[0], 16)
@@ -204,6 +217,10 @@ class _Conn(asyncio.Protocol):
             done = ex.feed(data, monotonic())
         except (HttpError, ValueError) as exc:
             self._finish(ex, HttpError(str(exc)))
+            self.close()
+            return
+        if ex.sink.abandoned:  # the parser gave up on the body: do not read the rest
+            self._finish(ex, HttpError(ex.sink.error or "stopped reading the response"))
             self.close()
             return
         if done:

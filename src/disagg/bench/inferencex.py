@@ -15,6 +15,7 @@ aggregator that ignores unknown fields still keeps it apart from real hardware.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -117,6 +118,14 @@ def schema_problems(model: type[BaseModel], data: Mapping[str, Any]) -> list[str
     return []
 
 
+def intvty(tpot_ms: float) -> float | None:
+    """1000 / TPOT in ms: tokens/s one user sees; None when TPOT gives no finite rate."""
+    if not tpot_ms > 0:
+        return None
+    rate = 1000.0 / tpot_ms
+    return rate if math.isfinite(rate) else None
+
+
 def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[str, Any]:
     """The InferenceX row of one valid disagg result; DisaggError when it cannot be one."""
     problems = schema_problems(ResultSetup, result)
@@ -164,7 +173,7 @@ def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[
     for stat in _TPOT_STATS:
         tpot = result.get(f"{stat}_tpot_ms")
         value = float(tpot) if isinstance(tpot, int | float) and not isinstance(tpot, bool) else 0.0
-        row[f"{stat}_intvty"] = 1000.0 / value if value > 0 else None
+        row[f"{stat}_intvty"] = intvty(value)
     row |= {
         "router": result["router"],
         "router_version": result["router_version"],

@@ -7,7 +7,11 @@ text. Text is needed for the chat endpoint, chat templates and the sglang-router
 and re-encoded until the text has the wanted token count; without one, the text is
 `isl` short common words, one token each in the usual BPE vocabularies (exact for
 the simulated engine, close for real ones).
-Bodies are serialised once, before the measured window, so the hot path only sends bytes.
+Bodies are serialised once, before the measured window, so the hot path only sends bytes,
+as long as a point's bodies fit in `EAGER_BYTES`; a larger point gets `LazySpecs`, which
+builds each body just before it is sent, so memory does not grow with the request count.
+Request i's lengths and prompt come from its own seeded generator, so both ways give
+the same bytes.
 """
 
 from __future__ import annotations
@@ -15,12 +19,17 @@ from __future__ import annotations
 import importlib
 import json
 import random
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from disagg.bench.client import RequestSpec
 from disagg.errors import DisaggError
+
+EAGER_BYTES = 256 * 1024 * 1024  # request bodies of one point built ahead of the window
+_BODY_BYTES_PER_TOKEN = 6  # a token id and its comma; a word and its space is less
+_BODY_OVERHEAD = 256  # model name, max_tokens, stream options...
 
 # Ids every common vocabulary (>= 32k entries) has, away from special tokens at the ends.
 DEFAULT_ID_RANGE = (1000, 30000)
@@ -76,19 +85,26 @@ def load_tokenizer(path: str) -> Any:
         raise DisaggError(f"{file}: cannot load the tokenizer: {exc}") from exc
 
 
-def _lengths(rng: random.Random, mean: int, ratio: float, count: int) -> list[int]:
-    """Integer lengths uniform in [n * ratio, n], at least 1 (sa-bench's random dataset).
-
-    This is the meaning `random_range_ratio` has in the recipes users already have
-    (srt-slurm's sa-bench, InferenceX): 1.0 pins every request to exactly n tokens.
-    """
+def _check_ratio(ratio: float) -> None:
     if not 0.0 <= ratio <= 1.0:
         raise DisaggError(
             f"range ratio must be in [0, 1], got {ratio:g}",
             hint="lengths are drawn from [ratio * n, n]; 1 means exactly n",
         )
-    low = max(1, round(mean * ratio))
-    return [rng.randint(low, mean) for _ in range(count)]
+
+
+def _length(rng: random.Random, mean: int, ratio: float) -> int:
+    """An integer length uniform in [n * ratio, n], at least 1 (sa-bench's random dataset).
+
+    This is the meaning `random_range_ratio` has in the recipes users already have
+    (srt-slurm's sa-bench, InferenceX): 1.0 pins every request to exactly n tokens.
+    """
+    return rng.randint(max(1, round(mean * ratio)), mean)
+
+
+def _rng(seed: int, seed_offset: int, index: int) -> random.Random:
+    """Request `index`'s own generator: its prompt does not depend on any other's."""
+    return random.Random(((seed * 1_000_003 + seed_offset) << 40) + index)
 
 
 def _random_ids(rng: random.Random, length: int, low: int, high: int) -> list[int]:
@@ -138,12 +154,24 @@ class PromptFactory:
         self.id_range = (low, high)
         self.template = _chat_template(settings.tokenizer) if settings.chat_template else None
 
-    def build(self, count: int, *, seed_offset: int = 0) -> list[RequestSpec]:
+    def build(self, count: int, *, seed_offset: int = 0) -> Sequence[RequestSpec]:
+        """`count` requests: built now when their bodies fit in EAGER_BYTES, else lazily."""
         s = self.settings
-        rng = random.Random(s.seed * 1_000_003 + seed_offset)
-        inputs = _lengths(rng, s.isl, s.range_ratio, count)
-        outputs = _lengths(rng, s.osl, s.range_ratio, count)
-        return [self._spec(i, rng, inputs[i], outputs[i]) for i in range(count)]
+        _check_ratio(s.range_ratio)
+        if count * (_BODY_BYTES_PER_TOKEN * s.isl + _BODY_OVERHEAD) > EAGER_BYTES:
+            return LazySpecs(s, range(count), seed_offset, self)
+        return [self.spec_at(i, seed_offset) for i in range(count)]
+
+    def lengths_at(self, index: int, seed_offset: int = 0) -> tuple[random.Random, int, int]:
+        """Request `index`'s generator, after drawing its input and output lengths."""
+        s = self.settings
+        rng = _rng(s.seed, seed_offset, index)
+        return rng, _length(rng, s.isl, s.range_ratio), _length(rng, s.osl, s.range_ratio)
+
+    def spec_at(self, index: int, seed_offset: int = 0) -> RequestSpec:
+        """Request `index` of a build (the same bytes whenever it is asked for)."""
+        rng, isl, osl = self.lengths_at(index, seed_offset)
+        return self._spec(index, rng, isl, osl)
 
     def _spec(self, index: int, rng: random.Random, isl: int, osl: int) -> RequestSpec:
         s = self.settings
@@ -185,6 +213,59 @@ class PromptFactory:
             return _synthetic_text(rng, length)
         low, high = self.id_range
         return _text_of_length(self.tokenizer, rng, length, low, high)
+
+
+class LazySpecs(Sequence[RequestSpec]):
+    """A point's requests, each built when asked for: memory stays flat however many.
+
+    Picklable (worker processes get their share by slicing): the factory, which may hold
+    a tokenizer, is made again from the settings on first use in each process.
+    """
+
+    def __init__(
+        self,
+        settings: PromptSettings,
+        indices: range,
+        seed_offset: int,
+        factory: PromptFactory | None = None,
+    ) -> None:
+        self.settings = settings
+        self.indices = indices
+        self.seed_offset = seed_offset
+        self._factory = factory
+
+    @property
+    def factory(self) -> PromptFactory:
+        if self._factory is None:
+            self._factory = PromptFactory(self.settings)
+        return self._factory
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_factory": None}
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    @overload
+    def __getitem__(self, item: int) -> RequestSpec: ...
+
+    @overload
+    def __getitem__(self, item: slice) -> LazySpecs: ...
+
+    def __getitem__(self, item: int | slice) -> RequestSpec | LazySpecs:
+        if isinstance(item, slice):
+            return LazySpecs(self.settings, self.indices[item], self.seed_offset, self._factory)
+        return self.factory.spec_at(self.indices[item], self.seed_offset)
+
+    def __iter__(self) -> Iterator[RequestSpec]:
+        for index in self.indices:
+            yield self.factory.spec_at(index, self.seed_offset)
+
+    def lengths(self) -> Iterator[tuple[int, int, int]]:
+        """(index, input length, output length) of each request, without building bodies."""
+        for index in self.indices:
+            _, isl, osl = self.factory.lengths_at(index, self.seed_offset)
+            yield index, isl, osl
 
 
 def _chat_template(path: str | None) -> Any:

@@ -18,12 +18,15 @@ from typing import Any
 
 from disagg.atomic import write_json, write_text
 from disagg.bench.fingerprint import FINGERPRINT_KEYS, mismatch
+from disagg.bench.gate import count_problem, numbers_problem, strict_json_value, verdict
 from disagg.bench.identity import SETUP_FIELDS
+from disagg.bench.inferencex import intvty
 from disagg.bench.metrics import STATS
 from disagg.bench.records import RequestRecord
 from disagg.plan.model import BenchPlan, PointPlan
 
 RESULT_VERSION = 1
+DEFAULT_MAX_FAILURE_RATIO = 0.01  # a run without a plan: the recipe default
 LENGTH_TOLERANCE = 0.10  # with ignore_eos, output within 10% (or 1 token) of the request
 INTVTY_STATS = tuple(s for s in STATS if s != "std")
 
@@ -66,31 +69,6 @@ def result_stem(ctx: PointContext) -> str:
     return stem
 
 
-def judge_counts(
-    *,
-    total: int,
-    completed: int,
-    failed: int,
-    output_tokens: int,
-    max_failure_ratio: float,
-    first_error: str | None = None,
-) -> str | None:
-    """The count checks of the gate, for any point file (also those a custom client wrote)."""
-    error = f"; first error: {first_error}" if first_error else ""
-    if total == 0:
-        return "no requests were sent"
-    if completed == 0:
-        return f"no request completed{error}"
-    if failed / total > max_failure_ratio:
-        return (
-            f"{failed} of {total} requests failed ({100 * failed / total:.1f}% > "
-            f"{100 * max_failure_ratio:g}% allowed){error}"
-        )
-    if output_tokens == 0:
-        return "the server produced no output tokens"
-    return None
-
-
 def judge(
     metrics: dict[str, Any],
     records: Sequence[RequestRecord],
@@ -101,7 +79,7 @@ def judge(
     first_error = next((r.error for r in records if r.error), None)
     if stopped_reason:
         return stopped_reason
-    reason = judge_counts(
+    reason = count_problem(
         total=len(records),
         completed=int(metrics["completed"]),
         failed=int(metrics["failed"]),
@@ -111,6 +89,9 @@ def judge(
     )
     if reason is not None:
         return reason
+    problem = numbers_problem(metrics)
+    if problem is not None:
+        return problem
     if bench.ignore_eos:
         exact = [r for r in records if r.success and r.output_source in ("usage", "tokenizer")]
         off = [
@@ -155,8 +136,7 @@ def inferencex_fields(
         "input_tput_per_gpu": _per_gpu(total - output, in_gpus),
     }
     for stat in INTVTY_STATS:
-        tpot = float(metrics[f"{stat}_tpot_ms"])
-        fields[f"{stat}_intvty"] = 1000.0 / tpot if tpot > 0 else None
+        fields[f"{stat}_intvty"] = intvty(float(metrics[f"{stat}_tpot_ms"]))
     return fields
 
 
@@ -257,7 +237,7 @@ def write_point(
     if not detailed:
         for name in DETAILED_FIELDS:
             written.pop(name, None)
-    write_json(path, written)
+    write_json(path, strict_json_value(written))  # a NaN never reaches the file
     return path
 
 
@@ -265,7 +245,7 @@ def read_result(path: Path) -> dict[str, Any] | None:
     """A result JSON, or None if unreadable or not a disagg result."""
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or "point" not in data or "valid" not in data:
         return None
@@ -308,6 +288,21 @@ def _valid_for(out_dir: Path, point: PointPlan) -> list[Path]:
             and data.get("valid") is True
             and data.get("point") == point.key
             and data.get("num_prompts") == point.num_prompts
+            and verdict(data, _failure_ratio(data)) is None
         ):
             found.append(path)
     return found
+
+
+def _failure_ratio(data: Mapping[str, Any]) -> float:
+    """The failure share a disagg result was judged under (it records its own)."""
+    ratio = data.get("max_failure_ratio")
+    if isinstance(ratio, int | float) and not isinstance(ratio, bool) and 0 <= ratio <= 1:
+        return float(ratio)
+    return DEFAULT_MAX_FAILURE_RATIO
+
+
+def judged(data: Mapping[str, Any], max_failure_ratio: float | None = None) -> str | None:
+    """`disagg.bench.gate.verdict` under the run's failure share, or the file's own."""
+    ratio = _failure_ratio(data) if max_failure_ratio is None else max_failure_ratio
+    return verdict(data, ratio)

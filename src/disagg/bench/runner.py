@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -96,8 +96,8 @@ def point_load(
     point: PointPlan,
     options: ClientOptions,
     *,
-    requests: list[RequestSpec],
-    warmup: list[RequestSpec] | None = None,
+    requests: Sequence[RequestSpec],
+    warmup: Sequence[RequestSpec] | None = None,
     offsets: list[float] | None = None,
 ) -> Load:
     """The one place a point's requests become a Load, for sa-bench and trace replay alike."""
@@ -182,4 +182,6 @@ def headline(result: dict[str, Any]) -> dict[str, float]:
         "completed",
         "failed",
     )
-    return {k: float(result[k]) for k in keys if isinstance(result.get(k), int | float)}
+    from disagg.bench.gate import finite_numbers
+
+    return finite_numbers({k: result[k] for k in keys if k in result})

@@ -1,44 +1,67 @@
 """Server-sent-event parsing on the hot path: raw bytes in, token timestamps out.
 
 Every event is timestamped with the time of the read that delivered it, so events
-are never merged into one (ITL is a gap between events, not between reads). The
-payload is not JSON-decoded per event: a content event is recognised by a
-non-empty `"text"` (completions) or `"content"`/`"reasoning_content"` (chat) string
-found with `bytes.find`; only the rare non-content events (usage, errors) are
-decoded. There is no line-length limit: events are cut from a growing buffer.
-The raw bytes are kept (for re-tokenising the text) only when asked for.
+are never merged into one (ITL is a gap between events, not between reads). Every
+`data:` payload is decoded as JSON: an event that does not decode (a truncated
+object, stray bytes) is an error for its request, never a counted token. A content
+event is one with a non-empty `text` (completions) or `content`/`reasoning_content`
+(chat) in its first choice; `usage` and `error` are read from any event.
+
+Parsing is linear in the bytes received: a read is searched once for event ends, and
+the part of an event still arriving is kept as a list of pieces joined once, when the
+event ends. An event may be at most `max_event_bytes` long; a longer one is an error
+for the request and the rest of the stream is ignored. The raw bytes are kept (for
+re-tokenising the text) only when asked for.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
-_QUOTE = 0x22
-_SPACE = (0x20, 0x09)
 _DONE = b"[DONE]"
-_USAGE = b'"usage":'
-_ERROR = b'"error"'
-COMPLETIONS_KEYS = (b'"text":',)
-CHAT_KEYS = (b'"content":', b'"reasoning_content":')
+# The C scanner behind `json.loads`, called directly: `loads` on bytes first guesses the
+# encoding and wraps the scan in checks, which costs as much again as the scan itself.
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+MAX_EVENT_BYTES = 4 * 1024 * 1024  # a streamed chunk is well under a kilobyte
 RAW_KEEP_LIMIT = 256 * 1024  # raw bytes kept per stream for the no-usage fallback
+_SNIPPET = 80  # bytes of a bad event quoted in the error
 
 
-def _non_empty_string_at(buf: bytes, pos: int, end: int) -> bool:
-    """True if a JSON string value that is not `""` starts at pos (after optional spaces)."""
-    while pos < end and buf[pos] in _SPACE:
-        pos += 1
-    return pos + 1 < end and buf[pos] == _QUOTE and buf[pos + 1] != _QUOTE
+def _payload(event: bytes) -> bytes | None:
+    """The event's data (its `data:` lines joined by newlines), or None when it has none."""
+    if b"\n" not in event:  # the usual one-line event
+        return event[5:].strip() if event.startswith(b"data:") else None
+    lines = [line[5:].strip() for line in event.split(b"\n") if line.startswith(b"data:")]
+    return b"\n".join(lines) if lines else None
+
+
+def _content(choice: object, chat: bool) -> bool:
+    """True when a chunk's first choice carries generated text (a token event)."""
+    if not isinstance(choice, dict):
+        return False
+    if chat:
+        delta = choice.get("delta")
+        if not isinstance(delta, dict):
+            return False
+        piece = delta.get("content") or delta.get("reasoning_content")
+    else:
+        piece = choice.get("text")
+    return piece.__class__ is str and piece != ""
 
 
 class StreamParser:
     """Incremental SSE parser for one response; `feed` each read with its timestamp."""
 
     __slots__ = (
-        "_keys",
+        "_chat",
+        "_cr",
+        "_max_event",
+        "_pending",
+        "_pending_len",
         "_raw",
         "_raw_len",
-        "_tail",
         "chunks",
         "done",
         "error",
@@ -49,9 +72,14 @@ class StreamParser:
         "usage_tokens",
     )
 
-    def __init__(self, chat: bool, *, keep_text: bool = False) -> None:
-        self._keys = CHAT_KEYS if chat else COMPLETIONS_KEYS
-        self._tail = b""
+    def __init__(
+        self, chat: bool, *, keep_text: bool = False, max_event_bytes: int = MAX_EVENT_BYTES
+    ) -> None:
+        self._chat = chat
+        self._max_event = max_event_bytes
+        self._pending: list[bytes] = []  # the start of an event still arriving
+        self._pending_len = 0
+        self._cr = False  # the previous read ended in `\r` (half of a `\r\n`)
         self._raw: list[bytes] | None = [] if keep_text else None
         self._raw_len = 0
         self.chunks = 0  # content events seen
@@ -64,6 +92,8 @@ class StreamParser:
         self.error: str | None = None
 
     def feed(self, data: bytes, now: float) -> None:
+        if self.error is not None and self._max_event < 0:
+            return  # an over-size event: the rest of the stream is not read
         raw = self._raw
         if raw is not None:
             self._raw_len += len(data)
@@ -71,70 +101,110 @@ class StreamParser:
                 self._raw = None
             else:
                 raw.append(data)
-        if self._tail:
-            data = self._tail + data
+        if self._cr:
+            data = b"\r" + data
+            self._cr = False
+        if data.endswith(b"\r"):
+            data = data[:-1]
+            self._cr = True
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n")
+        if not data:
+            return
         start = 0
+        if self._pending:
+            last = self._pending[-1]
+            if last.endswith(b"\n") and data.startswith(b"\n"):
+                end, start = -1, 1  # the event ended exactly between two reads
+            else:
+                end = data.find(b"\n\n")
+                if end < 0:
+                    self._keep(data)
+                    return
+                start = end + 2
+            self._pending.append(data[:end] if end >= 0 else b"")
+            event = b"".join(self._pending)
+            if end < 0:
+                event = event[:-1]
+            self._pending, self._pending_len = [], 0
+            if not self._fits(len(event)):
+                return
+            self._event(event, now)
         find = data.find
         while True:
             end = find(b"\n\n", start)
             if end < 0:
                 break
-            self._event(data, start, end, now)
-            start = end + 2
-        self._tail = data[start:] if start < len(data) else b""
-
-    def _event(self, buf: bytes, start: int, end: int, now: float) -> None:
-        find = buf.find
-        for key in self._keys:
-            at = find(key, start, end)
-            if at >= 0 and _non_empty_string_at(buf, at + len(key), end):
-                if self.chunks:
-                    self.itls.append(now - self.last)
-                else:
-                    self.first = now
-                self.last = now
-                self.chunks += 1
+            if not self._fits(end - start):
                 return
-        data_at = find(b"data:", start, end)
-        if data_at < 0:
+            self._event(data[start:end], now)
+            start = end + 2
+        if start < len(data):
+            self._keep(data[start:] if start else data)
+
+    @property
+    def abandoned(self) -> bool:
+        """An event outgrew the cap: the rest of the stream is not worth reading."""
+        return self._max_event < 0
+
+    def _keep(self, piece: bytes) -> None:
+        self._pending.append(piece)
+        self._pending_len += len(piece)
+        self._fits(self._pending_len)
+
+    def _fits(self, size: int) -> bool:
+        if size <= self._max_event:
+            return True
+        self.error = self.error or f"server sent an SSE event over {self._max_event:,} bytes"
+        self._max_event = -1  # ignore the rest of the stream
+        self._pending, self._pending_len = [], 0
+        return False
+
+    def _event(self, event: bytes, now: float) -> None:
+        if event[:6] == b"data: " and b"\n" not in event:  # the usual one-line event
+            payload: bytes | None = event[6:].strip()
+        else:
+            payload = _payload(event)
+        if not payload:
             return  # comment, `event:` or `id:` lines only
-        payload = buf[data_at + 5 : end].strip()
         if payload == _DONE:
             self.done = True
             return
-        at = find(_USAGE, start, end)
-        if at >= 0:
-            pos = at + len(_USAGE)
-            while pos < end and buf[pos] in _SPACE:
-                pos += 1
-            if buf[pos : pos + 4] != b"null":
-                self._read_usage(payload)
-                return
-        if find(_ERROR, start, end) >= 0:
-            self._read_error(payload)
-
-    def _read_usage(self, payload: bytes) -> None:
+        obj: Any = None
         try:
-            usage = json.loads(payload).get("usage") or {}
-            self.usage_tokens = int(usage["completion_tokens"])
-            prompt = usage.get("prompt_tokens")
-            self.prompt_tokens = int(prompt) if prompt is not None else None
-        except (ValueError, KeyError, TypeError, AttributeError):
+            text = payload.decode()
+            obj, stop = _SCAN(text, 0)
+            if stop != len(text):
+                obj = None  # a whole value followed by more bytes
+        except (ValueError, StopIteration, RecursionError):
+            obj = None
+        if obj.__class__ is not dict:
+            if self.error is None:
+                shown = payload[:_SNIPPET]
+                self.error = f"server sent an SSE event that is not a JSON object: {shown!r}"
             return
+        choices = obj.get("choices")
+        if choices and choices.__class__ is list and _content(choices[0], self._chat):
+            if self.chunks:
+                self.itls.append(now - self.last)
+            else:
+                self.first = now
+            self.last = now
+            self.chunks += 1
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self._read_usage(usage)
+        err = obj.get("error")
+        if err is not None and self.error is None:
+            message = err.get("message") if isinstance(err, dict) else err
+            self.error = f"server error event: {str(message)[:200]}"
 
-    def _read_error(self, payload: bytes) -> None:
-        try:
-            obj = json.loads(payload)
-        except ValueError:
-            self.error = "server sent an undecodable error event"
-            return
-        err = obj.get("error") if isinstance(obj, dict) else None
-        if err is None:
-            return
-        message = err.get("message") if isinstance(err, dict) else err
-        self.error = f"server error event: {str(message)[:200]}"
+    def _read_usage(self, usage: dict[str, Any]) -> None:
+        completion, prompt = usage.get("completion_tokens"), usage.get("prompt_tokens")
+        if isinstance(completion, int) and not isinstance(completion, bool) and completion >= 0:
+            self.usage_tokens = completion
+        if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt >= 0:
+            self.prompt_tokens = prompt
 
     def text(self) -> str | None:
         """The generated text, decoded from the kept raw bytes (fallback path only).
@@ -145,10 +215,7 @@ class StreamParser:
             return None
         out: list[str] = []
         for block in b"".join(self._raw).replace(b"\r\n", b"\n").split(b"\n\n"):
-            at = block.find(b"data:")
-            if at < 0:
-                continue
-            payload = block[at + 5 :].strip()
+            payload = _payload(block)
             if not payload or payload == _DONE:
                 continue
             try:

@@ -47,6 +47,8 @@ class ServerConfig:
     hang: bool = False  # read requests but never answer
     keepalive_ms: float = 0.0  # >0: answer with headers, then only SSE comments this often
     fail_first: int = 0  # answer the first N requests with `fail_status` (default 500)
+    truncated_events: bool = False  # content events cut short, after their text
+    event_bytes: int = 0  # >0: each content event carries a text this many bytes long
 
 
 _TOKEN = " tok"
@@ -62,8 +64,10 @@ def _frame(payload: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(payload), payload)
 
 
-def _event(obj: dict[str, Any] | str) -> bytes:
+def _event(obj: dict[str, Any] | str, *, truncated: bool = False) -> bytes:
     data = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"))
+    if truncated:
+        data = data[: len(data) * 4 // 5]  # past the text, short of the closing braces
     return _frame(b"data: " + data.encode() + b"\n\n")
 
 
@@ -79,7 +83,7 @@ class _Server:
         self.late_sum = 0.0
         self.late_count = 0
         self.loop = asyncio.get_running_loop()
-        text = _TOKEN * config.tokens_per_chunk
+        text = "x" * config.event_bytes if config.event_bytes else _TOKEN * config.tokens_per_chunk
         self.chunk = {
             "completions": _event(
                 {
@@ -88,7 +92,8 @@ class _Server:
                     "model": "test",
                     "choices": [{"index": 0, "text": text, "finish_reason": None}],
                     "usage": None,
-                }
+                },
+                truncated=config.truncated_events,
             ),
             "chat": _event(
                 {
@@ -97,7 +102,8 @@ class _Server:
                     "model": "test",
                     "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
                     "usage": None,
-                }
+                },
+                truncated=config.truncated_events,
             ),
         }
         self.role_chunk = _event(

@@ -29,6 +29,7 @@ from disagg.bench.client import (
     new_loop,
     open_client,
     raise_fd_limit,
+    records_for,
     run_phase,
 )
 from disagg.bench.records import RequestRecord
@@ -85,7 +86,7 @@ def warmup_failure(tallies: list[WarmupTally]) -> str | None:
 
 
 def _unsent(load: Load) -> list[RequestRecord]:
-    records = [RequestRecord(s.index, s.input_len, s.output_len) for s in load.requests]
+    records = records_for(load.requests)
     for rec in records:
         rec.error = WARMUP_FAILED
     return records

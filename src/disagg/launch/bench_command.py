@@ -1,7 +1,8 @@
 """The recipe's own benchmark client, run in the bench role: its exit status decides the run.
 
 What it wrote into its results directory is collected into point results
-(`disagg.workloads.collect`); an invalid point or a non-zero exit fails the run.
+(`disagg.workloads.collect`); an invalid point, a non-zero exit, or no point file at
+all (unless the plan says the command writes none) fails the run.
 The command's points carry no times disagg could trust, so a role that stopped
 serving (more than `limits.serving_gap` seconds) at any moment while it ran makes
 every point it wrote invalid, naming the role; nothing is measured again, since
@@ -80,6 +81,13 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
     run.check_stop()
     if code != 0:
         run.fail(f"benchmark command exited with code {code}", role=role.name)
+        return
+    if not found.points and command.expects_results:
+        run.fail(
+            f"the benchmark command exited 0 but wrote no point result into {results} "
+            "(the directory it was given as $DISAGG_RESULTS_DIR)",
+            role=role.name,
+        )
         return
     invalid = [p for p in found.points if not p.valid]
     if invalid:

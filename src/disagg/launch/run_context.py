@@ -93,7 +93,11 @@ class RunContext:
             orchestrator_host=host_id(),
             orchestrator_started=start_ticks(os.getpid()),
             points=[
-                PointState(key=p.key, requests=p.num_prompts + p.warmup_requests)
+                PointState(
+                    key=p.key,
+                    requests=p.num_prompts + p.warmup_requests,
+                    streams=p.concurrency if p.request_rate is None else None,
+                )
                 for p in plan.bench.points
             ],
         )

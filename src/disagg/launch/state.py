@@ -7,12 +7,14 @@ environment (which may carry secrets such as HF_TOKEN).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from disagg.atomic import write_text
 from disagg.launch.liveness import ProcessIdentity
@@ -72,18 +74,34 @@ class RoleState(BaseModel):
     healthy_after_s: float | None = None
 
 
+def _numbers_only(value: object) -> object:
+    """A headline keeps its finite numbers only: a state.json written before headlines were
+    kept finite holds null where a client reported NaN (and one from elsewhere, NaN)."""
+    if isinstance(value, dict):
+        return {
+            k: v
+            for k, v in value.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        }
+    return value
+
+
 class PointState(BaseModel):
     key: str
     status: PointStatus = PointStatus.PENDING
     result: str | None = None
     reason: str | None = None
-    headline: dict[str, float] = Field(default_factory=empty_dict)
+    headline: Annotated[dict[str, float], BeforeValidator(_numbers_only)] = Field(
+        default_factory=empty_dict
+    )
     started_at: float | None = None
     finished_at: float | None = None
     seconds: float | None = None
     attempts: int = 0  # measurements started (a point a role paused in is measured again)
     discarded: list[str] = Field(default_factory=empty_list)  # why earlier attempts do not count
     requests: int = 0  # planned requests, warm-up included (0: unknown), for the sweep's ETA
+    # a fixed-concurrency point's streams (None: a rate point, or unknown), for the ETA
+    streams: int | None = None
 
 
 def points_done(points: Iterable[PointState]) -> int:
@@ -93,31 +111,81 @@ def points_done(points: Iterable[PointState]) -> int:
 
 def seconds_per_request(points: Sequence[PointState]) -> float | None:
     """Measured seconds per planned request so far (None before the first point ends)."""
-    done = [
-        p
-        for p in points
-        if p.status in (PointStatus.MEASURED, PointStatus.INVALID) and p.seconds and p.requests
-    ]
+    done = _finished(points)
     if not done:
         return None
     return sum(p.seconds or 0.0 for p in done) / sum(p.requests for p in done)
 
 
+def _finished(points: Sequence[PointState]) -> list[PointState]:
+    """Points that ended with a time to learn from (a state.json of any origin may hold
+    zero or negative numbers: those points teach nothing)."""
+    return [
+        p
+        for p in points
+        if p.status in (PointStatus.MEASURED, PointStatus.INVALID)
+        and (p.seconds or 0.0) > 0
+        and p.requests > 0
+    ]
+
+
+def _one_stream_seconds(point: PointState, streams: int) -> float:
+    """Seconds one request took on one stream: the point's time over its requests per stream."""
+    return (point.seconds or 0.0) * min(streams, point.requests) / point.requests
+
+
+def _latency_fit(points: Sequence[PointState]) -> tuple[float, float] | None:
+    """(a, b) of `seconds per request on one stream = a * streams ** b`, fitted on the
+    finished fixed-concurrency points (log-log least squares, b within [0, 1]).
+
+    b = 0: requests take as long at any concurrency (the server has room), so a point
+    takes requests / streams x a; b = 1: the server is saturated and throughput is flat.
+    One point (or one concurrency) gives b = 0.
+    """
+    samples = [
+        (math.log(p.streams), math.log(_one_stream_seconds(p, p.streams)))
+        for p in _finished(points)
+        if p.streams is not None and p.streams > 0
+    ]
+    if not samples:
+        return None
+    mean_x = sum(x for x, _ in samples) / len(samples)
+    mean_y = sum(y for _, y in samples) / len(samples)
+    spread = sum((x - mean_x) ** 2 for x, _ in samples)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in samples) / spread if spread else 0.0
+    b = min(1.0, max(0.0, slope))
+    return math.exp(mean_y - b * mean_x), b
+
+
+def expected_seconds(point: PointState, points: Sequence[PointState]) -> float | None:
+    """How long `point` should take, from the points finished so far: by its request count
+    and concurrency for a fixed-concurrency point, by the per-request pace otherwise."""
+    fit = _latency_fit(points)
+    if point.streams is not None and point.streams > 0 and fit is not None:
+        a, b = fit
+        per_request: float = a * point.streams**b
+        return per_request * point.requests / min(point.streams, point.requests)
+    pace = seconds_per_request(points)
+    return None if pace is None else pace * point.requests
+
+
 def sweep_eta(points: Sequence[PointState], now: float) -> float | None:
     """Seconds until the last point ends, at the pace of the points measured so far.
 
-    Later points (higher concurrency) usually take less per request, so this errs long.
+    A fixed-concurrency point's time is its request count over its streams times the
+    time one request takes at that concurrency (`_latency_fit`); others go by the
+    seconds per request measured so far.
     """
-    pace = seconds_per_request(points)
-    if pace is None:
+    if not _finished(points):
         return None
     left = 0.0
     for point in points:
+        expected = expected_seconds(point, points) or 0.0
         if point.status is PointStatus.PENDING:
-            left += pace * point.requests
+            left += expected
         elif point.status is PointStatus.RUNNING:
             elapsed = now - point.started_at if point.started_at else 0.0
-            left += max(0.0, pace * point.requests - elapsed)
+            left += max(0.0, expected - elapsed)
     return left
 
 

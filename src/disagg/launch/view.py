@@ -23,7 +23,7 @@ from disagg.launch.state import (
     RunState,
     RunStatus,
     duration_text,
-    seconds_per_request,
+    expected_seconds,
     sweep_eta,
 )
 
@@ -126,8 +126,8 @@ def status_line(state: RunState, now: float | None = None) -> Text:
     if state.current_point:
         running = next((p for p in state.points if p.key == state.current_point), None)
         since = (now or time.time()) - running.started_at if running and running.started_at else 0
-        expected = seconds_per_request(state.points)
-        of = f" of ~{duration_text(expected * running.requests)}" if expected and running else ""
+        expected = expected_seconds(running, state.points) if running else None
+        of = f" of ~{duration_text(expected)}" if expected else ""
         text.append(f"  measuring {state.current_point} ({since:.1f} s{of})", style="yellow")
         eta = sweep_eta(state.points, now or time.time())
         if eta is not None:

@@ -77,6 +77,14 @@ _ROWS = (
         "workers' MOONCAKE_MASTER and MOONCAKE_TE_META_DATA_SERVER name those ports",
         "fixed ports collide with another job or a leftover master on a shared node",
     ),
+    Difference(
+        "custom-results",
+        "a `type: custom` command's exit status alone decides the job",
+        "a command that exits 0 but wrote no point file into `$DISAGG_RESULTS_DIR` fails the "
+        "run, naming that directory, unless the recipe sets `benchmark.expect_results: false`",
+        "a client pointed at the wrong directory, or one that did nothing, must not end as a "
+        "completed run with no numbers",
+    ),
 )
 
 DIFFERENCES: dict[str, Difference] = {row.id: row for row in _ROWS}

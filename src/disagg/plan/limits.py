@@ -9,6 +9,12 @@ A role that stops answering for less than the liveness limit and then recovers
 (a pause, a stall) leaves the run going but not the point: more than `serving_gap`
 seconds without a healthy answer during a point makes that point invalid.
 
+The request, stall and point limits bound disagg's own client (sa-bench, trace replay);
+a `custom` command is the recipe's own client, which disagg cannot see request by
+request: its plan marks them as not applied (`client_limits: false`, shown so by
+`disagg plan`), and a recipe that sets one for it is refused. The run, liveness and
+serving-gap limits bound every benchmark type.
+
 Without `limits.run_timeout`, a Slurm time limit (`slurm.time_limit` or the cluster
 profile's) sets the run's own limit a little earlier, so that the orchestrator tears
 down, keeps its results and says why, instead of being killed by Slurm mid-point.
@@ -34,9 +40,31 @@ class LimitsPlan(BaseModel):
     liveness_timeout_s: float = 30.0
     liveness_interval_s: float = 2.0
     serving_gap_s: float = 5.0
+    # False for a benchmark command: the request, stall and point limits are not applied
+    client_limits: bool = True
 
 
-def limits_plan(section: LimitsSection, slurm_time_limit: str | None = None) -> LimitsPlan:
+CLIENT_LIMITS = ("request_timeout", "stall_timeout", "point_timeout")
+
+
+def client_limit_problem(section: LimitsSection) -> tuple[str, str, str] | None:
+    """(field, message, hint) when a recipe sets a limit that only disagg's own client
+    enforces, for a benchmark command (which is the recipe's own client)."""
+    for name in CLIENT_LIMITS:
+        if name in section.model_fields_set and getattr(section, name) is not None:
+            return (
+                name,
+                f"limits.{name} bounds disagg's own load generator; a `benchmark.type: "
+                "custom` command is the recipe's own client, which it cannot bound",
+                "remove it (limits.run_timeout bounds the whole run, the command included), "
+                "or set it to null in this variant",
+            )
+    return None
+
+
+def limits_plan(
+    section: LimitsSection, slurm_time_limit: str | None = None, *, command: bool = False
+) -> LimitsPlan:
     def seconds(value: float | None) -> float | None:
         return None if value is None else float(value)
 
@@ -49,6 +77,7 @@ def limits_plan(section: LimitsSection, slurm_time_limit: str | None = None) -> 
         liveness_timeout_s=float(section.liveness_timeout),
         liveness_interval_s=float(section.liveness_interval),
         serving_gap_s=float(section.serving_gap),
+        client_limits=not command,
     )
 
 

@@ -181,6 +181,8 @@ class BenchCommand(_Strict):
     # sa-bench-style load fields the recipe set (REQ_RATE, NUM_PROMPTS_MULT, ...), for the command
     load_env: dict[str, str] = Field(default_factory=empty_dict)
     container_image: str | None = None  # benchmark.container_image, else the job's image
+    # benchmark.expect_results: a command that ends well but wrote no point file fails the run
+    expects_results: bool = True
 
 
 class BenchPlan(_Strict):

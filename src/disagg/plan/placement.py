@@ -49,7 +49,12 @@ from disagg.plan.job_nodes import (
     job_nodes,
 )
 from disagg.plan.job_plan import containers_to_stage, env_text, slurm_plan
-from disagg.plan.limits import LimitsPlan, limits_plan, serving_gap_problem
+from disagg.plan.limits import (
+    LimitsPlan,
+    client_limit_problem,
+    limits_plan,
+    serving_gap_problem,
+)
 from disagg.plan.model import (
     BenchPlan,
     GpuVendor,
@@ -111,11 +116,14 @@ class _Placer:
         where = "" if self.variant.name == "base" else f" in variant {self.variant.name}"
         return UnsupportedRecipe(f"{what}{where}", location=self.variant.locate(path))
 
-    def limits(self, slurm_time_limit: str | None) -> LimitsPlan:
+    def limits(self, slurm_time_limit: str | None, *, command: bool = False) -> LimitsPlan:
         problem = serving_gap_problem(self.config.limits)
         if problem is not None:
             raise self.fail(problem[0], ("limits", "serving_gap"), hint=problem[1])
-        return limits_plan(self.config.limits, slurm_time_limit)
+        client = client_limit_problem(self.config.limits) if command else None
+        if client is not None:
+            raise self.fail(client[1], ("limits", client[0]), hint=client[2])
+        return limits_plan(self.config.limits, slurm_time_limit, command=command)
 
     # ---------------------------------------------------------------- roles
 
@@ -490,7 +498,7 @@ class _Placer:
             bench=bench,
             staging=self.staging(model, workers),
             slurm=slurm,
-            limits=self.limits(slurm.time_limit),
+            limits=self.limits(slurm.time_limit, command=bench.command is not None),
             config=self.variant.raw,
             ignored=[  # each field named as the file wrote it (schema 2: its own spelling)
                 {**item, "field": self.variant.written_name(item["field"])}

@@ -119,9 +119,14 @@ def _limits(plan: Plan) -> str:
     def shown(value: float | None) -> str:
         return "none" if value is None else f"{value:g}s"
 
-    return (
+    client = (
         f"request {shown(limits.request_timeout_s)}, stall {shown(limits.stall_timeout_s)}, "
-        f"point {shown(limits.point_timeout_s)}, run {shown(limits.run_timeout_s)}, "
+        f"point {shown(limits.point_timeout_s)}, "
+        if limits.client_limits
+        else "request/stall/point: not applied (the benchmark command is its own client), "
+    )
+    return (
+        f"{client}run {shown(limits.run_timeout_s)}, "
         f"liveness {shown(limits.liveness_timeout_s)}, "
         f"serving gap {shown(limits.serving_gap_s)}"
     )

@@ -13,6 +13,12 @@ from pydantic import Field
 
 from disagg.model_defaults import empty_dict
 from disagg.recipe.backend_section import EnvMap
+from disagg.recipe.limits import (
+    MAX_CONCURRENCY,
+    MAX_POINT_REQUESTS,
+    MAX_SEQUENCE_TOKENS,
+    load_bound_problem,
+)
 from disagg.recipe.section_base import Section
 
 BenchmarkType = Literal[
@@ -49,21 +55,27 @@ class BenchmarkSection(Section):
     so that their recipes load, and are reported unsupported when planned."""
 
     type: BenchmarkType = "manual"
-    isl: int | None = Field(default=None, ge=1)
-    osl: int | None = Field(default=None, ge=1)
+    isl: int | None = Field(default=None, ge=1, le=MAX_SEQUENCE_TOKENS)
+    osl: int | None = Field(default=None, ge=1, le=MAX_SEQUENCE_TOKENS)
     concurrencies: str | int | list[int | str] | None = Field(
         default=None, description='"1x2x4" or a list of integers'
     )
     req_rate: str | int | float | None = Field(default="inf", description='requests/s or "inf"')
     random_range_ratio: float | None = Field(default=None, ge=0, le=1)
     use_chat_template: bool | None = None
-    num_prompts: int | None = Field(default=None, ge=1, description="prompts per point")
+    num_prompts: int | None = Field(
+        default=None, ge=1, le=MAX_POINT_REQUESTS, description="prompts per point"
+    )
     num_prompts_mult: int | None = Field(default=None, ge=1)
     num_warmup_mult: int | None = Field(default=None, ge=0)
     custom_tokenizer: str | None = None
     tokenizer_mode: str | None = None
     command: str | None = Field(default=None, description="`type: custom`: shell command")
     env: EnvMap | None = Field(default=None, description="`type: custom`: extra environment")
+    expect_results: bool | None = Field(
+        default=None,
+        description="`type: custom`: false when the command writes no point files (disagg's own)",
+    )
     num_examples: int | None = None
     max_tokens: int | None = None
     repeat: int | None = None
@@ -117,5 +129,8 @@ def concurrency_points(raw: Any) -> list[int]:
                 raise ValueError(f"{item!r} is not an integer or NxMx... list") from None
             if value < 1:
                 raise ValueError(f"{value} is below 1")
+            problem = load_bound_problem("concurrency", value, MAX_CONCURRENCY)
+            if problem is not None:
+                raise ValueError(problem)
             points.append(value)
     return points

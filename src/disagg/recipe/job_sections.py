@@ -9,9 +9,10 @@ at plan time (`disagg.recipe.honoured`); here they are only typed.
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
 # each field's annotation string when the class is made, a cost every command pays.
 
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 
 from disagg.model_defaults import empty_dict, empty_list
 from disagg.recipe.section_base import Section
@@ -23,6 +24,25 @@ class SlurmSection(Section):
     time_limit: str | None = Field(default=None, description="HH:MM:SS or D-HH:MM:SS")
 
 
+def _infinity_is_no_limit(value: Any) -> Any:
+    """`.inf` for an optional limit means no limit, as null does (JSON has no infinity, so
+    plan.json could not carry it)."""
+    return None if isinstance(value, float) and value == math.inf else value
+
+
+def _finite(value: int | float) -> int | float:
+    if not math.isfinite(value):
+        raise ValueError(
+            "must be a finite number of seconds (this limit always applies; "
+            "give a large number to make it loose)"
+        )
+    return value
+
+
+OptionalSeconds = Annotated[int | float | None, BeforeValidator(_infinity_is_no_limit)]
+Seconds = Annotated[int | float, AfterValidator(_finite)]
+
+
 class LimitsSection(Section):
     """disagg's own: how long a run may wait on engines that stop making progress (seconds).
 
@@ -30,25 +50,25 @@ class LimitsSection(Section):
     fails the run with its name instead of holding it until Slurm's time limit.
     """
 
-    request_timeout: int | float = Field(
+    request_timeout: Seconds = Field(
         default=900, gt=0, description="longest one request may go without a generated token"
     )
-    stall_timeout: int | float | None = Field(
+    stall_timeout: OptionalSeconds = Field(
         default=300, gt=0, description="longest a point may go with no request progressing"
     )
-    point_timeout: int | float | None = Field(
+    point_timeout: OptionalSeconds = Field(
         default=None, gt=0, description="longest one point may take, warm-up included"
     )
-    run_timeout: int | float | None = Field(
+    run_timeout: OptionalSeconds = Field(
         default=None, gt=0, description="longest the whole run may take, start-up included"
     )
-    liveness_timeout: int | float = Field(
+    liveness_timeout: Seconds = Field(
         default=30, gt=0, description="longest a started role may fail its health check"
     )
-    liveness_interval: int | float = Field(
+    liveness_interval: Seconds = Field(
         default=2, gt=0, description="seconds between health checks of started roles"
     )
-    serving_gap: int | float = Field(
+    serving_gap: Seconds = Field(
         default=5,
         gt=0,
         description="longest a role may go without a healthy answer during a point and the "

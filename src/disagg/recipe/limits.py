@@ -18,6 +18,21 @@ MAX_DEPTH = 100  # recipes nest a few levels; this bounds recursion on hostile i
 MAX_NODES = 100_000  # nodes of one document with every alias expanded
 MAX_VARIANT_NODES = 500_000  # nodes of all variants of one file together
 
+# Load a recipe may ask for: past these no real cluster serves, and one client process
+# could not even hold the requests (a mistyped `concurrencies: "100000000"` would
+# otherwise build prompts for a billion requests before sending the first).
+MAX_CONCURRENCY = 1_000_000  # requests in flight at once (the largest sweeps use ~16k)
+MAX_SEQUENCE_TOKENS = 10_000_000  # input or output tokens of one request (10M-token contexts)
+MAX_POINT_REQUESTS = 10_000_000  # requests of one point, warm-up included
+
+
+def load_bound_problem(what: str, value: int, limit: int) -> str | None:
+    """The refusal text when `value` is past `limit`, else None."""
+    if value <= limit:
+        return None
+    return f"{what} ({value:,}) is above {limit:,}, more than any cluster could serve"
+
+
 _ALIAS_HINT = (
     "an alias repeats its anchor's whole value each time it is used; "
     "write the values out, or alias smaller pieces fewer times"

@@ -5,8 +5,9 @@ counts) and `results/*.json` (one file per measured point). A path given by the
 user may also be a parent directory holding several runs at any depth.
 
 An invalid point never reaches a report: the load generator marks it (`valid: false`),
-and this module re-checks the gate on what it reads (no completed requests, no output
-tokens, failures above the run's threshold), so a hand-edited or older file cannot
+and this module judges what it reads through the one gate (`disagg.bench.gate`: finite,
+non-negative numbers, consistent counts, a positive duration, completed requests with
+output, failures within the run's threshold), so a hand-edited or older file cannot
 slip through either.
 """
 
@@ -217,21 +218,10 @@ def _setup_of(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _invalid_reason(data: Mapping[str, Any], plan: Plan | None) -> str | None:
-    if data.get("valid") is False:
-        return f"invalid: {data.get('invalid_reason') or 'marked invalid by the load generator'}"
-    completed = _float(data.get("completed"))
-    failed = _float(data.get("failed")) or 0.0
-    if completed is None or completed <= 0:
-        return "invalid: no completed requests"
-    output = _float(data.get("output_throughput"))
-    total_output = _float(data.get("total_output_tokens", data.get("total_output")))
-    if output is None or output <= 0 or (total_output is not None and total_output <= 0):
-        return "invalid: no output tokens"
-    limit = plan.bench.max_failure_ratio if plan else DEFAULT_MAX_FAILURE_RATIO
-    ratio = failed / (completed + failed)
-    if ratio > limit:
-        return f"invalid: {failed:g} of {completed + failed:g} requests failed (limit {limit:.0%})"
-    return None
+    from disagg.bench.results import judged
+
+    reason = judged(data, plan.bench.max_failure_ratio if plan else DEFAULT_MAX_FAILURE_RATIO)
+    return None if reason is None else f"invalid: {reason}"
 
 
 def _gpu_counts(data: Mapping[str, Any], plan: Plan | None) -> tuple[int, int]:

@@ -3,8 +3,10 @@
 Both renderers label points with their concurrency. Placed blindly ("top right"),
 neighbouring labels of two series overprint ("128128"). Here every label is a box
 of estimated size in plot pixels; the candidate spots around its point are tried in
-order and the first that overlaps no marker, no placed label and stays inside the
-plot wins; a label with no free spot is left out (the hover still says it).
+order and the first that overlaps no marker, no placed label, stays inside the plot
+and is nearer its own point than any other point (so a reader never pairs a label
+with a neighbour's marker) wins; a label with no free spot is left out (the hover
+still says it).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ _SPOTS: tuple[tuple[str, float, float], ...] = (
     ("bottom left", -1.0, -1.0),
     ("top center", -0.5, 0.0),
     ("bottom center", -0.5, -1.0),
+    ("middle right", 0.0, -0.5),
+    ("middle left", -1.0, -0.5),
 )
 MARKER_RADIUS_PX = 4.5
 
@@ -45,10 +49,22 @@ class Box:
 def _box(name: str, x: float, y: float, width: float, height: float) -> Box:
     _, fx, fy = next(spot for spot in _SPOTS if spot[0] == name)
     gap_x = _GAP if fx == 0.0 else (-_GAP if fx == -1.0 else 0.0)
-    gap_y = _GAP if fy == 0.0 else -_GAP
+    gap_y = _GAP if fy == 0.0 else (-_GAP if fy == -1.0 else 0.0)
     left = x + fx * width + gap_x
     bottom = y + fy * height + gap_y
     return Box(left, bottom, left + width, bottom + height)
+
+
+def distance(box: Box, x: float, y: float) -> float:
+    """Pixels from a point to the nearest edge of a box (0 inside it)."""
+    dx = max(box.left - x, 0.0, x - box.right)
+    dy = max(box.bottom - y, 0.0, y - box.top)
+    return float((dx * dx + dy * dy) ** 0.5)
+
+
+def box_at(name: str, x: float, y: float, text: str, font_px: float = 10.0) -> Box:
+    """The box a label of `text` at spot `name` of the point (x, y) in pixels takes."""
+    return _box(name, x, y, 0.62 * font_px * len(text), 1.15 * font_px)
 
 
 def place(
@@ -71,15 +87,18 @@ def place(
     ]
     placed: list[Box] = []
     out: list[str | None] = []
-    for (px, py), text in zip(pixels, texts, strict=True):
+    for own, ((px, py), text) in enumerate(zip(pixels, texts, strict=True)):
         choice = None
         if text:
-            width, height = 0.62 * font_px * len(text), 1.15 * font_px
             for name, _, _ in _SPOTS:
-                box = _box(name, px, py, width, height)
+                box = box_at(name, px, py, text, font_px)
                 inside = box.left >= 0 and box.bottom >= 0
                 inside = inside and box.right <= width_px and box.top <= height_px
-                if inside and not any(box.overlaps(other) for other in (*markers, *placed)):
+                if (
+                    inside
+                    and not any(box.overlaps(other) for other in (*markers, *placed))
+                    and _nearest_is_own(box, own, pixels)
+                ):
                     choice = name
                     placed.append(box)
                     break
@@ -87,11 +106,17 @@ def place(
     return out
 
 
+def _nearest_is_own(box: Box, own: int, pixels: Sequence[tuple[float, float]]) -> bool:
+    """The label's own point is strictly the nearest to it: it reads as that point's."""
+    mine = distance(box, *pixels[own])
+    return all(distance(box, x, y) > mine for i, (x, y) in enumerate(pixels) if i != own)
+
+
 def mpl_offset(name: str) -> tuple[tuple[float, float], str, str]:
     """matplotlib's `xytext` offset (points) and alignment for a position name."""
     vertical, horizontal = name.split(" ")
     dx = {"right": _GAP, "left": -_GAP, "center": 0.0}[horizontal]
-    dy = _GAP if vertical == "top" else -_GAP
+    dy = {"top": _GAP, "bottom": -_GAP, "middle": 0.0}[vertical]
     ha = {"right": "left", "left": "right", "center": "center"}[horizontal]
-    va = "bottom" if vertical == "top" else "top"
+    va = {"top": "bottom", "bottom": "top", "middle": "center"}[vertical]
     return (dx, dy), ha, va

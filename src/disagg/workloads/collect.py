@@ -3,7 +3,7 @@
 A JSON file with vLLM's point fields (`completed`, `total_output_tokens`,
 `output_throughput`, ...; the format `benchmark_serving.py`, InferenceX's client and
 `disagg bench` write) is one point. It is judged by the same validity gate as an
-sa-bench point (`disagg.bench.results.judge_counts`) and written to `results/` with
+sa-bench point (`disagg.bench.gate.verdict`) and written to `results/` with
 disagg's fields added (`point`, `valid`, `invalid_reason`, `simulated`, the InferenceX
 per-GPU fields), so `disagg report` shows it. The original stays where it was written;
 every other file is kept and listed.
@@ -52,7 +52,7 @@ def read_point_file(path: Path) -> dict[str, Any] | None:
         if path.stat().st_size > MAX_RESULT_BYTES:
             return None
         data = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not isinstance(data, dict) or not all(k in data for k in POINT_FIELDS):
         return None
@@ -68,22 +68,9 @@ def _concurrency(data: dict[str, Any]) -> int | None:
 
 
 def _gate(data: dict[str, Any], plan: Plan) -> str | None:
-    from disagg.bench.results import judge_counts
+    from disagg.bench.gate import verdict
 
-    if data.get("valid") is False:  # a disagg-written file that already knows it is invalid
-        return str(data.get("invalid_reason") or "marked invalid by the client")
-    completed = int(_number(data.get("completed")) or 0)
-    failed = _number(data.get("failed"))
-    prompts = _number(data.get("num_prompts"))
-    if failed is None:  # vLLM without a `failed` field: what was asked minus what completed
-        failed = max((prompts or completed) - completed, 0)
-    return judge_counts(
-        total=completed + int(failed),
-        completed=completed,
-        failed=int(failed),
-        output_tokens=int(_number(data.get("total_output_tokens")) or 0),
-        max_failure_ratio=plan.bench.max_failure_ratio,
-    )
+    return verdict(data, plan.bench.max_failure_ratio)
 
 
 def _per_gpu(value: float | None, gpus: int) -> float | None:
@@ -97,11 +84,14 @@ def normalise(
 
     `not_serving` (a role stopped serving while the command ran) makes it invalid.
     """
+    from disagg.bench.gate import strict_json_value
     from disagg.bench.identity import setup_fields
+    from disagg.bench.inferencex import intvty
 
     conc = _concurrency(data)
     reason = not_serving or _gate(data, plan)
-    result = dict(data)
+    result: dict[str, Any] = strict_json_value(data)
+    data = result
     total = _number(data.get("total_token_throughput"))
     output = _number(data.get("output_throughput"))
     out_gpus = plan.decode_gpus if plan.disaggregated else plan.total_gpus
@@ -126,8 +116,8 @@ def normalise(
             result[key] = value
     for stat in ("mean", "median", "p90", "p95", "p99"):
         tpot = _number(data.get(f"{stat}_tpot_ms"))
-        if result.get(f"{stat}_intvty") is None and tpot:
-            result[f"{stat}_intvty"] = 1000.0 / tpot
+        if result.get(f"{stat}_intvty") is None and tpot is not None:
+            result[f"{stat}_intvty"] = intvty(tpot)
     result.update(
         {
             "run_name": plan.name,
@@ -204,15 +194,21 @@ def valid_results(run_dir: Path, plan: Plan) -> list[tuple[str, Path]]:
     benchmark plans no points: every valid result its run wrote to `results/`.
     """
     from disagg.bench.api import existing_valid_result
-    from disagg.bench.results import read_result
+    from disagg.bench.results import judged, read_result
 
     results = run_dir / "results"
     if plan.bench.command is None:
         found = [(p.key, existing_valid_result(results, p)) for p in plan.bench.points]
-        return [(key, path) for key, path in found if path is not None]
+        candidates = [(key, path) for key, path in found if path is not None]
+    else:
+        candidates = []
+        for path in sorted(results.glob("*.json")) if results.is_dir() else []:
+            data = read_result(path)
+            if data is not None and data.get("valid") is True:
+                candidates.append((str(data["point"]), path))
     listed: list[tuple[str, Path]] = []
-    for path in sorted(results.glob("*.json")) if results.is_dir() else []:
+    for key, path in candidates:  # whatever a file claims, the gate judges it again
         data = read_result(path)
-        if data is not None and data.get("valid") is True:
-            listed.append((str(data["point"]), path))
+        if data is not None and judged(data, plan.bench.max_failure_ratio) is None:
+            listed.append((key, path))
     return listed

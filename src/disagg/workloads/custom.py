@@ -4,7 +4,9 @@ It starts once every role is healthy and the canary passed, with the recipe's
 `benchmark.env` on top of the contract variables (docs/benchmarks.md): srt-slurm's
 `SRT_FRONTEND_*`, the topology names InferenceX's scripts read, the concurrency list,
 ISL/OSL, the job id and a results directory inside the run directory. Its exit status
-decides the run; its output goes to the bench role's log. Afterwards `collect` (in
+decides the run, and so does a missing result: a command that ends well but wrote no
+point file fails the run unless the recipe says it writes none (`expect_results:
+false`). Its output goes to the bench role's log. Afterwards `collect` (in
 `disagg.workloads.collect`) turns the point files it wrote into results.
 """
 
@@ -97,10 +99,12 @@ def contract_env(plan: Plan) -> dict[str, str]:
 
 class Custom(BenchmarkAdapter):
     types = ("custom",)
+    differs = ("custom-results",)
     reads = frozenset(
         {
             "command",
             "env",
+            "expect_results",
             "container_image",
             "concurrencies",
             "isl",
@@ -139,6 +143,7 @@ class Custom(BenchmarkAdapter):
                     if field in b.model_fields_set and getattr(b, field) is not None
                 },
                 container_image=image,
+                expects_results=b.expect_results is not False,
             ),
             ignored=ignored,
         )

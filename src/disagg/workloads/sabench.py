@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from disagg.plan.model import BenchPlan, PointPlan
 from disagg.recipe.benchmark_section import concurrency_points
+from disagg.recipe.limits import MAX_POINT_REQUESTS, load_bound_problem
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn
 
 DEFAULT_PROMPTS_MULT = 10
@@ -132,6 +133,16 @@ class SaBench(BenchmarkAdapter):
         else:
             prompts = max(c * (b.num_prompts_mult or DEFAULT_PROMPTS_MULT), MIN_PROMPTS)
         warmup_mult = b.num_warmup_mult if b.num_warmup_mult is not None else DEFAULT_WARMUP_MULT
+        problem = load_bound_problem(
+            "requests of one point", prompts + c * warmup_mult, MAX_POINT_REQUESTS
+        )
+        if problem is not None:
+            raise inputs.fail(
+                f"benchmark: {problem} (concurrency {c}: {prompts:,} measured and "
+                f"{c * warmup_mult:,} warm-up requests)",
+                ("benchmark",),
+                "lower num_prompts / num_prompts_mult / num_warmup_mult",
+            )
         return PointPlan(
             concurrency=concurrency,
             request_rate=rate,
