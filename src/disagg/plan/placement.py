@@ -200,7 +200,8 @@ class _Placer:
                 gpus_per_node=len(ids),
                 ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
                 simulated=self.simulated,
-                frontend=self.config.frontend.type if self.config.frontend else "none",
+                # the section's default (dynamo) when the recipe has none, as `frontend` uses
+                frontend=(self.config.frontend or FrontendSection()).type,
                 backend=self.backend,
             )
             self.check_supported(kind, args, spec)
