@@ -34,12 +34,16 @@ def test_aggregated_worker_reads_its_role_map_as_yaml_from_the_run_directory(
     plan = plan_text(tmp_path, recipe("trtllm", roles, resources=ONE_NODE))
     assert (plan.engine, plan.backend) == ("trtllm", "trtllm")
     worker = plan.role("aggregated-0")
+    # srt-slurm v1.0.68's trtllm-serve worker (TRTLLMProtocol.build_worker_command): every
+    # rank under trtllm-llmapi-launch, the sizes as written in its spellings, `--config`,
+    # and no served-name flag (v1 has none)
     assert worker.argv == [
-        "trtllm-serve", "${model.path}",
+        "trtllm-llmapi-launch", "trtllm-serve", "${model.path}",
         "--host", "${self.bind_host}", "--port", "${self.http_port}",
-        "--served_model_name", "org/model", "--tp_size", "8", "--ep_size", "8",
-        "--extra_llm_api_options", "${run.dir}/trtllm/aggregated.yaml",
+        "--tensor_parallel_size", "8", "--moe_expert_parallel_size", "8",
+        "--config", "${run.dir}/trtllm/aggregated.yaml",
     ]  # fmt: skip
+    assert worker.mpi == MpiPlan(tasks_per_node=8)  # one rank per GPU on its one node
     config = yaml.safe_load(worker.files["trtllm/aggregated.yaml"])
     assert config == {
         "tensor_parallel_size": 8,
@@ -64,7 +68,9 @@ def test_prefill_decode_behind_trtllm_serve_disaggregated(tmp_path: Path) -> Non
     decode = yaml.safe_load(plan.role("decode-0").files["trtllm/decode.yaml"])
     assert decode["cache_transceiver_config"] == {"backend": "UCX"}
     router = plan.role("router")
-    assert router.argv == ["trtllm-serve", "disaggregated", "-c", "${run.dir}/trtllm/disagg.yaml"]
+    assert router.argv == [
+        "trtllm-serve", "disaggregated", "--config", "${run.dir}/trtllm/disagg.yaml",
+    ]  # fmt: skip
     # The server list is bound when the orchestrator writes it into the run directory.
     ports = {r.name: {f"{p}_port": 40000 + 10 * i + j for j, p in enumerate(r.ports)}
              for i, r in enumerate(plan.roles)}  # fmt: skip

@@ -123,11 +123,14 @@ def test_aggregated_trtllm_worker_is_dynamo_trtllm_reading_the_roles_yaml(tmp_pa
     plan = plan_text(tmp_path, dynamo_recipe("trtllm", roles, resources=ONE))
     assert_dynamo_fronts_them(plan)
     worker = plan.role("aggregated-0")
+    # one MPI rank per GPU under trtllm-llmapi-launch, one node included, as srt-slurm
+    # starts every TRT-LLM worker (TRTLLMProtocol.get_srun_config, build_worker_command)
     assert worker.argv == [
-        "python3", "-m", "dynamo.trtllm", "--model", "${model.path}",
+        "trtllm-llmapi-launch", "python3", "-m", "dynamo.trtllm", "--model", "${model.path}",
         "--served-model-name", "org/model",
         "--extra-engine-args", "${run.dir}/trtllm/aggregated.yaml", *RUNTIME,
     ]  # fmt: skip
+    assert worker.mpi is not None and worker.mpi.tasks_per_node == 1
     config = yaml.safe_load(worker.files["trtllm/aggregated.yaml"])
     assert config == {"tensor_parallel_size": 1, "max_batch_size": 64}
 
@@ -142,7 +145,8 @@ def test_trtllm_prefill_and_decode_plan_behind_dynamo_with_a_cache_transceiver(
     assert not [r for r in plan.roles if r.name == "router"]  # no trtllm-serve disaggregated
     for name, mode in (("prefill-0", "prefill"), ("decode-0", "decode")):
         worker = plan.role(name)
-        assert worker.argv[:3] == ["python3", "-m", "dynamo.trtllm"]
+        assert worker.argv[:4] == ["trtllm-llmapi-launch", "python3", "-m", "dynamo.trtllm"]
+        assert worker.mpi is not None and worker.mpi.tasks_per_node == 8
         assert worker.argv[worker.argv.index("--disaggregation-mode") + 1] == mode
         assert worker.argv[worker.argv.index("--extra-engine-args") + 1] == (
             f"${{run.dir}}/trtllm/{mode}.yaml"

@@ -143,6 +143,7 @@ class WorkerSpec:
     ib_devices: tuple[str, ...] = ()
     simulated: bool = False
     frontend: str = "sglang"  # the recipe's `frontend.type`
+    gpu_type: str | None = None  # the recipe's `resources.gpu_type` (TRT-LLM's numactl default)
     # The recipe's `backend` map as written, for the engine-wide knobs an adapter honours.
     backend: Mapping[str, Any] = field(default_factory=dict)
 
@@ -259,9 +260,12 @@ class EngineAdapter(ABC):
         """(key, what) when this worker cannot run as written: the plan refuses it up front."""
         return None
 
-    def pd_router(self, prefill: list[str], decode: list[str]) -> WorkerCommand | None:
+    def pd_router(
+        self, prefill: list[str], decode: list[str], frontend: Mapping[str, Any]
+    ) -> WorkerCommand | None:
         """The engine's own router for real prefill/decode workers (named by role), when its
-        KV hand-over needs one (TRT-LLM's `trtllm-serve disaggregated`); None: the frontend's."""
+        KV hand-over needs one (TRT-LLM's `trtllm-serve disaggregated`); None: the frontend's.
+        `frontend` is the recipe's `frontend` section as written (the router's settings)."""
         return None
 
     def command(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:

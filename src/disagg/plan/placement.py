@@ -202,6 +202,7 @@ class _Placer:
                 simulated=self.simulated,
                 # the section's default (dynamo) when the recipe has none, as `frontend` uses
                 frontend=(self.config.frontend or FrontendSection()).type,
+                gpu_type=self.config.resources.gpu_type,
                 backend=self.backend,
             )
             self.check_supported(kind, args, spec)
@@ -289,7 +290,10 @@ class _Placer:
         needs one (TRT-LLM's `trtllm-serve disaggregated`)."""
         prefill = [r.name for r in workers if r.kind is RoleKind.PREFILL]
         decode = [r.name for r in workers if r.kind is RoleKind.DECODE]
-        own = self.adapter.pd_router(prefill, decode) if prefill and not self.simulated else None
+        if not prefill or self.simulated:
+            return None
+        section = (self.config.frontend or FrontendSection()).model_dump(exclude_none=True)
+        own = self.adapter.pd_router(prefill, decode, section)
         if own is None:
             return None
         return RolePlan(
@@ -298,7 +302,9 @@ class _Placer:
             node_ranks=[0],
             ports=own.ports,
             argv=own.argv,
+            env=own.env,
             files=own.files,
+            mpi=MpiPlan(tasks_per_node=own.mpi_tasks_per_node) if own.mpi_tasks_per_node else None,
             health=HealthPlan(path="/health", deadline_s=ENGINE_ROUTER_HEALTH_DEADLINE_S),
         )
 
