@@ -17,6 +17,7 @@ import yaml
 
 from disagg.errors import UnsupportedRecipe
 from disagg.launch.bindings import build_bindings, write_role_files
+from disagg.launch.srun import srun_argv
 from disagg.plan.model import MpiPlan, Plan
 
 from .engine_support import plan_text, recipe
@@ -86,9 +87,33 @@ def test_a_one_node_worker_is_one_mpi_task_per_gpu(tmp_path: Path) -> None:
     plan = pd_plan(tmp_path)
     for name in ("prefill-0", "decode-0"):
         worker = plan.role(name)
-        assert worker.nnodes == 1 and worker.mpi == MpiPlan(tasks_per_node=4, mpi="pmix")
+        assert worker.nnodes == 1 and worker.mpi is not None
+        assert (worker.mpi.tasks_per_node, worker.mpi.mpi) == (4, "pmix")
         assert worker.launch_ranks == worker.node_ranks
         assert worker.argv[:2] == ["trtllm-llmapi-launch", "trtllm-serve"]
+
+
+def test_the_workers_mpi_step_keeps_trtllms_own_cpu_affinity(tmp_path: Path) -> None:
+    """`TRTLLMProtocol.get_srun_config`: `mpi=pmix, oversubscribe=True,
+    cpu_bind="verbose,none"`, rendered by `start_srun_process` as `--oversubscribe` and
+    `--cpu-bind=verbose,none`."""
+    plan = pd_plan(tmp_path)
+    worker = plan.role("decode-0")
+    assert worker.mpi is not None
+    argv = srun_argv(
+        job_id="7",
+        node="n2",
+        name="disagg.decode-0.1",
+        argv=worker.argv,
+        env={},
+        slurm=plan.slurm,
+        mpi=worker.mpi,
+        mpi_nodes=["n2"],
+    )
+    assert "--mpi=pmix" in argv and "--ntasks=4" in argv
+    assert "--oversubscribe" in argv and "--cpu-bind=verbose,none" in argv
+    router = plan.role("router")  # one rank, no binding options (start_frontends)
+    assert router.mpi is not None and router.mpi.srun_options == {}
 
 
 def test_worker_flags_are_srtctls_spellings(tmp_path: Path) -> None:

@@ -179,8 +179,10 @@ class WorkerCommand:
     node_argv: list[list[str]] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     # Set: one MPI step over all the worker's nodes with this many ranks on each (srun
-    # --mpi), instead of one task per node.
+    # --mpi), instead of one task per node; `mpi_srun_options` are that step's own srun
+    # options (`--key=value`, "" for a bare `--key`).
     mpi_tasks_per_node: int | None = None
+    mpi_srun_options: dict[str, str] = field(default_factory=dict)
 
 
 class EngineAdapter(ABC):

@@ -91,6 +91,9 @@ _CLI_SIZES = (
 CONFIG_FLAG = "--config"
 SERVED_NAME_FLAG = "--served_model_name"
 LAUNCH_WRAPPER = "trtllm-llmapi-launch"
+# srun options of a worker's MPI step (TRTLLMProtocol.get_srun_config): ranks keep TRT-LLM's
+# own CPU affinity, and more ranks than allocated CPUs may start.
+WORKER_SRUN_OPTIONS = {"cpu-bind": "verbose,none", "oversubscribe": ""}
 NUMACTL = ("numactl", "-m", "0,1")
 # GPU types whose prefill/decode workers srt-slurm binds with NUMACTL by default.
 NUMA_GPU_TYPES = frozenset({"gb200", "gb300", "vrnvl72"})
@@ -242,6 +245,7 @@ class TRTLLM(EngineAdapter):
             ports=["http"],
             files={config_file(spec.role): yaml_text(config)},
             mpi_tasks_per_node=spec.gpus_per_node,
+            mpi_srun_options=dict(WORKER_SRUN_OPTIONS),
         )
 
 

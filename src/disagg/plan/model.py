@@ -79,6 +79,9 @@ class MpiPlan(_Strict):
 
     tasks_per_node: int
     mpi: str = "pmix"  # srun --mpi
+    # srun options of this step, over the cluster's (`--key=value`; "" for a bare `--key`):
+    # the engine's own launch needs (TRT-LLM: `cpu-bind=verbose,none`, `oversubscribe`).
+    srun_options: dict[str, str] = Field(default_factory=empty_dict)
 
 
 class RolePlan(_Strict):

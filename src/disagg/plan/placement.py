@@ -22,7 +22,7 @@ from disagg.cluster import (
 )
 from disagg.engines import registry
 from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
-from disagg.engines.base import WorkerRole, WorkerSpec
+from disagg.engines.base import WorkerCommand, WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
 from disagg.plan.compat import rows as compat_rows
@@ -225,9 +225,7 @@ class _Placer:
                     argv=command.argv,
                     node_argv=command.node_argv,
                     files=command.files,
-                    mpi=MpiPlan(tasks_per_node=command.mpi_tasks_per_node)
-                    if command.mpi_tasks_per_node
-                    else None,
+                    mpi=_mpi_plan(command),
                     parallel=ParallelPlan(
                         tp=par.tp,
                         dp=par.dp,
@@ -304,7 +302,7 @@ class _Placer:
             argv=own.argv,
             env=own.env,
             files=own.files,
-            mpi=MpiPlan(tasks_per_node=own.mpi_tasks_per_node) if own.mpi_tasks_per_node else None,
+            mpi=_mpi_plan(own),
             health=HealthPlan(path="/health", deadline_s=ENGINE_ROUTER_HEALTH_DEADLINE_S),
         )
 
@@ -490,3 +488,12 @@ def _worker_role(kind: RoleKind) -> WorkerRole:
     if kind is RoleKind.AGGREGATED:
         return "aggregated"
     raise ValueError(f"{kind.value} is not a worker role")
+
+
+def _mpi_plan(command: WorkerCommand) -> MpiPlan | None:
+    """The MPI step an engine's command asks for, if it asks for one."""
+    if not command.mpi_tasks_per_node:
+        return None
+    return MpiPlan(
+        tasks_per_node=command.mpi_tasks_per_node, srun_options=dict(command.mpi_srun_options)
+    )
