@@ -76,6 +76,22 @@ def test_aggregated_workers_are_not_bound_by_default_on_gb200(tmp_path: Path) ->
         assert argv[0] == "trtllm-llmapi-launch" and "numactl" not in argv
 
 
+def test_schema2_numa_memory_bind_true_binds_aggregated_workers_too(tmp_path: Path) -> None:
+    """srt-slurm 2.x (docs/schema-reference.md, TRTLLMBackend): `numa_memory_bind: true`
+    uses nodes 0,1 "for any GPU type or mode"."""
+    text = (
+        "schema: 2\nname: t\n"
+        "model: {path: hf:org/model, container: img, precision: bf16}\n"
+        "resources: {gpu_type: h100, gpus_per_node: 4}\n"
+        "frontend: {type: trtllm_serve, enable_multiple_frontends: false}\n"
+        "engine: {type: trtllm, numa_memory_bind: true}\n"
+        "roles:\n  agg: {nodes: 1, workers: 1, gpus: 4, args: {tensor_parallel_size: 4}}\n"
+        "benchmark: {type: sa-bench, isl: 128, osl: 16, concurrencies: '1'}\n"
+    )
+    argv = plan_text(tmp_path, text).role("aggregated-0").argv
+    assert argv[:4] == ["numactl", "-m", "0,1", "trtllm-llmapi-launch"]
+
+
 def test_numa_memory_bind_local_is_refused_with_what_it_needs(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedRecipe, match="numa_memory_bind local"):
         pd_plan(tmp_path, "gb200", "  numa_memory_bind: local\n")

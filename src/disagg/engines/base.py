@@ -144,6 +144,7 @@ class WorkerSpec:
     simulated: bool = False
     frontend: str = "sglang"  # the recipe's `frontend.type`
     gpu_type: str | None = None  # the recipe's `resources.gpu_type` (TRT-LLM's numactl default)
+    schema2: bool = False  # written in srt-slurm 2.x's schema (its defaults where they differ)
     # The recipe's `backend` map as written, for the engine-wide knobs an adapter honours.
     backend: Mapping[str, Any] = field(default_factory=dict)
 

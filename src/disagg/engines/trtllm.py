@@ -20,7 +20,8 @@ GPU over all its nodes, one node included (`srun --mpi=pmix --ntasks-per-node=G`
 Slurm executor; the local executor refuses it), each rank running
 `[numactl -m 0,1] trtllm-llmapi-launch <command>`. `numactl -m 0,1` binds prefill and
 decode workers' memory to NUMA nodes 0 and 1 on gb200/gb300 (and vrnvl72, srt-slurm
-2.x) unless `backend.numa_memory_bind` says otherwise (true: always; false: never).
+2.x) unless `backend.numa_memory_bind` says otherwise (true: prefill and decode workers
+on any GPU, in 2.x's schema every worker; false: none).
 
 `trtllm-serve` flags are srtctl's spellings (`--tensor_parallel_size`,
 `--moe_expert_parallel_size`, `--pipeline_parallel_size` with the values the role writes,
@@ -252,11 +253,12 @@ class TRTLLM(EngineAdapter):
 def launch_prefix(spec: WorkerSpec) -> list[str]:
     """What each MPI rank of a real worker runs its command under: `numactl -m 0,1` where
     srt-slurm binds the worker's memory, then `trtllm-llmapi-launch`."""
-    bind = spec.backend.get("numa_memory_bind")
-    if bind is None:
-        bind = (spec.gpu_type or "") in NUMA_GPU_TYPES
-    numa = list(NUMACTL) if bind is True and spec.mode is not None else []
-    return [*numa, LAUNCH_WRAPPER]
+    written = spec.backend.get("numa_memory_bind")
+    if written is None:  # srt-slurm's default: prefill and decode workers on these GPUs
+        bind = spec.mode is not None and (spec.gpu_type or "") in NUMA_GPU_TYPES
+    else:  # v1.0.68 forces prefill and decode workers; 2.x any worker
+        bind = written is True and (spec.mode is not None or spec.schema2)
+    return [*NUMACTL, LAUNCH_WRAPPER] if bind else [LAUNCH_WRAPPER]
 
 
 def router_args(args: Mapping[str, Any] | None) -> list[str]:

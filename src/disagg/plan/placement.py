@@ -203,6 +203,7 @@ class _Placer:
                 # the section's default (dynamo) when the recipe has none, as `frontend` uses
                 frontend=(self.config.frontend or FrontendSection()).type,
                 gpu_type=self.config.resources.gpu_type,
+                schema2=self.variant.dialect == "schema2",
                 backend=self.backend,
             )
             self.check_supported(kind, args, spec)
