@@ -20,7 +20,7 @@ from disagg.launch.bindings import build_bindings, write_role_files
 from disagg.launch.srun import srun_argv
 from disagg.plan.model import MpiPlan, Plan
 
-from .engine_support import plan_text, recipe
+from .engine_support import plan_text, recipe, worker_tasks
 
 PD = (
     "  gpus_per_node: 4\n  prefill_nodes: 1\n  prefill_workers: 1\n"
@@ -221,3 +221,25 @@ def test_router_command_takes_frontend_args_and_env(tmp_path: Path) -> None:
     assert router.env == {"TRTLLM_DISAGG_SERVER_DISABLE_GC": "0"}
     # one MPI rank, as srt-slurm starts it (tensorrt_llm wants an MPI launcher)
     assert router.mpi == MpiPlan(tasks_per_node=1) and router.launch_ranks == [0]
+
+
+def test_every_worker_has_an_expert_balancer_segment_of_its_own(tmp_path: Path) -> None:
+    """`TRTLLMProtocol.get_environment_for_mode`: `TRTLLM_EPLB_SHM_NAME=moe_shared_<uuid>`
+    for each worker, over the recipe's own value, so workers sharing a node never share
+    the segment."""
+    backend = "  decode_environment: {TRTLLM_EPLB_SHM_NAME: mine}\n"
+    roles = ROLES.replace(
+        "    decode:\n      tensor_parallel_size: 4", "    decode:\n      tensor_parallel_size: 2"
+    )
+    resources = PD.replace("decode_nodes: 2", "decode_nodes: 1")
+    plan = plan_text(
+        tmp_path,
+        recipe("trtllm", roles, resources=resources, backend=backend, frontend="trtllm_serve"),
+    )
+    assert plan.role("decode-0").node_ranks == plan.role("decode-1").node_ranks
+    names = []
+    for _, _, _, env in worker_tasks(plan):
+        if "TRTLLM_EPLB_SHM_NAME" in env:
+            names.append(env["TRTLLM_EPLB_SHM_NAME"])
+    assert len(names) == 3 and len(set(names)) == 3  # two decode workers share a node
+    assert all(name.startswith("moe_shared_") and "${" not in name for name in names)

@@ -96,6 +96,11 @@ LAUNCH_WRAPPER = "trtllm-llmapi-launch"
 # own CPU affinity, and more ranks than allocated CPUs may start.
 WORKER_SRUN_OPTIONS = {"cpu-bind": "verbose,none", "oversubscribe": ""}
 NUMACTL = ("numactl", "-m", "0,1")
+# The shared-memory segment of the expert load balancer: one name per worker, so that
+# workers sharing a node never open each other's (srt-slurm: `moe_shared_<uuid>` per worker,
+# TRTLLMProtocol.get_environment_for_mode); here the job id and the worker's own port.
+EPLB_SHM_VAR = "TRTLLM_EPLB_SHM_NAME"
+EPLB_SHM_NAME = "moe_shared_${run.job_id}_${self.http_port}"
 # GPU types whose prefill/decode workers srt-slurm binds with NUMACTL by default.
 NUMA_GPU_TYPES = frozenset({"gb200", "gb300", "vrnvl72"})
 # srt-slurm's `frontend.*` fields of trtllm_serve that go into the router's YAML.
@@ -244,6 +249,7 @@ class TRTLLM(EngineAdapter):
         return WorkerCommand(
             argv=[*launch_prefix(spec), *argv],
             ports=["http"],
+            env={EPLB_SHM_VAR: EPLB_SHM_NAME},
             files={config_file(spec.role): yaml_text(config)},
             mpi_tasks_per_node=spec.gpus_per_node,
             mpi_srun_options=dict(WORKER_SRUN_OPTIONS),
