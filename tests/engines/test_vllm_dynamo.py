@@ -213,3 +213,19 @@ def test_a_raw_json_connector_passes_through_unchanged(tmp_path: Path) -> None:
     roles = "    aggregated:\n      max-model-len: 4096\n"
     plan = plan_text(tmp_path, dynamo_vllm(roles, ONE, backend))
     assert value(plan.role("aggregated-0").argv, "--kv-transfer-config") == custom
+
+
+@pytest.mark.parametrize(
+    ("backend", "listed"),
+    [("", True), ("  set_cuda_visible_devices: true\n", False)],
+)
+def test_gpu_selection_by_environment_is_a_listed_difference(
+    tmp_path: Path, backend: str, listed: bool
+) -> None:
+    """srt-slurm passes `--device-ids` (`build_worker_command`, unless
+    `set_cuda_visible_devices`); disagg masks GPUs by environment and says so."""
+    roles = "    aggregated:\n      max-model-len: 4096\n"
+    plan = plan_text(tmp_path, dynamo_vllm(roles, ONE, backend))
+    assert ("vllm-device-ids" in [row["id"] for row in plan.differs]) is listed
+    [(_, _, argv, env)] = [t for t in worker_tasks(plan) if t[0].name == "aggregated-0"]
+    assert "--device-ids" not in argv and env["CUDA_VISIBLE_DEVICES"] == "0"

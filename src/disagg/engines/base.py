@@ -184,6 +184,8 @@ class WorkerCommand:
     # options (`--key=value`, "" for a bare `--key`).
     mpi_tasks_per_node: int | None = None
     mpi_srun_options: dict[str, str] = field(default_factory=dict)
+    # Ids of `disagg.plan.compat` rows: where this worker differs from srtctl's on purpose.
+    differs: list[str] = field(default_factory=list)
 
 
 class EngineAdapter(ABC):

@@ -110,6 +110,7 @@ CONNECTORS: dict[str, dict[str, str]] = {
 }
 DEFAULT_CONNECTOR = "nixl"
 DYNAMO = "dynamo"  # `frontend.type` whose workers are `python -m dynamo.vllm`
+DEVICE_IDS_ROW = "vllm-device-ids"  # the `disagg.plan.compat` row on GPU selection
 # Derived by the plan under Dynamo's per-node DP layout, never taken from the recipe.
 _DP_DERIVED = frozenset({"data-parallel-hybrid-lb"})
 NO_CONNECTOR = ("null", "none", "")
@@ -282,10 +283,17 @@ class VLLM(EngineAdapter):
         serve = ["--host", listen_host(args), "--port", "${self.http_port}"]
         ports, env = self.worker_ports(args, spec)
         placed = self.node_flags(args, spec)
+        # srt-slurm selects GPUs with --device-ids unless told to mask them by environment
+        # (v1 `set_cuda_visible_devices`, 2.x `set_visible_devices`)
+        masked = any(
+            spec.backend.get(k) for k in ("set_cuda_visible_devices", "set_visible_devices")
+        )
+        differs = [] if masked else [DEVICE_IDS_ROW]
         if not spec.multi_node:
-            return WorkerCommand(argv=flags + serve + placed[0], ports=ports, env=env)
+            argv = flags + serve + placed[0]
+            return WorkerCommand(argv=argv, ports=ports, env=env, differs=differs)
         nodes = [flags + placed[0] + serve, *(flags + node for node in placed[1:])]
-        return WorkerCommand(argv=nodes[0], ports=ports, env=env, node_argv=nodes)
+        return WorkerCommand(argv=nodes[0], ports=ports, env=env, node_argv=nodes, differs=differs)
 
 
 def _per_node_dp(args: Mapping[str, Any], spec: WorkerSpec) -> bool:

@@ -37,6 +37,16 @@ _ROWS = (
         "shape (lengths, warm-up, request rate), writing the same result fields",
         "one client for every benchmark type, validated results, resume and live progress",
     ),
+    Difference(
+        "vllm-device-ids",
+        "gives each vLLM worker its GPUs as `--device-ids` and leaves `CUDA_VISIBLE_DEVICES` "
+        "unset, so the worker sees every GPU of its node (`set_cuda_visible_devices: true`, "
+        "2.x `set_visible_devices: true`, sets the variable instead)",
+        "sets `CUDA_VISIBLE_DEVICES` to the worker's GPUs, as for every engine, and passes no "
+        "`--device-ids`",
+        "the launcher pins every worker's GPUs through the GPU vendor's visibility variables "
+        "and checks them against the plan; vLLM builds before `--device-ids` take only those",
+    ),
 )
 
 DIFFERENCES: dict[str, Difference] = {row.id: row for row in _ROWS}

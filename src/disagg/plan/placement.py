@@ -211,6 +211,7 @@ class _Placer:
             name = f"{kind.value}-{index}"
             seen = self.container_args(kind, name, args, image)
             command = self.adapter.command(seen, spec)
+            self.differs += command.differs
             self.worker_inputs[name] = (seen, spec)
             par = self.adapter.parallelism(args)
             reading = self.adapter.sim_reading(args)
