@@ -229,3 +229,18 @@ def test_gpu_selection_by_environment_is_a_listed_difference(
     assert ("vllm-device-ids" in [row["id"] for row in plan.differs]) is listed
     [(_, _, argv, env)] = [t for t in worker_tasks(plan) if t[0].name == "aggregated-0"]
     assert "--device-ids" not in argv and env["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+def test_a_dp_workers_nixl_side_channel_reserves_a_port_per_rank(tmp_path: Path) -> None:
+    """vLLM's NIXL side channel listens on its base port plus the DP rank; srt-slurm
+    reserves a block of DP size (`next_nixl_port_block`), so does the plan (`nixl*16`)."""
+    roles = (
+        "    prefill:\n      tensor-parallel-size: 4\n"
+        "    decode:\n      data-parallel-size: 16\n      enable-expert-parallel: true\n"
+    )
+    resources = nodes(4, "decode") + "  prefill_nodes: 1\n  prefill_workers: 1\n"
+    plan = plan_text(tmp_path, dynamo_vllm(roles, resources))
+    assert plan.role("decode-0").ports == ["http", "nixl*16", "dp_rpc"]
+    assert plan.role("prefill-0").ports == ["http", "nixl"]
+    decode = [env for role, _, _, env in worker_tasks(plan) if role.name == "decode-0"]
+    assert len({env["VLLM_NIXL_SIDE_CHANNEL_PORT"] for env in decode}) == 1  # one base

@@ -266,11 +266,13 @@ class VLLM(EngineAdapter):
         ports = ["http"]
         env: dict[str, str] = {}
         transfer = self.kv_transfer(args, spec)
+        dp_mode = par.dp > 1 or _per_node_dp(args, spec)
         if transfer is not None and "NixlConnector" in transfer:
-            ports.append("nixl")
+            # vLLM's NIXL side channel listens on this port plus the worker's DP rank (a
+            # block of DP size, as srt-slurm reserves: next_nixl_port_block)
+            ports.append(f"nixl*{par.dp}" if dp_mode and par.dp > 1 else "nixl")
             env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = "${self.bind_host}"
             env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "${self.nixl_port}"
-        dp_mode = par.dp > 1 or _per_node_dp(args, spec)
         if dp_mode:
             ports.append("dp_rpc")
         if spec.multi_node and not dp_mode:
