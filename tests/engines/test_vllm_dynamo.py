@@ -82,6 +82,9 @@ def test_per_node_dp_forces_hybrid_lb_the_recipe_turned_off(tmp_path: Path) -> N
     for cmd in commands(plan, "aggregated-0"):
         assert "--data-parallel-size-local" in cmd and "--data-parallel-start-rank" in cmd
         assert cmd.count("--data-parallel-hybrid-lb") == 1 and "--headless" not in cmd
+    [note] = [i for i in plan.ignored if i["field"].endswith("data_parallel_hybrid_lb")]
+    assert note["field"] == "backend.vllm_config.aggregated.data_parallel_hybrid_lb"
+    assert "per-node data-parallel layout" in note["why"]
 
 
 def test_dp4_tp4_on_four_gpu_nodes_runs_one_local_rank_per_node(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ from typing import Any, ClassVar
 from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
+    Ignored,
     Parallelism,
     SimReading,
     WorkerCommand,
@@ -287,15 +288,22 @@ class VLLM(EngineAdapter):
         placed = self.node_flags(args, spec)
         # srt-slurm selects GPUs with --device-ids unless told to mask them by environment
         # (v1 `set_cuda_visible_devices`, 2.x `set_visible_devices`)
+        derived = [
+            Ignored(str(key), "derived from the per-node data-parallel layout under Dynamo")
+            for key in args
+            if _per_node_dp(args, spec) and FLAGS.normalise(key) in _DP_DERIVED
+        ]
         masked = any(
             spec.backend.get(k) for k in ("set_cuda_visible_devices", "set_visible_devices")
         )
         differs = [] if masked else [DEVICE_IDS_ROW]
         if not spec.multi_node:
             argv = flags + serve + placed[0]
-            return WorkerCommand(argv=argv, ports=ports, env=env, differs=differs)
+            return WorkerCommand(argv=argv, ports=ports, env=env, differs=differs, ignored=derived)
         nodes = [flags + placed[0] + serve, *(flags + node for node in placed[1:])]
-        return WorkerCommand(argv=nodes[0], ports=ports, env=env, node_argv=nodes, differs=differs)
+        return WorkerCommand(
+            argv=nodes[0], ports=ports, env=env, node_argv=nodes, differs=differs, ignored=derived
+        )
 
 
 def _per_node_dp(args: Mapping[str, Any], spec: WorkerSpec) -> bool:

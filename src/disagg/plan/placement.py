@@ -212,6 +212,9 @@ class _Placer:
             seen = self.container_args(kind, name, args, image)
             command = self.adapter.command(seen, spec)
             self.differs += command.differs
+            path = ".".join(self.adapter.args_path(_worker_role(kind)))
+            for item in command.ignored:
+                self.ignored.setdefault(f"{path}.{item.key}", item.reason)
             self.worker_inputs[name] = (seen, spec)
             par = self.adapter.parallelism(args)
             reading = self.adapter.sim_reading(args)
