@@ -6,6 +6,7 @@ import shlex
 from pathlib import Path
 
 from disagg.launch.bindings import build_bindings, render_task
+from disagg.launch.ports import port_field
 from disagg.plan.model import Plan, RoleKind, RolePlan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
@@ -13,6 +14,7 @@ from disagg.recipe.variants import load_variants
 WORKER_KINDS = (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
 MODEL_PATH = "/models/org--model"
 PYTHON = "/opt/disagg/.venv/bin/python"
+JOB_ID = "4242"
 
 
 def plan_text(tmp_path: Path, text: str) -> Plan:
@@ -48,7 +50,7 @@ def worker_tasks(plan: Plan) -> list[tuple[RolePlan, int, list[str], dict[str, s
     """(role, node rank, argv, env) of every worker and router task as its node would start
     it, with fixed addresses (10.0.0.N for node rank N-1) and ports (30000 + 10 x role + j)."""
     ports = {
-        role.name: {f"{p}_port": 30000 + 10 * i + j for j, p in enumerate(role.ports)}
+        role.name: {port_field(p): 30000 + 10 * i + j for j, p in enumerate(role.ports)}
         for i, role in enumerate(plan.roles)
     }
     bindings = build_bindings(
@@ -60,6 +62,7 @@ def worker_tasks(plan: Plan) -> list[tuple[RolePlan, int, list[str], dict[str, s
         run_dir=Path("/runs/r"),
         python=PYTHON,
     )
+    bindings["run"]["job_id"] = JOB_ID  # the same on every run (else the test's own pid)
     tasks = []
     for role in plan.roles:
         if role.kind not in WORKER_KINDS and role.kind is not RoleKind.ROUTER:

@@ -11,7 +11,6 @@ from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.launch.bindings import build_bindings, write_role_files
 from disagg.launch.local import LocalLauncher
 from disagg.launch.srun import srun_argv
-from disagg.plan.model import MpiPlan
 
 from .engine_support import plan_text, recipe
 
@@ -34,12 +33,16 @@ def test_aggregated_worker_reads_its_role_map_as_yaml_from_the_run_directory(
     plan = plan_text(tmp_path, recipe("trtllm", roles, resources=ONE_NODE))
     assert (plan.engine, plan.backend) == ("trtllm", "trtllm")
     worker = plan.role("aggregated-0")
+    # srt-slurm v1.0.68's trtllm-serve worker (TRTLLMProtocol.build_worker_command): every
+    # rank under trtllm-llmapi-launch, the sizes as written in its spellings, `--config`,
+    # and no served-name flag (v1 has none)
     assert worker.argv == [
-        "trtllm-serve", "${model.path}",
+        "trtllm-llmapi-launch", "trtllm-serve", "${model.path}",
         "--host", "${self.bind_host}", "--port", "${self.http_port}",
-        "--served_model_name", "org/model", "--tp_size", "8", "--ep_size", "8",
-        "--extra_llm_api_options", "${run.dir}/trtllm/aggregated.yaml",
+        "--tensor_parallel_size", "8", "--moe_expert_parallel_size", "8",
+        "--config", "${run.dir}/trtllm/aggregated.yaml",
     ]  # fmt: skip
+    assert worker.mpi is not None and worker.mpi.tasks_per_node == 8  # a rank per GPU, one node
     config = yaml.safe_load(worker.files["trtllm/aggregated.yaml"])
     assert config == {
         "tensor_parallel_size": 8,
@@ -64,7 +67,9 @@ def test_prefill_decode_behind_trtllm_serve_disaggregated(tmp_path: Path) -> Non
     decode = yaml.safe_load(plan.role("decode-0").files["trtllm/decode.yaml"])
     assert decode["cache_transceiver_config"] == {"backend": "UCX"}
     router = plan.role("router")
-    assert router.argv == ["trtllm-serve", "disaggregated", "-c", "${run.dir}/trtllm/disagg.yaml"]
+    assert router.argv == [
+        "trtllm-serve", "disaggregated", "--config", "${run.dir}/trtllm/disagg.yaml",
+    ]  # fmt: skip
     # The server list is bound when the orchestrator writes it into the run directory.
     ports = {r.name: {f"{p}_port": 40000 + 10 * i + j for j, p in enumerate(r.ports)}
              for i, r in enumerate(plan.roles)}  # fmt: skip
@@ -91,7 +96,8 @@ def test_a_worker_over_nodes_is_one_mpi_step_of_a_rank_per_gpu(tmp_path: Path) -
     plan = plan_text(tmp_path, recipe("trtllm", roles, resources=resources))
     worker = plan.role("aggregated-0")
     assert worker.argv[:2] == ["trtllm-llmapi-launch", "trtllm-serve"]
-    assert worker.mpi == MpiPlan(tasks_per_node=4) and worker.launch_ranks == [0]
+    assert worker.mpi is not None and worker.mpi.tasks_per_node == 4
+    assert worker.launch_ranks == [0]
     argv = srun_argv(
         job_id="7",
         node="n1",

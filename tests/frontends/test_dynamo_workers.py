@@ -52,10 +52,13 @@ def test_aggregated_vllm_worker_is_dynamo_vllm_with_the_engines_flags(tmp_path: 
     plan = plan_text(tmp_path, dynamo_recipe("vllm", roles, resources=ONE))
     assert_dynamo_fronts_them(plan)
     worker = plan.role("aggregated-0")
+    # srt-slurm's dynamo.vllm workers take `backend.connector` (nixl unless set) even when
+    # aggregated (`VLLMProtocol.build_worker_command`; its tests' `test_connector_*`).
+    nixl = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"})
     assert worker.argv == [
         "python3", "-m", "dynamo.vllm", "--model", "${model.path}",
         "--max-model-len", "4096", "--enforce-eager", "--served-model-name", "org/model",
-        *RUNTIME,
+        "--kv-transfer-config", nixl, *RUNTIME,
     ]  # fmt: skip
     # No HTTP API of its own: Dynamo's system port answers /health once `generate` is up.
     assert worker.health is not None and worker.health.path == "/health"
@@ -85,17 +88,18 @@ def test_vllm_prefill_and_decode_run_in_their_disaggregation_mode_with_nixl(
         assert argv[-4:] == RUNTIME
 
 
-def test_multi_node_vllm_keeps_the_engines_per_node_ranks(tmp_path: Path) -> None:
+def test_multi_node_vllm_runs_srtctls_per_node_data_parallel_layout(tmp_path: Path) -> None:
+    """srt-slurm v1.0.68 (`dp_launch_mode: per_node`): every node runs its local ranks with
+    hybrid load balancing so that each registers with the frontend; none is headless."""
     resources = "  gpus_per_node: 4\n  agg_nodes: 2\n  agg_workers: 1\n"
     roles = "    aggregated:\n      data-parallel-size: 8\n      enable-expert-parallel: true\n"
     plan = plan_text(tmp_path, dynamo_recipe("vllm", roles, resources=resources))
     worker = plan.role("aggregated-0")
     head, other = worker.node_argv
     assert worker.argv == head and head[2] == other[2] == "dynamo.vllm"
-    assert "--headless" not in head and "--data-parallel-start-rank" not in head
-    at = other.index("--data-parallel-start-rank")
-    assert other[at - 1 : at + 2] == ["--headless", "--data-parallel-start-rank", "4"]
-    for argv in (head, other):
+    for rank, argv in enumerate((head, other)):
+        assert "--headless" not in argv and "--data-parallel-hybrid-lb" in argv
+        assert argv[argv.index("--data-parallel-start-rank") + 1] == str(4 * rank)
         assert argv[argv.index("--data-parallel-size-local") + 1] == "4"
         assert argv[argv.index("--data-parallel-address") + 1] == "${self.host}"
 
@@ -119,11 +123,14 @@ def test_aggregated_trtllm_worker_is_dynamo_trtllm_reading_the_roles_yaml(tmp_pa
     plan = plan_text(tmp_path, dynamo_recipe("trtllm", roles, resources=ONE))
     assert_dynamo_fronts_them(plan)
     worker = plan.role("aggregated-0")
+    # one MPI rank per GPU under trtllm-llmapi-launch, one node included, as srt-slurm
+    # starts every TRT-LLM worker (TRTLLMProtocol.get_srun_config, build_worker_command)
     assert worker.argv == [
-        "python3", "-m", "dynamo.trtllm", "--model", "${model.path}",
+        "trtllm-llmapi-launch", "python3", "-m", "dynamo.trtllm", "--model", "${model.path}",
         "--served-model-name", "org/model",
         "--extra-engine-args", "${run.dir}/trtllm/aggregated.yaml", *RUNTIME,
     ]  # fmt: skip
+    assert worker.mpi is not None and worker.mpi.tasks_per_node == 1
     config = yaml.safe_load(worker.files["trtllm/aggregated.yaml"])
     assert config == {"tensor_parallel_size": 1, "max_batch_size": 64}
 
@@ -138,7 +145,8 @@ def test_trtllm_prefill_and_decode_plan_behind_dynamo_with_a_cache_transceiver(
     assert not [r for r in plan.roles if r.name == "router"]  # no trtllm-serve disaggregated
     for name, mode in (("prefill-0", "prefill"), ("decode-0", "decode")):
         worker = plan.role(name)
-        assert worker.argv[:3] == ["python3", "-m", "dynamo.trtllm"]
+        assert worker.argv[:4] == ["trtllm-llmapi-launch", "python3", "-m", "dynamo.trtllm"]
+        assert worker.mpi is not None and worker.mpi.tasks_per_node == 8
         assert worker.argv[worker.argv.index("--disaggregation-mode") + 1] == mode
         assert worker.argv[worker.argv.index("--extra-engine-args") + 1] == (
             f"${{run.dir}}/trtllm/{mode}.yaml"

@@ -44,6 +44,11 @@ for line in sys.stdin:
         "dp": engine.data_parallel_size,
         "dp_local": engine.data_parallel_size_local,
         "dp_start": engine.data_parallel_start_rank,
+        "hybrid_lb": engine.data_parallel_hybrid_lb,
+        "dp_address": engine.data_parallel_address,
+        "nnodes": engine.nnodes,
+        "node_rank": engine.node_rank,
+        "tp": engine.tensor_parallel_size,
     }))
 """
 
@@ -88,7 +93,9 @@ def test_aggregated_and_prefill_decode_commands_parse_as_dynamo_reads_them(
     roles = "    prefill:\n      max-model-len: 2048\n    decode:\n      max-model-len: 2048\n"
     pd = worker_argvs(tmp_path, roles, PD)
     aggregated, prefill, decode = parsed(vllm_env, tmp_path, [*agg, *pd])
-    assert aggregated["mode"] in (None, "agg") and aggregated["connector"] is None
+    assert aggregated["mode"] in (None, "agg")
+    # srt-slurm gives aggregated dynamo.vllm workers `backend.connector` (nixl by default)
+    assert aggregated["connector"] == "NixlConnector"
     assert aggregated["max_model_len"] == 4096
     assert (prefill["mode"], decode["mode"]) == ("prefill", "decode")
     for worker in (aggregated, prefill, decode):
@@ -98,9 +105,27 @@ def test_aggregated_and_prefill_decode_commands_parse_as_dynamo_reads_them(
 
 
 def test_multi_node_data_parallel_ranks_parse_per_node(vllm_env: Path, tmp_path: Path) -> None:
+    """srt-slurm's per-node layout: each node its local ranks, hybrid-lb, none headless."""
     resources = "  gpus_per_node: 4\n  agg_nodes: 2\n  agg_workers: 1\n"
     roles = "    aggregated:\n      data-parallel-size: 8\n      enable-expert-parallel: true\n"
     head, other = parsed(vllm_env, tmp_path, worker_argvs(tmp_path, roles, resources))
-    assert (head["dp"], head["dp_local"], head["headless"]) == (8, 4, False)
-    assert head["dp_start"] in (None, 0)  # the head node holds ranks 0..3
-    assert (other["dp"], other["dp_local"], other["dp_start"], other["headless"]) == (8, 4, 4, True)
+    assert (head["dp"], head["dp_local"], head["dp_start"], head["headless"]) == (8, 4, 0, False)
+    assert (other["dp"], other["dp_local"], other["dp_start"], other["headless"]) == (
+        8,
+        4,
+        4,
+        False,
+    )
+    assert head["hybrid_lb"] is True and other["hybrid_lb"] is True
+    assert head["dp_address"] == other["dp_address"] == "10.0.0.1"
+
+
+def test_a_replica_spanning_nodes_parses_as_one_rendezvous(vllm_env: Path, tmp_path: Path) -> None:
+    """DP2 x TP8 on 4-GPU nodes: one rendezvous over the nodes, headless off the head node
+    (srt-slurm `test_dp_per_node_uses_multinode_rendezvous_for_dp2_tp8`)."""
+    resources = "  gpus_per_node: 4\n  agg_nodes: 4\n  agg_workers: 1\n"
+    roles = "    aggregated:\n      data-parallel-size: 2\n      tensor-parallel-size: 8\n"
+    found = parsed(vllm_env, tmp_path, worker_argvs(tmp_path, roles, resources))
+    assert [(w["dp"], w["tp"], w["nnodes"]) for w in found] == [(2, 8, 4)] * 4
+    assert [w["node_rank"] for w in found] == [0, 1, 2, 3]
+    assert [w["headless"] for w in found] == [False, True, True, True]

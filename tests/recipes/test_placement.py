@@ -49,8 +49,9 @@ def test_1p1d_on_two_nodes(write: Write) -> None:
     ]
     assert (plan.prefill_gpus, plan.decode_gpus, plan.total_gpus) == (8, 8, 16)
     prefill = plan.role("prefill-0")
-    assert prefill.ports == ["http", "bootstrap"]
-    assert plan.role("decode-0").ports == ["http"]
+    # and a pinned --nccl-port each, as srt-slurm's SGLang workers (tests/engines)
+    assert prefill.ports == ["http", "bootstrap", "nccl"]
+    assert plan.role("decode-0").ports == ["http", "nccl"]
     assert plan.role("router").ports == ["http", "metrics"]
     assert plan.role("bench").argv == []
 

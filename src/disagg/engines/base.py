@@ -143,6 +143,8 @@ class WorkerSpec:
     ib_devices: tuple[str, ...] = ()
     simulated: bool = False
     frontend: str = "sglang"  # the recipe's `frontend.type`
+    gpu_type: str | None = None  # the recipe's `resources.gpu_type` (TRT-LLM's numactl default)
+    schema2: bool = False  # written in srt-slurm 2.x's schema (its defaults where they differ)
     # The recipe's `backend` map as written, for the engine-wide knobs an adapter honours.
     backend: Mapping[str, Any] = field(default_factory=dict)
 
@@ -178,8 +180,15 @@ class WorkerCommand:
     node_argv: list[list[str]] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     # Set: one MPI step over all the worker's nodes with this many ranks on each (srun
-    # --mpi), instead of one task per node.
+    # --mpi), instead of one task per node; `mpi_srun_options` are that step's own srun
+    # options (`--key=value`, "" for a bare `--key`).
     mpi_tasks_per_node: int | None = None
+    mpi_srun_options: dict[str, str] = field(default_factory=dict)
+    # Ids of `disagg.plan.compat` rows: where this worker differs from srtctl's on purpose.
+    differs: list[str] = field(default_factory=list)
+    # Settings of the role this command does not pass on as written, besides `ignored()`'s
+    # (those that depend on the worker's spec, such as its frontend).
+    ignored: list[Ignored] = field(default_factory=list)
 
 
 class EngineAdapter(ABC):
@@ -264,9 +273,12 @@ class EngineAdapter(ABC):
         """(key, what) when this worker cannot run as written: the plan refuses it up front."""
         return None
 
-    def pd_router(self, prefill: list[str], decode: list[str]) -> WorkerCommand | None:
+    def pd_router(
+        self, prefill: list[str], decode: list[str], frontend: Mapping[str, Any]
+    ) -> WorkerCommand | None:
         """The engine's own router for real prefill/decode workers (named by role), when its
-        KV hand-over needs one (TRT-LLM's `trtllm-serve disaggregated`); None: the frontend's."""
+        KV hand-over needs one (TRT-LLM's `trtllm-serve disaggregated`); None: the frontend's.
+        `frontend` is the recipe's `frontend` section as written (the router's settings)."""
         return None
 
     def command(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:

@@ -5,10 +5,16 @@ Rendering (DESIGN.md): `key: value` -> `--key value`; `true` -> `--key`; `false`
 one JSON string. Keys are written with dashes (`tp_size` -> `--tp-size`).
 
 The plan owns the flags that depend on placement (`--host`, `--port`, bootstrap
-port, `--dist-init-addr`, `--nnodes`, `--node-rank`) and the model location
+port, `--nccl-port`, `--dist-init-addr`, `--nnodes`, `--node-rank`) and the model location
 (`--model-path ${model.path}`: the staged model as the worker sees it; a recipe's
 own `model-path`, e.g. srt-slurm's container mount `/model/`, is replaced). A draft
 model named by repo id becomes `${model.draft}`, the staged copy.
+
+`--nccl-port`: SGLang's default probes for a free port when it starts, and workers
+starting together on one node can race for the same one; srt-slurm pins one per worker
+process (`SGLangProtocol.build_worker_command`: 17500 + the process's index in the job,
+replacing the recipe's own). The plan pins one per worker too, a port of its own
+(`nccl`) that the orchestrator reserves with the worker's other ports.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from disagg.engines.base import (
 from disagg.engines.sim.command import SIM_PREFIX
 
 SGLANG_MODULE = "sglang.launch_server"
+NCCL_PORT = "nccl"  # the port name behind `--nccl-port ${self.nccl_port}`
 
 # Every spelling SGLang accepts for each setting read by the plan, lint or simulator.
 FLAGS = FlagTable(
@@ -74,6 +81,7 @@ PLACEMENT_FLAGS = frozenset(
         "node-rank",
         "dist-init-addr",
         "disaggregation-bootstrap-port",
+        "nccl-port",
     }
 )
 DRAFT_FLAGS = FLAGS.names("draft_model")
@@ -147,7 +155,7 @@ def worker_args(
     if ib_devices and disaggregation_mode is not None:
         kept.setdefault("disaggregation-ib-device", ",".join(ib_devices))
     argv = ["--model-path", "${model.path}", *render_args(kept)]
-    argv += ["--host", host, "--port", "${self.http_port}"]
+    argv += ["--host", host, "--port", "${self.http_port}", "--nccl-port", "${self.nccl_port}"]
     if disaggregation_mode == "prefill":
         argv += ["--disaggregation-bootstrap-port", "${self.bootstrap_port}"]
     if multi_node:
@@ -184,7 +192,7 @@ class SGLang(EngineAdapter):
             multi_node=spec.multi_node,
             ib_devices=spec.ib_devices,
         )
-        return WorkerCommand(argv=prefix + flags, ports=bootstrap_ports(spec))
+        return WorkerCommand(argv=prefix + flags, ports=[*bootstrap_ports(spec), NCCL_PORT])
 
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
         return self._argv(["python3", "-m", SGLANG_MODULE], args, spec)

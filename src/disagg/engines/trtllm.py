@@ -14,9 +14,24 @@ lists `disaggregated_config` writes (see `frontend.type: trtllm_serve`), or Dyna
 frontend over `python -m dynamo.trtllm` workers reading the same YAML
 (`frontend.type: dynamo`, frontends/dynamo_workers.py).
 
-On one node `trtllm-serve` starts its own ranks. A worker spanning nodes is one MPI
-step of a rank per GPU (`srun --mpi=pmix --ntasks-per-node=G` from the Slurm
-executor), each rank wrapped in `trtllm-llmapi-launch`; the local executor refuses it.
+Every worker runs as srt-slurm v1.0.68 starts it (`TRTLLMProtocol.get_srun_config`,
+`build_worker_command`; `worker_stage.start_endpoint_worker`): one MPI step of a rank per
+GPU over all its nodes, one node included (`srun --mpi=pmix --ntasks-per-node=G` from the
+Slurm executor; the local executor refuses it), each rank running
+`[numactl -m 0,1] trtllm-llmapi-launch <command>`. `numactl -m 0,1` binds prefill and
+decode workers' memory to NUMA nodes 0 and 1 on gb200/gb300 (and vrnvl72, srt-slurm
+2.x) unless `backend.numa_memory_bind` says otherwise (true: prefill and decode workers
+on any GPU, in 2.x's schema every worker; false: none).
+
+`trtllm-serve` flags are srtctl's spellings (`--tensor_parallel_size`,
+`--moe_expert_parallel_size`, `--pipeline_parallel_size` with the values the role writes,
+`--config` for the role's YAML; the router's `--config` too): TRT-LLM 1.3.0rc15 and later,
+the releases the corpus pins for `trtllm-serve` (1.3.0rc24, rc28), take them beside the
+older `--tp_size`/`--extra_llm_api_options`/`-c`. `trtllm-serve` has no served-name flag
+before srt-slurm 2.x's `backend.served_model_name`, which then adds `--served_model_name`.
+The router's `disagg.yaml` carries `frontend.ctx_router`/`gen_router` as the server
+lists' `router` and `frontend.server_config_extra` at its top level
+(`TRTLLMServeFrontend._build_ser`), and `frontend.args`/`env` reach its command.
 
 No TRT-LLM runs on this machine: golden files and the simulated engine stand in.
 """
@@ -67,13 +82,29 @@ FLAGS = FlagTable(
 )
 # Written into the YAML as the plan decides, never taken from the recipe's map.
 PLACEMENT_KEYS = frozenset({"host", "port", "model"})
-# Command-line spelling of the parallel sizes `trtllm-serve` is given besides the YAML.
+# `trtllm-serve` flags: the parallel sizes it is given besides the YAML (as the role writes
+# them), the YAML itself, the served name (srt-slurm's spellings, see the module text).
 _CLI_SIZES = (
-    ("--tp_size", "tp"),
-    ("--ep_size", "ep"),
-    ("--pp_size", "pp"),
+    ("--tensor_parallel_size", "tp"),
+    ("--moe_expert_parallel_size", "ep"),
+    ("--pipeline_parallel_size", "pp"),
 )
+CONFIG_FLAG = "--config"
+SERVED_NAME_FLAG = "--served_model_name"
 LAUNCH_WRAPPER = "trtllm-llmapi-launch"
+# srun options of a worker's MPI step (TRTLLMProtocol.get_srun_config): ranks keep TRT-LLM's
+# own CPU affinity, and more ranks than allocated CPUs may start.
+WORKER_SRUN_OPTIONS = {"cpu-bind": "verbose,none", "oversubscribe": ""}
+NUMACTL = ("numactl", "-m", "0,1")
+# The shared-memory segment of the expert load balancer: one name per worker, so that
+# workers sharing a node never open each other's (srt-slurm: `moe_shared_<uuid>` per worker,
+# TRTLLMProtocol.get_environment_for_mode); here the job id and the worker's own port.
+EPLB_SHM_VAR = "TRTLLM_EPLB_SHM_NAME"
+EPLB_SHM_NAME = "moe_shared_${run.job_id}_${self.http_port}"
+# GPU types whose prefill/decode workers srt-slurm binds with NUMACTL by default.
+NUMA_GPU_TYPES = frozenset({"gb200", "gb300", "vrnvl72"})
+# srt-slurm's `frontend.*` fields of trtllm_serve that go into the router's YAML.
+ROUTER_FIELDS = (("ctx_router", "context_servers"), ("gen_router", "generation_servers"))
 DISAGG_FRONTEND = "trtllm_serve"
 # Frontends that can front real prefill/decode workers: TRT-LLM's own router, and Dynamo's
 # frontend over `python -m dynamo.trtllm` workers (it routes prefill -> decode itself).
@@ -99,7 +130,7 @@ class TRTLLM(EngineAdapter):
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_KEYS
     honoured_keys: ClassVar[frozenset[str]] = frozenset()
     backend_fields: ClassVar[frozenset[str]] = frozenset(
-        {"prefill_extra_args", "decode_extra_args", "aggregated_extra_args"}
+        {"prefill_extra_args", "decode_extra_args", "aggregated_extra_args", "numa_memory_bind"}
     )
 
     def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
@@ -160,19 +191,24 @@ class TRTLLM(EngineAdapter):
         return config
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
-        """Parallel sizes and the YAML file; `python -m dynamo.trtllm` takes the same file
-        as `--extra-engine-args`."""
-        par = self.parallelism(args)
-        sizes = {"tp": par.tp, "ep": par.ep, "pp": par.pp}
+        """Parallel sizes as the role writes them and the YAML file; `python -m dynamo.trtllm`
+        takes the same file as `--extra-engine-args`."""
         flags: list[str] = []
         for flag, setting in _CLI_SIZES:
-            if FLAGS.find(args, setting) is not None:
-                flags += [flag, str(sizes[setting])]
-        return [*flags, "--extra_llm_api_options", "${run.dir}/" + config_file(spec.role)]
+            hit = FLAGS.find(args, setting)
+            if hit is not None and hit[1] is not None:
+                flags += [flag, str(hit[1])]
+        return [*flags, CONFIG_FLAG, "${run.dir}/" + config_file(spec.role)]
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.simulated:
             return None
+        if spec.backend.get("numa_memory_bind") == "local":
+            return "backend.numa_memory_bind", (
+                "backend.numa_memory_bind local (binds each rank's memory to its GPU's NUMA "
+                "node through numa_cpu_bind's per-GPU CPU discovery, which is not built here; "
+                "true binds nodes 0,1)"
+            )
         if spec.mode is not None and spec.frontend not in PD_FRONTENDS:
             return "cache_transceiver_config", (
                 f"TRT-LLM {spec.mode} workers behind frontend {spec.frontend} (their KV "
@@ -181,34 +217,79 @@ class TRTLLM(EngineAdapter):
             )
         return None
 
-    def pd_router(self, prefill: list[str], decode: list[str]) -> WorkerCommand | None:
+    def pd_router(
+        self, prefill: list[str], decode: list[str], frontend: Mapping[str, Any]
+    ) -> WorkerCommand | None:
         # The file is bound once per role, so the router's host is its (first) node's.
         config = disaggregated_config(
-            prefill, decode, host="${self.host}", port="${self.http_port}"
+            prefill, decode, host="${self.host}", port="${self.http_port}", frontend=frontend
         )
-        argv = ["trtllm-serve", "disaggregated", "-c", "${run.dir}/" + DISAGG_CONFIG]
-        return WorkerCommand(argv=argv, ports=["http"], files={DISAGG_CONFIG: config})
+        argv = ["trtllm-serve", "disaggregated", CONFIG_FLAG, "${run.dir}/" + DISAGG_CONFIG]
+        argv += router_args(frontend.get("args"))
+        env = {str(k): str(v) for k, v in (frontend.get("env") or {}).items()}
+        # one MPI rank: tensorrt_llm wants an MPI launcher even for the router (srt-slurm
+        # starts it with `srun --mpi=pmix`, TRTLLMServeFrontend.start_frontends)
+        return WorkerCommand(
+            argv=argv,
+            ports=["http"],
+            env=env,
+            files={DISAGG_CONFIG: config},
+            mpi_tasks_per_node=1,
+        )
 
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
         config = self.engine_config(args, spec)
         argv = ["trtllm-serve", "${model.path}", "--host", listen_host(args)]
-        argv += ["--port", "${self.http_port}", "--served_model_name", spec.served_name]
+        argv += ["--port", "${self.http_port}", *self.engine_flags(args, spec)]
+        served = spec.backend.get("served_model_name")
+        if served:  # srt-slurm 2.x's engine-wide name; v1 passes none
+            argv += [SERVED_NAME_FLAG, str(served)]
         extra = spec.backend.get(f"{spec.role}_extra_args") or []
-        argv += [*self.engine_flags(args, spec), *(str(word) for word in extra)]
-        if spec.multi_node:
-            argv = [LAUNCH_WRAPPER, *argv]
+        argv += [str(word) for word in extra]
         return WorkerCommand(
-            argv=argv,
+            argv=[*launch_prefix(spec), *argv],
             ports=["http"],
+            env={EPLB_SHM_VAR: EPLB_SHM_NAME},
             files={config_file(spec.role): yaml_text(config)},
-            mpi_tasks_per_node=spec.gpus_per_node if spec.multi_node else None,
+            mpi_tasks_per_node=spec.gpus_per_node,
+            mpi_srun_options=dict(WORKER_SRUN_OPTIONS),
         )
 
 
+def launch_prefix(spec: WorkerSpec) -> list[str]:
+    """What each MPI rank of a real worker runs its command under: `numactl -m 0,1` where
+    srt-slurm binds the worker's memory, then `trtllm-llmapi-launch`."""
+    written = spec.backend.get("numa_memory_bind")
+    if written is None:  # srt-slurm's default: prefill and decode workers on these GPUs
+        bind = spec.mode is not None and (spec.gpu_type or "") in NUMA_GPU_TYPES
+    else:  # v1.0.68 forces prefill and decode workers; 2.x any worker
+        bind = written is True and (spec.mode is not None or spec.schema2)
+    return [*NUMACTL, LAUNCH_WRAPPER] if bind else [LAUNCH_WRAPPER]
+
+
+def router_args(args: Mapping[str, Any] | None) -> list[str]:
+    """`frontend.args` on the router's command as srt-slurm writes them: `--key value`, the
+    key as written, `true` a bare flag, `false`/null left out."""
+    words: list[str] = []
+    for key, value in (args or {}).items():
+        if value is True:
+            words.append(f"--{key}")
+        elif value is not False and value is not None:
+            words += [f"--{key}", str(value)]
+    return words
+
+
 def disaggregated_config(
-    context: Sequence[str], generation: Sequence[str], *, host: str, port: str
+    context: Sequence[str],
+    generation: Sequence[str],
+    *,
+    host: str,
+    port: str,
+    frontend: Mapping[str, Any] | None = None,
 ) -> str:
-    """`trtllm-serve disaggregated -c FILE`'s YAML: where it listens and its server lists.
+    """`trtllm-serve disaggregated --config FILE`'s YAML: its server lists and where it
+    listens, with the recipe's routers and extra top-level keys (`frontend.ctx_router`,
+    `gen_router`, `server_config_extra`) merged as srt-slurm's `_build_ser` does.
 
     `context`/`generation` are worker role names; their URLs are plan placeholders the
     orchestrator binds when it writes the file.
@@ -218,13 +299,18 @@ def disaggregated_config(
         urls = [f"${{{name}.host}}:${{{name}.http_port}}" for name in names]
         return {"num_instances": len(names), "urls": urls}
 
-    config = {
-        "hostname": host,
-        "port": port,
-        "backend": "pytorch",
+    config: dict[str, Any] = {
         "context_servers": servers(context),
         "generation_servers": servers(generation),
+        "hostname": host,
+        "port": port,
     }
+    section = frontend or {}
+    for field, key in ROUTER_FIELDS:
+        router = section.get(field)
+        if router:
+            config[key]["router"] = dict(router)
+    config.update(dict(section.get("server_config_extra") or {}))
     return yaml_text(config)
 
 

@@ -8,16 +8,27 @@ Prefill/decode KV transfer is `--kv-transfer-config`: the role's own
 `kv-transfer-config`, else its `connector`, else `backend.connector` (srt-slurm's
 default: nixl). Shorthands expand to their JSON (nixl, lmcache, kvbm); any other text
 passes through unchanged as the JSON it is; `null`/`none` means no connector, which a
-prefill or decode worker cannot do without. An aggregated worker gets a connector only
-from its own settings. NIXL finds its peer through a side channel:
-`VLLM_NIXL_SIDE_CHANNEL_HOST/PORT`, a port of its own per worker.
+prefill or decode worker cannot do without. An aggregated worker takes its own
+connector, and under Dynamo `backend.connector` too, as srt-slurm's `dynamo.vllm`
+workers do (`VLLMProtocol.build_worker_command`); `vllm serve` behind smg needs none.
+NIXL finds its peer through a side channel: `VLLM_NIXL_SIDE_CHANNEL_HOST/PORT`, a port
+of its own per worker.
 
-Multi-node workers: with data parallelism, each node runs its share of the DP ranks
-(`--data-parallel-size-local`); the head node serves the API and the others run
-`--headless` from `--data-parallel-start-rank`, all meeting at the head's
+Multi-node workers behind `vllm serve`: with data parallelism, each node runs its share
+of the DP ranks (`--data-parallel-size-local`); the head node serves the API and the
+others run `--headless` from `--data-parallel-start-rank`, all meeting at the head's
 `--data-parallel-address`/`--data-parallel-rpc-port`. Without it, tensor/pipeline
 ranks span the nodes (`--nnodes`, `--node-rank`, `--master-addr`, `--master-port`;
 `--headless` off the head node).
+
+Under Dynamo, a worker that sets `data-parallel-size` is laid out as srt-slurm v1.0.68's
+`dp_launch_mode: per_node` does (`VLLMProtocol._dp_per_node_endpoints_to_processes` and
+`build_worker_command`): when one TP x PP replica fits a node, every node runs its local
+replicas (`--data-parallel-size-local`, `--data-parallel-start-rank`) with
+`--data-parallel-hybrid-lb`, so that each node's Dynamo runtime registers with the
+frontend, and none runs `--headless`; when a replica spans nodes (DP2 x TP8 on 4-GPU
+nodes), the nodes meet at the head (`--master-addr`, `--nnodes`, `--node-rank`, and the
+data-parallel address and RPC port) and the others run `--headless`.
 """
 
 from __future__ import annotations
@@ -55,6 +66,7 @@ FLAGS = FlagTable(
         "kv_transfer_config": ("kv-transfer-config",),
         "connector": ("connector",),
         "hybrid_lb": ("data-parallel-hybrid-lb",),
+        "headless": ("headless",),
     },
     # Host files a worker reads; `speculative-config.model` is the draft inside its JSON.
     paths=frozenset(
@@ -98,6 +110,10 @@ CONNECTORS: dict[str, dict[str, str]] = {
     },
 }
 DEFAULT_CONNECTOR = "nixl"
+DYNAMO = "dynamo"  # `frontend.type` whose workers are `python -m dynamo.vllm`
+DEVICE_IDS_ROW = "vllm-device-ids"  # the `disagg.plan.compat` row on GPU selection
+# Derived by the plan under Dynamo's per-node DP layout, never taken from the recipe.
+_DP_DERIVED = frozenset({"data-parallel-hybrid-lb"})
 NO_CONNECTOR = ("null", "none", "")
 
 
@@ -167,42 +183,43 @@ class VLLM(EngineAdapter):
             speculative_num_steps=steps if isinstance(steps, int) else None,
         )
 
-    def kv_transfer(self, args: Mapping[str, Any]) -> str | None:
-        """The worker's `--kv-transfer-config` (its own JSON first, then its connector)."""
+    def kv_transfer(self, args: Mapping[str, Any], spec: WorkerSpec) -> str | None:
+        """The worker's `--kv-transfer-config`: its own JSON first, then its connector; an
+        aggregated worker under Dynamo falls back on `backend.connector` (nixl by default)
+        as srt-slurm's do, one behind `vllm serve` has only what its role names."""
         written = FLAGS.value(args, "kv_transfer_config")
         if written is None:
             written = FLAGS.value(args, "connector")
+        if written is None and spec.mode is None and spec.frontend == DYNAMO:
+            written = spec.backend.get("connector", DEFAULT_CONNECTOR)
         return kv_transfer_config(written)
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
-        if spec.mode is not None and self.kv_transfer(args) is None:
+        if spec.mode is not None and self.kv_transfer(args, spec) is None:
             return "connector", f"a vLLM {spec.mode} worker without a KV connector"
+        if _per_node_dp(args, spec):
+            return None if spec.simulated else _per_node_layout_problem(args, spec)
         if spec.multi_node and FLAGS.value(args, "hybrid_lb") is True:
             key = (FLAGS.find(args, "hybrid_lb") or ("data-parallel-hybrid-lb", None))[0]
-            return key, "data-parallel-hybrid-lb on a multi-node worker (one API server per node)"
+            return key, (
+                "data-parallel-hybrid-lb on a multi-node `vllm serve` worker (one API server "
+                "per node; Dynamo's frontend registers them: frontend.type dynamo)"
+            )
         par = self.parallelism(args)
         if spec.multi_node and par.dp > 1 and par.dp % spec.nnodes:
             what = f"data-parallel-size {par.dp} over {spec.nnodes} nodes (unequal ranks per node)"
             return "data-parallel-size", what
         return None
 
-    def ignored(self, args: Mapping[str, Any], role: WorkerRole) -> list[Ignored]:
-        found = super().ignored(args, role)
-        if role == "aggregated":
-            found += [
-                Ignored(str(key), "an aggregated vLLM worker transfers no KV")
-                for key in args
-                if FLAGS.normalise(key) == "connector"
-            ]
-        return found
-
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
         from disagg.cluster import is_repo_id
 
+        # Under Dynamo's per-node DP layout the plan derives hybrid load balancing itself.
+        derived = _DP_DERIVED if _per_node_dp(args, spec) else frozenset()
         kept: dict[str, Any] = {}
         for key, value in args.items():
             name = FLAGS.normalise(key)
-            if name in PLACEMENT_FLAGS or name in _CONNECTOR_KEYS:
+            if name in PLACEMENT_FLAGS or name in _CONNECTOR_KEYS or name in derived:
                 continue
             if name == "speculative-config":
                 spec_map = _speculative(args)
@@ -213,7 +230,7 @@ class VLLM(EngineAdapter):
                 value = "${model.draft}"
             kept[name] = value
         kept.setdefault("served-model-name", spec.served_name)
-        transfer = self.kv_transfer(args) if spec.mode is not None or _has_own(args) else None
+        transfer = self.kv_transfer(args, spec)
         if transfer is not None:
             kept["kv-transfer-config"] = transfer
         return render_args(kept)
@@ -222,6 +239,8 @@ class VLLM(EngineAdapter):
         """The flags the plan owns on each node of one worker (head node first), besides its
         API address: what `vllm serve` and `python -m dynamo.vllm` alike add after
         `engine_flags` (data-parallel ranks per node, or tensor/pipeline ranks over nodes)."""
+        if _per_node_dp(args, spec):
+            return _per_node_dp_flags(args, spec)
         par = self.parallelism(args)
         if not spec.multi_node:
             return [["--data-parallel-rpc-port", "${self.dp_rpc_port}"] if par.dp > 1 else []]
@@ -240,13 +259,7 @@ class VLLM(EngineAdapter):
                 for rank in range(1, spec.nnodes)
             ]
             return [shared, *rest]
-        nodes = []
-        for rank in range(spec.nnodes):
-            ranks = ["--nnodes", str(spec.nnodes), "--node-rank", str(rank)]
-            ranks += ["--master-addr", "${self.host}"]
-            ranks += ["--master-port", "${self.dist_init_port}"]
-            nodes.append(ranks if rank == 0 else [*ranks, "--headless"])
-        return nodes
+        return _node_ranks(spec, master_port=True)
 
     def worker_ports(
         self, args: Mapping[str, Any], spec: WorkerSpec
@@ -256,14 +269,17 @@ class VLLM(EngineAdapter):
         par = self.parallelism(args)
         ports = ["http"]
         env: dict[str, str] = {}
-        transfer = self.kv_transfer(args) if spec.mode is not None or _has_own(args) else None
+        transfer = self.kv_transfer(args, spec)
+        dp_mode = par.dp > 1 or _per_node_dp(args, spec)
         if transfer is not None and "NixlConnector" in transfer:
-            ports.append("nixl")
+            # vLLM's NIXL side channel listens on this port plus the worker's DP rank (a
+            # block of DP size, as srt-slurm reserves: next_nixl_port_block)
+            ports.append(f"nixl*{par.dp}" if dp_mode and par.dp > 1 else "nixl")
             env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = "${self.bind_host}"
             env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "${self.nixl_port}"
-        if par.dp > 1:
+        if dp_mode:
             ports.append("dp_rpc")
-        if spec.multi_node and par.dp <= 1:
+        if spec.multi_node and not dp_mode:
             ports.append("dist_init")
         return ports, env
 
@@ -273,15 +289,98 @@ class VLLM(EngineAdapter):
         serve = ["--host", listen_host(args), "--port", "${self.http_port}"]
         ports, env = self.worker_ports(args, spec)
         placed = self.node_flags(args, spec)
+        # srt-slurm selects GPUs with --device-ids unless told to mask them by environment
+        # (v1 `set_cuda_visible_devices`, 2.x `set_visible_devices`)
+        derived = [
+            Ignored(str(key), "derived from the per-node data-parallel layout under Dynamo")
+            for key in args
+            if _per_node_dp(args, spec) and FLAGS.normalise(key) in _DP_DERIVED
+        ]
+        masked = any(
+            spec.backend.get(k) for k in ("set_cuda_visible_devices", "set_visible_devices")
+        )
+        differs = [] if masked else [DEVICE_IDS_ROW]
         if not spec.multi_node:
-            return WorkerCommand(argv=flags + serve + placed[0], ports=ports, env=env)
+            argv = flags + serve + placed[0]
+            return WorkerCommand(argv=argv, ports=ports, env=env, differs=differs, ignored=derived)
         nodes = [flags + placed[0] + serve, *(flags + node for node in placed[1:])]
-        return WorkerCommand(argv=nodes[0], ports=ports, env=env, node_argv=nodes)
+        return WorkerCommand(
+            argv=nodes[0], ports=ports, env=env, node_argv=nodes, differs=differs, ignored=derived
+        )
 
 
-def _has_own(args: Mapping[str, Any]) -> bool:
-    """Whether the role's own settings name a KV transfer (an aggregated worker may)."""
-    return FLAGS.find(args, "kv_transfer_config") is not None
+def _per_node_dp(args: Mapping[str, Any], spec: WorkerSpec) -> bool:
+    """Whether the worker runs srt-slurm's per-node DP layout: under Dynamo, with
+    `data-parallel-size` written (srt-slurm's `_is_dp_mode`: any value, 1 included)."""
+    return spec.frontend == DYNAMO and FLAGS.value(args, "dp") is not None
+
+
+def _replica(args: Mapping[str, Any]) -> int:
+    """GPUs of one data-parallel replica: TP x PP."""
+    return FLAGS.size(args, "tp") * FLAGS.size(args, "pp")
+
+
+def _per_node_layout_problem(args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
+    """What srt-slurm's per-node DP layout refuses (`VLLMProtocol.__post_init__`) or cannot
+    place (`_dp_per_node_endpoints_to_processes` fails the job at start)."""
+    if FLAGS.value(args, "headless") is True:
+        key = (FLAGS.find(args, "headless") or ("headless", None))[0]
+        return key, (
+            "headless with data-parallel-size under Dynamo (the plan derives the headless "
+            "ranks from the DP x TP x PP layout, as srt-slurm's per_node launch does)"
+        )
+    dp, replica, local = FLAGS.size(args, "dp"), _replica(args), spec.gpus_per_node
+    total = local * spec.nnodes
+    if dp * replica != total:
+        return "data-parallel-size", (
+            f"data-parallel-size {dp} x tensor-parallel-size x pipeline-parallel-size "
+            f"{replica} = {dp * replica} GPUs, but the worker has {total}"
+        )
+    if replica > local and replica % local:
+        return "tensor-parallel-size", (
+            f"a TP x PP replica of {replica} GPUs over nodes of {local} GPUs each "
+            "(it must fill whole nodes)"
+        )
+    if replica <= local and local % replica:
+        return "tensor-parallel-size", (
+            f"TP x PP replicas of {replica} GPUs on nodes of {local} GPUs each "
+            "(they must divide a node)"
+        )
+    return None
+
+
+def _per_node_dp_flags(args: Mapping[str, Any], spec: WorkerSpec) -> list[list[str]]:
+    """Each node's data-parallel flags in srt-slurm's per-node layout (head node first)."""
+    local = spec.gpus_per_node
+    replica = _replica(args)
+    meet = ["--data-parallel-address", "${self.host}"]
+    meet += ["--data-parallel-rpc-port", "${self.dp_rpc_port}"]
+    if replica > local:  # a replica spans nodes: one rendezvous, headless off the head node
+        return [[*ranks, *meet] for ranks in _node_ranks(spec, master_port=False)]
+    per_node = local // replica
+    return [
+        [
+            "--data-parallel-size-local",
+            str(per_node),
+            "--data-parallel-start-rank",
+            str(rank * per_node),
+            *meet,
+            "--data-parallel-hybrid-lb",
+        ]
+        for rank in range(spec.nnodes)
+    ]
+
+
+def _node_ranks(spec: WorkerSpec, *, master_port: bool) -> list[list[str]]:
+    """Tensor/pipeline ranks over the worker's nodes, `--headless` off the head node."""
+    nodes = []
+    for rank in range(spec.nnodes):
+        ranks = ["--master-addr", "${self.host}", "--nnodes", str(spec.nnodes)]
+        ranks += ["--node-rank", str(rank)]
+        if master_port:
+            ranks += ["--master-port", "${self.dist_init_port}"]
+        nodes.append(ranks if rank == 0 else [*ranks, "--headless"])
+    return nodes
 
 
 ADAPTER = VLLM()

@@ -10,8 +10,8 @@ As srt-slurm renders them on clusters (ai-dynamo 1.6.1's worker modules):
   `--connector` away: the KV transfer is the engine's `--kv-transfer-config` as is.
 - `dynamo.trtllm --model PATH --served-model-name NAME --extra-engine-args YAML`: the
   role's YAML the engine adapter writes (`trtllm/<role>.yaml`, parallel sizes and cache
-  transceiver included); a worker over several nodes keeps its MPI step, each rank
-  wrapped in `trtllm-llmapi-launch`.
+  transceiver included); the worker keeps its MPI step of a rank per GPU, each rank
+  wrapped in `trtllm-llmapi-launch` (after `numactl -m 0,1` where srt-slurm binds memory).
 - Both: `--disaggregation-mode prefill|decode` for prefill/decode workers (the frontend
   routes prefill -> decode itself), and the discovery backend and request plane the
   frontend uses.
@@ -96,4 +96,5 @@ def _trtllm_argv(role: RolePlan, spec: WorkerSpec, dynamo: list[str]) -> list[st
     config = "${run.dir}/" + trtllm_engine.config_file(spec.role)
     argv = ["python3", "-m", MODULES["trtllm"], "--model", "${model.path}"]
     argv += ["--served-model-name", spec.served_name, "--extra-engine-args", config, *dynamo]
-    return [trtllm_engine.LAUNCH_WRAPPER, *argv] if role.mpi is not None else argv
+    # each MPI rank under the engine's launch prefix (numactl where srt-slurm binds memory)
+    return [*trtllm_engine.launch_prefix(spec), *argv] if role.mpi is not None else argv

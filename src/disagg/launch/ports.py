@@ -21,8 +21,17 @@ BASE_STEP = 100
 
 
 def port_field(name: str) -> str:
-    """The placeholder field for a port name: `http` and `http_port` both give `http_port`."""
+    """The placeholder field for a port name: `http` and `http_port` both give `http_port`;
+    a block `nixl*8` is named by its first port, `nixl_port`."""
+    name = port_block(name)[0]
     return name if name.endswith("_port") else f"{name}_port"
+
+
+def port_block(name: str) -> tuple[str, int]:
+    """(name, width) of a role's port entry: `nixl*8` asks for 8 consecutive free ports (a
+    server that adds its rank to a base port, as vLLM's NIXL side channel does)."""
+    base, sep, width = name.partition("*")
+    return base, int(width) if sep and width.isdigit() and int(width) > 0 else 1
 
 
 def choose_base(seed: int | str | None = None) -> int:
@@ -41,12 +50,26 @@ def allocate_ports(
     for role in plan.roles:
         fields: dict[str, int] = {}
         for name in role.ports:
+            width = port_block(name)[1]
             port = _next_free(port, taken, launcher, role.node_ranks)
+            while width > 1 and not _free_run(port, width, taken, launcher, role.node_ranks):
+                port = _next_free(port + 1, taken, launcher, role.node_ranks)
             fields[port_field(name)] = port
-            taken.add(port)
-            port += 1
+            taken.update(range(port, port + width))
+            port += width
         result[role.name] = fields
     return result
+
+
+def _free_run(
+    start: int, width: int, taken: set[int], launcher: RoleLauncher, nodes: Iterable[int]
+) -> bool:
+    """Whether `start` and the `width - 1` ports after it are all free on every node."""
+    ranks = list(nodes) or [0]
+    block = range(start, start + width)
+    if start + width > 65535 or any(port in taken for port in block):
+        return False
+    return all(launcher.port_is_free(rank, port) for port in block for rank in ranks)
 
 
 def _next_free(start: int, taken: set[int], launcher: RoleLauncher, nodes: Iterable[int]) -> int:

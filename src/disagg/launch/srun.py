@@ -102,7 +102,10 @@ def srun_argv(
         f"--job-name={name}",
         "--kill-on-bad-exit=1",
     ]
-    for key, value in sorted(slurm.srun_options.items()):
+    options = dict(slurm.srun_options)
+    if mpi is not None and mpi_nodes:
+        options.update(mpi.srun_options)
+    for key, value in sorted(options.items()):
         cmd.append(f"--{key}={value}" if value != "" else f"--{key}")
     if container_image and slurm.pyxis:
         cmd.append(f"--container-image={container_image}")

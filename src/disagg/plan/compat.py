@@ -85,6 +85,16 @@ _ROWS = (
         "a client pointed at the wrong directory, or one that did nothing, must not end as a "
         "completed run with no numbers",
     ),
+    Difference(
+        "vllm-device-ids",
+        "gives each vLLM worker its GPUs as `--device-ids` and leaves `CUDA_VISIBLE_DEVICES` "
+        "unset, so the worker sees every GPU of its node (`set_cuda_visible_devices: true`, "
+        "2.x `set_visible_devices: true`, sets the variable instead)",
+        "sets `CUDA_VISIBLE_DEVICES` to the worker's GPUs, as for every engine, and passes no "
+        "`--device-ids`",
+        "the launcher pins every worker's GPUs through the GPU vendor's visibility variables "
+        "and checks them against the plan; vLLM builds before `--device-ids` take only those",
+    ),
 )
 
 DIFFERENCES: dict[str, Difference] = {row.id: row for row in _ROWS}

@@ -90,6 +90,9 @@ class MpiPlan(_Strict):
 
     tasks_per_node: int
     mpi: str = "pmix"  # srun --mpi
+    # srun options of this step, over the cluster's (`--key=value`; "" for a bare `--key`):
+    # the engine's own launch needs (TRT-LLM: `cpu-bind=verbose,none`, `oversubscribe`).
+    srun_options: dict[str, str] = Field(default_factory=empty_dict)
 
 
 class RolePlan(_Strict):
@@ -97,8 +100,9 @@ class RolePlan(_Strict):
 
     `node_ranks` index the allocation's node list (0 = the first node, where the
     orchestrator runs). `gpu_ids` are the GPU indexes used on each of those nodes.
-    `ports` names the ports the role needs (`http`, `bootstrap`, `dist_init`); the
-    orchestrator picks the numbers at run time with a bind probe.
+    `ports` names the ports the role needs (`http`, `bootstrap`, `dist_init`; `nixl*8`:
+    8 consecutive ports named by the first); the orchestrator picks the numbers at run
+    time with a bind probe.
     """
 
     name: str  # "prefill-0", "decode-1", "aggregated-0", "router", "bench"

@@ -23,7 +23,7 @@ from disagg.cluster import (
 )
 from disagg.engines import registry
 from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
-from disagg.engines.base import WorkerRole, WorkerSpec
+from disagg.engines.base import WorkerCommand, WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
 from disagg.frontends.mooncake import (
@@ -224,7 +224,10 @@ class _Placer:
                 gpus_per_node=len(ids),
                 ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
                 simulated=self.simulated,
-                frontend=self.config.frontend.type if self.config.frontend else "none",
+                # the section's default (dynamo) when the recipe has none, as `frontend` uses
+                frontend=(self.config.frontend or FrontendSection()).type,
+                gpu_type=self.config.resources.gpu_type,
+                schema2=self.variant.dialect == "schema2",
                 backend=self.backend,
             )
             self.check_supported(kind, args, spec)
@@ -232,6 +235,10 @@ class _Placer:
             name = f"{kind.value}-{index}"
             seen = self.container_args(kind, name, args, image)
             command = self.adapter.command(seen, spec)
+            self.differs += command.differs
+            path = ".".join(self.adapter.args_path(_worker_role(kind)))
+            for item in command.ignored:
+                self.ignored.setdefault(f"{path}.{item.key}", item.reason)
             self.worker_inputs[name] = (seen, spec)
             par = self.adapter.worker_parallelism(args, spec)
             reading = self.adapter.sim_reading(args)
@@ -247,9 +254,7 @@ class _Placer:
                     argv=command.argv,
                     node_argv=command.node_argv,
                     files=command.files,
-                    mpi=MpiPlan(tasks_per_node=command.mpi_tasks_per_node)
-                    if command.mpi_tasks_per_node
-                    else None,
+                    mpi=_mpi_plan(command),
                     parallel=ParallelPlan(
                         tp=par.tp,
                         dp=par.dp,
@@ -312,7 +317,10 @@ class _Placer:
         needs one (TRT-LLM's `trtllm-serve disaggregated`)."""
         prefill = [r.name for r in workers if r.kind is RoleKind.PREFILL]
         decode = [r.name for r in workers if r.kind is RoleKind.DECODE]
-        own = self.adapter.pd_router(prefill, decode) if prefill and not self.simulated else None
+        if not prefill or self.simulated:
+            return None
+        section = (self.config.frontend or FrontendSection()).model_dump(exclude_none=True)
+        own = self.adapter.pd_router(prefill, decode, section)
         if own is None:
             return None
         return RolePlan(
@@ -321,7 +329,9 @@ class _Placer:
             node_ranks=[0],
             ports=own.ports,
             argv=own.argv,
+            env=own.env,
             files=own.files,
+            mpi=_mpi_plan(own),
             health=HealthPlan(path="/health", deadline_s=ENGINE_ROUTER_HEALTH_DEADLINE_S),
         )
 
@@ -548,3 +558,12 @@ def _worker_role(kind: RoleKind) -> WorkerRole:
     if kind is RoleKind.AGGREGATED:
         return "aggregated"
     raise ValueError(f"{kind.value} is not a worker role")
+
+
+def _mpi_plan(command: WorkerCommand) -> MpiPlan | None:
+    """The MPI step an engine's command asks for, if it asks for one."""
+    if not command.mpi_tasks_per_node:
+        return None
+    return MpiPlan(
+        tasks_per_node=command.mpi_tasks_per_node, srun_options=dict(command.mpi_srun_options)
+    )
