@@ -23,6 +23,8 @@ class RoleProcess(ABC):
 
     role: str
     node_rank: int
+    # `NAME (pid N)` of each process the task left outside its process group, stopped by `stop`
+    swept: tuple[str, ...] = ()
 
     @property
     @abstractmethod

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from disagg.errors import DisaggError
+from disagg.launch import sweep
 from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
 from disagg.launch.liveness import stop_group
 from disagg.plan.model import MpiPlan
@@ -32,9 +34,12 @@ LOOPBACK = "127.0.0.1"
 class LocalProcess(RoleProcess):
     """A role task started with `subprocess.Popen` in a new session."""
 
-    def __init__(self, role: str, node_rank: int, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(
+        self, role: str, node_rank: int, popen: subprocess.Popen[bytes], mark: str = ""
+    ) -> None:
         self.role = role
         self.node_rank = node_rank
+        self.mark = mark  # DISAGG_TASK_MARK of this task (see `sweep`)
         self._popen = popen
 
     @property
@@ -50,7 +55,10 @@ class LocalProcess(RoleProcess):
             os.killpg(self._popen.pid, signum)
 
     def stop(self, grace_s: float = 5.0) -> int | None:
+        """Stop the task's process group, then whatever it left outside the group."""
         code = self._popen.poll()
+        # Looked up first: while the group lives, its members still lead to their children.
+        found = sweep.find(self.mark, (self.pid,)) if self.mark else {}
         # Even when the leader already exited, children may still hold the group.
         self.signal_group(signal.SIGTERM)
         self.signal_group(signal.SIGCONT)  # a stopped (hung) task must run to see SIGTERM
@@ -61,6 +69,11 @@ class LocalProcess(RoleProcess):
                 self.signal_group(signal.SIGKILL)
                 code = self._popen.wait()
         stop_group(self._popen.pid, grace_s)  # members left after the leader went
+        if self.mark:
+            found.update(sweep.find(self.mark))
+            left = {pid: ticks for pid, ticks in found.items() if sweep.is_alive(pid, ticks)}
+            if left:
+                self.swept = (*self.swept, *sweep.stop(left, grace_s))
         return code
 
 
@@ -69,6 +82,7 @@ class LocalLauncher(RoleLauncher):
 
     def __init__(self, nodes: int = 1) -> None:
         self._nodes = max(1, nodes)
+        self.token = f"local-{os.getpid()}-{secrets.token_hex(6)}"  # this run's task marks
 
     def node_addresses(self) -> list[str]:
         return [LOOPBACK] * self._nodes
@@ -106,12 +120,13 @@ class LocalLauncher(RoleLauncher):
         # Call from a thread that lives as long as the run: Linux sends the parent-death
         # signal when the thread that started the child ends.
         wrapped = [sys.executable, "-I", str(PDEATH), str(os.getpid()), *argv]
+        mark = f"{self.token}/{role}.{node_rank}"
         popen = spawn_logged(
             wrapped,
-            env=env,
+            env={**env, sweep.MARK_VAR: mark},
             log_path=log_path,
             banner=f"{role} node {node_rank}",
             failure=failure,
             hint="check the role's command in plan.json",
         )
-        return LocalProcess(role, node_rank, popen)
+        return LocalProcess(role, node_rank, popen, mark)
