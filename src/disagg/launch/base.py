@@ -108,9 +108,10 @@ def spawn_logged(
     Its own session (process group) lets teardown signal the whole tree a role starts;
     the environment is this process's plus `env`, passed as a mapping and never split.
     """
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    from disagg.launch.logs import open_log
+
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with log_path.open("ab") as log:
+    with open_log(log_path) as log:
         log.write(f"=== disagg: {banner} started {stamp}\n".encode())
         log.flush()
         try:
