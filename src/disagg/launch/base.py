@@ -38,6 +38,11 @@ class RoleProcess(ABC):
     def stop(self, grace_s: float = 5.0) -> int | None:
         """Terminate, wait up to `grace_s`, then kill; return the exit code."""
 
+    def listens_on(self, port: int) -> bool | None:
+        """Whether the task's own processes hold the listening socket of `port`; None when
+        this executor cannot tell (the task runs on another host)."""
+        return None
+
 
 class RoleLauncher(ABC):
     """Starts role tasks and knows the allocation's nodes."""

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from disagg.errors import DisaggError
-from disagg.launch import sweep
+from disagg.launch import listeners, sweep
 from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
 from disagg.launch.liveness import stop_group
 from disagg.plan.model import MpiPlan
@@ -53,6 +53,15 @@ class LocalProcess(RoleProcess):
         """Send `signum` to the task's whole process group (ignores a group already gone)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._popen.pid, signum)
+
+    def listens_on(self, port: int) -> bool | None:
+        """Whether the listener of `port` is this task's: the task, a descendant, or a
+        process carrying its mark holds the socket."""
+        inodes = listeners.listening_inodes(port)
+        if not inodes:  # unreadable, or the answer came from where this host cannot see
+            return None
+        found = sweep.find(self.mark, (self.pid,)) if self.mark else {}
+        return listeners.held_by([self.pid, *found], inodes)
 
     def stop(self, grace_s: float = 5.0) -> int | None:
         """Stop the task's process group, then whatever it left outside the group."""
