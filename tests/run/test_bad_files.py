@@ -136,3 +136,20 @@ def test_a_result_that_is_not_a_file_is_skipped_with_its_name(tmp_path: Path, ki
 
     assert done.returncode == 0, done.stderr[-3000:]
     assert bad.name in said(done)
+
+
+def test_a_50_mb_recipe_is_still_read_and_one_past_the_bound_is_refused(tmp_path: Path) -> None:
+    from disagg.errors import DisaggError
+    from disagg.probe import MAX_RECIPE_BYTES
+    from disagg.recipe.load import read_text
+
+    big = tmp_path / "big.yaml"
+    padding = "# " + "x" * 1022 + "\n"
+    big.write_text(RECIPE + padding * (50 * 1024))  # 50 MB of comments: a real file's text
+    assert read_text(big).startswith(RECIPE)
+
+    huge = tmp_path / "huge.yaml"
+    with huge.open("wb") as handle:
+        handle.truncate(MAX_RECIPE_BYTES + 1)  # sparse: refused by its size, not read
+    with pytest.raises(DisaggError, match=r"huge\.yaml: larger than 64 MiB"):
+        read_text(huge)
