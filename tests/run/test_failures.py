@@ -108,6 +108,34 @@ def test_teardown_stops_and_names_a_child_that_left_the_process_group(tmp_path: 
             os.kill(child, signal.SIGKILL)
 
 
+def test_teardown_stops_a_child_that_shed_both_its_group_and_its_environment(
+    tmp_path: Path,
+) -> None:
+    # `env -i` drops the task mark too: only having been seen below the role while the
+    # role ran (the launcher looks every second) still leads to it
+    pidfile = tmp_path / "child.pid"
+    script = f"env -i setsid sleep 303 > /dev/null 2>&1 & echo $! > {pidfile}; sleep 5; exit 4"
+    role = RolePlan(
+        name="decode-0",
+        kind=RoleKind.DECODE,
+        node_ranks=[0],
+        ports=["http"],
+        argv=["sh", "-c", script],
+        health=HealthPlan(deadline_s=60, interval_s=0.05),
+    )
+    child = 0
+    try:
+        summary = run(tmp_path, [role])
+        child = int(pidfile.read_text())
+        assert summary.reason == "role decode-0 exited with code 4"
+        assert not alive(child)
+        log = (tmp_path / "logs" / "orchestrator.log").read_text()
+        assert f"sleep (pid {child})" in log
+    finally:
+        if child and alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
 def test_unknown_placeholder_fails_before_anything_starts(tmp_path: Path) -> None:
     role = python_role("decode-0", "pass")
     role.argv.append("${router.url}")

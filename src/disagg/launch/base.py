@@ -95,6 +95,10 @@ class RoleLauncher(ABC):
         """
         return {}
 
+    def track(self) -> None:  # noqa: B027 - optional hook
+        """Note what each running task has started (called every few seconds while a run
+        lasts), so that teardown can stop it even after it left the task's group."""
+
     def close(self) -> None:  # noqa: B027 - optional hook, most launchers hold nothing
         """Release anything the launcher holds (for example cancel leftover steps)."""
 

@@ -40,6 +40,7 @@ class LocalProcess(RoleProcess):
         self.role = role
         self.node_rank = node_rank
         self.mark = mark  # DISAGG_TASK_MARK of this task (see `sweep`)
+        self.seen: dict[int, int] = {}  # descendants seen while it ran: pid -> start ticks
         self._popen = popen
 
     @property
@@ -80,6 +81,7 @@ class LocalProcess(RoleProcess):
         stop_group(self._popen.pid, grace_s)  # members left after the leader went
         if self.mark:
             found.update(sweep.find(self.mark))
+            found.update(self.seen)  # one that also shed the mark (env -i) but was seen below
             left = {pid: ticks for pid, ticks in found.items() if sweep.is_alive(pid, ticks)}
             if left:
                 self.swept = (*self.swept, *sweep.stop(left, grace_s))
@@ -92,6 +94,16 @@ class LocalLauncher(RoleLauncher):
     def __init__(self, nodes: int = 1) -> None:
         self._nodes = max(1, nodes)
         self.token = f"local-{os.getpid()}-{secrets.token_hex(6)}"  # this run's task marks
+        self._launched: list[LocalProcess] = []
+
+    def track(self) -> None:
+        """Note the descendants of every running task (one look at /proc for all of them)."""
+        running = [process for process in self._launched if process.poll() is None]
+        if not running:
+            return
+        table = sweep.ProcessTable()
+        for process in running:  # replaced, not changed in place: `stop` may be reading it
+            process.seen = {**process.seen, **table.descendants((process.pid,))}
 
     def node_addresses(self) -> list[str]:
         return [LOOPBACK] * self._nodes
@@ -138,4 +150,6 @@ class LocalLauncher(RoleLauncher):
             failure=failure,
             hint="check the role's command in plan.json",
         )
-        return LocalProcess(role, node_rank, popen, mark)
+        process = LocalProcess(role, node_rank, popen, mark)
+        self._launched.append(process)
+        return process

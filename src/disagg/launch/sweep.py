@@ -5,7 +5,8 @@ that double-forks): once its parent exits it belongs to init and nothing links i
 the role but what it inherited. Every role task is therefore started with
 `DISAGG_TASK_MARK=<run token>/<role>.<rank>` in its environment, and a sweep walks
 `/proc` for processes that carry the mark (or descend from the task while it still
-runs), stops them and names each one, so no child outlives its run silently.
+runs, or were seen below it while it ran: `ProcessTable`), stops them and names each
+one, so no child outlives its run silently.
 
 Standard library only: on Slurm the orchestrator runs this file as a short step on
 each node (`python -I -c <this file> MARK GRACE`), since a role's node is another host.
@@ -59,31 +60,47 @@ def carries_mark(pid: int, mark: str) -> bool:
     return False
 
 
+class ProcessTable:
+    """One look at every process of this host: parent and start time of each."""
+
+    def __init__(self) -> None:
+        self.parents: dict[int, int] = {}
+        self.started: dict[int, int] = {}
+        for pid in _pids():
+            found = _stat(pid)
+            if found is not None:
+                self.parents[pid], self.started[pid], _ = found
+        self.children: dict[int, list[int]] = {}
+        for pid, parent in self.parents.items():
+            self.children.setdefault(parent, []).append(pid)
+
+    def descendants(self, roots: tuple[int, ...]) -> dict[int, int]:
+        """Every process below `roots` (pid -> start ticks), the roots and this one excepted."""
+        me = os.getpid()
+        chosen: set[int] = set()
+        stack = [child for root in roots for child in self.children.get(root, [])]
+        while stack:
+            pid = stack.pop()
+            if pid in chosen or pid == me:
+                continue
+            chosen.add(pid)
+            stack.extend(self.children.get(pid, []))
+        chosen.difference_update(roots)
+        return {pid: self.started[pid] for pid in chosen}
+
+
 def find(mark: str, roots: tuple[int, ...] = ()) -> dict[int, int]:
     """Processes (pid -> start ticks) carrying `mark` or descending from a pid of `roots`.
 
     The roots themselves are not included (their owner stops them); neither is this process.
     """
+    table = ProcessTable()
     me = os.getpid()
-    parents: dict[int, int] = {}
-    started: dict[int, int] = {}
-    for pid in _pids():
-        found = _stat(pid)
-        if found is not None:
-            parents[pid], started[pid], _ = found
-    chosen = {pid for pid in started if pid != me and carries_mark(pid, mark)}
-    children: dict[int, list[int]] = {}
-    for pid, parent in parents.items():
-        children.setdefault(parent, []).append(pid)
-    stack = [child for root in roots for child in children.get(root, [])]
-    while stack:
-        pid = stack.pop()
-        if pid in chosen or pid == me:
-            continue
-        chosen.add(pid)
-        stack.extend(children.get(pid, []))
-    chosen.difference_update(roots)
-    return {pid: started[pid] for pid in chosen}
+    found = table.descendants(roots)
+    for pid, ticks in table.started.items():
+        if pid != me and pid not in roots and pid not in found and carries_mark(pid, mark):
+            found[pid] = ticks
+    return found
 
 
 def name_of(pid: int) -> str:
