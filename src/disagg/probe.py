@@ -15,6 +15,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from disagg.errors import DisaggError
 
@@ -103,7 +104,7 @@ def read_limited(path: Path | str, *, what: str, limit: int) -> bytes:
         if info.st_size > limit:
             raise UnreadableFile(_too_large(what, name, limit))
         try:
-            data = handle.read(limit + 1)
+            data = _read_at_most(handle, info.st_size, limit)
         except OSError as exc:
             raise UnreadableFile(f"{what} {name}: cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
@@ -111,5 +112,23 @@ def read_limited(path: Path | str, *, what: str, limit: int) -> bytes:
     return data
 
 
+def _read_at_most(handle: BinaryIO, size: int, limit: int) -> bytes:
+    """The file's bytes, `limit + 1` at most; memory follows what is read, not `limit`
+    (a file that says its size, as most do, is read in one go)."""
+    want = min(size, limit) + 1
+    data = handle.read(want)
+    if len(data) < want:
+        return data
+    chunks, total = [data], len(data)
+    while total <= limit:  # it grew, or says size 0 (a /proc file)
+        more = handle.read(min(1 << 20, limit + 1 - total))
+        if not more:
+            break
+        chunks.append(more)
+        total += len(more)
+    return b"".join(chunks)
+
+
 def _too_large(what: str, name: str, limit: int) -> str:
-    return f"{what} {name}: larger than {limit // MIB} MiB, more than any {what} can be"
+    bound = f"{limit // MIB} MiB" if limit >= MIB else f"{limit} bytes"
+    return f"{what} {name}: larger than {bound}, more than any {what} can be"

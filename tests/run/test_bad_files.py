@@ -153,3 +153,27 @@ def test_a_50_mb_recipe_is_still_read_and_one_past_the_bound_is_refused(tmp_path
         handle.truncate(MAX_RECIPE_BYTES + 1)  # sparse: refused by its size, not read
     with pytest.raises(DisaggError, match=r"huge\.yaml: larger than 64 MiB"):
         read_text(huge)
+
+
+def test_the_reader_uses_memory_for_what_it_reads_not_for_its_bound(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from disagg.probe import read_limited
+
+    small = tmp_path / "small.json"
+    small.write_text("{}")
+    tracemalloc.start()
+    try:
+        assert read_limited(small, what="record", limit=64 * 2**20) == b"{}"
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20
+    # a file that says size 0 (as /proc files do) is still read to its end
+    assert read_limited("/proc/self/status", what="file", limit=2**20).startswith(b"Name:")
+    grown = tmp_path / "grown.json"
+    grown.write_bytes(b"x" * 100)
+    from disagg.errors import DisaggError
+
+    with pytest.raises(DisaggError, match="larger than"):
+        read_limited(grown, what="record", limit=99)
