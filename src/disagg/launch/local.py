@@ -2,7 +2,10 @@
 
 Each task runs in its own session (and so its own process group), so that stopping
 a role reaches every process it spawned (an engine's workers, a router's children),
-not just the first one. Each task also gets SIGTERM when the orchestrator dies
+not just the first one; what left the group (`setsid cmd &`) is found by the task
+mark in its environment or by having been seen below the task, and stopped too
+(`sweep.py`). The health gate asks the task whether it holds the listening socket
+of its port (`listeners.py`). Each task also gets SIGTERM when the orchestrator dies
 (`pdeath.py`), so a killed `disagg run` leaves nothing running. Every node rank maps
 to 127.0.0.1: a local run is a one-host allocation with as many "nodes" as the plan
 asks for.
