@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,18 @@ def _creation_mode() -> int:
 
 
 _MODE = _creation_mode()
+_SCOPED_MODE: ContextVar[int | None] = ContextVar("atomic_file_mode", default=None)
+
+
+@contextmanager
+def files_created_with(mode: int | None) -> Iterator[None]:
+    """Files written inside get `mode` (e.g. 0o600 for a report that may quote a recipe's
+    settings) unless a write names its own; None keeps the usual mode."""
+    token = _SCOPED_MODE.set(mode)
+    try:
+        yield
+    finally:
+        _SCOPED_MODE.reset(token)
 
 
 def write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
@@ -31,6 +46,8 @@ def write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
+            if mode is None:
+                mode = _SCOPED_MODE.get()
             os.fchmod(handle.fileno(), _MODE if mode is None else mode)
             handle.write(data)
             handle.flush()

@@ -3,8 +3,12 @@
 One helper for every output that shows configuration: printed plans (`plan`, `plan
 --json`), `report.html`'s resolved configs, and lint's warning about a literal secret.
 A value is secret when the key (environment variable, config field or `--flag`) that
-holds it looks like a credential. A reference to the submitting environment
-(`$HF_TOKEN`, `${HF_TOKEN}`) is not a secret and is shown as written.
+holds it looks like a credential, or when the value itself is shaped like a known
+token (Hugging Face `hf_...`, GitHub `ghp_...`/`github_pat_...`, `sk-...` API keys,
+AWS access key ids, JWTs, ...) under whatever key, also inside a longer text such as
+a shell command: the token is cut out, the rest stays readable. A reference to the
+submitting environment (`$HF_TOKEN`, `${HF_TOKEN}`) is not a secret and is shown as
+written.
 """
 
 from __future__ import annotations
@@ -17,13 +21,46 @@ from typing import Any
 REDACTED = "<redacted>"
 
 _SECRET_WORDS = frozenset(
-    {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS", "APIKEY"}
+    {
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "PAT",
+        "KEY",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "APIKEY",
+    }
 )
 _SECRET_PAIRS = frozenset(
     {("API", "KEY"), ("ACCESS", "KEY"), ("PRIVATE", "KEY"), ("AUTH", "KEY"), ("SECRET", "KEY")}
 )
 _PLACEHOLDERS = frozenset({"EMPTY", "NONE", "NULL", "DUMMY", "-"})
 _REFERENCE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
+# Token shapes that are credentials whatever key holds them (prefixes the issuers document).
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"hf_[A-Za-z0-9]{16,}"  # Hugging Face
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|sk-[A-Za-z0-9_-]{16,}"  # OpenAI-style API keys (also sk-proj-, sk-ant-)
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}"  # AWS access key ids
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWT
+    r")"
+)
+
+
+def has_token(text: str) -> bool:
+    """Whether `text` holds something shaped like a known credential token."""
+    return _TOKEN.search(text) is not None
+
+
+def scrub(text: str) -> str:
+    """`text` with every token-shaped part replaced by `<redacted>`."""
+    return _TOKEN.sub(REDACTED, text)
 
 
 @lru_cache(maxsize=4096)  # lint asks of every key of every file; the names repeat
@@ -38,7 +75,10 @@ def is_secret_name(name: str) -> bool:
 
 
 def is_literal_secret(name: str, value: Any) -> bool:
-    """A secret-looking key holding a written-out value (not empty, not `$NAME`)."""
+    """A secret-looking key holding a written-out value (not empty, not `$NAME`), or a
+    value holding a token-shaped credential under any key."""
+    if isinstance(value, str) and has_token(value):
+        return True
     return _is_literal(value) and is_secret_name(name)
 
 
@@ -57,11 +97,11 @@ def redact(data: Any) -> Any:
     """A copy of `data` with every literal secret replaced by `<redacted>`.
 
     Maps: by key. Lists of text (argv): the value after a secret-looking `--flag`, and
-    `--flag=value`.
+    `--flag=value`. Any text: each token-shaped part (the rest stays readable).
     """
     if isinstance(data, Mapping):
         return {
-            key: REDACTED if is_literal_secret(str(key), value) else redact(value)
+            key: REDACTED if _is_literal(value) and is_secret_name(str(key)) else redact(value)
             for key, value in data.items()
         }
     if isinstance(data, list):
@@ -70,6 +110,8 @@ def redact(data: Any) -> Any:
             if all(isinstance(x, str) for x in data)
             else [redact(item) for item in data]
         )
+    if isinstance(data, str):
+        return scrub(data)
     return data
 
 
@@ -78,7 +120,7 @@ def _redact_argv(argv: list[str]) -> list[str]:
     hide_next = False
     for arg in argv:
         if hide_next:
-            out.append(REDACTED if _is_literal(arg) else arg)
+            out.append(REDACTED if _is_literal(arg) else scrub(arg))
             hide_next = False
             continue
         flag, sep, value = arg.partition("=")
@@ -87,7 +129,7 @@ def _redact_argv(argv: list[str]) -> list[str]:
                 out.append(f"{flag}={REDACTED}" if is_literal_secret(flag, value) else arg)
                 continue
             hide_next = True
-        out.append(arg)
+        out.append(scrub(arg))
     return out
 
 

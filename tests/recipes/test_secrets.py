@@ -42,6 +42,13 @@ def _with_secrets(extra_env: str = "") -> str:
         ("SGLANG_PER_TOKEN_GROUP_QUANT_8BIT_V2", False),
         ("HF_TOKEN_PATH", False),
         ("MAX_TOKENS", False),
+        ("GITHUB_PAT", True),
+        ("DOCKER_PASS", True),
+        ("WANDB_KEY", True),
+        ("ssl-key", True),
+        ("PATH", False),
+        ("KEYFILE_DIR", False),
+        ("BYPASS_CHECKS", False),
     ],
 )
 def test_which_names_are_secret(name: str, secret: bool) -> None:
@@ -124,3 +131,70 @@ def test_lint_warns_about_each_literal_secret_and_says_how_to_pass_it(
     assert hf.hint is not None and "export HF_TOKEN" in hf.hint and "secret_env" in hf.hint
     assert all(secret not in f.message for f in found for secret in SECRETS)
     assert report.exit_code == 1
+
+
+TOKENS = {
+    "hf": "hf_" + "Ab1" * 12,
+    "github": "ghp_" + "Zx9" * 12,
+    "github_pat": "github_pat_" + "x1" * 20,
+    "openai": "sk-proj-" + "q8" * 12,
+    "aws": "AKIA" + "ABCDEFGH12345678",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TOKENS))
+def test_a_token_shaped_value_is_redacted_under_any_key_and_inside_text(kind: str) -> None:
+    token = TOKENS[kind]
+    assert redact({"MODEL_SOURCE": token}) == {"MODEL_SOURCE": REDACTED}
+    assert redact(["serve", "--model", token]) == ["serve", "--model", REDACTED]
+    command = f"curl -H 'Authorization: Bearer {token}' https://example.test/x"
+    scrubbed = f"curl -H 'Authorization: Bearer {REDACTED}' https://example.test/x"
+    assert redact({"command": command}) == {"command": scrubbed}
+    assert redact([command]) == [
+        f"curl -H 'Authorization: Bearer {REDACTED}' https://example.test/x"
+    ]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "hf_cache",
+        "sk-1",
+        "ghp_short",
+        "deepseek-ai/DeepSeek-R1",
+        "AKIA",
+        "eyJ.eyJ.x",
+        "/models/hf_home",
+    ],
+)
+def test_ordinary_values_are_not_mistaken_for_tokens(value: str) -> None:
+    assert redact({"MODEL_PATH": value}) == {"MODEL_PATH": value}
+
+
+def test_plan_json_and_lint_agree_on_pat_pass_key_names_and_token_values(
+    write: Callable[..., Path],
+) -> None:
+    hf = TOKENS["hf"]
+    path = write(
+        MINIMAL.replace(
+            "backend:\n",
+            "environment:\n"
+            f"  GITHUB_PAT: {TOKENS['github']}\n"
+            "  DOCKER_PASS: hunter2hunter2\n"
+            "  WANDB_KEY: wb9f3e7c1d5b2a8e\n"
+            f"  MODEL_SOURCE: {hf}\n"
+            "backend:\n",
+        )
+    )
+    secrets = (TOKENS["github"], "hunter2hunter2", "wb9f3e7c1d5b2a8e", hf)
+    code, out, error = invoke("plan", str(path), "--json")
+    assert code == 0, error
+    assert not [s for s in secrets if s in out]
+    code, out, error = invoke("plan", str(path))
+    assert code == 0, error
+    assert not [s for s in secrets if s in out]
+    found = [f for f in lint_paths([path]).findings if f.rule == "DA009"]
+    named = sorted(f.message.split(": ")[1].split(" ")[0] for f in found)
+    assert named == ["DOCKER_PASS", "GITHUB_PAT", "MODEL_SOURCE", "WANDB_KEY"]
+    assert all(s not in f.message for f in found for s in secrets)

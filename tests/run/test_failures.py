@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 from disagg.launch.local import LocalLauncher
@@ -9,7 +11,7 @@ from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
 from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
-from .conftest import PY, make_plan, python_role, wait_gone
+from .conftest import PY, alive, make_plan, python_role, wait_gone
 
 OPTIONS = OrchestratorOptions(echo=False, handle_signals=False, stop_grace_s=2.0)
 
@@ -76,6 +78,62 @@ def test_teardown_kills_the_whole_process_tree(tmp_path: Path) -> None:
     assert summary.reason == "role decode-0 exited with code 4"
     child = int(pidfile.read_text())
     assert wait_gone([child, *all_pids(summary)]) == []
+
+
+def test_teardown_stops_and_names_a_child_that_left_the_process_group(tmp_path: Path) -> None:
+    # `setsid` takes the child out of the role's group (and session): only the mark the
+    # role's environment carries still leads to it once the role is gone
+    pidfile = tmp_path / "child.pid"
+    role = RolePlan(
+        name="decode-0",
+        kind=RoleKind.DECODE,
+        node_ranks=[0],
+        ports=["http"],
+        argv=["sh", "-c", f"setsid sleep 301 > /dev/null 2>&1 & echo $! > {pidfile}; exit 4"],
+        health=HealthPlan(deadline_s=60, interval_s=0.05),
+    )
+    child = 0
+    try:
+        summary = run(tmp_path, [role])
+        child = int(pidfile.read_text())
+        assert summary.reason == "role decode-0 exited with code 4"
+        assert not alive(child)  # stopped by teardown itself
+        log = (tmp_path / "logs" / "orchestrator.log").read_text()
+        assert (
+            f"decode-0 left 1 process(es) running outside its process group, stopped: "
+            f"sleep (pid {child})" in log
+        )
+    finally:
+        if child and alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def test_teardown_stops_a_child_that_shed_both_its_group_and_its_environment(
+    tmp_path: Path,
+) -> None:
+    # `env -i` drops the task mark too: only having been seen below the role while the
+    # role ran (the launcher looks every second) still leads to it
+    pidfile = tmp_path / "child.pid"
+    script = f"env -i setsid sleep 303 > /dev/null 2>&1 & echo $! > {pidfile}; sleep 5; exit 4"
+    role = RolePlan(
+        name="decode-0",
+        kind=RoleKind.DECODE,
+        node_ranks=[0],
+        ports=["http"],
+        argv=["sh", "-c", script],
+        health=HealthPlan(deadline_s=60, interval_s=0.05),
+    )
+    child = 0
+    try:
+        summary = run(tmp_path, [role])
+        child = int(pidfile.read_text())
+        assert summary.reason == "role decode-0 exited with code 4"
+        assert not alive(child)
+        log = (tmp_path / "logs" / "orchestrator.log").read_text()
+        assert f"sleep (pid {child})" in log
+    finally:
+        if child and alive(child):
+            os.kill(child, signal.SIGKILL)
 
 
 def test_unknown_placeholder_fails_before_anything_starts(tmp_path: Path) -> None:

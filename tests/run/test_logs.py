@@ -83,3 +83,55 @@ def test_follow_prints_new_lines_until_the_run_ends(tmp_path: Path) -> None:
 
     assert proc.returncode == 0
     assert [first.strip(), *rest.splitlines()] == ["decode line 99", "late line"]
+
+
+def follow_until_it_returns(run_dir: Path) -> subprocess.CompletedProcess[str]:
+    # the timeout only guards the test run itself: a follow that does not end is the bug
+    return subprocess.run(
+        [sys.executable, "-m", "disagg", "logs", str(run_dir), "-f", "-n", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_follow_returns_on_a_finished_run_whose_state_is_gone(tmp_path: Path) -> None:
+    fake_run(tmp_path)  # logs, no state.json, no run lock: nothing runs here
+
+    done = follow_until_it_returns(tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["12:00:01 canary ok"]
+
+
+def test_follow_returns_on_a_run_whose_state_is_truncated(tmp_path: Path) -> None:
+    fake_run(tmp_path)
+    (tmp_path / "state.json").write_text('{"name": "t", "sta')
+
+    done = follow_until_it_returns(tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_follow_waits_while_a_live_run_holds_the_directory(tmp_path: Path) -> None:
+    from disagg.launch.runlock import hold_run_dir
+
+    fake_run(tmp_path)
+    lock = hold_run_dir(tmp_path)  # a run that has not written state.json yet
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "disagg", "logs", str(tmp_path), "-f", "-n", "0"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1.0)
+        assert proc.poll() is None  # still following
+        with (tmp_path / "logs" / "orchestrator.log").open("a") as handle:
+            handle.write("12:00:02 point conc1\n")
+    finally:
+        lock.release()
+    rest, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0
+    assert rest.splitlines() == ["12:00:02 point conc1"]

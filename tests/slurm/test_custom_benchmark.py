@@ -4,10 +4,14 @@ role's own `srun --overlap` step inside the job, and its point files become the 
 from __future__ import annotations
 
 import json
+import os
+import signal
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from disagg.launch import slurmctl
 
@@ -64,3 +68,46 @@ def test_custom_command_failing_on_slurm_fails_the_job(
     assert summary["reason"] == "benchmark command exited with code 3"
     assert "cannot reach the dataset" in (run_dir / "logs" / "bench.log").read_text()
     assert job_steps(job_id) == []
+
+
+BACKGROUND = """\
+pids="$DISAGG_RESULTS_DIR/background.pids"
+sleep 1011 & echo "$!" > "$pids"
+nohup sleep 1012 > /dev/null 2>&1 & echo "$!" >> "$pids"
+setsid sleep 1013 > /dev/null 2>&1 & echo "$!" >> "$pids"
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_background_children_of_the_command_end_with_it_on_slurm(
+    slurm_cluster: list[str], tmp_path: Path
+) -> None:
+    # The local rig's nodes share this host, so the test can look for the PIDs itself.
+    variants = yaml.safe_load(RECIPE.read_text())
+    base = variants["base"]
+    base["benchmark"]["command"] = BACKGROUND + base["benchmark"]["command"]
+    recipe = tmp_path / "leftovers.yaml"
+    recipe.write_text(yaml.safe_dump({"base": base}, sort_keys=False))
+    run_dir = tmp_path / "run"
+    pids: list[int] = []
+    try:
+        job_id = submit("base", run_dir, recipe=recipe)
+        assert wait_job_end(job_id) == "COMPLETED", (run_dir / f"slurm-{job_id}.out").read_text()
+        pids = [int(w) for w in (run_dir / "bench-results" / "background.pids").read_text().split()]
+        assert len(pids) == 3
+        assert [pid for pid in pids if _alive(pid)] == []
+        log = (run_dir / "logs" / "orchestrator.log").read_text()
+        assert f"sleep (pid {pids[2]}) on " in log
+        assert job_steps(job_id) == []
+    finally:
+        for pid in pids:
+            if _alive(pid):
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)

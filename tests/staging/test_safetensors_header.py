@@ -244,3 +244,29 @@ def test_the_bulk_check_gives_the_entry_by_entry_verdict(
         assert isinstance(checked, str), (header, checked)
     else:
         assert bulk == checked, header
+
+
+@pytest.mark.parametrize("opener", ["[", '{"a": '])
+def test_a_header_nested_100000_deep_is_refused_not_a_recursion_error(
+    tmp_path: Path, opener: str
+) -> None:
+    depth = 100_000
+    closer = "]" if opener == "[" else "}"
+    header = ('{"x": ' + opener * depth + "1" + closer * depth + "}").encode()
+    _write(tmp_path / "m.safetensors", header, 0)
+
+    report = ck.check_directory(str(tmp_path), model_files=False)
+
+    [problem] = report.problems
+    assert problem.kind == ck.BAD_HEADER
+    assert problem.detail == "unreadable header: JSON nested too deep"
+
+
+def test_an_index_nested_100000_deep_is_a_bad_index(tmp_path: Path) -> None:
+    (tmp_path / ck.INDEX).write_text('{"weight_map": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+    report = ck.check_directory(str(tmp_path))
+
+    assert (ck.BAD_INDEX, "not valid JSON: nested too deep") in [
+        (p.kind, p.detail) for p in report.problems
+    ]

@@ -243,9 +243,11 @@ def write_point(
 
 def read_result(path: Path) -> dict[str, Any] | None:
     """A result JSON, or None if unreadable or not a disagg result."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):
+    from disagg.probe import MAX_RESULT_BYTES, read_limited
+
+    try:  # bounded: a result that is a FIFO, a device or huge is unreadable, not awaited
+        data = json.loads(read_limited(path, what="result", limit=MAX_RESULT_BYTES))
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or "point" not in data or "valid" not in data:
         return None

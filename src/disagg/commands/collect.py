@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from disagg.atomic import write_bytes, write_json
+from disagg.commands.options import out_dir
 from disagg.console import make_console
 from disagg.errors import DisaggError
 
@@ -37,11 +38,17 @@ def _write_once(dest: Path, data: bytes) -> None:
 def collect_command(
     run_dirs: Annotated[list[Path], typer.Argument(help="run directories", show_default=False)],
     out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="directory to write the results into", show_default=False),
+        str | None,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="DIR",
+            help="directory to write the results into",
+            show_default=False,
+        ),
     ] = None,
     into: Annotated[
-        Path | None, typer.Option("--into", hidden=True, help="deprecated: use --out")
+        str | None, typer.Option("--into", hidden=True, help="deprecated: use --out")
     ] = None,
     allow_simulated: Annotated[
         bool,
@@ -68,7 +75,7 @@ def collect_command(
         raise DisaggError("--into is the old name of --out: give one of them")
     if into is not None:
         err.print("[yellow]warning:[/] --into is deprecated; use --out", highlight=False)
-    target = out or into
+    target = out_dir(out) if out is not None else out_dir(into, option="--into")
     if target is None:
         raise DisaggError("collect needs --out DIR", hint="disagg collect RUN_DIR... --out DIR")
     from disagg.plan.model import Plan

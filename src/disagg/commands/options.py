@@ -13,6 +13,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, get_args
 
+from disagg.errors import DisaggError
+from disagg.probe import probe, shortened
+
 CLUSTER_HELP = (
     "cluster profile: a name (NAME.yaml in ./clusters, ./examples/clusters, "
     "~/.config/disagg/clusters) or a YAML path"
@@ -62,3 +65,26 @@ def plain_help_types() -> None:
     for cls in (core.TyperOption, core.TyperArgument):
         cls.display_type_rich = display  # type: ignore[method-assign]
     core.TyperArgument._usage_display_name = usage  # type: ignore[method-assign]
+
+
+def out_dir(text: str | None, *, option: str = "--out") -> Path | None:
+    """The directory an `--out` option names, checked before anything is written.
+
+    Taken as text, not as a path: a path option turns `--out ""` into `.`, which would
+    scatter a run's files into the current directory. A name that exists and is not a
+    directory is refused here, not as a traceback half-way through a run.
+    """
+    if text is None:
+        return None
+    if not text.strip():
+        raise DisaggError(f"{option} is empty", hint=f"name a directory, e.g. {option} runs/mine")
+    path = Path(text)
+    found = probe(path)
+    if found.problem is not None:
+        raise DisaggError(f"{option} {shortened(text)}: {found.problem}")
+    if found.exists and not found.is_dir:
+        raise DisaggError(
+            f"{option} {shortened(text)}: exists and is not a directory",
+            hint=f"{option} names a directory to write into; pick another name",
+        )
+    return path

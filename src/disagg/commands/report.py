@@ -1,7 +1,8 @@
 """`disagg report RUN_DIR... [--out DIR] [--json]`: tables, charts and comparisons from runs.
 
-Exit status: 0 report written, 1 no valid point in any run (nothing written),
-2 bad input (missing directory, no run found, unreadable plan.json).
+Exit status: 0 report written, 1 no valid point in any run (nothing written) or a
+report file that cannot be written, 2 bad input (missing directory, no run found,
+unreadable plan.json, an --out that is not a directory).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from disagg.commands.options import out_dir as checked_out
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS
 from disagg.report.model import XMetric, YMetric
@@ -36,10 +38,11 @@ def report(
         help="Run directories (plan.json + results/), or directories holding runs.",
         show_default=False,
     ),
-    out: Path | None = typer.Option(
+    out: str | None = typer.Option(
         None,
         "--out",
         "-o",
+        metavar="DIR",
         help="Where to write the report files (default: RUN_DIR/report for one run, "
         "./report for several).",
         show_default=False,
@@ -78,13 +81,20 @@ def report(
         [], "--precision", help="Only runs of this precision; repeatable.", show_default=False
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary for scripts."),
+    shared: bool = typer.Option(
+        False,
+        "--shared",
+        help="Let the team read the report files (the usual file mode); by default they are "
+        "the owner's alone, since they quote each run's configuration.",
+    ),
 ) -> None:
     """Summary table, summary.csv, pareto.png and an offline report.html from run directories.
 
     One chart per workload (model, ISL, OSL). Invalid points (failed requests above
     the threshold, no output tokens) are left out and listed. Runs sharing a variant
     are compared against the first one given.
-    Exit status: 0 report written, 1 no valid point at all, 2 bad input.
+    Exit status: 0 report written, 1 no valid point at all or a file not written,
+    2 bad input.
     """
 
     from disagg.bench.metrics import parse_slo
@@ -93,6 +103,7 @@ def report(
 
     console = make_console()
     err = make_console(stderr=True)
+    target = checked_out(out)
     slo = parse_slo(goodput)
     runs = load_runs(run_dirs)
     filters = {"hw": hw, "framework": framework, "precision": precision}
@@ -110,8 +121,8 @@ def report(
                 highlight=False,
             )
         raise typer.Exit(EXIT_FINDINGS)
-    out_dir = out if out is not None else _default_out(run_dirs)
-    write_report(result, out_dir)
+    out_dir = target if target is not None else _default_out(run_dirs)
+    write_report(result, out_dir, shared=shared)
     if as_json:
         print(json.dumps(_json(result, out_dir), indent=2))
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from datetime import UTC, datetime
@@ -11,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from disagg.commands.options import CLUSTER_HELP
+from disagg.commands.options import CLUSTER_HELP, out_dir
 from disagg.console import make_console
 from disagg.errors import DisaggError
 from disagg.probe import probe, shortened
@@ -32,20 +33,28 @@ def register(app: typer.Typer) -> None:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "variant"
+    """One path component made of the name's safe characters; never `.`, `..` or hidden
+    (a recipe named `..` must not place its runs beside the results root)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "variant"
 
 
 def run_dirs_for(plans: list[Any], out: Path | None, root: Path) -> list[Path]:
     """`--out DIR` (one subdirectory per variant when several), else ROOT/<name>/<slug>-<UTC>.
 
-    ROOT is the cluster profile's `results_root` (on the shared filesystem) or ./runs.
+    ROOT is the cluster profile's `results_root` (on the shared filesystem) or ./runs;
+    whatever a recipe's name, its run directories stay below it.
     """
     if out is not None:
         if len(plans) == 1:
             return [out]
         return [out / _slug(plan.variant) for plan in plans]
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return [root / _slug(plan.name) / f"{_slug(plan.variant)}-{stamp}" for plan in plans]
+    dirs = [root / _slug(plan.name) / f"{_slug(plan.variant)}-{stamp}" for plan in plans]
+    top = os.path.normpath(root)
+    for path in dirs:
+        if os.path.commonpath([top, os.path.normpath(path)]) != top:
+            raise DisaggError(f"run directory {path} would not be below {root}")
+    return dirs
 
 
 def run_command(
@@ -54,7 +63,8 @@ def run_command(
         bool, typer.Option("--local", help="run here with the local executor")
     ] = False,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="run directory (one subdir per variant)")
+        str | None,
+        typer.Option("--out", "-o", metavar="DIR", help="run directory (one subdir per variant)"),
     ] = None,
     cluster: Annotated[str | None, typer.Option("--cluster", "-c", help=CLUSTER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object per run")] = False,
@@ -62,6 +72,7 @@ def run_command(
     from disagg.launch.runner import run_locally
     from disagg.plan.from_recipe import plans_for, run_root
 
+    out_path = out_dir(out)
     plans = plans_for([recipe], cluster)
     if not local and not all(plan.simulated for plan in plans):
         raise DisaggError(
@@ -71,7 +82,7 @@ def run_command(
     console = make_console(stderr=as_json)
     results: list[dict[str, Any]] = []
     worst = 0
-    for plan, run_dir in zip(plans, run_dirs_for(plans, out, run_root(cluster)), strict=True):
+    for plan, run_dir in zip(plans, run_dirs_for(plans, out_path, run_root(cluster)), strict=True):
         summary, report = run_locally(plan, run_dir, console=console, quiet=as_json)
         worst = max(worst, summary.exit_code)
         results.append(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from disagg.commands.options import CLUSTER_HELP
+from disagg.commands.options import CLUSTER_HELP, out_dir
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS, EXIT_USAGE, DisaggError
 
@@ -48,7 +48,8 @@ def submit_command(
         Path | None, typer.Option("--resume", help="submit this existing run directory again")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="run directory (one subdir per variant)")
+        str | None,
+        typer.Option("--out", "-o", metavar="DIR", help="run directory (one subdir per variant)"),
     ] = None,
     time_limit: Annotated[
         str | None,
@@ -66,6 +67,7 @@ def submit_command(
     from disagg.launch.slurm_preflight import check_plans
 
     console = make_console(stderr=True)
+    out_path = out_dir(out)
     if resume is not None:
         if recipe is not None:
             raise DisaggError("give either a recipe or --resume RUN_DIR, not both")
@@ -82,7 +84,7 @@ def submit_command(
         from disagg.plan.from_recipe import plans_for, run_root
 
         plans = plans_for([recipe], cluster)
-        run_dirs = [path.resolve() for path in run_dirs_for(plans, out, run_root(cluster))]
+        run_dirs = [path.resolve() for path in run_dirs_for(plans, out_path, run_root(cluster))]
     if time_limit is not None:
         plans = [_with_time_limit(plan, time_limit) for plan in plans]
 

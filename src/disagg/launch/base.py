@@ -23,6 +23,8 @@ class RoleProcess(ABC):
 
     role: str
     node_rank: int
+    # `NAME (pid N)` of each process the task left outside its process group, stopped by `stop`
+    swept: tuple[str, ...] = ()
 
     @property
     @abstractmethod
@@ -35,6 +37,11 @@ class RoleProcess(ABC):
     @abstractmethod
     def stop(self, grace_s: float = 5.0) -> int | None:
         """Terminate, wait up to `grace_s`, then kill; return the exit code."""
+
+    def listens_on(self, port: int) -> bool | None:
+        """Whether the task's own processes hold the listening socket of `port`; None when
+        this executor cannot tell (the task runs on another host)."""
+        return None
 
 
 class RoleLauncher(ABC):
@@ -88,6 +95,10 @@ class RoleLauncher(ABC):
         """
         return {}
 
+    def track(self) -> None:  # noqa: B027 - optional hook
+        """Note what each running task has started (called every few seconds while a run
+        lasts), so that teardown can stop it even after it left the task's group."""
+
     def close(self) -> None:  # noqa: B027 - optional hook, most launchers hold nothing
         """Release anything the launcher holds (for example cancel leftover steps)."""
 
@@ -106,9 +117,10 @@ def spawn_logged(
     Its own session (process group) lets teardown signal the whole tree a role starts;
     the environment is this process's plus `env`, passed as a mapping and never split.
     """
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    from disagg.launch.logs import open_log
+
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with log_path.open("ab") as log:
+    with open_log(log_path) as log:
         log.write(f"=== disagg: {banner} started {stamp}\n".encode())
         log.flush()
         try:

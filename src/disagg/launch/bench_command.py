@@ -54,7 +54,10 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
             code = process.stop(run.options.stop_grace_s)
             run.record_exit(role.name, process.node_rank, code, stopped=True)
         else:
+            # What the command left in the background (`cmd &`, `setsid cmd &`) ends with it.
+            process.stop(run.options.stop_grace_s)
             run.record_exit(role.name, process.node_rank, code)
+        run.note_swept(role.name, process)
     gaps = watch.gaps_since(since)
     blamed = gaps[0].role if gaps else None
     not_serving = gaps[0].describe(time.monotonic(), "the benchmark command") if gaps else None

@@ -1,7 +1,8 @@
 """`disagg logs --follow`: print what role logs gain, like `tail -f` over several files.
 
 Stops by itself once the run's `state.json` says it ended, or its orchestrator is
-dead (after printing what was still written), so a script can follow a run to its end.
+dead, or (without a readable `state.json`) no live run holds the directory's lock,
+after printing what was still written, so a script can follow a run to its end.
 """
 
 from __future__ import annotations
@@ -43,13 +44,20 @@ class Cursor:
 
 
 def run_ended(run_dir: Path) -> bool:
+    """Whether nothing will write the run's logs any more.
+
+    `state.json` says so when there is a readable one; without one (deleted, truncated,
+    not yet written) the run lock decides: no live holder means no run.
+    """
+    from disagg.launch.runlock import run_dir_held
+
     try:
         state = RunState.read(run_dir)
-    except ValueError:
-        return False
-    if state is None:
-        return False
-    return state.status is not RunStatus.RUNNING or state.orchestrator_dead()
+    except (OSError, ValueError):
+        state = None
+    if state is not None:
+        return state.status is not RunStatus.RUNNING or state.orchestrator_dead()
+    return not run_dir_held(run_dir)
 
 
 def cursors_for(paths: Sequence[Path], *, prefixed: bool) -> list[Cursor]:

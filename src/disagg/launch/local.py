@@ -2,7 +2,10 @@
 
 Each task runs in its own session (and so its own process group), so that stopping
 a role reaches every process it spawned (an engine's workers, a router's children),
-not just the first one. Each task also gets SIGTERM when the orchestrator dies
+not just the first one; what left the group (`setsid cmd &`) is found by the task
+mark in its environment or by having been seen below the task, and stopped too
+(`sweep.py`). The health gate asks the task whether it holds the listening socket
+of its port (`listeners.py`). Each task also gets SIGTERM when the orchestrator dies
 (`pdeath.py`), so a killed `disagg run` leaves nothing running. Every node rank maps
 to 127.0.0.1: a local run is a one-host allocation with as many "nodes" as the plan
 asks for.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -20,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from disagg.errors import DisaggError
+from disagg.launch import listeners, sweep
 from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
 from disagg.launch.liveness import stop_group
 from disagg.plan.model import MpiPlan
@@ -32,9 +37,13 @@ LOOPBACK = "127.0.0.1"
 class LocalProcess(RoleProcess):
     """A role task started with `subprocess.Popen` in a new session."""
 
-    def __init__(self, role: str, node_rank: int, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(
+        self, role: str, node_rank: int, popen: subprocess.Popen[bytes], mark: str = ""
+    ) -> None:
         self.role = role
         self.node_rank = node_rank
+        self.mark = mark  # DISAGG_TASK_MARK of this task (see `sweep`)
+        self.seen: dict[int, int] = {}  # descendants seen while it ran: pid -> start ticks
         self._popen = popen
 
     @property
@@ -49,8 +58,20 @@ class LocalProcess(RoleProcess):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._popen.pid, signum)
 
+    def listens_on(self, port: int) -> bool | None:
+        """Whether the listener of `port` is this task's: the task, a descendant, or a
+        process carrying its mark holds the socket."""
+        inodes = listeners.listening_inodes(port)
+        if not inodes:  # unreadable, or the answer came from where this host cannot see
+            return None
+        found = sweep.find(self.mark, (self.pid,)) if self.mark else {}
+        return listeners.held_by([self.pid, *found], inodes)
+
     def stop(self, grace_s: float = 5.0) -> int | None:
+        """Stop the task's process group, then whatever it left outside the group."""
         code = self._popen.poll()
+        # Looked up first: while the group lives, its members still lead to their children.
+        found = sweep.find(self.mark, (self.pid,)) if self.mark else {}
         # Even when the leader already exited, children may still hold the group.
         self.signal_group(signal.SIGTERM)
         self.signal_group(signal.SIGCONT)  # a stopped (hung) task must run to see SIGTERM
@@ -61,6 +82,12 @@ class LocalProcess(RoleProcess):
                 self.signal_group(signal.SIGKILL)
                 code = self._popen.wait()
         stop_group(self._popen.pid, grace_s)  # members left after the leader went
+        if self.mark:
+            found.update(sweep.find(self.mark))
+            found.update(self.seen)  # one that also shed the mark (env -i) but was seen below
+            left = {pid: ticks for pid, ticks in found.items() if sweep.is_alive(pid, ticks)}
+            if left:
+                self.swept = (*self.swept, *sweep.stop(left, grace_s))
         return code
 
 
@@ -69,6 +96,17 @@ class LocalLauncher(RoleLauncher):
 
     def __init__(self, nodes: int = 1) -> None:
         self._nodes = max(1, nodes)
+        self.token = f"local-{os.getpid()}-{secrets.token_hex(6)}"  # this run's task marks
+        self._launched: list[LocalProcess] = []
+
+    def track(self) -> None:
+        """Note the descendants of every running task (one look at /proc for all of them)."""
+        running = [process for process in self._launched if process.poll() is None]
+        if not running:
+            return
+        table = sweep.ProcessTable()
+        for process in running:  # replaced, not changed in place: `stop` may be reading it
+            process.seen = {**process.seen, **table.descendants((process.pid,))}
 
     def node_addresses(self) -> list[str]:
         return [LOOPBACK] * self._nodes
@@ -106,12 +144,15 @@ class LocalLauncher(RoleLauncher):
         # Call from a thread that lives as long as the run: Linux sends the parent-death
         # signal when the thread that started the child ends.
         wrapped = [sys.executable, "-I", str(PDEATH), str(os.getpid()), *argv]
+        mark = f"{self.token}/{role}.{node_rank}"
         popen = spawn_logged(
             wrapped,
-            env=env,
+            env={**env, sweep.MARK_VAR: mark},
             log_path=log_path,
             banner=f"{role} node {node_rank}",
             failure=failure,
             hint="check the role's command in plan.json",
         )
-        return LocalProcess(role, node_rank, popen)
+        process = LocalProcess(role, node_rank, popen, mark)
+        self._launched.append(process)
+        return process

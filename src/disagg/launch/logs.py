@@ -6,10 +6,57 @@ for roles spread over several nodes; the orchestrator writes `orchestrator.log`.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
+
+from disagg.errors import DisaggError
 
 LOG_DIR = "logs"
 ORCHESTRATOR_LOG = "orchestrator.log"
+LOG_MODE = 0o644
+
+
+def open_log(path: Path) -> BinaryIO:
+    """Open a log for appending, created if missing, without following a planted link.
+
+    Neither the log nor its directory may be a symbolic link (a run directory may be
+    shared, and a link would make the run write wherever it points), and the log must be
+    a plain file with no other name (not a FIFO, a device or a hard link to another file).
+    """
+    directory = path.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _refused(directory, exc) from None
+    try:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+        fd = os.open(path.name, flags | os.O_CLOEXEC, LOG_MODE, dir_fd=dir_fd)
+    except OSError as exc:
+        raise _refused(path, exc) from None
+    finally:
+        os.close(dir_fd)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
+        what = "has another name (a hard link)" if stat.S_ISREG(info.st_mode) else "not a file"
+        raise DisaggError(f"refusing to write log {path}: {what}", hint=_HINT)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "ab")
+
+
+_HINT = "remove it; disagg creates its logs itself"
+
+
+def _refused(path: Path, exc: OSError) -> DisaggError:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return DisaggError(f"refusing to write log {path}: a symbolic link", hint=_HINT)
+    if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+        return DisaggError(f"refusing to write log {path}: not a file", hint=_HINT)
+    return DisaggError(f"cannot write log {path}: {exc.strerror or exc}", exit_code=1)
 
 
 def log_dir(run_dir: Path) -> Path:

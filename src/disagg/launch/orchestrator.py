@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 MONITOR_INTERVAL_S = 0.1
+TRACK_INTERVAL_S = 1.0  # how often the launcher notes what each task has started
 
 
 class Orchestrator:
@@ -149,11 +150,14 @@ class Orchestrator:
         """Notice within ~100 ms that any role task ended (or the run's time limit), and stop."""
         run = self.context
         run_limit = run.plan.limits.run_timeout_s
-        started = time.monotonic()
+        started = tracked = time.monotonic()
         while not run.tearing_down:
             if run_limit is not None and time.monotonic() - started > run_limit:
                 run.time_out(f"the run's time limit of {run_limit:g} s was reached (limits)")
             run.poll_tasks()
+            if time.monotonic() - tracked >= TRACK_INTERVAL_S:
+                tracked = time.monotonic()
+                run.launcher.track()
             time.sleep(MONITOR_INTERVAL_S)
 
     @contextmanager

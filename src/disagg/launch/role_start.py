@@ -13,8 +13,10 @@ import threading
 import time
 from contextlib import suppress
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from disagg.errors import DisaggError
+from disagg.launch import listeners
 from disagg.launch.bindings import build_bindings, write_role_files
 from disagg.launch.health import probe
 from disagg.launch.host_setup import run_host_setup
@@ -125,6 +127,7 @@ class RoleStarter:
         run = self.run
         for role in roles:
             role_state = run.state.role(role.name)
+            self.check_ports_still_free(role, role_state.ports)
             for task_state, rank in zip(role_state.tasks, role.launch_ranks, strict=True):
                 run.check_stop()
                 argv, env = run.render(role, rank)
@@ -145,6 +148,46 @@ class RoleStarter:
                     task_state.pid = process.pid
                     task_state.started = start_ticks(process.pid)
         run.publish()
+
+    def check_ports_still_free(self, role: RolePlan, ports: dict[str, int]) -> None:
+        """Probe the role's ports again just before it starts: one taken since they were
+        handed out would be answered by something else, and the role would fail to bind."""
+        for field, port in ports.items():
+            for rank in role.node_ranks or [0]:
+                if self.run.launcher.port_is_free(rank, port):
+                    continue
+                inodes = listeners.listening_inodes(port) or set()
+                held = ", ".join(listeners.holders(inodes)) if inodes else ""
+                raise DisaggError(
+                    f"port {port} ({field}) of role {role.name} was taken after it was "
+                    f"handed out{f', by {held}' if held else ''}",
+                    hint="something else started listening there; re-run (ports are "
+                    "chosen again) or stop it",
+                    exit_code=1,
+                )
+
+    def serving_role(self, name: str, url: str) -> str | None:
+        """Why an HTTP 200 on `url` is not `name` answering, else None.
+
+        Healthy means the process the plan started answers: a role with a task that has
+        ended never is, and where the executor can tell (the local one), the listening
+        socket must belong to the role's own processes, not to another program that took
+        the port.
+        """
+        run = self.run
+        with run.lock:
+            tasks = [process for role, process in run.tasks if role.name == name]
+        if any(process.poll() is not None for process in tasks):
+            return f"{name}'s process has exited"
+        port = urlsplit(url).port
+        if port is None or not tasks:
+            return None
+        owned = [process.listens_on(port) for process in tasks]
+        if any(answer is not False for answer in owned):
+            return None
+        inodes = listeners.listening_inodes(port) or set()
+        held = ", ".join(listeners.holders(inodes)) or "another process"
+        return f"port {port} answers, but not from {name}'s processes (held by {held})"
 
     def wait_healthy(self, roles: list[RolePlan]) -> None:
         """Poll each role's health URL until 200; a passed deadline fails the run."""
@@ -168,6 +211,8 @@ class RoleStarter:
                 assert role.health is not None
                 timeout = min(2.0, max(0.5, interval * 5))
                 ok, detail = probe(url, timeout_s=timeout, expect=role.health.expect)
+                if ok and (impostor := self.serving_role(name, url)) is not None:
+                    ok, detail = False, impostor
                 if ok:
                     del waiting[name]
                     with run.lock:

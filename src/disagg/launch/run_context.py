@@ -215,6 +215,16 @@ class RunContext:
                     task.exit_code = code
                     task.stopped = stopped
 
+    def note_swept(self, role: str, process: RoleProcess) -> None:
+        """Name each process a task left running outside its process group (now stopped)."""
+        if process.swept:
+            self.log.warning(
+                "%s left %d process(es) running outside its process group, stopped: %s",
+                role,
+                len(process.swept),
+                ", ".join(process.swept),
+            )
+
     # ---- recording ------------------------------------------------------------------
 
     def mark(self, milestone: str) -> None:

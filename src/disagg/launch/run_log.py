@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
 import time
 from pathlib import Path
 
-from disagg.launch.logs import ORCHESTRATOR_LOG, log_dir
+from disagg.launch.logs import ORCHESTRATOR_LOG, log_dir, open_log
 
 
 class _LogFileHandler(logging.FileHandler):
@@ -18,6 +19,10 @@ class _LogFileHandler(logging.FileHandler):
     """
 
     _reported = False
+
+    def _open(self) -> io.TextIOWrapper:
+        """Opened without following a link planted in the run directory."""
+        return io.TextIOWrapper(open_log(Path(self.baseFilename)), encoding="utf-8")
 
     def handleError(self, record: logging.LogRecord) -> None:
         if not self._reported:

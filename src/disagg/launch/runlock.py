@@ -81,3 +81,8 @@ def _refuse_if_job_active(run_dir: Path, own_job: str | None) -> None:
 
 def own_slurm_job() -> str | None:
     return os.environ.get("SLURM_JOB_ID") or None
+
+
+def run_dir_held(run_dir: Path) -> bool:
+    """Whether a live run holds `run_dir` (its orchestrator, a job, a submit handing over)."""
+    return DirLock(run_dir / RUN_LOCK, stale_after_s=STALE_AFTER_S).held()

@@ -47,10 +47,9 @@ class JobRecord(BaseModel):
 
     @classmethod
     def read(cls, run_dir: Path) -> JobRecord:
-        path = run_dir / SLURM_RECORD
-        if not path.is_file():
-            return cls()
-        return cls.model_validate_json(path.read_text())
+        from disagg.launch.state import read_record
+
+        return read_record(cls, run_dir / SLURM_RECORD) or cls()
 
 
 def write_job_script(plan: Plan, run_dir: Path, *, python: str | None = None) -> Path:

@@ -14,11 +14,15 @@ GPU pinning is re-applied with `env VAR=ids` in front of the command.
 Node names come from `scontrol show hostnames $SLURM_JOB_NODELIST` and addresses from
 `scontrol show node` (NodeAddr), never from a step's output. Teardown signals each
 step, then cancels it, and `close()` waits until none of this run's steps is left.
+A step's end stops only what Slurm still tracks as the step's; what a task left
+outside it (`setsid cmd &`) is found by its task mark and stopped by a short sweep
+step on each of the task's nodes (`disagg.launch.sweep`).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -30,7 +34,7 @@ from functools import partial
 from pathlib import Path
 
 from disagg.errors import DisaggError
-from disagg.launch import slurmctl
+from disagg.launch import slurmctl, sweep
 from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
 from disagg.launch.launchers import register
 from disagg.plan.container_paths import RUN_DIR_INSIDE
@@ -138,13 +142,23 @@ class SrunProcess(RoleProcess):
     """One srun step; `stop` signals the tasks, then cancels the step, then kills srun."""
 
     def __init__(
-        self, launcher: SrunLauncher, role: str, node_rank: int, popen: subprocess.Popen[bytes]
+        self,
+        launcher: SrunLauncher,
+        role: str,
+        node_rank: int,
+        popen: subprocess.Popen[bytes],
+        *,
+        mark: str = "",
+        nodes: Sequence[int] = (),
     ) -> None:
         self.role = role
         self.node_rank = node_rank
         self.name = step_name(role, node_rank)
+        self.mark = mark  # DISAGG_TASK_MARK of the step's tasks
+        self.nodes = list(dict.fromkeys([node_rank, *nodes]))  # node ranks the step ran on
         self._launcher = launcher
         self._popen = popen
+        self._swept = False
 
     @property
     def pid(self) -> int:
@@ -154,6 +168,15 @@ class SrunProcess(RoleProcess):
         return self._popen.poll()
 
     def stop(self, grace_s: float = 5.0) -> int | None:
+        """End the step, then stop what its tasks left outside it on its nodes."""
+        code = self._end_step(grace_s)
+        if self.mark and not self._swept:
+            self._swept = True
+            for rank in self.nodes:
+                self.swept = (*self.swept, *self._launcher.sweep(rank, self.mark, grace_s))
+        return code
+
+    def _end_step(self, grace_s: float) -> int | None:
         code = self._popen.poll()
         if code is not None:
             return code
@@ -198,6 +221,7 @@ class SrunLauncher(RoleLauncher):
         self._nodes: dict[str, slurmctl.NodeInfo] | None = None
         self._busy: dict[int, tuple[range, set[int]]] = {}
         self._launched: list[SrunProcess] = []
+        self.token = f"slurm-{job_id}-{secrets.token_hex(6)}"  # this run's task marks
 
     @classmethod
     def from_environment(
@@ -263,6 +287,24 @@ class SrunLauncher(RoleLauncher):
         out = slurmctl.run(argv, timeout_s=60.0)
         return {int(word) for word in out.split() if word.isdigit()}
 
+    def sweep(self, node_rank: int, mark: str, grace_s: float) -> list[str]:
+        """Stop the processes carrying `mark` on the node, from one quick srun step;
+        `NAME (pid N) on NODE` for each (nothing when Slurm refuses the step)."""
+        node = self._names[node_rank]
+        argv = srun_argv(
+            job_id=self.job_id,
+            node=node,
+            name=f"{STEP_PREFIX}sweep",
+            argv=[self.python, "-I", "-c", _sweep_source(), mark, f"{grace_s:g}"],
+            env={},
+            slurm=self.slurm,
+        )
+        try:
+            out = slurmctl.run(argv, timeout_s=30.0 + grace_s)
+        except DisaggError:
+            return []
+        return [f"{line.strip()} on {node}" for line in out.splitlines() if line.strip()]
+
     # ---- tasks ----------------------------------------------------------------------
 
     def launch(
@@ -284,6 +326,8 @@ class SrunLauncher(RoleLauncher):
                 raise DisaggError(
                     f"role {role} wants node rank {rank}; the job has {len(self._names)} node(s)"
                 )
+        mark = f"{self.token}/{role}.{node_rank}"
+        env = {**env, sweep.MARK_VAR: mark}
         cmd = srun_argv(
             mpi=mpi,
             mpi_nodes=[self._names[rank] for rank in mpi_nodes],
@@ -305,7 +349,7 @@ class SrunLauncher(RoleLauncher):
             failure=f"role {role}: cannot start srun",
             hint="the slurm executor needs srun on the first node of the job",
         )
-        process = SrunProcess(self, role, node_rank, popen)
+        process = SrunProcess(self, role, node_rank, popen, mark=mark, nodes=mpi_nodes)
         self._launched.append(process)
         return process
 
@@ -360,6 +404,11 @@ class SrunLauncher(RoleLauncher):
                     cancelled.add(step.step_id)
                     _quietly(partial(slurmctl.cancel, step.step_id))
             time.sleep(0.2)
+
+
+def _sweep_source() -> str:
+    """`sweep.py` itself, run with `python -c` on a node (standard library only)."""
+    return Path(sweep.__file__).read_text()
 
 
 def _signal(popen: subprocess.Popen[bytes], signum: int) -> None:

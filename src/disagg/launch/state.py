@@ -12,13 +12,43 @@ import time
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 from disagg.atomic import write_text
 from disagg.launch.liveness import ProcessIdentity
 from disagg.model_defaults import empty_dict, empty_list
+from disagg.probe import MAX_RECORD_BYTES, UnreadableFile, probe, read_limited
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_record(model: type[M], path: Path) -> M | None:
+    """A run record (`state.json`, `summary.json`, `slurm.json`); None when there is none.
+
+    One that is not a plain file, is too large, is not JSON or is not a record this
+    version writes (truncated, another program's) is an `UnreadableFile` naming the file
+    and the first problem, never a validation traceback.
+    """
+    if not probe(path).exists:
+        return None
+    data = read_limited(path, what="run record", limit=MAX_RECORD_BYTES)
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            problem = f"not valid JSON ({first['msg']})"
+        else:
+            where = ".".join(str(part) for part in first["loc"]) or "top level"
+            problem = f"not a {path.name} this version writes ({where}: {first['msg']})"
+        raise UnreadableFile(
+            f"{path}: {problem}",
+            hint=f"{path.name} is written by disagg; a damaged one can be removed "
+            "(results and logs stay)",
+        ) from None
+
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -261,10 +291,7 @@ class RunState(BaseModel):
 
     @classmethod
     def read(cls, run_dir: Path) -> RunState | None:
-        path = run_dir / STATE_FILE
-        if not path.is_file():
-            return None
-        return cls.model_validate_json(path.read_text())
+        return read_record(cls, run_dir / STATE_FILE)
 
 
 class RunSummary(BaseModel):
@@ -296,7 +323,4 @@ class RunSummary(BaseModel):
 
     @classmethod
     def read(cls, run_dir: Path) -> RunSummary | None:
-        path = run_dir / SUMMARY_FILE
-        if not path.is_file():
-            return None
-        return cls.model_validate_json(path.read_text())
+        return read_record(cls, run_dir / SUMMARY_FILE)

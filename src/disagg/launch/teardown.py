@@ -52,6 +52,7 @@ def _stop_tasks(run: RunContext, tasks: list[tuple[RolePlan, RoleProcess]]) -> N
     with ThreadPoolExecutor(max_workers=min(32, len(tasks))) as pool:
         codes = list(pool.map(lambda t: t[1].stop(grace), tasks))
     for (role, process), code in zip(tasks, codes, strict=True):
+        run.note_swept(role.name, process)
         key = (role.name, process.node_rank)
         if key not in run.ended:
             run.ended.add(key)

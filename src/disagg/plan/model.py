@@ -379,10 +379,11 @@ class Plan(_Strict):
         from pydantic import ValidationError
 
         from disagg.errors import DisaggError, SourceLocation
+        from disagg.probe import MAX_PLAN_BYTES, read_limited
 
         try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_limited(path, what="plan", limit=MAX_PLAN_BYTES).decode()
+        except UnicodeDecodeError as exc:
             raise DisaggError(f"{path}: cannot read: {exc}") from None
         try:
             return cls.model_validate_json(text)

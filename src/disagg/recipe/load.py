@@ -29,7 +29,7 @@ from typing import Any
 from yaml import MarkedYAMLError, YAMLError
 
 from disagg.errors import DisaggError, SourceLocation
-from disagg.probe import probe, shortened
+from disagg.probe import MAX_RECIPE_BYTES, probe, read_limited, shortened
 from disagg.recipe.source_map import Pos, SourceMap
 from disagg.recipe.yaml_events import EventBuilder, parse_events
 
@@ -66,12 +66,9 @@ def read_text(path: Path, *, what: str = "recipe") -> str:
             location=SourceLocation(name),
             hint=f"name a YAML file inside it, e.g. {name}/<file>.yaml",
         )
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DisaggError(f"{what} file not found: {name}", hint="check the path") from None
-    except OSError as exc:
-        raise DisaggError(f"cannot read {name}: {exc.strerror or exc}") from None
+    if not found.exists:
+        raise DisaggError(f"{what} file not found: {name}", hint="check the path")
+    data = read_limited(path, what=f"{what} file", limit=MAX_RECIPE_BYTES)
     nul = data.find(b"\x00")
     if nul >= 0:
         line, col = _line_col_of_offset(data, nul)

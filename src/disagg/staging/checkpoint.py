@@ -371,6 +371,9 @@ def _read_index(scope: Scope) -> list[str] | None:
     except (ValueError, UnicodeDecodeError) as exc:
         report.add(BAD_INDEX, INDEX, f"not valid JSON: {exc}")
         return None
+    except RecursionError:
+        report.add(BAD_INDEX, INDEX, "not valid JSON: nested too deep")
+        return None
     weight_map = data.get("weight_map") if isinstance(data, dict) else None
     if not isinstance(weight_map, dict):
         report.add(BAD_INDEX, INDEX, "has no `weight_map` object")
@@ -484,6 +487,8 @@ def _largest_end_offset(raw: bytes) -> int | str:
         header = _HEADER_JSON.decode(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return "unreadable header: not valid UTF-8 JSON (or bytes after the object)"
+    except RecursionError:  # the parser recurses per level: a hostile header nests deeply
+        return "unreadable header: JSON nested too deep"
     finally:
         if collecting:
             gc.enable()
@@ -742,7 +747,7 @@ def _read_listing(entry: str, commit: str, report: Report) -> dict[str, dict[str
     report.bytes_read += len(raw)
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, dict):

@@ -157,6 +157,21 @@ class DirLock:
             return  # someone broke it; the directory is theirs now
         _discard(self.path, f"released-{self.token}")
 
+    def held(self) -> bool:
+        """Whether a live holder has the lock now: the directory is there and its owner is
+        neither dead (on this host) nor silent past `stale_after_s`."""
+        try:
+            since = time.time() - self.path.stat().st_mtime
+        except OSError:
+            return False
+        owner = _parse(self._observe())
+        if not owner:  # taken, owner file not written yet (or a holder that died in between)
+            return since <= self.stale_after_s
+        if self._holder_is_dead(owner):
+            return False
+        beat = owner.get("time")
+        return not isinstance(beat, (int, float)) or time.time() - beat <= self.stale_after_s
+
     def holder(self) -> str:
         """Who holds the lock now, in words (`host pid N`, with the Slurm job when known)."""
         return _describe(_parse(self._observe()))

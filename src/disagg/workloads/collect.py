@@ -18,9 +18,9 @@ from typing import Any
 
 from disagg.atomic import write_json
 from disagg.plan.model import Plan
+from disagg.probe import MAX_RESULT_BYTES, read_limited
 
 POINT_FIELDS = ("completed", "total_output_tokens", "output_throughput")
-MAX_RESULT_BYTES = 64 * 1024 * 1024
 MAX_FILES = 10_000
 
 
@@ -48,11 +48,9 @@ def _number(value: Any) -> float | None:
 
 def read_point_file(path: Path) -> dict[str, Any] | None:
     """The JSON object of a vLLM-format point file, else None (another kind of file)."""
-    try:
-        if path.stat().st_size > MAX_RESULT_BYTES:
-            return None
-        data = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+    try:  # bounded: a FIFO, a device or a huge file is not a point file, and not awaited
+        data = json.loads(read_limited(path, what="point file", limit=MAX_RESULT_BYTES))
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not all(k in data for k in POINT_FIELDS):
         return None

@@ -4,7 +4,9 @@ A recipe is shared, committed and copied into every run's plan.json; a credentia
 in it leaks with each of those. The job inherits the submitting shell's environment,
 so the value belongs there (and its name in the cluster profile's `secret_env`, which
 the submit pre-flight checks), not in the file. Which keys look secret is decided by
-`disagg.redact`, the same rule that hides their values in printed plans and reports.
+`disagg.redact`, the same rule that hides their values in printed plans and reports:
+a credential-like key holding a written value, or a value shaped like a known token
+(`hf_...`, `ghp_...`, `sk-...`, an AWS key id, a JWT) under any key.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
 from disagg.recipe.lint.nodes import Node
-from disagg.redact import is_literal_secret, is_secret_name
+from disagg.redact import has_token, is_literal_secret, is_secret_name
 
 RULE = "DA009"
 NAME = "literal-secret"
@@ -29,7 +31,9 @@ def check(ctx: FileContext) -> list[Finding]:
                         findings.append(_finding(ctx, node, name, text))
         elif node.kind == "seq":
             findings += _argv_secrets(ctx, node)
-    return findings
+    # a token inside a list under a key is seen both as the key's value and as a list item
+    once = {(f.locations[0].line, f.locations[0].col): f for f in reversed(findings)}
+    return [f for f in findings if once[(f.locations[0].line, f.locations[0].col)] is f]
 
 
 def _texts(node: Node) -> list[Node]:
@@ -47,6 +51,9 @@ def _argv_secrets(ctx: FileContext, seq: Node) -> list[Finding]:
     found: list[Finding] = []
     for index, item in enumerate(items):
         if item.kind != "scalar" or not isinstance(item.value, str):
+            continue
+        if has_token(item.value):  # a token-shaped word, whatever flag it follows
+            found.append(_finding(ctx, seq, f"item {index}", item))
             continue
         flag, sep, value = item.value.partition("=")
         if not flag.startswith("-") or not is_secret_name(flag.lstrip("-")):

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from disagg.probe import probe, shortened
+from disagg.probe import MAX_RECIPE_BYTES, UnreadableFile, probe, read_limited, shortened
 from disagg.recipe.lint import (
     consistency,
     cross_anchor,
@@ -72,9 +72,9 @@ def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[Finding]]:
 def read_text(path: Path) -> str | Finding:
     """The file's text, or a DA000 finding saying why it cannot be a recipe."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return _unreadable(str(path), f"cannot read: {exc.strerror or exc}")
+        data = read_limited(path, what="recipe", limit=MAX_RECIPE_BYTES)
+    except UnreadableFile as exc:
+        return _unreadable(str(path), exc.message.removeprefix(f"recipe {shortened(path)}: "))
     if b"\0" in data[:8192]:
         return _unreadable(str(path), "binary file, not YAML")
     try:
