@@ -37,6 +37,15 @@ _ROWS = (
         "shape (lengths, warm-up, request rate), writing the same result fields",
         "one client for every benchmark type, validated results, resume and live progress",
     ),
+    Difference(
+        "staged-hf-model",
+        "gives the engines an `hf:` model (and a draft model named by repo id) as the repo id, "
+        "so each worker downloads it at start-up; mounts no `/model` for it",
+        "stages the snapshot into the cluster's shared model cache before the job starts and "
+        "gives the engines its path as the container sees it through the cache mount",
+        "one checked download per cluster instead of one per worker at start-up, and a job "
+        "that starts without reaching the model hub",
+    ),
 )
 
 DIFFERENCES: dict[str, Difference] = {row.id: row for row in _ROWS}
