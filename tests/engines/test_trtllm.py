@@ -37,7 +37,7 @@ def test_aggregated_worker_reads_its_role_map_as_yaml_from_the_run_directory(
     assert worker.argv == [
         "trtllm-serve", "${model.path}",
         "--host", "${self.bind_host}", "--port", "${self.http_port}",
-        "--served_model_name", "org/model", "--tp_size", "8", "--ep_size", "8",
+        "--served_model_name", "model", "--tp_size", "8", "--ep_size", "8",
         "--extra_llm_api_options", "${run.dir}/trtllm/aggregated.yaml",
     ]  # fmt: skip
     config = yaml.safe_load(worker.files["trtllm/aggregated.yaml"])

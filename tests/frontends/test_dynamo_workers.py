@@ -54,7 +54,7 @@ def test_aggregated_vllm_worker_is_dynamo_vllm_with_the_engines_flags(tmp_path: 
     worker = plan.role("aggregated-0")
     assert worker.argv == [
         "python3", "-m", "dynamo.vllm", "--model", "${model.path}",
-        "--max-model-len", "4096", "--enforce-eager", "--served-model-name", "org/model",
+        "--max-model-len", "4096", "--enforce-eager", "--served-model-name", "model",
         *RUNTIME,
     ]  # fmt: skip
     # No HTTP API of its own: Dynamo's system port answers /health once `generate` is up.
@@ -121,7 +121,7 @@ def test_aggregated_trtllm_worker_is_dynamo_trtllm_reading_the_roles_yaml(tmp_pa
     worker = plan.role("aggregated-0")
     assert worker.argv == [
         "python3", "-m", "dynamo.trtllm", "--model", "${model.path}",
-        "--served-model-name", "org/model",
+        "--served-model-name", "model",
         "--extra-engine-args", "${run.dir}/trtllm/aggregated.yaml", *RUNTIME,
     ]  # fmt: skip
     config = yaml.safe_load(worker.files["trtllm/aggregated.yaml"])
