@@ -83,3 +83,9 @@ def test_a_bad_value_is_refused_at_its_line(write: Write) -> None:
         _plan(write, "META: '{\"name\": 1}'")
     assert "decode_environment.META" in caught.value.message
     assert caught.value.location is not None and caught.value.location.line == 17
+
+
+def test_the_recipes_environment_wins_over_the_roles_as_in_srtctl(write: Write) -> None:
+    # start_worker sets the mode's env first and the recipe's `environment` after it
+    plan = _plan(write, "SHARED: 'decode-{node}'")
+    assert plan.role("decode-0").env["SHARED"] == "n${self.node_id}"

@@ -111,10 +111,10 @@ class _Placer:
         return self.adapter.role_args(self.backend, _worker_role(kind))
 
     def role_env(self, kind: RoleKind) -> dict[str, str]:
-        """The profile's worker env, then the recipe's `environment` and the role's own,
-        with `{node}` / `{node_id}` filled per node as srtctl fills them."""
+        """The profile's worker env, then the role's own and the recipe's `environment`
+        over it (srtctl sets the mode's env first, then the recipe's: cli/mixins/
+        worker_stage.py `start_worker`), with `{node}` / `{node_id}` filled per node."""
         backend = self.config.backend
-        field = f"{kind.value}_environment"
         per_kind = {
             RoleKind.PREFILL: backend.prefill_environment,
             RoleKind.DECODE: backend.decode_environment,
@@ -122,8 +122,8 @@ class _Placer:
         }[kind]
         env = self.profile.worker_env() if self.profile else {}
         for path, values in (
+            (("backend", f"{kind.value}_environment"), per_kind),
             (("environment",), self.config.environment),
-            (("backend", field), per_kind),
         ):
             for key, value in values.items():
                 env[key] = self.node_env(env_text(value), (*path, key))
