@@ -314,9 +314,9 @@ class _Placer:
         for pair in cfg.extra_mount:
             host, sep, inside = pair.partition(":")
             mounts[host] = inside if sep else host
-        local = self.model is not None and self.model.kind == "path" and self.pyxis
-        mount = model_mount(self.model.value) if local and self.model else None
-        if mount is not None:
+        model = self.model
+        mount = model_mount(model.value) if model and model.kind == "path" else None
+        if mount is not None and self.pyxis:
             mounts[mount[0]] = mount[1]
         return mounts
 
