@@ -38,7 +38,7 @@ def test_aggregated_worker_is_vllm_serve_on_the_staged_model(tmp_path: Path) -> 
     [worker] = [r for r in plan.roles if r.name == "aggregated-0"]
     assert worker.argv == [
         "vllm", "serve", "${model.path}",
-        "--tensor-parallel-size", "8", "--max-num-seqs", "64", "--served-model-name", "org/model",
+        "--tensor-parallel-size", "8", "--max-num-seqs", "64", "--served-model-name", "model",
         "--host", "${self.bind_host}", "--port", "${self.http_port}",
     ]  # fmt: skip
     assert worker.ports == ["http"] and worker.env == {} and worker.node_argv == []

@@ -57,7 +57,7 @@ def test_aggregated_vllm_worker_is_dynamo_vllm_with_the_engines_flags(tmp_path: 
     nixl = json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"})
     assert worker.argv == [
         "python3", "-m", "dynamo.vllm", "--model", "${model.path}",
-        "--max-model-len", "4096", "--enforce-eager", "--served-model-name", "org/model",
+        "--max-model-len", "4096", "--enforce-eager", "--served-model-name", "model",
         "--kv-transfer-config", nixl, *RUNTIME,
     ]  # fmt: skip
     # No HTTP API of its own: Dynamo's system port answers /health once `generate` is up.
@@ -127,7 +127,7 @@ def test_aggregated_trtllm_worker_is_dynamo_trtllm_reading_the_roles_yaml(tmp_pa
     # starts every TRT-LLM worker (TRTLLMProtocol.get_srun_config, build_worker_command)
     assert worker.argv == [
         "trtllm-llmapi-launch", "python3", "-m", "dynamo.trtllm", "--model", "${model.path}",
-        "--served-model-name", "org/model",
+        "--served-model-name", "model",
         "--extra-engine-args", "${run.dir}/trtllm/aggregated.yaml", *RUNTIME,
     ]  # fmt: skip
     assert worker.mpi is not None and worker.mpi.tasks_per_node == 1

@@ -60,7 +60,9 @@ def test_every_key_maps_onto_the_plan_and_the_sbatch_file(write: Write) -> None:
     slurm = plan.slurm
     assert (slurm.partition, slurm.account, slurm.time_limit) == ("batch", "team", "02:00:00")
     assert slurm.gpu_directive == "gpus-per-node" and slurm.exclusive and slurm.segment == 2
-    assert slurm.container_mounts == {"/lustre/models": "/models"}
+    # srtctl mounts the resolved local model directory at /model as well (core/runtime.py,
+    # RuntimeContext.from_config), even when a cluster mount already holds it
+    assert slurm.container_mounts == {"/lustre/models": "/models", "/lustre/models/tiny": "/model"}
     assert slurm.container_image == "/lustre/images/sglang-0.5.sqsh"
     assert plan.staging.local_path == "/lustre/models/tiny"
     assert plan.role("prefill-0").env["NCCL_SOCKET_IFNAME"] == "enP6p3s0f0np0"

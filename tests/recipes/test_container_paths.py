@@ -112,14 +112,59 @@ def test_a_model_cache_outside_every_mount_is_refused_at_plan_time(write: Write)
     assert code == 2 and "outside every container mount" in error
 
 
-def test_a_local_model_outside_every_mount_is_refused_at_its_line(write: Write) -> None:
-    profile = _profile(write, f"  {CACHE}: /hf_hub_cache\n")
+def _render_worker(plan: Plan, name: str, model_path: str) -> list[str]:
+    bindings = build_bindings(
+        plan,
+        addresses=["10.0.0.1", "10.0.0.2"],
+        ports=_ports(plan),
+        model_path=model_path,
+        draft_path="",
+        run_dir=Path("/runs/r1"),
+    )
+    worker = plan.role(name)
+    argv, _ = render_task(plan, worker, worker.node_ranks[0], bindings)
+    return argv
+
+
+def test_a_local_model_is_mounted_at_model_and_the_workers_read_model(write: Write) -> None:
+    # srtctl mounts a local model directory at /model in every worker container and gives
+    # the engines `/model` (srt-slurm core/runtime.py: RuntimeContext.from_config and
+    # worker_model_arg; backends/sglang.py build_worker_command), wherever the host keeps it
+    outside = _plan(write, _profile(write, f"  {CACHE}: /hf_hub_cache\n"), model="local")
+    assert outside.slurm.container_mounts["/data/models/tiny"] == "/model"
+    assert outside.staging.local_path == "/data/models/tiny"
+    argv = _render_worker(outside, "prefill-0", "/data/models/tiny")
+    assert argv[argv.index("--model-path") + 1] == "/model"
+    # a cluster mount that already holds it does not change what the engines read
+    mounted = _profile(write, f"  {CACHE}: /hf_hub_cache\n  /data: /data\n")
+    plan = _plan(write, mounted, model="local")
+    assert plan.slurm.container_mounts == {
+        CACHE: "/hf_hub_cache",
+        "/data": "/data",
+        "/data/models/tiny": "/model",
+    }
+    argv = _render_worker(plan, "decode-0", "/data/models/tiny")
+    assert argv[argv.index("--model-path") + 1] == "/model"
+
+
+def test_a_repo_model_gets_no_model_mount_and_is_a_listed_difference(write: Write) -> None:
+    # srtctl passes an `hf:` model to the engines as the repo id and mounts nothing at
+    # /model (core/runtime.py: `if not is_hf_model`); disagg stages it: a compat row
+    plan = _plan(write, _profile(write, f"  {CACHE}: /hf_hub_cache\n"))
+    assert "/model" not in plan.slurm.container_mounts.values()
+    assert "staged-hf-model" in [row["id"] for row in plan.differs]
+    local = _plan(write, _profile(write, f"  {CACHE}: /hf_hub_cache\n"), model="local")
+    assert "staged-hf-model" not in [row["id"] for row in local.differs]
+
+
+def test_another_mount_at_model_is_refused_for_a_local_model(write: Write) -> None:
+    profile = _profile(write, f"  {CACHE}: /hf_hub_cache\n  /elsewhere: /model\n")
     with pytest.raises(DisaggError) as caught:
         _plan(write, profile, model="local")
-    assert "/data/models/tiny" in caught.value.message
+    assert "/elsewhere:/model" in caught.value.message
     assert caught.value.location is not None and caught.value.location.line == 3
-    mounted = _profile(write, f"  {CACHE}: /hf_hub_cache\n  /data: /data\n")
-    assert _plan(write, mounted, model="local").staging.local_path == "/data/models/tiny"
+    # with a repo model nothing is mounted at /model by disagg, so the mount is the site's
+    assert _plan(write, profile).slurm.container_mounts["/elsewhere"] == "/model"
 
 
 def test_a_legacy_root_must_be_mounted_at_its_own_path(write: Write) -> None:

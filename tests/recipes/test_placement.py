@@ -210,7 +210,9 @@ def test_sglang_worker_command(write: Write) -> None:
     assert "--trust-remote-code" in argv and "--disable-radix-cache" not in argv
     assert argv[argv.index("--cuda-graph-bs") + 1 : argv.index("--cuda-graph-bs") + 3] == ["1", "2"]
     assert argv[argv.index("--json-model-override-args") + 1] == '{"a": 1}'
-    assert argv[argv.index("--served-model-name") + 1] == "org/tiny"
+    # srtctl serves the basename of the model path (srt-slurm core/schema.py
+    # SrtConfig.served_model_name; backends/sglang.py get_served_model_name)
+    assert argv[argv.index("--served-model-name") + 1] == "tiny"
     assert plan.engine == "sglang" and not plan.simulated and not plan.staging.skip
 
 

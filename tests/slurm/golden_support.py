@@ -61,6 +61,7 @@ def srun_lines(
         draft_path=draft_path,
         run_dir=run_dir,
         python=python,
+        names=nodes,
     )
     lines = []
     for role in plan.roles:

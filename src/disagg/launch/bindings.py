@@ -1,9 +1,11 @@
 """Values for `${scope.field}` placeholders, known only once nodes and ports are.
 
 Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`,
-`node_rank`), `self` (the role being launched, with this task's `node_rank` and
+`node_rank`), `self` (the role being launched, with this task's `node_rank`,
 `bind_host`: the address of the node this task runs on, which servers listen on
-instead of every interface), `model` (`path`, `draft`: for a role in a container,
+instead of every interface, and srtctl's `{node}` / `{node_id}` environment fields:
+`node`, the scheduler's name of that node, and `node_id`, its index among the nodes
+that hold workers), `model` (`path`, `draft`: for a role in a container,
 as its mounts show them) and `run` (`dir`, `python`, `job_id`; in a container `dir` is
 where the run directory is mounted, `RUN_DIR_INSIDE`).
 """
@@ -17,11 +19,12 @@ from pathlib import Path
 
 from disagg.errors import DisaggError
 from disagg.plan.container_paths import RUN_DIR_INSIDE, in_container, translate
-from disagg.plan.model import Plan, RolePlan
+from disagg.plan.model import WORKER_KINDS, Plan, RolePlan
 from disagg.plan.templates import substitute, substitute_all
 
 Bindings = dict[str, dict[str, str]]
 NODES = "nodes"  # node rank -> address; not a scope placeholders name
+NODE_NAMES = "node_names"  # node rank -> scheduler name; not a scope either
 
 
 def build_bindings(
@@ -33,13 +36,16 @@ def build_bindings(
     draft_path: str,
     run_dir: Path,
     python: str = sys.executable,
+    names: Sequence[str] = (),
 ) -> Bindings:
+    """Every role's fields; `names` are the nodes' scheduler names (default: addresses)."""
     bindings: Bindings = {
         "model": {"path": model_path, "draft": draft_path},
         # absolute: a role that resolves paths against another directory (nginx's prefix,
         # a process that changes directory) must find the same run directory
         "run": {"dir": str(run_dir.absolute()), "python": python, "job_id": job_id()},
         NODES: {str(rank): address for rank, address in enumerate(addresses)},
+        NODE_NAMES: {str(rank): name for rank, name in enumerate(names or addresses)},
     }
     for role in plan.roles:
         host = addresses[role.node_ranks[0] if role.node_ranks else 0]
@@ -84,6 +90,8 @@ def _scoped(plan: Plan, role: RolePlan, node_rank: int, bindings: Bindings) -> B
         **own,
         "node_rank": str(index),
         "bind_host": bindings.get(NODES, {}).get(str(node_rank), own["host"]),
+        "node": bindings.get(NODE_NAMES, {}).get(str(node_rank), own["host"]),
+        "node_id": str(worker_node_index(plan, node_rank)),
     }
     if in_container(plan, role):  # paths as the container sees them
         model = bindings.get("model")
@@ -93,6 +101,13 @@ def _scoped(plan: Plan, role: RolePlan, node_rank: int, bindings: Bindings) -> B
         if run is not None:  # the Slurm executor mounts the run directory there
             scoped["run"] = {**run, "dir": RUN_DIR_INSIDE}
     return scoped
+
+
+def worker_node_index(plan: Plan, node_rank: int) -> int:
+    """`node_rank`'s index among the nodes that hold workers (srtctl's `{node_id}`: the
+    node's place in its worker node list, which leaves out nodes reserved for others)."""
+    workers = sorted({rank for r in plan.roles if r.kind in WORKER_KINDS for rank in r.node_ranks})
+    return workers.index(node_rank) if node_rank in workers else node_rank
 
 
 def render_task(

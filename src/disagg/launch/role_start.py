@@ -92,6 +92,7 @@ class RoleStarter:
             model_path=models[0],
             draft_path=models[1],
             run_dir=run.run_dir,
+            names=run.launcher.node_names(),
         )
         run.bindings = bindings
         names = run.launcher.node_names()

@@ -95,6 +95,15 @@ _ROWS = (
         "the launcher pins every worker's GPUs through the GPU vendor's visibility variables "
         "and checks them against the plan; vLLM builds before `--device-ids` take only those",
     ),
+    Difference(
+        "staged-hf-model",
+        "gives the engines an `hf:` model (and a draft model named by repo id) as the repo id, "
+        "so each worker downloads it at start-up; mounts no `/model` for it",
+        "stages the snapshot into the cluster's shared model cache before the job starts and "
+        "gives the engines its path as the container sees it through the cache mount",
+        "one checked download per cluster instead of one per worker at start-up, and a job "
+        "that starts without reaching the model hub",
+    ),
 )
 
 DIFFERENCES: dict[str, Difference] = {row.id: row for row in _ROWS}

@@ -14,7 +14,9 @@ commands may name files of the image itself, so only the host paths a mount hold
 translated there and the rest is left as written.
 
 The run directory is mounted into every container at `/logs`, as srt-slurm mounts its
-log directory, and `${run.dir}` is that path for a containerised role.
+log directory, and `${run.dir}` is that path for a containerised role. A local model
+directory is mounted at `/model`, as srt-slurm mounts it (`RuntimeContext.from_config`
+in srtctl's core/runtime.py), so the engines read `/model` wherever the host keeps it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from disagg.errors import DisaggError, SourceLocation
 from disagg.plan.model import Plan, RolePlan
 
 RUN_DIR_INSIDE = "/logs"  # where a container sees the run directory
+MODEL_INSIDE = "/model"  # where a container sees a local model directory
 # An absolute path inside free text (a shell command): after a start, space, quote, = or :.
 _TEXT_PATH = re.compile(r"(?<![^\s'\"=:])/(?!/)[^\s'\";:,]*")
 
@@ -71,6 +74,15 @@ def inside_view(path: str, mounts: Mapping[str, str]) -> str | None:
     norm = posixpath.normpath(path)
     targets = [target for _host, target in mount_pairs(mounts)] + [RUN_DIR_INSIDE]
     return path if any(_under(norm, target) for target in targets) else None
+
+
+def model_mount(path: str) -> tuple[str, str] | None:
+    """(host, `/model`) for a local model directory given as an absolute path, else None
+    (a repo id is staged into the cache mount; a relative path has no fixed host place)."""
+    host = posixpath.expanduser(path)
+    if not posixpath.isabs(host):
+        return None
+    return posixpath.normpath(host), MODEL_INSIDE
 
 
 def _host_path(value: Any) -> bool:
@@ -181,6 +193,8 @@ def check_container_paths(plan: Plan, *, model_location: SourceLocation | None =
     if not any(in_container(plan, role) for role in plan.roles):
         return
     mounts = plan.slurm.container_mounts
+    staging = plan.staging
+    model = model_mount(staging.local_path) if staging.local_path else None
     for host, target in mount_pairs(mounts):
         if _under(target, RUN_DIR_INSIDE):
             raise DisaggError(
@@ -188,7 +202,13 @@ def check_container_paths(plan: Plan, *, model_location: SourceLocation | None =
                 f"({RUN_DIR_INSIDE})",
                 hint=f"mount it elsewhere; the run directory is always mounted at {RUN_DIR_INSIDE}",
             )
-    staging = plan.staging
+        if model is not None and target == MODEL_INSIDE and host != model[0]:
+            raise DisaggError(
+                f"container mount {host}:{target} is where containers see the model directory "
+                f"{model[0]} ({MODEL_INSIDE})",
+                location=model_location,
+                hint=f"mount it elsewhere; a local model directory is mounted at {MODEL_INSIDE}",
+            )
     problems: list[str] = []
     location: SourceLocation | None = None
     if staging.local_path:

@@ -36,6 +36,7 @@ from disagg.plan import kv_events
 from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import (
     check_container_paths,
+    model_mount,
     mount_pairs,
     translate_args,
     translate_roles,
@@ -67,7 +68,9 @@ from disagg.plan.model import (
     RolePlan,
     StagingPlan,
 )
+from disagg.plan.node_env import fill_node_fields
 from disagg.plan.node_layout import NodeLayout, PlacedWorker
+from disagg.plan.served_name import served_model_name
 from disagg.recipe.honoured import unhonoured
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
@@ -98,6 +101,7 @@ class _Placer:
         self.backend = self.config.backend_settings(exclude_unset=True)
         self.ignored: dict[str, str] = {}  # engine settings not passed on: field -> why
         self.differs: list[str] = []  # ids of `disagg.plan.compat` rows this variant hits
+        self.model: ModelRef | None = None  # `model.path` resolved (set first by `plan`)
 
     def named(self, *path: str) -> str:
         """A field as this variant's file spells it (`resources.prefill_nodes` in v1,
@@ -131,6 +135,9 @@ class _Placer:
         return self.adapter.role_args(self.backend, _worker_role(kind))
 
     def role_env(self, kind: RoleKind) -> dict[str, str]:
+        """The profile's worker env, then the role's own and the recipe's `environment`
+        over it (srtctl sets the mode's env first, then the recipe's: cli/mixins/
+        worker_stage.py `start_worker`), with `{node}` / `{node_id}` filled per node."""
         backend = self.config.backend
         per_kind = {
             RoleKind.PREFILL: backend.prefill_environment,
@@ -138,9 +145,24 @@ class _Placer:
             RoleKind.AGGREGATED: backend.aggregated_environment,
         }[kind]
         env = self.profile.worker_env() if self.profile else {}
-        env.update({key: env_text(value) for key, value in self.config.environment.items()})
-        env.update({key: env_text(value) for key, value in per_kind.items()})
+        for path, values in (
+            (("backend", f"{kind.value}_environment"), per_kind),
+            (("environment",), self.config.environment),
+        ):
+            for key, value in values.items():
+                env[key] = self.node_env(env_text(value), (*path, key))
         return env
+
+    def node_env(self, value: str, path: tuple[str, ...]) -> str:
+        try:
+            return fill_node_fields(value)
+        except ValueError as exc:
+            raise self.fail(
+                f"{self.variant.written_name('.'.join(path))} {value!r} cannot be filled as "
+                f"srtctl fills {{node}} and {{node_id}} ({exc})",
+                path,
+                "write a literal brace as {{ or }}",
+            ) from None
 
     def worker_health(self) -> HealthPlan:
         check = self.config.health_check
@@ -151,14 +173,24 @@ class _Placer:
         path = "/health" if self.simulated else self.adapter.health_path
         return HealthPlan(path=path, deadline_s=deadline, interval_s=0.2 if self.simulated else 1.0)
 
-    def served_name(self, model: ModelRef) -> str:
-        for kind in (RoleKind.DECODE, RoleKind.AGGREGATED, RoleKind.PREFILL):
-            name = self.adapter.served_model_name(self.role_args(kind))
-            if name:
-                return name
-        if self.config.backend.served_model_name:  # srt-slurm 2.x's engine-wide name
-            return self.config.backend.served_model_name
-        return model.value if model.kind == "repo" else model.written
+    @cached_property
+    def served(self) -> str:
+        """The one model name every worker serves, the frontend routes and the load
+        generator sends (see `disagg.plan.served_name`)."""
+        assert self.model is not None, "plan() resolves the model first"
+        written = [
+            self.adapter.served_model_name(self.role_args(kind))
+            for kind in (RoleKind.PREFILL, RoleKind.AGGREGATED, RoleKind.DECODE)
+        ]
+        return served_model_name(self.model, written, self.config.backend.served_model_name)
+
+    def one_served_name(self, args: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A role's settings with its own served-model-name (if written) set to the one
+        name, as srtctl replaces each role's with it."""
+        found = self.adapter.flags.find(args, "served_model_name")
+        if found is None or found[1] == self.served:
+            return args
+        return {**args, found[0]: self.served}
 
     def check_backend_knobs(self) -> None:
         """Engine-wide knobs the engine does not carry out: refused, or listed as ignored."""
@@ -210,12 +242,12 @@ class _Placer:
                 f"use {wanted!r}" if wanted else "remove it for aggregated workers",
             )
 
-    def workers(self, placed: list[PlacedWorker], model: ModelRef) -> list[RolePlan]:
-        served = self.served_name(model)
+    def workers(self, placed: list[PlacedWorker]) -> list[RolePlan]:
+        served = self.served
         image = self.container_image
         roles = []
         for kind, index, ranks, ids in placed:
-            args = self.role_args(kind)
+            args = self.one_served_name(self.role_args(kind))
             self.check_mode(kind, args)
             spec = WorkerSpec(
                 role=_worker_role(kind),
@@ -302,14 +334,19 @@ class _Placer:
 
     @cached_property
     def container_mounts(self) -> dict[str, str]:
-        """host -> container: the profile's mounts, then the recipe's (worked out once:
-        every containerised worker and the Slurm plan read them)."""
+        """host -> container: the profile's mounts, then the recipe's, then a local model
+        directory at `/model` as srtctl mounts it (worked out once: every containerised
+        worker and the Slurm plan read them)."""
         cfg = self.config
         mounts = dict(self.profile.mounts) if self.profile else {}
         mounts.update(cfg.container_mounts)
         for pair in cfg.extra_mount:
             host, sep, inside = pair.partition(":")
             mounts[host] = inside if sep else host
+        model = self.model
+        mount = model_mount(model.value) if model and model.kind == "path" else None
+        if mount is not None and self.pyxis:
+            mounts[mount[0]] = mount[1]
         return mounts
 
     def engine_router(self, workers: list[RolePlan]) -> RolePlan | None:
@@ -345,7 +382,7 @@ class _Placer:
             workers=workers,
             engine=self.engine,
             simulated=self.simulated,
-            served_name=self.served_name(model),
+            served_name=self.served,
             fail=self.fail,
             model_dir=model.value if local else None,
             engine_router=self.engine_router(workers),
@@ -366,14 +403,14 @@ class _Placer:
 
     # ---------------------------------------------------------------- bench
 
-    def bench(self, model: ModelRef) -> BenchPlan:
+    def bench(self) -> BenchPlan:
         """The benchmark section through its `benchmark.type` adapter (disagg.workloads)."""
         from disagg.workloads import BenchInputs, adapter_for
 
         section = self.config.benchmark
         inputs = BenchInputs(
             section=section,
-            model_name=self.served_name(model),
+            model_name=self.served,
             simulated=self.simulated,
             recipe_dir=self.variant.path.parent,
             fail=self.fail,
@@ -423,6 +460,8 @@ class _Placer:
                 "one variant can stage one draft model (bound as ${model.draft})",
             )
         models += [ModelToStage(repo_id=repo, purpose="draft") for repo in drafts]
+        if models and not self.simulated:
+            self.differs.append("staged-hf-model")
         for extra in self.config.model.stage_extra:
             models.append(ModelToStage(repo_id=extra.removeprefix("hf:"), purpose="extra"))
         profile = self.profile
@@ -445,10 +484,11 @@ class _Placer:
             raise DisaggError(
                 exc.message, location=self.variant.locate(("model", "path")), hint=exc.hint
             ) from None
+        self.model = model
         from disagg.workloads import adapter_for
 
         self.check_engine()
-        bench = self.bench(model)  # benchmark refusals first, as before the engine's own
+        bench = self.bench()  # benchmark refusals first, as before the engine's own
         self.check_backend_knobs()
         layout = NodeLayout(self.config.resources, self.profile, named=self.named, fail=self.fail)
         gpn = layout.gpus_per_node()
@@ -458,7 +498,7 @@ class _Placer:
         colocate = self.config.benchmark.colocate_with_frontend
         job = job_nodes(worker_nodes, roles_wanting_nodes, colocate=colocate)
         shifted = [(kind, i, [job.offset + r for r in rs], ids) for kind, i, rs, ids in placed]
-        workers = self.workers(shifted, model)
+        workers = self.workers(shifted)
         check_wired(self.config, self.backend, self.fail)
         mooncake = mooncake_plane(self.config, simulated=self.simulated, image=self.container_image)
         workers = with_worker_env(workers, mooncake)
