@@ -25,6 +25,7 @@ from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import WorkerRole, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
+from disagg.frontends.base import ignored as ignored_field
 from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import (
     check_container_paths,
@@ -47,6 +48,7 @@ from disagg.plan.model import (
     StagingPlan,
 )
 from disagg.plan.node_layout import NodeLayout, PlacedWorker
+from disagg.predict.mapping import PredictOptions, Unmappable, WorkerInputs, target_for
 from disagg.recipe.honoured import unhonoured
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
@@ -55,19 +57,34 @@ SIM_HEALTH_DEADLINE_S = 60.0
 ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
 
 
-def place(variant: Variant, profile: ClusterProfile | None = None) -> Plan:
-    """The Plan for one variant; unsupported or inconsistent variants raise DisaggError."""
+def place(
+    variant: Variant, profile: ClusterProfile | None = None, predict: PredictOptions | None = None
+) -> Plan:
+    """The Plan for one variant; unsupported or inconsistent variants raise DisaggError.
+
+    `predict`: every worker is the simulated engine timed by AIConfigurator's model
+    (`disagg run --predict`); a recipe's `backend.engine: predict` asks the same.
+    """
     ensure_supported(variant)
-    return _Placer(variant, profile).plan()
+    return _Placer(variant, profile, predict).plan()
 
 
 class _Placer:
-    def __init__(self, variant: Variant, profile: ClusterProfile | None) -> None:
+    def __init__(
+        self,
+        variant: Variant,
+        profile: ClusterProfile | None,
+        predict: PredictOptions | None = None,
+    ) -> None:
         self.variant = variant
         self.config: RecipeConfig = variant.config
         self.profile = profile
         backend = self.config.backend
-        self.simulated = backend.engine == "sim"
+        if predict is None and backend.engine == "predict":
+            predict = PredictOptions()
+        self.predict = predict
+        self.predicted: dict[str, Any] | None = None  # the label and assumptions, once placed
+        self.simulated = backend.engine == "sim" or predict is not None
         self.engine = "sim" if self.simulated else backend.type
         # Worker name -> (settings, spec) the engine adapter was asked with (see `workers`).
         self.worker_inputs: dict[str, tuple[Mapping[str, Any], WorkerSpec]] = {}
@@ -147,7 +164,7 @@ class _Placer:
 
     def check_engine(self) -> None:
         written = self.config.backend.engine
-        if written not in (None, "sim", self.config.backend.type):
+        if written not in (None, "sim", "predict", self.config.backend.type):
             raise self.fail(
                 f"{self.named('backend', 'engine')} {written} does not match "
                 f"{self.named('backend', 'type')} {self.config.backend.type}",
@@ -208,6 +225,8 @@ class _Placer:
             name = f"{kind.value}-{index}"
             seen = self.container_args(kind, name, args, image)
             command = self.adapter.command(seen, spec)
+            if self.predict is not None:
+                command.argv += self.predict_argv(kind, args, model, served)
             self.worker_inputs[name] = (seen, spec)
             par = self.adapter.parallelism(args)
             reading = self.adapter.sim_reading(args)
@@ -301,6 +320,33 @@ class _Placer:
             health=HealthPlan(path="/health", deadline_s=ENGINE_ROUTER_HEALTH_DEADLINE_S),
         )
 
+    def predict_argv(
+        self, kind: RoleKind, args: Mapping[str, Any], model: ModelRef, served: str
+    ) -> list[str]:
+        """The predicted worker's `--predict-*` flags; what cannot be mapped is refused."""
+        assert self.predict is not None
+        local = model.kind == "path" and Path(model.value).expanduser().is_dir()
+        inputs = WorkerInputs(
+            engine=self.config.backend.type,
+            args=args,
+            reading=self.adapter.sim_reading(args),
+            gpu_type=self.config.resources.gpu_type,
+            precision=self.config.model.precision,
+            model_names=(served, model.value, model.written),
+            model_dir=str(Path(model.value).expanduser()) if local else None,
+        )
+        try:
+            target = target_for(inputs, self.predict, self.adapter.args_path(_worker_role(kind)))
+        except Unmappable as exc:
+            raise self.refuse(exc.what, exc.path) from None
+        self.predicted = {
+            "label": target.label(),
+            "accept_rate": target.accept_rate if target.nextn else None,
+            "accept_source": target.accept_source or None,
+            "time_scale": target.time_scale,
+        }
+        return target.argv()
+
     def frontend(self, workers: list[RolePlan], model: ModelRef) -> FrontendRoles:
         """The frontend adapter of `frontend.type`: its services, roles and start order."""
         section = self.config.frontend or FrontendSection()
@@ -317,6 +363,13 @@ class _Placer:
             engine_router=self.engine_router(workers),
             worker_inputs=dict(self.worker_inputs),
         )
+        if self.predict is not None and section.type == "dynamo":
+            # Predicted workers are disagg's simulated engine (SGLang's protocol), not
+            # Dynamo's mocker: the SGLang PD router fronts them, and the plan says so.
+            planned = frontend_for("sglang-router").plan(context)
+            why = "predicted workers speak SGLang's protocol; the SGLang PD router fronts them"
+            planned.ignored = [ignored_field("frontend.type", why), *planned.ignored]
+            return planned
         return frontend_for(section.type).plan(context)
 
     @cached_property
@@ -403,6 +456,8 @@ class _Placer:
         update: dict[str, object] = {"prompt_format": frontend.prompt_format}
         if frontend.tokenizer is not None:
             update["tokenizer"] = frontend.tokenizer
+        if self.predict is not None:
+            update["time_scale"] = self.predict.time_scale
         bench = bench.model_copy(update=update)
         slurm = slurm_plan(
             self.config,
@@ -423,6 +478,7 @@ class _Placer:
             engine=self.engine,
             backend=self.config.backend.type,
             simulated=self.simulated,
+            predicted=self.predicted,
             gpu_vendor=self.profile.gpu_vendor if self.profile else GpuVendor.NVIDIA,
             nodes=nodes,
             gpus_per_node=gpn,

@@ -62,9 +62,12 @@ class BackendSection(Section):
     told what that engine's settings ask for (parallel sizes, batch limits, ...)."""
 
     type: BackendType = "sglang"
-    engine: Literal["sglang", "vllm", "trtllm", "sim"] | None = Field(
+    engine: Literal["sglang", "vllm", "trtllm", "sim", "predict"] | None = Field(
         default=None,
-        description="`sim`: the simulated engine (no GPUs, no weights); unset: `type`'s engine",
+        description=(
+            "`sim`: the simulated engine (no GPUs, no weights); `predict`: the simulated "
+            "engine timed by AIConfigurator's model (docs/predict.md); unset: `type`'s engine"
+        ),
     )
     prefill_environment: EnvMap = Field(default_factory=empty_dict)
     decode_environment: EnvMap = Field(default_factory=empty_dict)
