@@ -68,7 +68,8 @@ def _run_held(
     else:
         summary = Orchestrator(run_dir, plan, launcher, options).run()
     console.print(points_table(summary.points, title=f"{plan.name} ({plan.selector})"))
-    _print_outcome(console, summary, run_dir, plan.simulator)
+    simulator = plan.predicted["label"] if plan.predicted else plan.simulator
+    _print_outcome(console, summary, run_dir, simulator)
     has_points = summary.points_measured or summary.points_skipped
     report = render_report([run_dir], run_dir / "report", console) if has_points else None
     return summary, report

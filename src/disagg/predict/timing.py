@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from disagg.engines.sim.args import EngineArgs
@@ -83,6 +83,13 @@ class Engines:
         return float(self.generation.decode_step_latency(batch, context, 2)) * DECODE_CORRECTION
 
 
+@cache
+def engines_for(target: PredictTarget) -> Engines:
+    """One target's engines, built once per process."""
+    return Engines(target)
+
+
+@cache
 def kv_capacity(target: PredictTarget) -> tuple[int, int]:
     """(tokens the worker's KV cache holds, bytes per token per GPU) from the memory model."""
     from aiconfigurator_core.sdk.memory import estimate_kv_cache
@@ -127,7 +134,7 @@ class PredictedTiming(TimingModel):
     def __init__(self, args: EngineArgs, target: PredictTarget) -> None:
         super().__init__(args)
         self.target = target
-        self.engines = Engines(target)
+        self.engines = engines_for(target)
         self.kv_capacity, self.kv_bytes_per_token = kv_capacity(target)
         self.scale = 1.0 / max(target.time_scale, 1e-9)
         # Each GPU sends its share of a token's KV over its own link.
