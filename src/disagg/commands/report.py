@@ -148,7 +148,7 @@ def _print_summary(console: Console, result: Report) -> None:
         if run.predicted:
             from rich.markup import escape
 
-            sim = f" [yellow]({escape(run.predicted)})[/]"
+            sim = f" [yellow]{escape(run.predicted)}[/]"
         grid = Table(
             title=f"[bold]{run.label}[/]{sim}  [dim]{run.run_dir}[/]",
             title_justify="left",

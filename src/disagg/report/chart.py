@@ -116,12 +116,8 @@ class Chart:
                 XMetric.TTFT: "time to first token",
             }[self.x_metric]
         )
-        if (
-            self.all_simulated
-            and len(self.predictions) == 1
-            and all(s.predicted for s in self.series)
-        ):
-            return f"{title}, {self.predictions[0]}"
+        if self.all_simulated and all(s.predicted for s in self.series):
+            return f"{title} (predicted)"  # the legend names each prediction's model
         return f"{title} (simulated)" if self.all_simulated else title
 
     @property
@@ -134,8 +130,9 @@ class Chart:
         return bool(self.frontier) and sum(1 for s in self.series if s.points) >= 2
 
     def legend_label(self, series: Series) -> str:
-        """The series' label, `(simulated)` added when real and simulated runs share the chart."""
-        if series.predicted and not self.all_simulated:
+        """The series' label, `(simulated)` added when real and simulated runs share the chart;
+        a prediction's label always (the model, system and database it comes from)."""
+        if series.predicted:
             return f"{series.label}, {series.predicted}"
         if series.simulated and not self.all_simulated:
             return f"{series.label} (simulated)"
