@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from disagg.atomic import write_bytes
+from disagg.report.chart import WATERMARK as WATERMARK  # re-exported: the simulated mark
 from disagg.report.chart import Chart
 from disagg.report.labels import mpl_offset
 
