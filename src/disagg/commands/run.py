@@ -74,6 +74,14 @@ def run_command(
             help="chance each speculative draft token is accepted [the model's published rate]",
         ),
     ] = None,
+    predict_model: Annotated[
+        str | None,
+        typer.Option(
+            "--predict-model",
+            help="the model's name (org/name) for the performance model, when the recipe "
+            "names it by an alias",
+        ),
+    ] = None,
     time_scale: Annotated[
         float,
         typer.Option(
@@ -92,10 +100,13 @@ def run_command(
         from disagg.predict import require
 
         require()
-        options = PredictOptions(accept_rate=accept_rate, time_scale=time_scale)
-    elif accept_rate is not None or time_scale != 1.0:
+        options = PredictOptions(
+            accept_rate=accept_rate, time_scale=time_scale, model=predict_model
+        )
+    elif accept_rate is not None or time_scale != 1.0 or predict_model is not None:
         raise DisaggError(
-            "--predict-accept-rate and --predict-time-scale apply to predicted runs",
+            "--predict-accept-rate, --predict-model and --predict-time-scale apply to "
+            "predicted runs",
             hint="add --predict",
         )
     plans = plans_for([recipe], cluster, options)

@@ -332,7 +332,7 @@ class _Placer:
             reading=self.adapter.sim_reading(args),
             gpu_type=self.config.resources.gpu_type,
             precision=self.config.model.precision,
-            model_names=(served, model.value, model.written),
+            model_names=(*filter(None, [self.predict.model]), served, model.value, model.written),
             model_dir=str(Path(model.value).expanduser()) if local else None,
         )
         try:

@@ -45,7 +45,10 @@ class FixedPoint:
         return self.prefill_ms + self.transfer_ms
 
 
-def _args(target: PredictTarget, mode: Mode, *, running: int, chunk: int) -> EngineArgs:
+def engine_args(
+    target: PredictTarget, mode: Mode, *, running: int, chunk: int = 16384
+) -> EngineArgs:
+    """A predicted worker's engine args, as its command line would give them."""
     return EngineArgs(
         mode=mode,
         max_running_requests=running,
@@ -63,7 +66,7 @@ def _request(index: int, isl: int, osl: int, stream: Stream) -> SimRequest:
 
 def prefill_point(target: PredictTarget, isl: int, chunk: int = 16384) -> tuple[float, float]:
     """(prefill ms, KV hand-over ms) of one prompt of `isl` tokens on an idle prefill worker."""
-    timing = PredictedTiming(_args(target, "prefill", running=1, chunk=chunk), target)
+    timing = PredictedTiming(engine_args(target, "prefill", running=1, chunk=chunk), target)
     done: list[SimRequest] = []
     scheduler = Scheduler(timing, on_prefilled=done.append)
     scheduler.submit(_request(0, isl, 1, _Recorder()))
@@ -80,7 +83,7 @@ def prefill_point(target: PredictTarget, isl: int, chunk: int = 16384) -> tuple[
 
 def decode_point(target: PredictTarget, batch: int, isl: int, osl: int) -> float:
     """Mean TPOT (ms) of `batch` requests that decode together from their first token on."""
-    timing = PredictedTiming(_args(target, "decode", running=batch, chunk=16384), target)
+    timing = PredictedTiming(engine_args(target, "decode", running=batch, chunk=16384), target)
     scheduler = Scheduler(timing)
     streams = [_Recorder() for _ in range(batch)]
     for i, stream in enumerate(streams):

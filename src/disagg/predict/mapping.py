@@ -72,6 +72,7 @@ class PredictOptions:
 
     accept_rate: float | None = None
     time_scale: float = 1.0
+    model: str | None = None  # the model's name when the recipe names it by an alias
 
 
 @dataclass(frozen=True)
