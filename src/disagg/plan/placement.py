@@ -82,6 +82,16 @@ class _Placer:
         backend = self.config.backend
         if predict is None and backend.engine == "predict":
             predict = PredictOptions()
+        written = backend.predict
+        if predict is not None and written is not None:  # the command line's settings win
+            scale = predict.time_scale if predict.time_scale != 1.0 else written.time_scale
+            predict = PredictOptions(
+                accept_rate=(
+                    written.accept_rate if predict.accept_rate is None else predict.accept_rate
+                ),
+                time_scale=scale or 1.0,
+                model=predict.model or written.model,
+            )
         self.predict = predict
         self.predicted: dict[str, Any] | None = None  # the label and assumptions, once placed
         self.simulated = backend.engine == "sim" or predict is not None
@@ -94,6 +104,8 @@ class _Placer:
         self.backend = self.config.backend_settings(exclude_unset=True)
         self.ignored: dict[str, str] = {}  # engine settings not passed on: field -> why
         self.differs: list[str] = []  # ids of `disagg.plan.compat` rows this variant hits
+        if predict is None and written is not None:
+            self.ignored["backend.predict"] = "applies to predicted runs (--predict)"
 
     def named(self, *path: str) -> str:
         """A field as this variant's file spells it (`resources.prefill_nodes` in v1,
