@@ -64,6 +64,8 @@ class ResultSetup(_Open):
     router: str | None
     router_version: str | None
     recipe_fingerprint: str
+    predicted: str | None  # the label of a predicted run (docs/predict.md)
+    predicted_assumptions: str | None
 
 
 class InferenceXRow(_Open):
