@@ -157,3 +157,32 @@ def test_a_fixed_batch_point_matches_aiconfigurators_estimate(case: Case) -> Non
     # The hand-over is on top: TTFT = the prefill passes + bytes over the system's link.
     assert point.transfer_ms > 0
     assert point.ttft_ms == pytest.approx(point.prefill_ms + point.transfer_ms)
+
+
+def _cli_number(output: str, name: str) -> float:
+    line = next(line for line in output.splitlines() if line.strip().startswith(f"{name}:"))
+    return float(line.split(":", 1)[1].split()[0].replace(",", ""))
+
+
+@pytest.mark.slow
+def test_the_cli_estimate_states_the_same_as_its_api_and_the_predicted_point() -> None:
+    """`aiconfigurator cli estimate` itself, once: the API the cases call is what it prints."""
+    import subprocess
+    import sys
+
+    case = CASES[0]
+    argv = [sys.executable, "-m", "aiconfigurator.main", "cli", "estimate"]
+    argv += ["--model-path", case.model, "--system", case.system, "--backend", case.backend]
+    argv += ["--estimate-mode", "disagg", "--isl", str(ISL), "--osl", str(OSL)]
+    for role in ("prefill", "decode"):
+        argv += [f"--{role}-tp-size", str(case.tp), f"--{role}-moe-ep-size", str(case.ep)]
+    argv += ["--decode-batch-size", str(case.batch), "--prefill-batch-size", "1"]
+    argv += ["--prefill-num-workers", "1", "--decode-num-workers", "1"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    target = case.target()
+    point = fixed_batch_point(target, target, batch=case.batch, isl=ISL, osl=OSL)
+    assert point.tpot_ms == pytest.approx(_cli_number(done.stdout, "TPOT"), rel=0.05)
+    ttft = _cli_number(done.stdout, "TTFT")
+    assert point.prefill_ms == pytest.approx(ttft / TTFT_QUEUE_FACTOR, rel=0.05)
