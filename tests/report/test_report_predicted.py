@@ -68,6 +68,7 @@ def test_both_runs_share_one_chart_with_the_prediction_named(
     html = (out / "report.html").read_text()
     assert "Contains PREDICTED results" in html and LABEL in html
     assert "Contains SIMULATED results" not in html  # the only simulated run is the prediction
+    assert "its change is the prediction's error" in html
 
 
 def test_disagg_report_prints_the_prediction_error_per_point(

@@ -469,6 +469,12 @@ class _Placer:
         if frontend.tokenizer is not None:
             update["tokenizer"] = frontend.tokenizer
         if self.predict is not None:
+            if bench.trace is not None and self.predict.time_scale != 1.0:
+                raise self.refuse(
+                    "--predict-time-scale with a trace replay (its timestamps are not "
+                    "compressed); predict it at time scale 1",
+                    ("benchmark", "type"),
+                )
             update["time_scale"] = self.predict.time_scale
         bench = bench.model_copy(update=update)
         slurm = slurm_plan(

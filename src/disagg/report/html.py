@@ -236,9 +236,15 @@ def _compare_table(changes: Sequence[Change]) -> str:
             f'<td class="num">{table.number(change.value, 2)}</td>'
             f'<td class="num {css}">{"-" if pct is None else f"{pct:+.1f}%"}</td></tr>'
         )
+    note = ""
+    if any(change.run_predicted for change in changes):
+        note = (
+            "<p>A predicted run is compared against a measured run of its variant: its "
+            "change is the prediction's error (predicted - measured).</p>"
+        )
     return (
         "<section><h2>Runs compared</h2><p>Runs that share a variant, against the first run "
-        "given (the baseline).</p><table><thead><tr><th>variant</th><th>point</th>"
+        f"given (the baseline).</p>{note}<table><thead><tr><th>variant</th><th>point</th>"
         "<th>metric</th><th>baseline run</th><th>baseline</th><th>run</th><th>value</th>"
         "<th>change</th></tr></thead><tbody>" + "".join(body) + "</tbody></table></section>"
     )
