@@ -48,7 +48,13 @@ from disagg.plan.model import (
     StagingPlan,
 )
 from disagg.plan.node_layout import NodeLayout, PlacedWorker
-from disagg.predict.mapping import PredictOptions, Unmappable, WorkerInputs, target_for
+from disagg.predict.mapping import (
+    PredictOptions,
+    Unmappable,
+    WorkerInputs,
+    options_for,
+    target_for,
+)
 from disagg.recipe.honoured import unhonoured
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
@@ -80,18 +86,7 @@ class _Placer:
         self.config: RecipeConfig = variant.config
         self.profile = profile
         backend = self.config.backend
-        if predict is None and backend.engine == "predict":
-            predict = PredictOptions()
-        written = backend.predict
-        if predict is not None and written is not None:  # the command line's settings win
-            scale = predict.time_scale if predict.time_scale != 1.0 else written.time_scale
-            predict = PredictOptions(
-                accept_rate=(
-                    written.accept_rate if predict.accept_rate is None else predict.accept_rate
-                ),
-                time_scale=scale or 1.0,
-                model=predict.model or written.model,
-            )
+        predict = options_for(backend.engine, backend.predict, predict)
         self.predict = predict
         self.predicted: dict[str, Any] | None = None  # the label and assumptions, once placed
         self.simulated = backend.engine == "sim" or predict is not None
@@ -104,7 +99,7 @@ class _Placer:
         self.backend = self.config.backend_settings(exclude_unset=True)
         self.ignored: dict[str, str] = {}  # engine settings not passed on: field -> why
         self.differs: list[str] = []  # ids of `disagg.plan.compat` rows this variant hits
-        if predict is None and written is not None:
+        if predict is None and backend.predict is not None:
             self.ignored["backend.predict"] = "applies to predicted runs (--predict)"
 
     def named(self, *path: str) -> str:
@@ -351,12 +346,7 @@ class _Placer:
             target = target_for(inputs, self.predict, self.adapter.args_path(_worker_role(kind)))
         except Unmappable as exc:
             raise self.refuse(exc.what, exc.path) from None
-        self.predicted = {
-            "label": target.label(),
-            "accept_rate": target.accept_rate if target.nextn else None,
-            "accept_source": target.accept_source or None,
-            "time_scale": target.time_scale,
-        }
+        self.predicted = target.summary()
         return target.argv()
 
     def frontend(self, workers: list[RolePlan], model: ModelRef) -> FrontendRoles:

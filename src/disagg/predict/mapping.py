@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from disagg.engines.base import Parallelism, SimReading
 from disagg.predict.target import PredictTarget
@@ -86,6 +86,31 @@ class WorkerInputs:
     precision: str
     model_names: tuple[str, ...]  # served name, repo id, as written: tried in order
     model_dir: str | None  # a local checkpoint directory, when there is one
+
+
+class WrittenSettings(Protocol):
+    """A recipe's `backend.predict` (disagg.recipe.backend_section.PredictSettings)."""
+
+    accept_rate: float | None
+    time_scale: float | None
+    model: str | None
+
+
+def options_for(
+    engine: str | None, written: WrittenSettings | None, given: PredictOptions | None
+) -> PredictOptions | None:
+    """A variant's predict options: `--predict`'s, else `engine: predict`'s; the command
+    line's settings win over the recipe's `backend.predict`. None: not predicted."""
+    if given is None and engine == "predict":
+        given = PredictOptions()
+    if given is None or written is None:
+        return given
+    scale = given.time_scale if given.time_scale != 1.0 else written.time_scale
+    return PredictOptions(
+        accept_rate=written.accept_rate if given.accept_rate is None else given.accept_rate,
+        time_scale=scale or 1.0,
+        model=given.model or written.model,
+    )
 
 
 def system_for(gpu_type: str) -> str:

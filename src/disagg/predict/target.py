@@ -61,6 +61,15 @@ class PredictTarget:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def summary(self) -> dict[str, Any]:
+        """What plan.json's `predicted` records: the label and the assumptions."""
+        return {
+            "label": self.label(),
+            "accept_rate": self.accept_rate if self.nextn else None,
+            "accept_source": self.accept_source or None,
+            "time_scale": self.time_scale,
+        }
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The worker's `--predict-*` flags; `--predict-model` switches predicted timing on."""
