@@ -94,6 +94,7 @@ def test_a_predicted_run_is_labelled_in_results_report_and_collect(tmp_path: Pat
     )
     assert result.returncode == 0, result.stderr
     label = "predicted (aiconfigurator-core 0.12.0, h200_sxm, sglang "
+    assert f"completed ({label}" in " ".join(result.stderr.split())
     plan = json.loads((out / "plan.json").read_text())
     assert plan["predicted"]["label"].startswith(label)
     assert plan["bench"]["time_scale"] == 4.0
