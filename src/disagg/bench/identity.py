@@ -69,6 +69,8 @@ SETUP_FIELDS = (
     "router_version",
     "recipe",
     "recipe_fingerprint",
+    "predicted",  # the label of a predicted run (`disagg run --predict`), else null
+    "predicted_assumptions",  # what the prediction assumed beyond the recipe, in words
 )
 
 
@@ -224,8 +226,24 @@ def setup_fields(plan: Plan) -> dict[str, Any]:
         "router_version": router_version,
         "recipe": plan.selector,
         "recipe_fingerprint": recipe_fingerprint(config),
+        **predicted_fields(plan),
     }
     return {name: fields.get(name) for name in SETUP_FIELDS}
+
+
+def predicted_fields(plan: Plan) -> dict[str, Any]:
+    """`predicted` (the label every result of a predicted run carries) and its assumptions."""
+    info = plan.predicted
+    if not info:
+        return {"predicted": None, "predicted_assumptions": None}
+    said = []
+    if info.get("accept_rate") is not None:
+        said.append(
+            f"draft acceptance {info['accept_rate']:g} per token ({info.get('accept_source')})"
+        )
+    if info.get("time_scale", 1.0) != 1.0:
+        said.append(f"run {info['time_scale']:g}x faster than modelled, times stretched back")
+    return {"predicted": info.get("label"), "predicted_assumptions": "; ".join(said) or None}
 
 
 def unknown_setup() -> dict[str, Any]:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from disagg.errors import DisaggError
 
 SIMULATED_HW_SUFFIX = "-simulated"
+PREDICTED_HW_SUFFIX = "-predicted"
 _TPOT_STATS = ("mean", "median", "p90", "p95", "p99")
 
 
@@ -64,6 +65,8 @@ class ResultSetup(_Open):
     router: str | None
     router_version: str | None
     recipe_fingerprint: str
+    predicted: str | None  # the label of a predicted run (docs/predict.md)
+    predicted_assumptions: str | None
 
 
 class InferenceXRow(_Open):
@@ -126,6 +129,11 @@ def intvty(tpot_ms: float) -> float | None:
     return rate if math.isfinite(rate) else None
 
 
+def _hw_suffix(result: Mapping[str, Any]) -> str:
+    """`-predicted` for a predicted result (its row keeps the label), else `-simulated`."""
+    return PREDICTED_HW_SUFFIX if result.get("predicted") else SIMULATED_HW_SUFFIX
+
+
 def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[str, Any]:
     """The InferenceX row of one valid disagg result; DisaggError when it cannot be one."""
     problems = schema_problems(ResultSetup, result)
@@ -143,7 +151,7 @@ def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[
     multinode = bool(result["is_multinode"]) or bool(result["disagg"])
     hw = str(result["hw"] or "unknown")
     row: dict[str, Any] = {
-        "hw": hw + SIMULATED_HW_SUFFIX if simulated else hw,
+        "hw": hw + _hw_suffix(result) if simulated else hw,
         "conc": result["conc"] if result["conc"] is not None else 0,
         "image": result["image"],
         "model": result["model"],
@@ -180,4 +188,6 @@ def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[
         "recipe_fingerprint": result["recipe_fingerprint"],
         "simulated": simulated,
     }
+    if result.get("predicted"):
+        row["predicted"] = result["predicted"]
     return row

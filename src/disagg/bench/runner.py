@@ -16,6 +16,7 @@ from disagg.bench.results import PointContext, build_result, judge, result_stem,
 from disagg.bench.schedule import arrival_offsets
 from disagg.bench.workers import execute
 from disagg.plan.model import BenchPlan, PointPlan
+from disagg.predict import timescale
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,8 @@ def build_load(base_url: str, bench: BenchPlan, point: PointPlan, options: Clien
             burstiness=bench.burstiness,
             seed=bench.seed,
         )
+        if bench.time_scale != 1.0:
+            offsets = timescale.compress(offsets, bench.time_scale)
     return point_load(
         base_url,
         bench,
@@ -145,6 +148,7 @@ def run_point(
             progress=progress.update,
             point_timeout_s=options.point_timeout_s,
         )
+    timescale.stretch(run.records, run.t0, bench.time_scale)
     stopped = "stopped before the point finished (a role exited or the run was cancelled)"
     numbers = metric_calc.compute(run.records, run.t0, bench.slo or None)
     not_serving = serving() if serving is not None and not run.stopped else None

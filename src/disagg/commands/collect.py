@@ -83,8 +83,9 @@ def collect_command(
     plans = [(run_dir, Plan.read(run_dir)) for run_dir in run_dirs]
     for run_dir, plan in plans:
         if plan.simulated and not allow_simulated:
+            kind = plan.predicted["label"] if plan.predicted else "a simulated run"
             raise DisaggError(
-                f"{run_dir}: a simulated run; its numbers are not hardware measurements",
+                f"{run_dir}: {kind}; its numbers are not hardware measurements",
                 hint="pass --allow-simulated to collect them marked as simulated",
             )
     written: list[dict[str, str]] = []

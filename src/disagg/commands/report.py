@@ -156,6 +156,10 @@ def _print_summary(console: Console, result: Report) -> None:
         if not run.points:
             continue
         sim = " [yellow](simulated)[/]" if run.simulated else ""
+        if run.predicted:
+            from rich.markup import escape
+
+            sim = f" [yellow]{escape(run.predicted)}[/]"
         grid = Table(
             title=f"[bold]{run.label}[/]{sim}  [dim]{run.run_dir}[/]",
             title_justify="left",
@@ -191,8 +195,14 @@ def _print_changes(console: Console, result: Report) -> None:
         if change.metric in shown:
             by_variant.setdefault(change.variant, []).append(change)
     for variant, changes in by_variant.items():
+        title = f"[bold]{variant}[/]: against {changes[0].baseline_name} (latencies in ms)"
+        if any(change.run_predicted for change in changes):
+            title = (
+                f"[bold]{variant}[/]: prediction error against the measured "
+                f"{changes[0].baseline_name} (predicted - measured, %; latencies in ms)"
+            )
         grid = Table(
-            title=f"[bold]{variant}[/]: against {changes[0].baseline_name} (latencies in ms)",
+            title=title,
             title_justify="left",
             box=box.SIMPLE_HEAD,
             show_edge=False,

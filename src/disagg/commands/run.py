@@ -68,12 +68,63 @@ def run_command(
     ] = None,
     cluster: Annotated[str | None, typer.Option("--cluster", "-c", help=CLUSTER_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object per run")] = False,
+    predict: Annotated[
+        bool,
+        typer.Option(
+            "--predict",
+            help="time every worker with AIConfigurator's performance model (docs/predict.md)",
+        ),
+    ] = False,
+    accept_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--predict-accept-rate",
+            min=0.0,
+            max=1.0,
+            help="chance each speculative draft token is accepted [the model's published rate]",
+        ),
+    ] = None,
+    predict_model: Annotated[
+        str | None,
+        typer.Option(
+            "--predict-model",
+            help="the model's name (org/name) for the performance model, when the recipe "
+            "names it by an alias",
+        ),
+    ] = None,
+    time_scale: Annotated[
+        float,
+        typer.Option(
+            "--predict-time-scale",
+            min=1.0,
+            help="run the predicted engines this many times faster; results are stretched back",
+        ),
+    ] = 1.0,
 ) -> None:
     from disagg.launch.runner import run_locally
     from disagg.plan.from_recipe import plans_for, run_root
+    from disagg.predict.mapping import PredictOptions
 
     out_path = out_dir(out)
-    plans = plans_for([recipe], cluster)
+    options = None
+    if predict:
+        from disagg.predict import require
+
+        require()
+        options = PredictOptions(
+            accept_rate=accept_rate, time_scale=time_scale, model=predict_model
+        )
+    elif accept_rate is not None or time_scale != 1.0 or predict_model is not None:
+        raise DisaggError(
+            "--predict-accept-rate, --predict-model and --predict-time-scale apply to "
+            "predicted runs",
+            hint="add --predict",
+        )
+    plans = plans_for([recipe], cluster, options)
+    if any(plan.predicted for plan in plans):
+        from disagg.predict.check import check_plans
+
+        check_plans(plans)
     if not local and not all(plan.simulated for plan in plans):
         raise DisaggError(
             "this recipe runs a real engine; `disagg run` needs --local to run it on this machine",

@@ -68,16 +68,23 @@ def _run_held(
     else:
         summary = Orchestrator(run_dir, plan, launcher, options).run()
     console.print(points_table(summary.points, title=f"{plan.name} ({plan.selector})"))
-    _print_outcome(console, summary, run_dir, plan.simulator)
+    predicted = str(plan.predicted["label"]) if plan.predicted else None
+    _print_outcome(console, summary, run_dir, plan.simulator, predicted)
     has_points = summary.points_measured or summary.points_skipped
     report = render_report([run_dir], run_dir / "report", console) if has_points else None
     return summary, report
 
 
 def _print_outcome(
-    console: Console, summary: RunSummary, run_dir: Path, simulator: str | None = None
+    console: Console,
+    summary: RunSummary,
+    run_dir: Path,
+    simulator: str | None = None,
+    predicted: str | None = None,
 ) -> None:
     label = f" (simulated by {simulator or 'disagg sim-engine'})" if summary.simulated else ""
+    if predicted:
+        label = f" ({escape(predicted)})"
     for point in summary.points:
         for number, why in enumerate(point.discarded, start=1):
             console.print(

@@ -104,7 +104,18 @@ _ROWS = (
         "one checked download per cluster instead of one per worker at start-up, and a job "
         "that starts without reaching the model hub",
     ),
+    Difference(
+        "predict-frontend",
+        "runs Dynamo's frontend for `frontend.type: dynamo` (srtctl has no predicted mode: "
+        "the workers are real engines)",
+        "in a predicted run (`--predict`, `backend.engine: predict`) puts smg, the SGLang PD "
+        "router, in front of the predicted workers instead",
+        "predicted workers are disagg's simulated engine, which speaks SGLang's PD protocol, "
+        "not Dynamo's; the router's own overhead is small beside the predicted step times, "
+        "and the prediction is labelled as such everywhere",
+    ),
 )
+
 
 DIFFERENCES: dict[str, Difference] = {row.id: row for row in _ROWS}
 

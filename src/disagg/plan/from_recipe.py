@@ -16,6 +16,7 @@ from disagg.cluster import ClusterProfile, load_profile
 from disagg.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, DisaggError, UnsupportedRecipe
 from disagg.plan.file_plans import FilePlans, file_plans
 from disagg.plan.model import Plan
+from disagg.predict.mapping import PredictOptions
 
 PROFILE_DIRS = (Path("clusters"), Path("examples/clusters"), Path("~/.config/disagg/clusters"))
 DEFAULT_RUN_ROOT = Path("runs")
@@ -48,15 +49,17 @@ def load_cluster(cluster: str | Path | None) -> ClusterProfile | None:
     return load_profile(found) if found is not None else None
 
 
-def plans_for(targets: Sequence[str], cluster: str | Path | None) -> list[Plan]:
-    """One plan per selected variant of every target, in order."""
+def plans_for(
+    targets: Sequence[str], cluster: str | Path | None, predict: PredictOptions | None = None
+) -> list[Plan]:
+    """One plan per selected variant of every target, in order (`predict`: `run --predict`)."""
     from disagg.plan.placement import place
     from disagg.recipe.variants import load_variants
 
     profile = load_cluster(cluster)
     plans: list[Plan] = []
     for target in targets:
-        placed = [place(variant, profile) for variant in load_variants(target)]
+        placed = [place(variant, profile, predict) for variant in load_variants(target)]
         if not placed:
             raise DisaggError(
                 f"{target}: selects no variant", hint="list them with `disagg plan FILE`"

@@ -216,6 +216,9 @@ class BenchPlan(_Strict):
     command: BenchCommand | None = None  # benchmark.type == custom
     trace: TracePlan | None = None  # trace replay types
     ignored: dict[str, str] = Field(default_factory=empty_dict)  # benchmark.<field> -> why
+    # Predicted runs whose engines run this many times faster than modelled: arrival
+    # offsets are compressed and every measured time is stretched back by it.
+    time_scale: float = Field(default=1.0, ge=1.0)
 
 
 class ModelToStage(_Strict):
@@ -284,6 +287,9 @@ class Plan(_Strict):
     engine: str  # what runs: the registered engine's name, or `sim` when simulated
     backend: str = "sglang"  # the engine the recipe names (`backend.type`)
     simulated: bool
+    # Set when AIConfigurator's model times the simulated workers (`disagg run --predict`):
+    # {label, accept_rate, accept_source, time_scale}; the label goes on every result.
+    predicted: dict[str, Any] | None = None
     gpu_vendor: GpuVendor = GpuVendor.NVIDIA
     nodes: int
     gpus_per_node: int

@@ -71,6 +71,13 @@ from disagg.plan.model import (
 from disagg.plan.node_env import fill_node_fields
 from disagg.plan.node_layout import NodeLayout, PlacedWorker
 from disagg.plan.served_name import served_model_name
+from disagg.predict.mapping import (
+    PredictOptions,
+    Unmappable,
+    WorkerInputs,
+    options_for,
+    target_for,
+)
 from disagg.recipe.honoured import unhonoured
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
@@ -79,19 +86,33 @@ SIM_HEALTH_DEADLINE_S = 60.0
 ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
 
 
-def place(variant: Variant, profile: ClusterProfile | None = None) -> Plan:
-    """The Plan for one variant; unsupported or inconsistent variants raise DisaggError."""
+def place(
+    variant: Variant, profile: ClusterProfile | None = None, predict: PredictOptions | None = None
+) -> Plan:
+    """The Plan for one variant; unsupported or inconsistent variants raise DisaggError.
+
+    `predict`: every worker is the simulated engine timed by AIConfigurator's model
+    (`disagg run --predict`); a recipe's `backend.engine: predict` asks the same.
+    """
     ensure_supported(variant)
-    return _Placer(variant, profile).plan()
+    return _Placer(variant, profile, predict).plan()
 
 
 class _Placer:
-    def __init__(self, variant: Variant, profile: ClusterProfile | None) -> None:
+    def __init__(
+        self,
+        variant: Variant,
+        profile: ClusterProfile | None,
+        predict: PredictOptions | None = None,
+    ) -> None:
         self.variant = variant
         self.config: RecipeConfig = variant.config
         self.profile = profile
         backend = self.config.backend
-        self.simulated = backend.engine == "sim"
+        predict = options_for(backend.engine, backend.predict, predict)
+        self.predict = predict
+        self.predicted: dict[str, Any] | None = None  # the label and assumptions, once placed
+        self.simulated = backend.engine == "sim" or predict is not None
         self.engine = "sim" if self.simulated else backend.type
         # Worker name -> (settings, spec) the engine adapter was asked with (see `workers`).
         self.worker_inputs: dict[str, tuple[Mapping[str, Any], WorkerSpec]] = {}
@@ -102,6 +123,8 @@ class _Placer:
         self.ignored: dict[str, str] = {}  # engine settings not passed on: field -> why
         self.differs: list[str] = []  # ids of `disagg.plan.compat` rows this variant hits
         self.model: ModelRef | None = None  # `model.path` resolved (set first by `plan`)
+        if predict is None and backend.predict is not None:
+            self.ignored["backend.predict"] = "applies to predicted runs (--predict)"
 
     def named(self, *path: str) -> str:
         """A field as this variant's file spells it (`resources.prefill_nodes` in v1,
@@ -203,7 +226,7 @@ class _Placer:
 
     def check_engine(self) -> None:
         written = self.config.backend.engine
-        if written not in (None, "sim", self.config.backend.type):
+        if written not in (None, "sim", "predict", self.config.backend.type):
             raise self.fail(
                 f"{self.named('backend', 'engine')} {written} does not match "
                 f"{self.named('backend', 'type')} {self.config.backend.type}",
@@ -271,6 +294,8 @@ class _Placer:
             path = ".".join(self.adapter.args_path(_worker_role(kind)))
             for item in command.ignored:
                 self.ignored.setdefault(f"{path}.{item.key}", item.reason)
+            if self.predict is not None:
+                command.argv += self.predict_argv(kind, args)
             self.worker_inputs[name] = (seen, spec)
             par = self.adapter.worker_parallelism(args, spec)
             reading = self.adapter.sim_reading(args)
@@ -372,6 +397,27 @@ class _Placer:
             health=HealthPlan(path="/health", deadline_s=ENGINE_ROUTER_HEALTH_DEADLINE_S),
         )
 
+    def predict_argv(self, kind: RoleKind, args: Mapping[str, Any]) -> list[str]:
+        """The predicted worker's `--predict-*` flags; what cannot be mapped is refused."""
+        assert self.predict is not None and self.model is not None
+        model, served = self.model, self.served
+        local = model.kind == "path" and Path(model.value).expanduser().is_dir()
+        inputs = WorkerInputs(
+            engine=self.config.backend.type,
+            args=args,
+            reading=self.adapter.sim_reading(args),
+            gpu_type=self.config.resources.gpu_type,
+            precision=self.config.model.precision,
+            model_names=(*filter(None, [self.predict.model]), served, model.value, model.written),
+            model_dir=str(Path(model.value).expanduser()) if local else None,
+        )
+        try:
+            target = target_for(inputs, self.predict, self.adapter.args_path(_worker_role(kind)))
+        except Unmappable as exc:
+            raise self.refuse(exc.what, exc.path) from None
+        self.predicted = target.summary()
+        return target.argv()
+
     def frontend(self, workers: list[RolePlan], model: ModelRef, nodes: JobNodes) -> FrontendRoles:
         """The frontend adapter of `frontend.type`: its services, roles and start order."""
         section = self.config.frontend or FrontendSection()
@@ -390,6 +436,14 @@ class _Placer:
             nodes=nodes,
             refuse=self.refuse,
         )
+        if self.predict is not None and section.type == "dynamo":
+            # Predicted workers are disagg's simulated engine (SGLang's protocol), not
+            # Dynamo's mocker: the SGLang PD router fronts them. That is a different part
+            # from the one the recipe names, so it is a difference the plan states, not a
+            # setting it ignores.
+            planned = frontend_for("sglang-router").plan(context)
+            planned.differs = ["predict-frontend", *planned.differs]
+            return planned
         return frontend_for(section.type).plan(context)
 
     @cached_property
@@ -513,6 +567,14 @@ class _Placer:
         update: dict[str, object] = {"prompt_format": frontend.prompt_format}
         if frontend.tokenizer is not None:
             update["tokenizer"] = frontend.tokenizer
+        if self.predict is not None:
+            if bench.trace is not None and self.predict.time_scale != 1.0:
+                raise self.refuse(
+                    "--predict-time-scale with a trace replay (its timestamps are not "
+                    "compressed); predict it at time scale 1",
+                    ("benchmark", "type"),
+                )
+            update["time_scale"] = self.predict.time_scale
         bench = bench.model_copy(update=update)
         slurm = slurm_plan(
             self.config,
@@ -533,6 +595,7 @@ class _Placer:
             engine=self.engine,
             backend=self.config.backend.type,
             simulated=self.simulated,
+            predicted=self.predicted,
             gpu_vendor=self.profile.gpu_vendor if self.profile else GpuVendor.NVIDIA,
             nodes=nodes,
             gpus_per_node=gpn,

@@ -150,6 +150,8 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
     ]
     if plan.simulator:
         rows.append(("simulated by", plan.simulator))
+    if plan.predicted:
+        rows.append(("timed by", str(plan.predicted.get("label"))))
     rows += [
         ("nodes", gpus),
         ("benchmark", plan.bench.type),

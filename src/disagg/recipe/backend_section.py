@@ -57,15 +57,34 @@ class MooncakeKvStore(Section):
     store_config: dict[str, Any] | None = None
 
 
+class PredictSettings(Section):
+    """disagg's own: what a predicted run (`engine: predict`, `disagg run --predict`) assumes
+    beyond the recipe; the command line's `--predict-*` options win over these."""
+
+    accept_rate: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="chance each draft token is accepted"
+    )
+    time_scale: float | None = Field(
+        default=None, ge=1.0, description="run this many times faster; results stretched back"
+    )
+    model: str | None = Field(
+        default=None, description="the model's org/name when model.path is an alias"
+    )
+
+
 class BackendSection(Section):
     """The serving engine. `engine: sim` runs the simulated engine in place of `type`'s,
     told what that engine's settings ask for (parallel sizes, batch limits, ...)."""
 
     type: BackendType = "sglang"
-    engine: Literal["sglang", "vllm", "trtllm", "sim"] | None = Field(
+    engine: Literal["sglang", "vllm", "trtllm", "sim", "predict"] | None = Field(
         default=None,
-        description="`sim`: the simulated engine (no GPUs, no weights); unset: `type`'s engine",
+        description=(
+            "`sim`: the simulated engine (no GPUs, no weights); `predict`: the simulated "
+            "engine timed by AIConfigurator's model (docs/predict.md); unset: `type`'s engine"
+        ),
     )
+    predict: PredictSettings | None = None
     prefill_environment: EnvMap = Field(default_factory=empty_dict)
     decode_environment: EnvMap = Field(default_factory=empty_dict)
     aggregated_environment: EnvMap = Field(default_factory=empty_dict)
@@ -192,4 +211,4 @@ ENGINE_KNOBS: dict[str, frozenset[str]] = {
     ),
 }
 # Keys every engine map takes: the engine and disagg's own `engine: sim`.
-ENGINE_COMMON = frozenset({"type", "engine"})
+ENGINE_COMMON = frozenset({"type", "engine", "predict"})

@@ -62,6 +62,10 @@ class Series:
         return self.run.simulated
 
     @property
+    def predicted(self) -> str | None:
+        return self.run.predicted
+
+    @property
     def mpl_marker(self) -> str:
         return MPL_MARKERS[(self.index // len(PALETTE)) % len(MPL_MARKERS)]
 
@@ -92,6 +96,17 @@ class Chart:
         return sum(len(series.points) for series in self.series)
 
     @property
+    def predictions(self) -> list[str]:
+        """The labels of the predicted series, each once."""
+        return list(dict.fromkeys(s.predicted for s in self.series if s.predicted))
+
+    @property
+    def watermark(self) -> str:
+        """`PREDICTED` when every simulated series is a prediction, else `SIMULATED`."""
+        sims = [s for s in self.series if s.simulated]
+        return "PREDICTED" if sims and all(s.predicted for s in sims) else WATERMARK
+
+    @property
     def title(self) -> str:
         title = (
             "Throughput per GPU vs "
@@ -101,6 +116,8 @@ class Chart:
                 XMetric.TTFT: "time to first token",
             }[self.x_metric]
         )
+        if self.all_simulated and all(s.predicted for s in self.series):
+            return f"{title} (predicted)"  # the legend names each prediction's model
         return f"{title} (simulated)" if self.all_simulated else title
 
     @property
@@ -113,7 +130,10 @@ class Chart:
         return bool(self.frontier) and sum(1 for s in self.series if s.points) >= 2
 
     def legend_label(self, series: Series) -> str:
-        """The series' label, `(simulated)` added when real and simulated runs share the chart."""
+        """The series' label, `(simulated)` added when real and simulated runs share the chart;
+        a prediction's label always (the model, system and database it comes from)."""
+        if series.predicted:
+            return f"{series.label}, {series.predicted}"
         if series.simulated and not self.all_simulated:
             return f"{series.label} (simulated)"
         return series.label

@@ -3,6 +3,8 @@ against the first of them (the baseline), as a relative change in percent.
 
 Runs share a variant when their plans have the same selector (or, without a plan,
 the same run name). Points match by load level (`conc64`, `rate8`), never by position.
+A predicted run (`disagg run --predict`) is compared against a measured run of the same
+variant whatever the order given: its change is the prediction's error.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Change:
     value: float | None
     baseline_name: str = ""  # run directory names, for compact side-by-side tables
     run_name: str = ""
+    run_predicted: str | None = None  # the label when `run` is a prediction of the baseline
 
     @property
     def change_pct(self) -> float | None:
@@ -85,7 +88,12 @@ def shared_variants(runs: Sequence[RunResults]) -> dict[str, list[RunResults]]:
     groups: dict[str, list[RunResults]] = {}
     for run in runs:
         groups.setdefault(run.variant, []).append(run)
-    return {variant: group for variant, group in groups.items() if len(group) > 1}
+    # Measured runs first (stable otherwise): a prediction's error is against a measurement.
+    return {
+        variant: sorted(group, key=lambda run: run.predicted is not None)
+        for variant, group in groups.items()
+        if len(group) > 1
+    }
 
 
 def compare(runs: Sequence[RunResults], y_metric: YMetric) -> list[Change]:
@@ -114,6 +122,7 @@ def compare(runs: Sequence[RunResults], y_metric: YMetric) -> list[Change]:
                             value=metric.value(other_points[key]),
                             baseline_name=baseline.name,
                             run_name=other.name,
+                            run_predicted=other.predicted if not baseline.predicted else None,
                         )
                     )
     return changes

@@ -15,7 +15,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from disagg.report.chart import WATERMARK, Chart, ChartPoint, Series
+from disagg.report.chart import Chart, ChartPoint, Series
 from disagg.report.legend import topology
 from disagg.report.model import ResultPoint
 from disagg.report.requests import box, goodput, requests_of
@@ -277,7 +277,7 @@ def watermark(fig: Any, chart: Chart) -> None:
     if not chart.any_simulated:
         return
     fig.add_annotation(
-        text=WATERMARK,
+        text=chart.watermark,
         xref="paper",
         yref="paper",
         x=0.5,

@@ -61,7 +61,14 @@ def render(report: Report, title: str = "disagg report") -> str:
             f'<p class="meta">Filtered: {escape(said)} ({len(report.filtered_out)} run(s) '
             "left out)</p>"
         )
-    if report.charts.any_simulated:
+    predicted = list(dict.fromkeys(run.predicted for run in report.runs if run.predicted))
+    if predicted:
+        parts.append(
+            f'<p class="sim">Contains PREDICTED results ({escape("; ".join(predicted))}): '
+            "every engine step timed by AIConfigurator's performance model, not measured on "
+            "hardware.</p>"
+        )
+    if report.charts.any_simulated and any(r.simulated and not r.predicted for r in report.runs):
         parts.append(
             '<p class="sim">Contains SIMULATED results (marked with open markers and dashed '
             "lines): they come from the simulated engine and are not hardware measurements.</p>"
@@ -193,7 +200,8 @@ def _summary_table(runs: Sequence[RunResults], chart: View, slo: Mapping[str, fl
     body = []
     points = [point for run in runs for point in run.points]
     for row, point in zip(table.rows(runs, chart), points, strict=True):
-        marks = ("★ frontier " if row.frontier else "") + ("simulated" if row.simulated else "")
+        kind = "predicted" if row.predicted else ("simulated" if row.simulated else "")
+        marks = ("★ frontier " if row.frontier else "") + kind
         cells = "".join(
             f'<td class="{"num" if col.numeric else ""}">{escape(cell)}</td>'
             for col, cell in zip(cols, row.cells, strict=True)
@@ -228,9 +236,15 @@ def _compare_table(changes: Sequence[Change]) -> str:
             f'<td class="num">{table.number(change.value, 2)}</td>'
             f'<td class="num {css}">{"-" if pct is None else f"{pct:+.1f}%"}</td></tr>'
         )
+    note = ""
+    if any(change.run_predicted for change in changes):
+        note = (
+            "<p>A predicted run is compared against a measured run of its variant: its "
+            "change is the prediction's error (predicted - measured).</p>"
+        )
     return (
         "<section><h2>Runs compared</h2><p>Runs that share a variant, against the first run "
-        "given (the baseline).</p><table><thead><tr><th>variant</th><th>point</th>"
+        f"given (the baseline).</p>{note}<table><thead><tr><th>variant</th><th>point</th>"
         "<th>metric</th><th>baseline run</th><th>baseline</th><th>run</th><th>value</th>"
         "<th>change</th></tr></thead><tbody>" + "".join(body) + "</tbody></table></section>"
     )

@@ -57,7 +57,8 @@ def engine_name(setup: Mapping[str, Any]) -> str:
     framework = str(setup.get("framework") or "")
     engine = str(setup.get("engine") or "")
     if engine == "sim" and framework and framework != "sim":
-        return f"{framework} (sim engine)"
+        kind = "predicted" if setup.get("predicted") else "sim engine"
+        return f"{framework} ({kind})"
     return framework or engine
 
 

@@ -66,6 +66,12 @@ class ResultPoint:
     setup: Mapping[str, Any] = field(default_factory=dict)  # its non-null setup fields
 
     @property
+    def predicted(self) -> str | None:
+        """The prediction's label when AIConfigurator's model timed this point."""
+        label = self.setup.get("predicted")
+        return str(label) if label else None
+
+    @property
     def workload(self) -> Workload:
         """What the point measured: charts and frontiers never mix workloads."""
         return Workload(self.model, self.isl, self.osl)
@@ -132,6 +138,12 @@ class RunResults:
     setup: dict[str, Any] = field(default_factory=dict)
     # the engine flags of one worker of each kind (`prefill`, `decode`, `aggregated`)
     worker_flags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def predicted(self) -> str | None:
+        """The prediction's label (`predicted (aiconfigurator-core ...)`), None otherwise."""
+        label = self.setup.get("predicted")
+        return str(label) if label else None
 
     @property
     def workloads(self) -> list[Workload]:

@@ -19,7 +19,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from disagg.atomic import write_bytes
-from disagg.report.chart import WATERMARK, Chart
+from disagg.report.chart import WATERMARK as WATERMARK  # re-exported: the simulated mark
+from disagg.report.chart import Chart
 from disagg.report.labels import mpl_offset
 
 DPI = 150
@@ -148,7 +149,7 @@ def _draw(ax: Axes, chart: Chart) -> None:
         ax.text(
             0.5,
             0.5,
-            WATERMARK,
+            chart.watermark,
             transform=ax.transAxes,
             fontsize=72,
             fontweight="bold",

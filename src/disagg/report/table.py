@@ -73,6 +73,7 @@ class Row:
     cells: list[str]
     frontier: bool
     simulated: bool
+    predicted: str | None = None  # the prediction's label, for a predicted point
 
 
 def _x_value(x: XMetric) -> Callable[[RunResults, ResultPoint], str]:
@@ -91,6 +92,7 @@ def rows(
                     cells=[column.value(run, point) for column in cols],
                     frontier=chart.on_frontier(point),
                     simulated=point.simulated or run.simulated,
+                    predicted=point.predicted or run.predicted,
                 )
             )
     return out

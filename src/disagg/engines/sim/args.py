@@ -14,6 +14,8 @@ from typing import Literal
 
 from disagg.engines import sglang
 from disagg.errors import DisaggError
+from disagg.predict import target as predict_target
+from disagg.predict.target import PredictTarget
 
 Mode = Literal["prefill", "decode", "aggregated"]
 
@@ -73,6 +75,8 @@ class EngineArgs:
     context_length: int = 131072
     log_level: str = "info"
     sim: SimConstants = field(default_factory=SimConstants)
+    # Set: each step is timed by AIConfigurator's performance model for this target.
+    predict: PredictTarget | None = None
     ignored: tuple[str, ...] = ()
 
     @property
@@ -160,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--stream-interval", type=int, default=1)
     add(*_spellings("context_length"), dest="context_length", type=int, default=131072)
     add("--log-level", default="info", choices=["debug", "info", "warning", "error", "critical"])
+    predict_target.add_arguments(parser)
     sim = parser.add_argument_group("simulation constants (defaults in brackets)")
     defaults = SimConstants()
     for name, value in vars(defaults).items():
@@ -180,6 +185,7 @@ def parse_args(argv: Sequence[str]) -> EngineArgs:
     ns, unknown = parser.parse_known_args(list(argv))
     values = vars(ns)
     sim = SimConstants(**{k[4:]: values.pop(k) for k in list(values) if k.startswith("sim_")})
+    predict = predict_target.from_namespace(values)
     _check(values, sim)
     steps = values.pop("speculative_num_steps")
     drafts = values.pop("speculative_num_draft_tokens")
@@ -192,6 +198,7 @@ def parse_args(argv: Sequence[str]) -> EngineArgs:
         speculative_num_steps=steps or 0,
         speculative_num_draft_tokens=drafts or 0,
         sim=sim,
+        predict=predict,
         ignored=tuple(unknown),
     )
 

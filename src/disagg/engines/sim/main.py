@@ -62,6 +62,9 @@ def run(argv: Sequence[str]) -> int:
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
+    except DisaggError as exc:  # a predicted worker whose model cannot be built
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
     return 0
 
 

@@ -121,6 +121,7 @@ class Scheduler:
         self.ready: deque[SimRequest] = deque()  # decode mode: KV arrived, waiting for a slot
         self.running: list[SimRequest] = []
         self.kv_tokens = 0
+        self.kv_reserved = 0  # what running requests will hold by their end (KV admission)
         self.stats = Stats()
         self._rng = random.Random(timing.args.sim.seed)
         self._wake = asyncio.Event()
@@ -178,8 +179,9 @@ class Scheduler:
         if self.waiting and self.mode != "decode":
             batch = self._prefill_batch()
             if batch:
-                tokens = sum(take for _, take in batch)
-                return self.timing.prefill_time(tokens), lambda: self._apply_prefill(batch)
+                chunks = [(take, req.prompt_tokens - req.remaining_prefill) for req, take in batch]
+                duration = self.timing.prefill_batch_time(chunks)
+                return duration, lambda: self._apply_prefill(batch)
         if self.running:
             duration = self.timing.decode_step_time(len(self.running), self.kv_tokens)
             return duration, self._apply_decode
@@ -193,11 +195,16 @@ class Scheduler:
         budget = self.timing.chunk_budget()
         room = self.limit - len(self.running) if self.mode == "aggregated" else len(self.waiting)
         batch: list[tuple[SimRequest, int]] = []
+        reserved = self.kv_reserved
         for req in self.waiting:
             if budget <= 0 or len(batch) >= room:
                 break
             if req.cancelled:
                 continue
+            if self.mode == "aggregated":
+                if not self._kv_fits(reserved, req):
+                    break
+                reserved += self._kv_need(req)
             take = min(req.remaining_prefill, budget)
             batch.append((req, take))
             budget -= take
@@ -222,19 +229,34 @@ class Scheduler:
             elif not req.done:
                 self.running.append(req)
                 self.kv_tokens += req.prompt_tokens + 1
+                self.kv_reserved += self._kv_need(req)
         self.waiting = keep
 
     # -- decode -------------------------------------------------------------------
 
+    def _kv_need(self, req: SimRequest) -> int:
+        """KV tokens a request holds by its end (reserved on admission, so none is evicted)."""
+        return req.prompt_tokens + req.target
+
+    def _kv_fits(self, used: int, req: SimRequest) -> bool:
+        """Whether `req` fits beside `used` tokens; a request alone always runs."""
+        capacity = self.timing.kv_capacity
+        return capacity is None or used == 0 or used + self._kv_need(req) <= capacity
+
     def _admit_ready(self) -> None:
         while self.ready and len(self.running) < self.limit:
-            req = self.ready.popleft()
+            req = self.ready[0]
             if req.cancelled:
+                self.ready.popleft()
                 continue
+            if not self._kv_fits(self.kv_reserved, req):
+                break  # the KV cache is full: it waits until running requests finish
+            self.ready.popleft()
             self._first_token(req)  # computed by the prefill worker, sent with the KV
             if not req.done:
                 self.running.append(req)
                 self.kv_tokens += req.prompt_tokens + 1
+                self.kv_reserved += self._kv_need(req)
 
     def _first_token(self, req: SimRequest) -> None:
         req.generated = 1
@@ -261,10 +283,12 @@ class Scheduler:
         interval = self._interval
         survivors: list[SimRequest] = []
         kv_delta = 0
+        released = 0
         produced = 0
         for req in self.running:
             if req.cancelled:
                 kv_delta -= req.prompt_tokens + req.generated
+                released += self._kv_need(req)
                 continue
             step = self.timing.tokens_this_step(rng) if speculative else 1
             step = min(step, req.target - req.generated)
@@ -276,6 +300,7 @@ class Scheduler:
                 req.stream.push(Event(req.index, req.unsent + step, req.finish_reason))
                 req.unsent = 0
                 kv_delta -= req.prompt_tokens + req.generated
+                released += self._kv_need(req)
                 continue
             req.unsent += step
             if req.unsent >= interval:
@@ -284,4 +309,5 @@ class Scheduler:
             survivors.append(req)
         self.running = survivors
         self.kv_tokens += kv_delta
+        self.kv_reserved -= released
         stats.output_tokens += produced

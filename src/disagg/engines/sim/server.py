@@ -48,17 +48,28 @@ class _DropHttp2Probe(logging.Filter):
         return True
 
 
+def make_timing(args: EngineArgs) -> TimingModel:
+    """The made-up timing curve, or AIConfigurator's model when the worker is predicted."""
+    if args.predict is None:
+        return TimingModel(args)
+    from disagg.predict import require
+    from disagg.predict.timing import PredictedTiming
+
+    require()
+    return PredictedTiming(args, args.predict)
+
+
 class SimWorker:
     """One simulated worker: scheduler, optional bootstrap side, HTTP handlers."""
 
     def __init__(self, args: EngineArgs) -> None:
         self.args = args
-        self.timing = TimingModel(args)
+        self.timing = make_timing(args)
         self.bootstrap: BootstrapServer | None = None
         self.handover: HandoverClient | None = None
         if args.mode == "prefill":
             self.bootstrap = BootstrapServer(
-                us_per_token=args.sim.kv_transfer_us_per_token,
+                us_per_token=self.timing.kv_transfer_us_per_token,
                 ttl_s=max(args.sim.handover_timeout_s * 2, 30.0),
             )
         if args.mode == "decode":
@@ -135,6 +146,8 @@ class SimWorker:
             "gpus": a.gpus,
             "simulated": True,
             "sim_constants": vars(a.sim),
+            "predicted": a.predict.as_dict() | {"label": a.predict.label()} if a.predict else None,
+            "kv_capacity_tokens": self.timing.kv_capacity,
             "version": "sim",
         }
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from disagg.engines.sim.args import EngineArgs
@@ -50,6 +51,16 @@ class TimingModel:
         steps = args.speculative_num_steps if args.speculative else 0
         self.draft_steps = steps
         self.step_factor = 1.0 + sim.draft_step_cost * steps
+        self.kv_capacity: int | None = None  # KV tokens the worker holds; None: no limit
+        self.kv_transfer_us_per_token = sim.kv_transfer_us_per_token
+
+    @property
+    def accept_rate(self) -> float:
+        return self.args.sim.accept_rate
+
+    def prefill_batch_time(self, chunks: Sequence[tuple[int, int]]) -> float:
+        """One prefill pass over (tokens this pass, tokens already prefilled) per request."""
+        return self.prefill_time(sum(take for take, _ in chunks))
 
     def prefill_time(self, tokens: int) -> float:
         """One prefill forward pass over `tokens` prompt tokens (one chunk)."""
@@ -84,13 +95,13 @@ class TimingModel:
     def tokens_this_step(self, rng: random.Random) -> int:
         """Tokens one sequence emits in one step: 1, or 1 + accepted drafts when speculating."""
         accepted = 0
-        rate = self.args.sim.accept_rate
+        rate = self.accept_rate
         while accepted < self.draft_steps and rng.random() < rate:
             accepted += 1
         return 1 + accepted
 
     def expected_tokens_per_step(self) -> float:
-        rate = self.args.sim.accept_rate
+        rate = self.accept_rate
         return float(sum(rate**k for k in range(self.draft_steps + 1)))
 
     def steady_state(self, concurrency: int, isl: int, osl: int) -> SteadyState:

@@ -1,0 +1,126 @@
+"""A fixed-batch predicted point, run through the simulated engine's own scheduler.
+
+What `aiconfigurator cli estimate --estimate-mode disagg` states for one configuration
+(prefill batch 1, a decode batch of B) is what a predicted run measures when B requests
+decode together from start to end and each prompt is prefilled alone. This runs that
+point through the real `Scheduler` with `PredictedTiming`, on a virtual clock (the steps
+are applied back to back, no sleeping), so the checks against AIConfigurator and the
+accuracy benchmark take seconds. TTFT here is the prefill pass plus the KV hand-over;
+AIConfigurator's disaggregated TTFT also carries a fixed queueing factor, which a
+predicted run models by queueing (docs/predict.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from disagg.engines.sim.args import EngineArgs, Mode
+from disagg.engines.sim.scheduler import Event, Scheduler, SimRequest, Stream
+from disagg.predict.target import PredictTarget
+from disagg.predict.timing import PredictedTiming, kv_capacity
+
+
+class _Recorder(Stream):
+    """A stream that only keeps what it is told (no event loop: the clock is virtual)."""
+
+    def __init__(self) -> None:  # no super().__init__: it would need a running loop
+        self.events = []
+
+    def push(self, event: Event) -> None:
+        self.events.append(event)
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """Predicted latencies of one configuration, in ms."""
+
+    prefill_ms: float  # one prompt's prefill passes
+    transfer_ms: float  # its KV hand-over to the decode worker
+    tpot_ms: float  # mean time per output token after the first, over the decode batch
+    batch: int  # the decode batch (every attention rank's share together)
+    kv_capacity: int  # the decode worker's KV cache, tokens
+
+    @property
+    def ttft_ms(self) -> float:
+        return self.prefill_ms + self.transfer_ms
+
+
+def engine_args(
+    target: PredictTarget, mode: Mode, *, running: int, chunk: int = 16384
+) -> EngineArgs:
+    """A predicted worker's engine args, as its command line would give them."""
+    return EngineArgs(
+        mode=mode,
+        max_running_requests=running,
+        chunked_prefill_size=chunk,
+        max_prefill_tokens=chunk,
+        speculative_algorithm="predicted" if target.nextn else None,
+        speculative_num_steps=target.nextn,
+        predict=target,
+    )
+
+
+def _request(index: int, isl: int, osl: int, stream: Stream) -> SimRequest:
+    return SimRequest(index=index, prompt_tokens=isl, max_tokens=osl, stop_at=osl, stream=stream)
+
+
+def prefill_point(target: PredictTarget, isl: int, chunk: int = 16384) -> tuple[float, float]:
+    """(prefill ms, KV hand-over ms) of one prompt of `isl` tokens on an idle prefill worker."""
+    timing = PredictedTiming(engine_args(target, "prefill", running=1, chunk=chunk), target)
+    done: list[SimRequest] = []
+    scheduler = Scheduler(timing, on_prefilled=done.append)
+    scheduler.submit(_request(0, isl, 1, _Recorder()))
+    elapsed = 0.0
+    while not done:
+        step = scheduler._plan()
+        assert step is not None, "the prefill worker stopped with a prompt left"
+        duration, apply = step
+        elapsed += duration
+        apply()
+    transfer = timing.kv_transfer_us_per_token * isl * 1e-3
+    return elapsed * 1e3, transfer
+
+
+def decode_point(target: PredictTarget, batch: int, isl: int, osl: int) -> float:
+    """Mean TPOT (ms) of `batch` requests that decode together from their first token on."""
+    timing = PredictedTiming(engine_args(target, "decode", running=batch, chunk=16384), target)
+    scheduler = Scheduler(timing)
+    streams = [_Recorder() for _ in range(batch)]
+    for i, stream in enumerate(streams):
+        scheduler.submit_prefilled(_request(i, isl, osl, stream))
+    scheduler._admit_ready()
+    if len(scheduler.running) < batch:
+        raise ValueError(
+            f"a decode batch of {batch} x {isl + osl} tokens does not fit the predicted KV "
+            f"cache of {timing.kv_capacity} tokens"
+        )
+    first = 0.0
+    finished = [0.0] * batch
+    now = 0.0
+    while scheduler.running:
+        step = scheduler._plan()
+        assert step is not None
+        duration, apply = step
+        now += duration
+        apply()
+        for i, stream in enumerate(streams):
+            if stream.events and stream.events[-1].finish is not None and not finished[i]:
+                finished[i] = now
+        scheduler._admit_ready()
+    tpots = [(end - first) / (osl - 1) for end in finished]
+    return sum(tpots) / len(tpots) * 1e3
+
+
+def fixed_batch_point(
+    prefill: PredictTarget, decode: PredictTarget, *, batch: int, isl: int, osl: int
+) -> FixedPoint:
+    """The predicted TTFT and TPOT of a 1P1D configuration at decode batch `batch`."""
+    prefill_ms, transfer_ms = prefill_point(prefill, isl)
+    tpot = decode_point(decode, batch, isl, osl)
+    return FixedPoint(
+        prefill_ms=prefill_ms,
+        transfer_ms=transfer_ms,
+        tpot_ms=tpot,
+        batch=batch,
+        kv_capacity=kv_capacity(decode)[0],
+    )

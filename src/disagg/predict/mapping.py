@@ -1,0 +1,346 @@
+"""From a recipe's worker to the performance model's inputs (`PredictTarget`), or a refusal.
+
+The engine adapter reads the worker's settings (parallel sizes, attention-DP, batch
+limits, speculative decoding) as it does for the simulated engine; this module turns
+that reading, the model, the GPU type and the precision into what AIConfigurator's model
+takes. What it cannot map (an AMD GPU, a model AIConfigurator has no config for, FP4 on a
+GPU without FP4 kernels, speculative decoding without a known acceptance) is refused
+with the reason: a prediction for something else would be worse than none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from disagg.engines.base import Parallelism, SimReading
+from disagg.predict.target import PredictTarget
+
+# resources.gpu_type (or the cluster profile's) -> AIConfigurator's system.
+SYSTEMS = {
+    "h100": "h100_sxm",
+    "h200": "h200_sxm",
+    "b200": "b200_sxm",
+    "b300": "b300_sxm",
+    "gb200": "gb200",
+    "gb300": "gb300",
+    "a100": "a100_sxm",
+    "l40s": "l40s",
+}
+FP4_SYSTEMS = frozenset({"b200_sxm", "b300_sxm", "gb200", "gb300"})
+AMD_PREFIXES = ("mi2", "mi3", "mi4")
+
+# Checkpoints that are revisions or re-quantisations of a model whose config AIConfigurator
+# ships, with the same architecture (the precision comes from the recipe, not the name).
+SAME_ARCHITECTURE = {
+    "deepseek-ai/deepseek-r1-0528": "deepseek-ai/DeepSeek-R1",
+    "nvidia/deepseek-r1-fp4": "deepseek-ai/DeepSeek-R1",
+    "nvidia/deepseek-r1-0528-fp4": "deepseek-ai/DeepSeek-R1",
+    "nvidia/deepseek-r1-0528-fp4-v2": "deepseek-ai/DeepSeek-R1",
+    "nvidia/deepseek-r1-0528-nvfp4": "deepseek-ai/DeepSeek-R1",
+    "nvidia/deepseek-r1-0528-nvfp4-v2": "deepseek-ai/DeepSeek-R1",
+    "deepseek-ai/deepseek-v3-0324": "deepseek-ai/DeepSeek-V3",
+}
+
+# Published draft-token acceptance (the chance each draft token is accepted), by family.
+PUBLISHED_ACCEPTANCE = {
+    "deepseek": (
+        0.85,
+        "DeepSeek-V3 technical report: 85-90% acceptance of the second (MTP) token",
+    ),
+}
+
+MEM_FRACTION = {"sglang": 0.85, "vllm": 0.9, "trtllm": 0.9}  # the engines' defaults
+
+
+class Unmappable(Exception):
+    """Why a worker cannot be predicted, and the recipe field to blame."""
+
+    def __init__(self, what: str, path: tuple[str, ...]) -> None:
+        super().__init__(what)
+        self.what = what
+        self.path = path
+
+
+@dataclass(frozen=True)
+class PredictOptions:
+    """The command line's (or recipe's) settings for a predicted run."""
+
+    accept_rate: float | None = None
+    time_scale: float = 1.0
+    model: str | None = None  # the model's name when the recipe names it by an alias
+
+
+@dataclass(frozen=True)
+class WorkerInputs:
+    """What the plan knows about one worker."""
+
+    engine: str  # backend.type: sglang, trtllm, vllm
+    args: Mapping[str, Any]  # the role's settings as written
+    reading: SimReading  # the adapter's reading of them
+    gpu_type: str
+    precision: str
+    model_names: tuple[str, ...]  # served name, repo id, as written: tried in order
+    model_dir: str | None  # a local checkpoint directory, when there is one
+
+
+class WrittenSettings(Protocol):
+    """A recipe's `backend.predict` (disagg.recipe.backend_section.PredictSettings)."""
+
+    accept_rate: float | None
+    time_scale: float | None
+    model: str | None
+
+
+def options_for(
+    engine: str | None, written: WrittenSettings | None, given: PredictOptions | None
+) -> PredictOptions | None:
+    """A variant's predict options: `--predict`'s, else `engine: predict`'s; the command
+    line's settings win over the recipe's `backend.predict`. None: not predicted."""
+    if given is None and engine == "predict":
+        given = PredictOptions()
+    if given is None or written is None:
+        return given
+    scale = given.time_scale if given.time_scale != 1.0 else written.time_scale
+    return PredictOptions(
+        accept_rate=written.accept_rate if given.accept_rate is None else given.accept_rate,
+        time_scale=scale or 1.0,
+        model=given.model or written.model,
+    )
+
+
+def system_for(gpu_type: str) -> str:
+    text = gpu_type.strip().lower().replace("nvidia-", "").replace("nvidia_", "")
+    if text.startswith(AMD_PREFIXES):
+        raise Unmappable(
+            f"--predict: GPU type {gpu_type!r} is an AMD GPU; AIConfigurator's performance "
+            "model covers NVIDIA GPUs only",
+            ("resources", "gpu_type"),
+        )
+    for key in sorted(SYSTEMS, key=len, reverse=True):
+        if text == key or text.startswith((key + "-", key + "_", key + " ")):
+            return SYSTEMS[key]
+    raise Unmappable(
+        f"--predict: GPU type {gpu_type!r} has no AIConfigurator system "
+        f"(known: {', '.join(sorted(SYSTEMS))})",
+        ("resources", "gpu_type"),
+    )
+
+
+@cache
+def shipped_models() -> dict[str, str]:
+    """Lower-case `org/name` -> `org/name` of every model config AIConfigurator ships."""
+    import aiconfigurator_core
+
+    folder = Path(aiconfigurator_core.__file__).parent / "model_configs"
+    names = {}
+    for path in folder.glob("*_config.json"):
+        if path.name.endswith("_hf_quant_config.json"):
+            continue
+        name = path.name[: -len("_config.json")].replace("--", "/", 1)
+        names[name.lower()] = name
+    return names
+
+
+def model_for(inputs: WorkerInputs) -> tuple[str, dict[str, Any]]:
+    """(what AIConfigurator loads, the model's config.json) for the worker's model."""
+    if inputs.model_dir is not None:
+        config = Path(inputs.model_dir) / "config.json"
+        if config.is_file():
+            return inputs.model_dir, _read_json(config)
+    shipped = shipped_models()
+    for name in inputs.model_names:
+        key = name.removeprefix("hf:").strip("/").lower()
+        found = shipped.get(key) or SAME_ARCHITECTURE.get(key)
+        if found is not None:
+            import aiconfigurator_core
+
+            file = found.replace("/", "--", 1) + "_config.json"
+            path = Path(aiconfigurator_core.__file__).parent / "model_configs" / file
+            return found, _read_json(path)
+    raise Unmappable(
+        f"--predict: no model config for {', '.join(dict.fromkeys(inputs.model_names))}: "
+        "not a local checkpoint with config.json, and not among AIConfigurator's "
+        "shipped models",
+        ("model", "path"),
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    return data if isinstance(data, dict) else {}
+
+
+def quant_for(
+    precision: str, config: Mapping[str, Any], system: str, args: Mapping[str, Any]
+) -> dict[str, str]:
+    """GEMM, MoE, KV-cache and attention modes: `model.precision`, else the checkpoint's."""
+    text = precision.strip().lower()
+    quant = config.get("quantization_config")
+    quant = quant if isinstance(quant, Mapping) else {}
+    if text in ("", "auto"):
+        method = str(quant.get("quant_method", "")).lower()
+        algo = str(quant.get("quant_algo", "")).lower()
+        text = "fp4" if "fp4" in algo or "fp4" in method else ("fp8" if "fp8" in method else "")
+        text = text or str(config.get("torch_dtype", "bf16"))
+    if text in ("fp4", "nvfp4"):
+        if system not in FP4_SYSTEMS:
+            raise Unmappable(
+                f"--predict: precision {precision!r} needs FP4 kernels, which {system} lacks",
+                ("model", "precision"),
+            )
+        modes = {"gemm": "nvfp4", "moe": "nvfp4", "kvcache": "fp8", "fmha": "fp8"}
+    elif text in ("fp8", "w8a8"):
+        block = "weight_block_size" in quant
+        mode = "fp8_block" if block else "fp8"
+        modes = {"gemm": mode, "moe": mode, "kvcache": "fp8", "fmha": "fp8"}
+    elif text in ("bf16", "bfloat16", "fp16", "float16"):
+        modes = {"gemm": "bfloat16", "moe": "bfloat16", "kvcache": "bfloat16", "fmha": "bfloat16"}
+    else:
+        raise Unmappable(
+            f"--predict: precision {precision!r} has no AIConfigurator quantisation "
+            "(known: fp4, fp8, bf16)",
+            ("model", "precision"),
+        )
+    kv = _setting(args, "kv-cache-dtype", "kv_cache_config.dtype")
+    if isinstance(kv, str) and kv.lower().startswith("fp8"):
+        modes["kvcache"] = modes["fmha"] = "fp8"
+    elif isinstance(kv, str) and kv.lower() in ("bf16", "bfloat16", "float16", "fp16"):
+        modes["kvcache"] = modes["fmha"] = "bfloat16"
+    return modes
+
+
+def _setting(args: Mapping[str, Any], *names: str) -> Any:
+    """A setting by any of its spellings (`a-b` == `a_b`; `x.y` reads inside map `x`)."""
+    flat = {str(k).replace("_", "-"): v for k, v in args.items()}
+    for name in names:
+        head, _, sub = name.partition(".")
+        value = flat.get(head.replace("_", "-"))
+        if sub:
+            value = value.get(sub) if isinstance(value, Mapping) else None
+        if value is not None:
+            return value
+    return None
+
+
+def layout_for(par: Parallelism, config: Mapping[str, Any]) -> dict[str, int]:
+    """tp/attention-DP/MoE sizes of one engine replica, and how many replicas share the work."""
+    adp = par.dp if par.dp_attention else 1
+    replicas = par.dp if par.replicas_use_gpus and not par.dp_attention else 1
+    attn_tp = max(1, par.tp // adp) if par.dp_attention else par.tp
+    gpus = par.tp * par.pp
+    moe = any(k in config for k in ("n_routed_experts", "num_local_experts", "num_experts"))
+    ep = par.ep if moe else 1
+    if ep < 1 or gpus % ep:
+        ep = 1
+    return {
+        "tp": attn_tp,
+        "pp": par.pp,
+        "attention_dp": adp,
+        "moe_ep": ep,
+        "moe_tp": max(1, (attn_tp * adp) // ep),
+        "replicas": replicas,
+        "gpus": gpus,
+    }
+
+
+def acceptance_for(
+    model: str, nextn: int, options: PredictOptions, path: tuple[str, ...]
+) -> tuple[float, str]:
+    if nextn <= 0:
+        return 0.0, ""
+    if options.accept_rate is not None:
+        return options.accept_rate, "set on the command line"
+    lowered = model.lower()
+    for family, (rate, source) in PUBLISHED_ACCEPTANCE.items():
+        if family in lowered:
+            return rate, source
+    raise Unmappable(
+        f"--predict: speculative decoding with {nextn} draft token(s), and no published "
+        f"acceptance rate for {model}",
+        path,
+    )
+
+
+def link_for(system: str) -> float:
+    """Bytes/s per GPU between a prefill and a decode worker: the system's inter-node link
+    (InfiniBand on HGX systems, NVLink inside a GB200/GB300 NVL72 rack)."""
+    import aiconfigurator_core
+    import yaml
+
+    path = Path(aiconfigurator_core.__file__).parent / "systems" / f"{system}.yaml"
+    spec = yaml.safe_load(path.read_text())
+    return float(spec["node"]["inter_node_bw"])
+
+
+@cache
+def database_version(system: str, backend: str) -> str:
+    from aiconfigurator_core.sdk.perf_database import get_latest_database_version
+
+    version = get_latest_database_version(system=system, backend=backend)
+    if version is None:
+        raise Unmappable(
+            f"--predict: AIConfigurator has no {backend} database for {system}",
+            ("backend", "type"),
+        )
+    return str(version)
+
+
+def target_for(
+    inputs: WorkerInputs, options: PredictOptions, spec_path: tuple[str, ...]
+) -> PredictTarget:
+    """The worker's PredictTarget; Unmappable names what cannot be predicted and where."""
+    from disagg.predict import require
+
+    require()
+    if inputs.engine not in MEM_FRACTION:
+        raise Unmappable(
+            f"--predict: engine {inputs.engine!r} has no AIConfigurator database "
+            "(sglang, trtllm and vllm have)",
+            ("backend", "type"),
+        )
+    system = system_for(inputs.gpu_type)
+    model, config = model_for(inputs)
+    version = database_version(system, inputs.engine)
+    modes = quant_for(inputs.precision, config, system, inputs.args)
+    layout = layout_for(inputs.reading.parallel, config)
+    nextn = 0
+    if inputs.reading.speculative_algorithm:  # the simulated engine's default depth: 3
+        steps = inputs.reading.speculative_num_steps
+        nextn = 3 if steps is None else steps
+    accept, source = acceptance_for(model, nextn, options, spec_path)
+    fraction = _setting(
+        inputs.args,
+        "mem-fraction-static",
+        "gpu-memory-utilization",
+        "kv_cache_config.free_gpu_memory_fraction",
+    )
+    return PredictTarget(
+        model=model,
+        system=system,
+        backend=inputs.engine,
+        version=version,
+        nextn=nextn,
+        accept_rate=accept,
+        accept_source=source,
+        link_bytes_per_s=link_for(system),
+        mem_fraction=float(fraction)
+        if isinstance(fraction, int | float)
+        else MEM_FRACTION[inputs.engine],
+        time_scale=options.time_scale,
+        gemm=modes["gemm"],
+        moe=modes["moe"],
+        kvcache=modes["kvcache"],
+        fmha=modes["fmha"],
+        tp=layout["tp"],
+        pp=layout["pp"],
+        attention_dp=layout["attention_dp"],
+        moe_tp=layout["moe_tp"],
+        moe_ep=layout["moe_ep"],
+        replicas=layout["replicas"],
+        gpus=layout["gpus"],
+    )

@@ -1,0 +1,89 @@
+"""What one predicted worker is: the performance model's inputs, as flags on its command line.
+
+The plan works this out from the recipe (`mapping`); the worker reads it back from its
+argv (`--predict-*`), so a run directory's plan.json shows exactly what was modelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from disagg.predict import PACKAGE, VERSION
+
+# AIConfigurator's per-phase latency corrections for disaggregated estimates (its CLI
+# applies the same factors to the prefill and decode workers' static estimates).
+PREFILL_CORRECTION = 1.1
+DECODE_CORRECTION = 1.08
+
+
+@dataclass(frozen=True)
+class PredictTarget:
+    """One worker's model inputs (per engine replica; `replicas` of them share the batch)."""
+
+    model: str  # a shipped config's name (org/name) or a local checkpoint directory
+    system: str  # AIConfigurator's system: h200_sxm, b200_sxm, gb200, ...
+    backend: str  # sglang, trtllm, vllm
+    version: str  # the perf database version: 0.5.14, 1.3.0rc20, ...
+    tp: int = 1  # attention tensor parallel size
+    pp: int = 1
+    attention_dp: int = 1
+    moe_tp: int = 1
+    moe_ep: int = 1
+    replicas: int = 1  # plain data-parallel engine copies inside one worker
+    gemm: str = "bfloat16"
+    moe: str = "bfloat16"
+    kvcache: str = "bfloat16"
+    fmha: str = "bfloat16"  # decode attention; context attention is resolved by the data
+    nextn: int = 0  # draft depth (MTP / EAGLE steps)
+    accept_rate: float = 0.0  # chance each draft token is accepted (chain)
+    accept_source: str = ""  # where accept_rate came from, stated in the result
+    link_bytes_per_s: float = 50e9  # per GPU, the KV hand-over link of the GPU system
+    mem_fraction: float = 0.85  # share of GPU memory (sglang/vllm: of total, trtllm: of free)
+    gpus: int = 1  # GPUs of one replica
+    time_scale: float = 1.0  # the engine runs this many times faster than modelled
+
+    @property
+    def database(self) -> str:
+        return f"{self.backend} {self.version} database"
+
+    def label(self) -> str:
+        """`predicted (aiconfigurator-core 0.12.0, h200_sxm, sglang 0.5.14 database)`."""
+        return f"predicted ({PACKAGE} {VERSION}, {self.system}, {self.database})"
+
+    def argv(self) -> list[str]:
+        out: list[str] = []
+        for f in fields(self):
+            out += ["--predict-" + f.name.replace("_", "-"), str(getattr(self, f.name))]
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def summary(self) -> dict[str, Any]:
+        """What plan.json's `predicted` records: the label and the assumptions."""
+        return {
+            "label": self.label(),
+            "accept_rate": self.accept_rate if self.nextn else None,
+            "accept_source": self.accept_source or None,
+            "time_scale": self.time_scale,
+        }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The worker's `--predict-*` flags; `--predict-model` switches predicted timing on."""
+    group = parser.add_argument_group("predicted timing (AIConfigurator's performance model)")
+    for f in fields(PredictTarget):
+        kind: Any = {"int": int, "float": float}.get(str(f.type), str)
+        group.add_argument(
+            "--predict-" + f.name.replace("_", "-"), dest="predict_" + f.name, type=kind
+        )
+
+
+def from_namespace(values: dict[str, Any]) -> PredictTarget | None:
+    """Pops the `predict_*` values; a target when `--predict-model` was given."""
+    given = {k[8:]: values.pop(k) for k in list(values) if k.startswith("predict_")}
+    if given.get("model") is None:
+        return None
+    return PredictTarget(**{k: v for k, v in given.items() if v is not None})

@@ -1,0 +1,180 @@
+"""Step durations from AIConfigurator's performance model, for one predicted worker.
+
+Loaded once per worker process: two compiled engines (context and generation attention
+may need different kernels' data), then every step is a lookup in a cache keyed by the
+batch shape, so a step costs microseconds and a predicted run goes as fast as a
+simulated one. Durations include AIConfigurator's per-phase latency corrections (the
+factors its own disaggregated estimates apply) and are divided by the target's time
+scale, the speed-up the run's results are stretched back by.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from functools import cache, lru_cache
+from typing import Any
+
+from disagg.engines.sim.args import EngineArgs
+from disagg.engines.sim.timing import TimingModel
+from disagg.errors import DisaggError
+from disagg.predict.target import DECODE_CORRECTION, PREFILL_CORRECTION, PredictTarget
+
+log = logging.getLogger("disagg.predict")
+
+_CTX_STEP = 16  # decode steps are looked up at the mean context rounded to this many tokens
+
+
+def compile_engine(target: PredictTarget, fmha: str) -> Any:
+    """AIConfigurator's compiled engine for `target` with `fmha` attention."""
+    from aiconfigurator_core.sdk.engine import EngineHandle
+
+    return EngineHandle.compile(
+        target.model,
+        target.system,
+        target.backend,
+        backend_version=target.version,
+        tp_size=target.tp,
+        pp_size=target.pp,
+        attention_dp_size=target.attention_dp,
+        moe_tp_size=target.moe_tp,
+        moe_ep_size=target.moe_ep,
+        gemm_quant_mode=target.gemm,
+        moe_quant_mode=target.moe,
+        kvcache_quant_mode=target.kvcache,
+        fmha_quant_mode=fmha,
+        nextn=target.nextn,
+    )
+
+
+class Engines:
+    """The context and generation engines of one target, with the context attention
+    resolved by the data: the target's FMHA mode where the database has context
+    measurements for it, else BF16 (what AIConfigurator's own estimates fall back to)."""
+
+    def __init__(self, target: PredictTarget) -> None:
+        from aiconfigurator_core.sdk.errors import PerfDataNotAvailableError
+
+        self.target = target
+        try:
+            self.generation = compile_engine(target, target.fmha)
+            self.generation.decode_step_latency(1, 128, 2)
+        except (PerfDataNotAvailableError, ValueError, KeyError, RuntimeError) as exc:
+            raise DisaggError(f"{target.label()}: cannot model decode steps: {exc}") from None
+        self.context_fmha = target.fmha
+        self.context = self.generation
+        try:
+            self.context.predict_prefill_latency(1, 128, 0)
+        except PerfDataNotAvailableError:
+            self.context_fmha = "bfloat16"
+            self.context = compile_engine(target, "bfloat16")
+        try:
+            self.context.predict_prefill_latency(1, 128, 0)
+        except (PerfDataNotAvailableError, ValueError, KeyError, RuntimeError) as exc:
+            raise DisaggError(f"{target.label()}: cannot model prefill: {exc}") from None
+
+    def prefill_ms(self, batch: int, isl: int, prefix: int) -> float:
+        """One prefill pass of `batch` requests of `isl` tokens, `prefix` of them cached."""
+        return float(self.context.predict_prefill_latency(batch, isl, prefix)) * PREFILL_CORRECTION
+
+    def decode_ms(self, batch: int, context: int) -> float:
+        """One decode step of `batch` sequences (per attention rank) at `context` tokens."""
+        return float(self.generation.decode_step_latency(batch, context, 2)) * DECODE_CORRECTION
+
+
+@cache
+def engines_for(target: PredictTarget) -> Engines:
+    """One target's engines, built once per process."""
+    return Engines(target)
+
+
+@cache
+def kv_capacity(target: PredictTarget) -> tuple[int, int]:
+    """(tokens the worker's KV cache holds, bytes per token per GPU) from the memory model."""
+    from aiconfigurator_core.sdk.memory import estimate_kv_cache
+
+    kind = "of_free" if target.backend == "trtllm" else "of_total"
+    try:
+        estimate = estimate_kv_cache(
+            target.model,
+            target.system,
+            target.backend,
+            target.version,
+            max_num_tokens=8192,
+            max_batch_size=256,
+            memory_fraction_kind=kind,
+            memory_fraction_value=target.mem_fraction,
+            tp_size=target.tp,
+            pp_size=target.pp,
+            attention_dp_size=target.attention_dp,
+            moe_tp_size=target.moe_tp,
+            moe_ep_size=target.moe_ep,
+            gemm_quant_mode=target.gemm,
+            moe_quant_mode=target.moe,
+            kvcache_quant_mode=target.kvcache,
+            fmha_quant_mode=target.fmha,
+            nextn=target.nextn,
+        )
+    except ValueError as exc:
+        raise DisaggError(f"{target.label()}: no KV-cache estimate: {exc}") from None
+    tokens = int(estimate["total_kv_size_tokens"]) * target.attention_dp * target.replicas
+    if tokens <= 0:
+        raise DisaggError(
+            f"{target.label()}: the model's weights leave no memory for a KV cache "
+            f"({target.gpus} GPU(s) per replica)",
+            hint="give the workers more GPUs or a smaller precision",
+        )
+    return tokens, int(estimate["kv_size_per_token_bytes"])
+
+
+class PredictedTiming(TimingModel):
+    """The simulated engine's timing with AIConfigurator's step latencies."""
+
+    def __init__(self, args: EngineArgs, target: PredictTarget) -> None:
+        super().__init__(args)
+        self.target = target
+        self.engines = engines_for(target)
+        self.kv_capacity, self.kv_bytes_per_token = kv_capacity(target)
+        self.scale = 1.0 / max(target.time_scale, 1e-9)
+        # Each GPU sends its share of a token's KV over its own link.
+        self.kv_transfer_us_per_token = (
+            self.kv_bytes_per_token / target.link_bytes_per_s * 1e6 * self.scale
+        )
+        self.draft_steps = target.nextn
+        self.step_factor = 1.0
+        self._prefill = lru_cache(maxsize=1 << 16)(self.engines.prefill_ms)
+        self._decode = lru_cache(maxsize=1 << 16)(self.engines.decode_ms)
+        log.info(
+            "%s: KV cache %d tokens, %d B/token/GPU; context attention %s",
+            target.label(),
+            self.kv_capacity,
+            self.kv_bytes_per_token,
+            self.engines.context_fmha,
+        )
+
+    @property
+    def accept_rate(self) -> float:
+        return self.target.accept_rate
+
+    def prefill_time(self, tokens: int) -> float:
+        return self._prefill(1, max(1, tokens), 0) * 1e-3 * self.scale
+
+    def prefill_batch_time(self, chunks: Sequence[tuple[int, int]]) -> float:
+        """One prefill pass over (tokens this pass, tokens already prefilled) per request."""
+        if not chunks:
+            return 0.0
+        n = self._per_rank(len(chunks))
+        take = sum(c for c, _ in chunks) // len(chunks)
+        done = sum(d for _, d in chunks) // len(chunks)
+        return self._prefill(n, max(1, take + done), done) * 1e-3 * self.scale
+
+    def decode_step_time(self, batch: int, kv_tokens: int) -> float:
+        if batch <= 0:
+            return 0.0
+        context = max(1, round(kv_tokens / batch / _CTX_STEP) * _CTX_STEP)
+        return self._decode(self._per_rank(batch), context) * 1e-3 * self.scale
+
+    def _per_rank(self, batch: int) -> int:
+        """The batch one attention rank of one replica runs (the slowest rank's share)."""
+        return max(1, math.ceil(batch / (self.target.replicas * self.target.attention_dp)))
