@@ -214,7 +214,11 @@ def render_plan(plan: Plan, width: int) -> list[str]:
         for difference in plan.differs:
             text = f"[{difference['id']}] {difference['disagg']}"
             lines += textwrap.wrap(
-                text, max(width - 2, 20), initial_indent="  ", subsequent_indent="    "
+                text,
+                max(width - 2, 20),
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,
             )
     table = _role_rows(plan)
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
