@@ -99,7 +99,8 @@ def test_aggregated_and_prefill_decode_commands_parse_as_dynamo_reads_them(
     assert aggregated["max_model_len"] == 4096
     assert (prefill["mode"], decode["mode"]) == ("prefill", "decode")
     for worker in (aggregated, prefill, decode):
-        assert worker["model"] == "/models/org--model" and worker["served"] == ["org/model"]
+        # srtctl serves the basename of the resolved model path
+        assert worker["model"] == "/models/org--model" and worker["served"] == ["model"]
         assert (worker["discovery"], worker["plane"]) == ("etcd", "tcp")
     assert prefill["connector"] == decode["connector"] == "NixlConnector"
 

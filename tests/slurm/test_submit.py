@@ -53,7 +53,9 @@ def test_1p2d_runs_on_three_nodes_to_completed(slurm_cluster: list[str], tmp_pat
     nodes = {role["name"]: [t["node"] for t in role["tasks"]] for role in state["roles"]}
     assert nodes["prefill-0"] == [slurm_cluster[0]]
     assert sorted(nodes["decode-0"] + nodes["decode-1"]) == slurm_cluster[1:]
-    assert nodes["router"] == [slurm_cluster[0]]
+    # srtctl's topology: nginx on the head node, one frontend on each other node
+    assert nodes["nginx"] == [slurm_cluster[0]]
+    assert nodes["router-0"] + nodes["router-1"] == slurm_cluster[1:]
 
     code, shown = status(str(run_dir))
     assert code == 0
