@@ -52,7 +52,12 @@ def test_an_unknown_id_is_a_bug_not_a_silent_row() -> None:
 
 def test_plan_names_the_differences_it_hits() -> None:
     (plan,) = plans_for([str(ROOT / "examples" / "sim" / "1p1d.yaml")], None)
-    assert [row["id"] for row in plan.differs] == ["smg-router", "load-generator"]
+    assert [row["id"] for row in plan.differs] == [
+        "smg-router",
+        "load-generator",
+        "ports",
+        "listen-address",
+    ]
     recipe = str(ROOT / "examples" / "sim" / "1p1d.yaml")
     code, out, err = invoke("plan", recipe)
     assert code == 0, err

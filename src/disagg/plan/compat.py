@@ -114,6 +114,27 @@ _ROWS = (
         "not Dynamo's; the router's own overhead is small beside the predicted step times, "
         "and the prediction is labelled as such everywhere",
     ),
+    Difference(
+        "ports",
+        "gives every process a fixed port from per-kind bases in `srtctl/ports.py` (the "
+        "public frontend 8000, etcd 2379, NATS 4222, SGLang HTTP 6100 + n, bootstrap 7200 + "
+        "n, `--nccl-port` 17500 + n, vLLM NIXL 5400 + n, the Dynamo system port 7500 + n)",
+        "gives every role the same kinds of ports, each picked at run time from a per-run "
+        "base and checked free on every node of the role before it starts; the plan shows "
+        "them as `${role.http_port}`-style fields and the run directory records the numbers",
+        "two jobs, or a job and a leftover process, on one node never race for a fixed port; "
+        "a port taken by someone else is a clear error before the role starts, not a bind "
+        "failure deep in an engine's log",
+    ),
+    Difference(
+        "listen-address",
+        "starts servers listening on every interface (`--host 0.0.0.0`) and reaches them by "
+        "the node's IP address",
+        "starts servers listening on the address of the node they run on (`${self.bind_host}`),"
+        " the same address the other roles reach them by",
+        "an engine's or router's port on a shared login or compute node is not opened to "
+        "every network the node is on",
+    ),
 )
 
 

@@ -647,7 +647,10 @@ class _Placer:
         plan.host_setup = host_setup_plan(setup, workers, nodes)
         bench_adapter = adapter_for(bench.type)
         plan.roles.append(self.bench_role(bench_adapter.bench_role(plan), workers, job))
-        plan.differs = compat_rows([*self.differs, *frontend.differs, *bench_adapter.differs])
+        served = [*self.differs, *frontend.differs, *bench_adapter.differs]
+        if any(role.ports for role in plan.roles):
+            served += ["ports", "listen-address"]
+        plan.differs = compat_rows(served)
         check_container_paths(plan, model_location=self.variant.locate(("model", "path")))
         translate_roles(plan, skip=frozenset(role.name for role in workers))
         return plan
