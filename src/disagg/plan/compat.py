@@ -114,6 +114,18 @@ _ROWS = (
         "not Dynamo's; the router's own overhead is small beside the predicted step times, "
         "and the prediction is labelled as such everywhere",
     ),
+    Difference(
+        "accuracy-result",
+        "runs SGLang's `sglang.test.run_eval` for `gsm8k` / `gpqa` and copies the score "
+        "file it wrote under /tmp into the job's logs; the harness's exit status alone "
+        "decides the job",
+        "runs the same harness call with the same arguments, fails the run at once when the "
+        "harness is not importable in the bench role, and judges the score file this run "
+        "wrote: no file, no `score`, or a score outside 0..1 fails the run; the judged "
+        "result is written to `accuracy/` in the run directory",
+        "an evaluation that produced no score, or a stale score from an earlier run, must "
+        "not end as a completed run",
+    ),
 )
 
 
