@@ -126,6 +126,19 @@ _ROWS = (
         "an evaluation that produced no score, or a stale score from an earlier run, must "
         "not end as a completed run",
     ),
+    Difference(
+        "mooncake-router",
+        "for `mooncake-router` fetches the named `mooncake_workload` trace (default "
+        "conversation) and replays it with AIPerf, pip-installing `aiperf` in the benchmark "
+        "container when it is missing; never reads `trace_file`",
+        "renders the same AIPerf calls (warm-up, then the trace with the same flags) but ends"
+        " the run at once, saying so, when `aiperf` is not in the bench role's environment; "
+        "keeps AIPerf's artifacts in the run directory without turning them into judged "
+        "points; with `trace_file` set, replays that file with its own load generator",
+        "a job installs no packages (the environment is part of what is measured, and a "
+        "compute node may not reach a package index); a local trace is replayed with the "
+        "validated results every other disagg benchmark writes",
+    ),
 )
 
 

@@ -37,7 +37,7 @@ REFUSED: dict[str, str] = {
 _ADAPTERS: dict[str, tuple[str, str]] = {
     "sa-bench": ("disagg.workloads.sabench", "SaBench"),
     "custom": ("disagg.workloads.custom", "Custom"),
-    "mooncake-router": ("disagg.workloads.trace", "TraceReplay"),
+    "mooncake-router": ("disagg.workloads.mooncake_aiperf", "MooncakeRouter"),
     "trace-replay": ("disagg.workloads.trace", "TraceReplay"),
     "gsm8k": ("disagg.workloads.gsm8k", "Gsm8k"),
     "gpqa": ("disagg.workloads.gpqa", "Gpqa"),
