@@ -57,12 +57,8 @@ def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> 
     # Refused for a named feature, never for the engine itself.
     assert set(unsupported) <= {
         "benchmark.trace_file",  # on a cluster's filesystem, read when planning
-        "benchmark type gsm8k",
-        "benchmark type gsm8k-bench",
-        "benchmark type gpqa",
+        "benchmark type gsm8k-bench",  # srt-slurm defines no such type (it has gsm8k)
         "benchmark type mooncake-router",
-        "benchmark type manual",
-        "benchmark.mooncake_workload",
         "benchmark.slow_down_sleep_time",
     }
 

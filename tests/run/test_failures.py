@@ -181,14 +181,14 @@ def test_benchmark_type_the_job_cannot_run_is_refused_before_anything_starts(
     tmp_path: Path,
 ) -> None:
     plan = make_plan([python_role("decode-0", "import time; time.sleep(60)")])
-    plan.bench.type = "gsm8k"  # a plan.json written by hand, or by another version
+    plan.bench.type = "mmlu"  # a plan.json written by hand, or by another version
     plan.write(tmp_path)
     summary = Orchestrator(tmp_path, plan, LocalLauncher(), OPTIONS).run()
 
     assert summary.status is RunStatus.FAILED
     assert summary.exit_code == 2
     assert summary.reason is not None
-    assert summary.reason.startswith("unsupported: benchmark type gsm8k (an accuracy benchmark")
+    assert summary.reason.startswith("unsupported: benchmark type mmlu (an accuracy benchmark")
     assert summary.role_pids == {}
 
 

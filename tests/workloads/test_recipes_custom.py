@@ -83,10 +83,10 @@ def test_mi355x_family_plans_every_variant_with_its_benchmark() -> None:
 def test_a_benchmark_the_job_would_refuse_is_refused_by_plan(tmp_path: Path) -> None:
     recipe = tmp_path / "r.yaml"
     text = (Path(__file__).parent / "data" / "sim-custom.yaml").read_text()
-    recipe.write_text(text.replace("    type: custom\n", "    type: gsm8k\n", 1))
+    recipe.write_text(text.replace("    type: custom\n", "    type: mmlu\n", 1))
     done = disagg("plan", f"{recipe}:base")
     assert done.returncode == 2, done.stdout
-    assert "unsupported: benchmark type gsm8k (an accuracy benchmark" in " ".join(
+    assert "unsupported: benchmark type mmlu (an accuracy benchmark" in " ".join(
         (done.stdout + done.stderr).split()
     )
     field = tmp_path / "f.yaml"

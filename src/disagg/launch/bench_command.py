@@ -63,7 +63,12 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
     not_serving = gaps[0].describe(time.monotonic(), "the benchmark command") if gaps else None
     if not_serving:
         run.log.info("every point of the benchmark command is invalid: %s", not_serving)
-    found = collect(results, run.plan, run.results_dir, not_serving=not_serving)
+    if command.accuracy is not None:  # one judged score file, not load points
+        from disagg.workloads.accuracy import collect_accuracy
+
+        found = collect_accuracy(results, run.plan, run.run_dir, not_serving=not_serving)
+    else:
+        found = collect(results, run.plan, run.results_dir, not_serving=not_serving)
     with run.lock:
         for point in found.points:
             run.state.points.append(
@@ -86,8 +91,13 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
         run.fail(f"benchmark command exited with code {code}", role=role.name)
         return
     if not found.points and command.expects_results:
+        what = (
+            f"no {command.accuracy} score file (the harness's /tmp/{command.accuracy}_*.json)"
+            if command.accuracy is not None
+            else "no point result"
+        )
         run.fail(
-            f"the benchmark command exited 0 but wrote no point result into {results} "
+            f"the benchmark command exited 0 but wrote {what} into {results} "
             "(the directory it was given as $DISAGG_RESULTS_DIR)",
             role=role.name,
         )

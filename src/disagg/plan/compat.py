@@ -135,6 +135,32 @@ _ROWS = (
         "an engine's or router's port on a shared login or compute node is not opened to "
         "every network the node is on",
     ),
+    Difference(
+        "accuracy-result",
+        "runs SGLang's `sglang.test.run_eval` for `gsm8k` / `gpqa` and copies the score "
+        "file it wrote under /tmp into the job's logs; the harness's exit status alone "
+        "decides the job",
+        "runs the same harness call with the same arguments, fails the run at once when the "
+        "harness is not importable in the bench role, and judges the score file this run "
+        "wrote: no file, no `score`, or a score outside 0..1 fails the run; the judged "
+        "result is written to `accuracy/` in the run directory",
+        "an evaluation that produced no score, or a stale score from an earlier run, must "
+        "not end as a completed run",
+    ),
+    Difference(
+        "mooncake-router",
+        "for `mooncake-router` fetches the named `mooncake_workload` trace (default "
+        "conversation) and replays it with AIPerf, pip-installing `aiperf` in the benchmark "
+        "container when it is missing; never reads `trace_file`",
+        "renders the same AIPerf calls (warm-up, then the trace with the same flags) but ends"
+        " the run at once, saying so, when `aiperf` is not in the bench role's environment; "
+        "keeps AIPerf's artifacts in the run directory without turning them into judged "
+        "points; with `trace_file` set, replays that file with its own load generator",
+        "the client is fixed before the job starts (an unpinned install changes what is "
+        "measured from one run to the next, and a compute node may not reach a package "
+        "index); a local trace is replayed with the validated results every other disagg "
+        "benchmark writes",
+    ),
 )
 
 

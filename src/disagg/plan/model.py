@@ -187,6 +187,9 @@ class BenchCommand(_Strict):
     container_image: str | None = None  # benchmark.container_image, else the job's image
     # benchmark.expect_results: a command that ends well but wrote no point file fails the run
     expects_results: bool = True
+    # An accuracy evaluation (gsm8k, gpqa): the score file it wrote is its one result,
+    # judged by `disagg.workloads.accuracy` instead of as load points.
+    accuracy: str | None = None
 
 
 class BenchPlan(_Strict):

@@ -470,6 +470,7 @@ class _Placer:
             fail=self.fail,
             resolve_container=lambda written: resolve_container(written, self.profile),
             mounts=self.container_mounts,
+            engine=self.config.backend.type,
         )
         return adapter_for(section.type).plan(inputs)
 

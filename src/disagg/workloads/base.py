@@ -54,6 +54,8 @@ class BenchInputs:
     # Container mounts, host path -> path inside: a file named by its path inside a
     # container (a trace under `extra_mount`) is read at plan time from the host side.
     mounts: Mapping[str, str] = field(default_factory=dict)
+    # `backend.type` as written (even when simulated): srtctl picks some clients by it.
+    engine: str = ""
 
 
 class MeasureFn(Protocol):

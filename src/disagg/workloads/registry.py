@@ -13,8 +13,6 @@ _ACCURACY = (
 
 # Types srt-slurm knows that this project does not run, each with why.
 REFUSED: dict[str, str] = {
-    "manual": "srt-slurm leaves the servers up for manual use; disagg runs measured "
-    "benchmarks only (use `disagg run` + `disagg bench` against the live frontend)",
     "router": "srt-slurm's router prefix-ratio benchmark is not built in disagg",
     "prefix-replay": "prefix replay is not built in disagg (mooncake-router/trace-replay are)",
     "sglang-bench": "SGLang's own bench_serving client is not built in disagg; sa-bench "
@@ -23,9 +21,8 @@ REFUSED: dict[str, str] = {
     "mlperf": "the MLPerf loadgen harness is not built in disagg",
     "agentic": "agentic replay needs AIPerf's trajectory data sets; run it as `type: custom`",
     "aiperf": "AIPerf itself is not bundled; run it as `type: custom` with its command",
-    "gsm8k": _ACCURACY,
-    "gsm8k-bench": _ACCURACY,
-    "gpqa": _ACCURACY,
+    "gsm8k-bench": "srt-slurm defines no benchmark of this name (its runner registry has "
+    "`gsm8k`, and srtctl's job fails with `Unknown benchmark type`); write `type: gsm8k`",
     "mmlu": _ACCURACY,
     "longbenchv2": _ACCURACY,
     "aime": _ACCURACY,
@@ -40,8 +37,11 @@ REFUSED: dict[str, str] = {
 _ADAPTERS: dict[str, tuple[str, str]] = {
     "sa-bench": ("disagg.workloads.sabench", "SaBench"),
     "custom": ("disagg.workloads.custom", "Custom"),
-    "mooncake-router": ("disagg.workloads.trace", "TraceReplay"),
+    "mooncake-router": ("disagg.workloads.mooncake_aiperf", "MooncakeRouter"),
     "trace-replay": ("disagg.workloads.trace", "TraceReplay"),
+    "gsm8k": ("disagg.workloads.gsm8k", "Gsm8k"),
+    "gpqa": ("disagg.workloads.gpqa", "Gpqa"),
+    "manual": ("disagg.workloads.manual", "Manual"),
 }
 _TABLE: AdapterTable[BenchmarkAdapter] = AdapterTable(BenchmarkAdapter, _ADAPTERS)
 

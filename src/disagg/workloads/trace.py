@@ -227,7 +227,7 @@ def _from_host_side(path: Path, written: str, mounts: Mapping[str, str]) -> Path
 
 
 class TraceReplay(BenchmarkAdapter):
-    types = ("mooncake-router", "trace-replay")
+    types: ClassVar[tuple[str, ...]] = ("trace-replay",)  # mooncake-router: mooncake_aiperf
     reads = frozenset(
         {
             "trace_file",

@@ -1,0 +1,66 @@
+"""`manual`: the job keeps the servers up with no benchmark step, as srtctl does.
+
+srtctl logs the frontend URL, then waits until the job is stopped (Ctrl+C, scancel,
+the time limit), ending the job early when a worker fails. disagg's bench role does
+the same: it prints the public URL and waits; the run's liveness watch fails the run
+when a role dies, and `disagg cancel` (or the time limit) ends it. No point is
+measured and none is expected.
+"""
+
+from __future__ import annotations
+
+from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
+from disagg.workloads.base import COMMON_FIELDS, BenchInputs, BenchmarkAdapter
+from disagg.workloads.custom import RESULTS_SUBDIR, contract_env
+
+HOLD = (
+    'echo "benchmark type manual: the servers are up at ${SRT_FRONTEND_URL:-?}; '
+    'stop the job (disagg cancel) when done"; exec sleep infinity'
+)
+
+
+class Manual(BenchmarkAdapter):
+    types = ("manual",)
+    reads = frozenset()
+
+    def check_fields(self, inputs: BenchInputs) -> dict[str, str]:
+        """Every load field is ignored: no benchmark runs (srtctl reads none of them either)."""
+        section = inputs.section
+        ignored: dict[str, str] = {}
+        for name in sorted(section.model_fields_set):
+            value = getattr(section, name)
+            default = type(section).model_fields[name].get_default(call_default_factory=True)
+            if value is None or value == default or name in COMMON_FIELDS:
+                continue
+            ignored[name] = (
+                "benchmark type manual runs no benchmark (srtctl does not read it either)"
+            )
+        return ignored
+
+    def plan(self, inputs: BenchInputs) -> BenchPlan:
+        ignored = self.check_fields(inputs)
+        return BenchPlan(
+            type=inputs.section.type,
+            model_name=inputs.model_name,
+            isl=0,
+            osl=0,
+            points=[],
+            command=BenchCommand(
+                argv=["bash", "-c", HOLD],
+                results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
+                expects_results=False,
+            ),
+            ignored=ignored,
+        )
+
+    def bench_role(self, plan: Plan) -> RolePlan:
+        command = plan.bench.command
+        assert command is not None
+        return RolePlan(
+            name="bench",
+            kind=RoleKind.BENCH,
+            node_ranks=[0],
+            argv=list(command.argv),
+            env=contract_env(plan),
+            container_image=plan.slurm.container_image,
+        )

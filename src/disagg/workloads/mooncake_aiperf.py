@@ -1,0 +1,136 @@
+"""`mooncake-router` with a named `mooncake_workload`: AIPerf replaying a Mooncake trace,
+as srtctl runs it.
+
+srtctl's runner fetches the named FAST'25 trace from Mooncake's repository, warms up with
+a short AIPerf run (10 concurrent, 20 requests), then runs `aiperf profile` on the trace
+with `--custom-dataset-type mooncake_trace --fixed-schedule`, streaming, seed 42 and the
+goodput thresholds (TTFT 2000 ms, ITL 25 ms unless set). disagg renders the same two
+AIPerf calls in the bench role. AIPerf is not installed with disagg: where the bench
+role's environment has no `aiperf`, the run ends at once saying so (srtctl pip-installs
+it there; see the `mooncake-router` row of `disagg.plan.compat`). AIPerf's artifacts stay
+in the run directory; they are not turned into disagg's judged points.
+
+A recipe that gives `trace_file:` replays that file with disagg's own generator
+(`disagg.workloads.trace`), as before; srtctl's runner does not read `trace_file`.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
+from disagg.workloads.base import BenchInputs
+from disagg.workloads.custom import RESULTS_SUBDIR, contract_env, serving_role
+from disagg.workloads.trace import TraceReplay
+
+WORKLOADS = ("mooncake", "conversation", "synthetic", "toolagent")
+ENDPOINT = "<frontend-url>"
+TRACES = "https://raw.githubusercontent.com/kvcache-ai/Mooncake/main/FAST25-release"
+
+# `bash -c WRAPPER mooncake-router ENDPOINT MODEL WORKLOAD TTFT ITL TOKENIZER`
+WRAPPER = f"""set -u
+endpoint=$1 model=$2 workload=$3 ttft=$4 itl=$5 tokenizer=$6
+if ! command -v aiperf >/dev/null 2>&1; then
+  echo "benchmark mooncake-router: aiperf is not installed in the bench role's environment" \\
+       "(srtctl pip-installs it there; disagg does not install packages in a job)." \\
+       "Nothing was measured." >&2
+  exit 3
+fi
+out=${{DISAGG_RESULTS_DIR:?}}
+mkdir -p "$out/traces" "$out/artifacts"
+case $workload in
+  mooncake) url={TRACES}/arxiv-trace/mooncake_trace.jsonl ;;
+  *) url={TRACES}/traces/${{workload}}_trace.jsonl ;;
+esac
+trace="$out/traces/${{workload}}_trace.jsonl"
+if [ ! -f "$trace" ]; then
+  curl -fsSL -o "$trace.part" "$url" && mv "$trace.part" "$trace" || {{
+    echo "benchmark mooncake-router: cannot fetch the $workload trace from $url" >&2; exit 4; }}
+fi
+metrics=()
+if [ -n "${{AIPERF_SERVER_METRICS_URLS:-}}" ]; then
+  IFS=, read -r -a urls <<< "$AIPERF_SERVER_METRICS_URLS"
+  metrics=(--server-metrics "${{urls[@]}}")
+fi
+aiperf profile -m "$model" --tokenizer "$tokenizer" --url "$endpoint" --streaming \\
+  --ui simple --concurrency 10 --request-count 20 || exit $?
+run="$out/artifacts/${{model##*/}}_${{workload}}_$(date '+%Y%m%d_%H%M%S')"
+mkdir -p "$run"
+aiperf profile -m "$model" --tokenizer "$tokenizer" --input-file "$trace" \\
+  --custom-dataset-type mooncake_trace --fixed-schedule --url "$endpoint" --streaming \\
+  --random-seed 42 --ui simple --artifact-dir "$run" "${{metrics[@]}}" \\
+  --goodput "time_to_first_token:$ttft inter_token_latency:$itl"
+"""
+
+
+class MooncakeRouter(TraceReplay):
+    types = ("mooncake-router",)
+    reads = TraceReplay.reads | {"mooncake_workload", "container_image"}
+    ignores: ClassVar[dict[str, str]] = {
+        **TraceReplay.ignores,
+        "aiperf_package": "srtctl's mooncake-router script installs plain `aiperf` when "
+        "missing and never reads this spec",
+        "aiperf_args": "srtctl appends them to its mooncake-router script's arguments, "
+        "which the script does not pass to AIPerf",
+    }
+    differs = ("mooncake-router",)
+
+    def plan(self, inputs: BenchInputs) -> BenchPlan:
+        b = inputs.section
+        if b.trace_file is not None:  # a local trace: disagg's own replay
+            planned = super().plan(inputs)
+            planned.ignored.pop("aiperf_args", None)
+            return planned
+        ignored = self.check_fields(inputs)
+        workload = b.mooncake_workload or "conversation"
+        if workload not in WORKLOADS:
+            raise inputs.fail(
+                f"benchmark.mooncake_workload must be one of {', '.join(WORKLOADS)}, "
+                f"got {workload!r}",
+                ("benchmark", "mooncake_workload"),
+                None,
+            )
+        ttft = b.ttft_threshold_ms or 2000
+        itl = b.itl_threshold_ms or 25
+        for name, value in (("ttft_threshold_ms", ttft), ("itl_threshold_ms", itl)):
+            if value <= 0:
+                raise inputs.fail(f"benchmark.{name} must be positive", ("benchmark", name), None)
+        image = b.container_image
+        argv = ["bash", "-c", WRAPPER, "mooncake-router", ENDPOINT, inputs.model_name]
+        argv += [workload, str(ttft), str(itl), "${model.path}"]
+        return BenchPlan(
+            type=b.type,
+            model_name=inputs.model_name,
+            isl=0,
+            osl=0,
+            points=[],
+            command=BenchCommand(
+                argv=argv,
+                results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
+                env={"AIPERF_HTTP_SO_RCVTIMEO": "120"},
+                container_image=inputs.resolve_container(image) if image else None,
+                expects_results=False,
+            ),
+            ignored=ignored,
+        )
+
+    def bench_role(self, plan: Plan) -> RolePlan:
+        command = plan.bench.command
+        if command is None:
+            return super().bench_role(plan)
+        front = plan.role(plan.serving_role) if plan.serving_role else serving_role(plan.roles)
+        url = f"${{{front.name}.url}}" if front is not None else "http://localhost:8000"
+        env = contract_env(plan)
+        env.update(command.env)
+        return RolePlan(
+            name="bench",
+            kind=RoleKind.BENCH,
+            node_ranks=[0],
+            argv=[url if arg == ENDPOINT else arg for arg in command.argv],
+            env=env,
+            container_image=command.container_image or plan.slurm.container_image,
+        )
+
+    def prepare(self, bench: BenchPlan) -> None:
+        if bench.trace is not None:
+            super().prepare(bench)
