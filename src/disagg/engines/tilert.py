@@ -43,6 +43,7 @@ from disagg.engines.base import (
 )
 
 DECODE_MODULE = "tilert.pd_vllm.decode_server"
+ROUTER = "tilert-router"  # the frontend type of TileRT's router
 CONNECTOR_MODULE = "tilert.pd_vllm.prefill_connector"
 # Settings of either role that the plan or the simulator reads (prefill: vLLM's spellings,
 # decode: the decode server's).
@@ -151,7 +152,19 @@ class TileRT(EngineAdapter):
                 "an aggregated TileRT worker (TileRT decodes behind a vLLM prefill and "
                 "serves no OpenAI API of its own)"
             )
-        if spec.multi_node and not spec.simulated:
+        if spec.simulated:
+            return None
+        if spec.frontend != ROUTER:
+            from disagg.recipe.dialects.schema2 import FRONTEND_TYPES_BACK
+
+            written = FRONTEND_TYPES_BACK.get(spec.frontend, spec.frontend)
+            shown = written if spec.schema2 else spec.frontend
+            return "engine", (
+                f"a TileRT {spec.mode} worker behind frontend type {shown} (only "
+                "TileRT's router drives its prefill-to-decode hand-over: "
+                "`frontend.type: tilert-router`)"
+            )
+        if spec.multi_node:
             return "nodes", f"a TileRT {spec.mode} worker over several nodes"
         return None
 
