@@ -178,3 +178,39 @@ def test_the_weight_type_knob_is_listed_as_ignored(tmp_path: Path) -> None:
     plan = _plan(tmp_path, text)
     [entry] = [e for e in plan.ignored if e["field"] == "engine.weight_model_type"]
     assert entry["action"] == "ignored" and "weight" in entry["why"]
+
+
+SIM_RUN = """\
+schema: 2
+name: tilert-sim
+model: {path: sim/tiny-model, container: none, precision: fp8}
+resources: {gpu_type: sim, gpus_per_node: 8}
+engine: {type: tilert, engine: sim, model_profile: glm5, max_seq_len: 4096, with_mtp: true}
+roles:
+  prefill: {nodes: 1, workers: 1, gpus: 4}
+  decode: {nodes: 0, workers: 1, gpus: 4, args: {num-mtp: 2}}
+frontend: {type: tilert-router, enable_multiple_frontends: false, args: {parser: none}}
+benchmark: {type: sa-bench, isl: 64, osl: 8, concurrencies: "1x4", req_rate: inf,
+  num_prompts_mult: 2, num_warmup_mult: 0}
+"""
+
+
+@pytest.mark.slow
+def test_a_simulated_tilert_run_measures_every_point_behind_its_stand_in(tmp_path: Path) -> None:
+    """The simulated engine runs the TileRT roles (decode with MTP) behind smg standing in for
+    TileRT's router, end to end on this machine, and leaves nothing running."""
+    from disagg.plan.model import Plan
+    from run.conftest import disagg, wait_gone
+
+    path = tmp_path / "tilert-sim.yaml"
+    path.write_text(SIM_RUN)
+    out = tmp_path / "run"
+    done = disagg("run", path, "--local", "--out", out, "--json", timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    plan = Plan.read(out)
+    assert plan.frontend == "smg (standing in for tilert-router)"
+    decode = " ".join(plan.role("decode-0").argv)
+    assert "--speculative-algorithm mtp --speculative-num-steps 2" in decode
+    summary = json.loads((out / "summary.json").read_text())
+    assert [p["status"] for p in summary["points"]] == ["measured", "measured"]
+    assert wait_gone([pid for pids in summary["role_pids"].values() for pid in pids]) == []
