@@ -4,7 +4,8 @@ What a user relies on: the worker command ATOM's server takes for each role (its
 flag spellings kept, the plan's model, ports and TP size, the KV hand-over of
 prefill/decode workers through Mooncake), AMD GPU pinning from the cluster profile, the
 simulated engine reading the same settings, and a clear refusal of what cannot run
-here (a frontend srt-slurm does not define, ATOM's P/D router). No ATOM runs on this
+here (a frontend srt-slurm does not define, P/D workers behind a router other than ATOM's
+own, atomesh: tests/frontends/test_atomesh.py). No ATOM runs on this
 machine: golden files from InferenceX's ATOM recipes stand in.
 
 Regenerate after an intended change and review the diff:
@@ -128,7 +129,7 @@ def test_aggregated_workers_are_pinned_to_their_amd_gpus(tmp_path: Path) -> None
     ("recipe", "what"),
     [
         ("qwen3-0.6b/mi355x/disagg-1p1d-fixed-seq.yaml", "frontend type infera (not a frontend"),
-        ("deepseek-v4/mi355x/disagg-2p1d-dpa-tp8-8k1k.yaml", "frontend type atomesh (ATOM's"),
+        ("qwen3-0.6b/mi355x/agg-2w-fixed-seq.yaml", "frontend type infera (not a frontend"),
     ],
 )
 def test_the_corpus_recipes_are_refused_for_their_frontend_by_name(recipe: str, what: str) -> None:
@@ -143,7 +144,11 @@ def test_real_prefill_decode_workers_are_refused_without_atoms_router(tmp_path: 
     path = tmp_path / "pd.yaml"
     path.write_text(recipe.read_text().replace("type: infera", "type: sglang-router"))
     [variant] = load_variants(path)
-    with pytest.raises(UnsupportedRecipe, match="an ATOM prefill worker: its KV hand-over"):
+    with pytest.raises(
+        UnsupportedRecipe,
+        match="an ATOM prefill worker behind frontend type sglang-router: its KV hand-over needs "
+        "ATOM's own router",
+    ):
         place(variant)
 
 

@@ -27,7 +27,7 @@ def test_every_type_an_adapter_answers_to_is_listed() -> None:
 
 
 def test_an_unlisted_type_is_refused_with_the_built_ones() -> None:
-    reason = refusal("atomesh")
-    assert reason is not None and reason.startswith("frontend type atomesh")
+    reason = refusal("infera")
+    assert reason is not None and reason.startswith("frontend type infera")
     with pytest.raises(KeyError):
-        frontends.frontend_for("atomesh")
+        frontends.frontend_for("infera")

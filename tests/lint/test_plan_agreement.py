@@ -35,7 +35,7 @@ def test_an_unsupported_variant_is_a_warning_and_ignored_fields_are_info(tmp_pat
     found = only(report, "DA013")
     warnings = [f for f in found if f.severity is Severity.WARNING]
     infos = [f for f in found if f.severity is Severity.INFO]
-    assert len(warnings) == 1 and "unsupported: backend type tilert" in warnings[0].message
+    assert len(warnings) == 1 and "unsupported: a TileRT prefill worker" in warnings[0].message
     assert any("telemetry.enabled is ignored" in f.message for f in infos)
     assert report.exit_code == 1
 

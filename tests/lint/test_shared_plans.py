@@ -45,7 +45,7 @@ def test_lint_after_plan_places_no_variant_again(tmp_path: Path, placements: lis
         reused = lint_paths([recipe])
     assert sorted(placements) == [f"{recipe}:override_{name}" for name in "abc"]
     assert reused.findings == alone.findings
-    assert any("backend type tilert" in f.message for f in reused.findings)
+    assert any("a TileRT prefill worker" in f.message for f in reused.findings)
 
 
 def test_outside_shared_every_call_plans_afresh(tmp_path: Path, placements: list[str]) -> None:

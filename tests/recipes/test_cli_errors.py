@@ -85,7 +85,7 @@ def test_unsupported_backend_is_one_line(write: Callable[..., Path]) -> None:
     code, _, error = invoke("plan", str(path))
     assert code == 2
     lines = [line for line in error.splitlines() if line.strip()]
-    assert len(lines) == 1 and "unsupported: backend type tilert" in lines[0]
+    assert len(lines) == 1 and "unsupported: a TileRT prefill worker" in lines[0]
 
 
 def test_unsupported_variants_are_listed_while_the_others_are_planned(
@@ -99,10 +99,10 @@ def test_unsupported_variants_are_listed_while_the_others_are_planned(
     assert [Plan.model_validate(v).name for v in payload["variants"]] == ["tiny"]
     [skipped] = payload["unsupported"]
     assert skipped["selector"].endswith("tilert.yaml:base")
-    assert skipped["reason"].startswith("unsupported: backend type tilert")
+    assert skipped["reason"].startswith("unsupported: a TileRT prefill worker")
     code, _, error = invoke("plan", str(good), str(bad))
     assert code == 1
-    assert "unsupported: backend type tilert" in error
+    assert "unsupported: a TileRT prefill worker" in error
     assert "1 variant(s) planned, 1 unsupported" in error
 
 

@@ -15,6 +15,8 @@ from .recipe_helpers import CORPUS, SHARED_RECIPES
 # What runs for each `frontend.type` when the plan says nothing about it: the frontend it
 # names (srt-slurm v1's `sglang` is the SGLang router, whose successor is smg).
 RUNS = {
+    "atomesh": {"atomesh", "smg (standing in for atomesh)"},
+    "tilert-router": {"tilert-router", "smg (standing in for tilert-router)"},
     "dynamo": {"dynamo"},
     "sglang": {"smg", "sglang-router"},
     "sglang-router": {"smg", "sglang-router"},

@@ -25,7 +25,7 @@ def test_a_directory_plans_every_file_and_a_bad_one_stops_nothing(write: Write) 
     code, out, err = invoke("plan", str(root))
     assert code == 2  # bad input in some file
     assert out.count("tiny") >= 2  # both good files planned and shown
-    assert "unsupported: backend type tilert" in err
+    assert "unsupported: a TileRT prefill worker" in err
     assert "c-broken.yaml:" in err and "malformed YAML" in err
     assert "unknown key `resources.gpu_typo`" in err
     assert "srtslurm.yaml: skipped, an srt-slurm cluster config" in err

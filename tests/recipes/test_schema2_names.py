@@ -76,16 +76,21 @@ def test_a_layout_error_names_the_role_field(write: Write) -> None:
     assert caught.value.location.line in (prefill, prefill + 1)  # the key or its map
 
 
-def test_an_engine_not_run_here_is_refused_in_schema2_words(write: Write) -> None:
+def test_an_engine_behind_a_router_that_cannot_drive_it_is_refused_in_schema2_words(
+    write: Write,
+) -> None:
+    """Every engine type is built now; TileRT behind the SGLang router is refused, its
+    frontend named as schema 2 spells it (`sglang-router`, not the internal `sglang`)."""
     text = SCHEMA2.replace("engine: sglang\n", "engine: tilert\n")
     [variant] = load_variants(write(text))
     with pytest.raises(UnsupportedRecipe) as caught:
         place(variant)
-    assert caught.value.message.startswith("unsupported: engine type tilert (")
-    assert "`engine: {type: tilert, engine: sim}`" in caught.value.message
-    assert "backend" not in caught.value.message
+    message = caught.value.message
+    assert message.startswith("unsupported: a TileRT prefill worker behind frontend type ")
+    assert "frontend type sglang-router (" in message
+    assert "`frontend.type: tilert-router`" in message
+    assert "backend" not in message
     assert caught.value.location is not None
-    assert caught.value.location.line == _line_of(text, "engine: tilert")
 
 
 def _aggregated(frontend: str) -> str:

@@ -130,6 +130,7 @@ def run_command(
             "this recipe runs a real engine; `disagg run` needs --local to run it on this machine",
             hint="submit it to a cluster with `disagg submit`, or pass --local",
         )
+    _refuse_uninstalled_frontends(plans)
     console = make_console(stderr=as_json)
     results: list[dict[str, Any]] = []
     worst = 0
@@ -152,6 +153,17 @@ def run_command(
     if as_json:
         print(json.dumps(results if len(results) != 1 else results[0], indent=2))
     raise typer.Exit(worst)
+
+
+def _refuse_uninstalled_frontends(plans: list[Any]) -> None:
+    """A real router that is not installed here (atomesh, tilert-router) is refused by name
+    before any run directory is made, not started to fail."""
+    from disagg.frontends.static import local_refusal
+
+    for plan in plans:
+        why = local_refusal(plan.frontend, plan.simulated)
+        if why is not None:
+            raise DisaggError(f"{plan.selector}: {why}")
 
 
 def logs_command(

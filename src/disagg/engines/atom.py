@@ -22,8 +22,9 @@ workers (schema-reference AtomBackend). The flags are ATOM's own CLI
 - Speculative decoding: `--method` (mtp, eagle3, dspark) and
   `--num-speculative-tokens`; a standalone draft is `--draft-model`.
 
-ATOM's P/D hand-over needs ATOM's own router (atomesh), which is not built here: real
-prefill/decode workers are refused; aggregated ones run behind any frontend. GPU
+ATOM's P/D hand-over needs ATOM's own router (`frontend.type: atomesh`,
+`disagg.frontends.atomesh`): real prefill/decode workers behind any other frontend are
+refused; aggregated ones run behind any frontend. GPU
 pinning is the cluster profile's (`HIP_VISIBLE_DEVICES`/`ROCR_VISIBLE_DEVICES` on AMD).
 No ATOM runs on this machine: golden files and the simulated engine stand in.
 """
@@ -71,6 +72,7 @@ FLAGS = FlagTable(
 PLACEMENT_FLAGS = frozenset({"model", "host", "server-port", "port"})
 _SHORT = frozenset({"tp", "dp", "pp", "pcp", "dcp"})  # ATOM's single-dash group sizes
 DEFAULT_CONNECTOR = "mooncake"
+ATOMESH = "atomesh"  # the frontend type of ATOM's own router
 _ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 
@@ -149,9 +151,11 @@ class Atom(EngineAdapter):
             connector = str(spec.backend.get("connector") or DEFAULT_CONNECTOR)
             if connector != DEFAULT_CONNECTOR:
                 return "connector", f"backend.connector {connector} (ATOM's is mooncake)"
+            if spec.frontend == ATOMESH:
+                return None
             return "kv-transfer-config", (
-                f"an ATOM {spec.mode} worker: its KV hand-over needs ATOM's own router "
-                "(atomesh), which is not built here"
+                f"an ATOM {spec.mode} worker behind frontend type {spec.frontend}: its KV "
+                "hand-over needs ATOM's own router (`frontend.type: atomesh`)"
             )
         return None
 

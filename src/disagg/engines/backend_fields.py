@@ -14,8 +14,7 @@ from typing import Any, Literal
 
 Action = Literal["refused", "ignored"]
 
-# knob -> (action, why, value that means "not set"). Knobs of engines without an adapter
-# (tilert) are not listed: their recipes are refused by backend type. The mocker's
+# knob -> (action, why, value that means "not set"). The mocker's
 # knobs are its adapter's own (`engines.mocker.KNOBS`).
 KNOBS: dict[str, tuple[Action, str, Any]] = {
     "kv_events_config": ("ignored", "no KV-cache events are published or consumed", None),
@@ -44,6 +43,12 @@ KNOBS: dict[str, tuple[Action, str, Any]] = {
     "prefill_extra_args": ("ignored", "only TRT-LLM workers take extra arguments", None),
     "decode_extra_args": ("ignored", "only TRT-LLM workers take extra arguments", None),
     "aggregated_extra_args": ("ignored", "only TRT-LLM workers take extra arguments", None),
+    "weight_model_type": (
+        "ignored",
+        "names the checkpoint type for TileRT's weight conversion; the job converts no "
+        "weights and the decode server reads the converted ones from weights_dir",
+        None,
+    ),
 }
 
 

@@ -186,6 +186,9 @@ class WorkerCommand:
     mpi_srun_options: dict[str, str] = field(default_factory=dict)
     # Ids of `disagg.plan.compat` rows: where this worker differs from srtctl's on purpose.
     differs: list[str] = field(default_factory=list)
+    # The image this worker runs in when not the job's (a container alias or image; TileRT's
+    # `prefill_container`); None: the job's.
+    container: str | None = None
     # Settings of the role this command does not pass on as written, besides `ignored()`'s
     # (those that depend on the worker's spec, such as its frontend).
     ignored: list[Ignored] = field(default_factory=list)

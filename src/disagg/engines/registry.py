@@ -16,6 +16,7 @@ _MODULES: dict[str, str] = {
     "trtllm": "disagg.engines.trtllm",
     "mocker": "disagg.engines.mocker",
     "atom": "disagg.engines.atom",
+    "tilert": "disagg.engines.tilert",
 }
 
 

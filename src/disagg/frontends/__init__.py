@@ -21,6 +21,8 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "sglang": ("disagg.frontends.smg", "RouterFrontend"),
     "sglang-direct": ("disagg.frontends.direct", "DirectFrontend"),
     "trtllm_serve": ("disagg.frontends.direct", "TrtllmServeFrontend"),
+    "atomesh": ("disagg.frontends.atomesh", "AtomeshFrontend"),
+    "tilert-router": ("disagg.frontends.tilert_router", "TileRTRouterFrontend"),
 }
 _TABLE: AdapterTable[Frontend] = AdapterTable(Frontend, _ADAPTERS)
 
@@ -35,10 +37,8 @@ REFUSED: dict[str, str] = {
     "vllm-router": "not built here; smg fronts vLLM workers: `type: smg`",
     "none": "a services-only job has no endpoint to benchmark",
     "vllm-direct": "the direct vllm frontend is not built here; smg fronts vLLM: `type: smg`",
-    "atomesh": "ATOM's own router is not built here",
     # Named by InferenceX's ATOM recipes; srt-slurm has no such frontend type.
     "infera": "not a frontend type srt-slurm defines",
-    "tilert-router": "not built here",
 }
 
 

@@ -161,6 +161,28 @@ _ROWS = (
         "index); a local trace is replayed with the validated results every other disagg "
         "benchmark writes",
     ),
+    Difference(
+        "static-router-command",
+        "renders its own command for `frontend.type: atomesh` and `tilert-router` "
+        "(srt-slurm 2.x's static routers; that code is not in the srt-slurm source this "
+        "project follows)",
+        "renders each router's own documented launch: `atomesh launch ... --backend atom` "
+        "as ATOM's P/D jobs run it, `python3 -m tilert.pd_vllm.pd_router` as TileRT's "
+        "README does, with the recipe's `frontend.args` as written; neither is run on this "
+        "machine",
+        "the routers' own projects document their command lines; srtctl's rendering of them "
+        "could not be read, so golden files pin what disagg renders",
+    ),
+    Difference(
+        "static-router-stand-in",
+        "runs the router the recipe names (`atomesh`, `tilert-router`) in front of real "
+        "ATOM / TileRT workers",
+        "in a simulated run (`engine: sim`) puts smg in front of the simulated workers "
+        "instead, and names it as standing in (plan `frontend`); a real run of either "
+        "router locally is refused by name",
+        "the simulated workers speak SGLang's PD protocol, which smg drives; neither router "
+        "is installed here, and atomesh takes the SGLang gateway's command line",
+    ),
 )
 
 

@@ -323,10 +323,16 @@ class _Placer:
                     speculative=reading.speculative_algorithm,
                     env={**self.role_env(kind), **command.env},
                     health=self.worker_health(),
-                    container_image=image,
+                    container_image=self.worker_image(command, image),
                 )
             )
         return roles
+
+    def worker_image(self, command: WorkerCommand, image: str | None) -> str | None:
+        """The job's image, or the one the engine names for this worker (resolved alike)."""
+        if image is None or command.container is None:
+            return image
+        return resolve_container(command.container, self.profile)
 
     def container_args(
         self, kind: RoleKind, name: str, args: Mapping[str, Any], image: str | None

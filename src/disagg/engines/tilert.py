@@ -1,0 +1,224 @@
+"""TileRT behind the engine seam: a vLLM prefill handing its KV to TileRT's decode server.
+
+srt-slurm 2.x's `tilert` engine (schema-reference TileRTBackend: "Launch TileRT's decode
+server with recipe-owned model and transport settings") runs TileRT's disaggregated
+layout, as TileRT's README (Topology A, `tilert.pd_vllm`) describes it:
+
+- prefill: stock `vllm serve` with TileRT's KV connector loaded as a plugin
+  (`kv_connector_module_path: tilert.pd_vllm.prefill_connector`, role kv_producer) and
+  `--return-tokens-as-token-ids` (the router reads the first token's id), its tensor
+  parallel over the worker's GPUs unless the role sets a size. The engine
+  knobs fill what the README's command line sets: `prefill_kv_cache_dtype` ->
+  `--kv-cache-dtype`, `with_mtp`/`speculative_tokens` -> `--speculative-config` (mtp),
+  `model_profile`/`max_seq_len`/`transport` -> the connector's `tilert_*` settings. A
+  role's own setting wins over the knob; a role's own `kv-transfer-config` is kept whole.
+  `prefill_container` is the image the prefill runs in.
+- decode: `python3 -m tilert.pd_vllm.decode_server --engine tilert` with the knobs as its
+  flags (`--model` profile, `--model-weights-dir`, `--max-seq-len`, `--kv-cache-dtype`,
+  `--transport`, `--with-mtp`), then the role's own settings as written, then the plan's
+  two ports (`--ctrl-port`: the connector's RDMA control plane, `--http-port`).
+
+The decode server serves no OpenAI API (`/pd/decode`, `/health`): only TileRT's router
+(`frontend.type: tilert-router`) reaches it, so an aggregated TileRT worker is refused.
+The decode server has no host flag (it binds every interface). No TileRT runs on this
+machine: golden files and the simulated engine stand in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from disagg.engines.base import (
+    EngineAdapter,
+    FlagTable,
+    Parallelism,
+    WorkerCommand,
+    WorkerSpec,
+    as_int,
+    bootstrap_ports,
+    listen_host,
+)
+
+DECODE_MODULE = "tilert.pd_vllm.decode_server"
+ROUTER = "tilert-router"  # the frontend type of TileRT's router
+CONNECTOR_MODULE = "tilert.pd_vllm.prefill_connector"
+# Settings of either role that the plan or the simulator reads (prefill: vLLM's spellings,
+# decode: the decode server's).
+FLAGS = FlagTable(
+    {
+        "tp": ("tensor-parallel-size",),
+        "served_model_name": ("served-model-name",),
+        "max_running_requests": ("max-num-seqs",),
+        "chunk_size": ("max-num-batched-tokens",),
+        "context_length": ("max-model-len", "max-seq-len"),
+        "kv_transfer_config": ("kv-transfer-config",),
+        "speculative_config": ("speculative-config",),
+        "mtp": ("with-mtp",),
+    },
+)
+# Flags the plan sets itself on either role.
+PLACEMENT_FLAGS = frozenset({"host", "port", "ctrl-port", "http-port", "engine"})
+# Decode-server flag for each engine knob, in the order TileRT's README writes them.
+DECODE_KNOBS: tuple[tuple[str, str], ...] = (
+    ("model_profile", "model"),
+    ("weights_dir", "model-weights-dir"),
+    ("max_seq_len", "max-seq-len"),
+    ("kv_cache_dtype", "kv-cache-dtype"),
+    ("transport", "transport"),
+    ("with_mtp", "with-mtp"),
+)
+KNOBS = frozenset(
+    {
+        "served_model_name",
+        "prefill_container",
+        "model_profile",
+        "weights_dir",
+        "max_seq_len",
+        "kv_cache_dtype",
+        "prefill_kv_cache_dtype",
+        "transport",
+        "with_mtp",
+        "speculative_tokens",
+    }
+)
+
+
+def connector_json(backend: Mapping[str, Any]) -> str:
+    """The prefill's `--kv-transfer-config`: TileRT's connector with the knobs it reads (the
+    router sends each request's decode host and control port with the request)."""
+    extra: dict[str, Any] = {}
+    for knob, key in (
+        ("model_profile", "tilert_model"),
+        ("max_seq_len", "tilert_max_seq_len"),
+        ("transport", "tilert_transport"),
+    ):
+        if backend.get(knob) is not None:
+            extra[key] = backend[knob]
+    config: dict[str, Any] = {
+        "kv_connector": "TileRTConnector",
+        "kv_connector_module_path": CONNECTOR_MODULE,
+        "kv_role": "kv_producer",
+    }
+    if extra:
+        config["kv_connector_extra_config"] = extra
+    return json.dumps(config, separators=(",", ":"))
+
+
+class TileRT(EngineAdapter):
+    name: ClassVar[str] = "tilert"
+    label: ClassVar[str] = "TileRT"
+    flags: ClassVar[FlagTable] = FLAGS
+    placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
+    honoured_keys: ClassVar[frozenset[str]] = frozenset()
+    backend_fields: ClassVar[frozenset[str]] = KNOBS
+    health_deadline_s: ClassVar[float] = 3600.0  # TileRT compiles its kernels at start-up
+
+    def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
+        return Parallelism(tp=FLAGS.size(args, "tp"))
+
+    def worker_parallelism(self, args: Mapping[str, Any], spec: WorkerSpec) -> Parallelism:
+        """A decode server spans every GPU it is given (TileRT shards its weights per GPU)."""
+        if spec.mode == "decode" or FLAGS.find(args, "tp") is None:
+            return Parallelism(tp=max(1, spec.gpus_per_node * spec.nnodes))
+        return self.parallelism(args)
+
+    def served_model_name(self, args: Mapping[str, Any]) -> str | None:
+        value = FLAGS.value(args, "served_model_name")
+        return str(value) if value is not None else None
+
+    def simulated_worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
+        """The simulated engine with what each TileRT role would run: the GPUs it spans, the
+        decode server's MTP and the sequence limit the knobs set."""
+        from disagg.engines.sim.command import sim_worker_argv
+
+        backend = spec.backend
+        reading = replace(self.sim_reading(args), parallel=self.worker_parallelism(args, spec))
+        if reading.context_length is None and as_int(backend.get("max_seq_len")) is not None:
+            reading = replace(reading, context_length=as_int(backend["max_seq_len"]))
+        mtp = FLAGS.value(args, "mtp") is True or bool(backend.get("with_mtp"))
+        if spec.mode == "decode" and mtp:
+            steps = as_int(args.get("num-mtp")) or as_int(backend.get("speculative_tokens")) or 1
+            reading = replace(reading, speculative_algorithm="mtp", speculative_num_steps=steps)
+        served = self.served_model_name(args) or spec.served_name
+        argv = sim_worker_argv(reading, spec, served_name=served, host=listen_host(args))
+        return WorkerCommand(argv=argv, ports=bootstrap_ports(spec))
+
+    def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
+        if spec.mode is None:
+            return "engine", (
+                "an aggregated TileRT worker (TileRT decodes behind a vLLM prefill and "
+                "serves no OpenAI API of its own)"
+            )
+        if spec.simulated:
+            return None
+        if spec.frontend != ROUTER:
+            from disagg.recipe.dialects.schema2 import FRONTEND_TYPES_BACK
+
+            written = FRONTEND_TYPES_BACK.get(spec.frontend, spec.frontend)
+            shown = written if spec.schema2 else spec.frontend
+            return "engine", (
+                f"a TileRT {spec.mode} worker behind frontend type {shown} (only "
+                "TileRT's router drives its prefill-to-decode hand-over: "
+                "`frontend.type: tilert-router`)"
+            )
+        if spec.multi_node:
+            return "nodes", f"a TileRT {spec.mode} worker over several nodes"
+        return None
+
+    def prefill_args(self, args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
+        """The prefill's vLLM settings: the knobs' defaults, then the role's own."""
+        backend = spec.backend
+        derived: dict[str, Any] = {
+            "tensor-parallel-size": self.worker_parallelism(args, spec).tp,
+            "return-tokens-as-token-ids": True,
+        }
+        if backend.get("prefill_kv_cache_dtype") is not None:
+            derived["kv-cache-dtype"] = backend["prefill_kv_cache_dtype"]
+        if backend.get("with_mtp"):
+            tokens = as_int(backend.get("speculative_tokens")) or 1
+            derived["speculative-config"] = json.dumps(
+                {"method": "mtp", "num_speculative_tokens": tokens}
+            )
+        derived["kv-transfer-config"] = connector_json(backend)
+        written = {FLAGS.normalise(str(k)) for k in args}
+        kept = {k: v for k, v in derived.items() if k not in written}
+        return {**dict(args), **kept}
+
+    def decode_args(self, args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
+        """The decode server's settings: the knobs, then the role's own as written."""
+        kept: dict[str, Any] = {}
+        for knob, flag in DECODE_KNOBS:
+            if spec.backend.get(knob) is not None:
+                kept[flag] = spec.backend[knob]
+        for key, value in args.items():
+            name = FLAGS.normalise(str(key))
+            if name not in PLACEMENT_FLAGS:
+                kept[name] = value
+        return kept
+
+    def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
+        from disagg.engines import vllm
+        from disagg.engines.sglang import render_args
+
+        if spec.mode == "prefill":
+            return vllm.ADAPTER.engine_flags(self.prefill_args(args, spec), spec)
+        return render_args(self.decode_args(args, spec))
+
+    def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
+        from disagg.engines import vllm
+
+        image = spec.backend.get("prefill_container")
+        if spec.mode == "prefill":
+            command = vllm.ADAPTER.worker(self.prefill_args(args, spec), spec)
+            command.container = str(image) if image else None
+            return command
+        argv = ["python3", "-m", DECODE_MODULE, "--engine", "tilert"]
+        argv += self.engine_flags(args, spec)
+        argv += ["--ctrl-port", "${self.ctrl_port}", "--http-port", "${self.http_port}"]
+        return WorkerCommand(argv=argv, ports=["http", "ctrl"])
+
+
+ADAPTER = TileRT()
