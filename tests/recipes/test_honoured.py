@@ -40,7 +40,6 @@ def test_v1_fields_load_and_ignored_ones_are_listed_in_the_plan(write: Write) ->
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        ("  spread_workers: true\n", "resources.spread_workers"),
         ("  het_jobs: true\n", "resources.het_jobs"),
     ],
 )
