@@ -16,7 +16,7 @@ from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 
-from .recipe_helpers import MINIMAL
+from .recipe_helpers import MINIMAL, invoke
 
 Write = Callable[..., Path]
 HET = MINIMAL.replace("  decode_workers: 1\n", "  decode_workers: 1\n  het_jobs: true\n")
@@ -42,6 +42,14 @@ def test_het_jobs_puts_prefill_and_decode_in_their_own_components(
     script = render(plan, tmp_path)
     assert script.count("#SBATCH hetjob") == 1
     assert script.count("#SBATCH --nodes=") == 2
+
+
+def test_disagg_plan_shows_the_components(write: Write) -> None:
+    code, out, _ = invoke("plan", str(write(HET, "r.yaml")))
+    assert code == 0
+    assert "heterogeneous job of 1 + 1 nodes (#SBATCH hetjob)" in out
+    code, out, _ = invoke("plan", str(write(MINIMAL, "m.yaml")))
+    assert code == 0 and "hetjob" not in out
 
 
 def test_a_dedicated_infra_node_joins_the_prefill_component(write: Write) -> None:
