@@ -61,6 +61,11 @@ class ClusterProfile(BaseModel):
     )
     exclusive: bool = True
     segment: bool = Field(default=False, description="job.sbatch asks for --segment=<nodes>")
+    use_het_jobs: bool = Field(
+        default=False,
+        description="disaggregated jobs are Slurm heterogeneous jobs (prefill, decode) "
+        "unless a recipe sets resources.het_jobs (srt-slurm's use_het_jobs)",
+    )
     gpu_vendor: GpuVendor = Field(default=GpuVendor.NVIDIA, strict=False)
     network_interface: str | None = Field(
         default=None, description="sets NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME for workers"

@@ -83,7 +83,6 @@ class SrtSlurmCluster(BaseModel):
 # Keys that change what runs when set, and why a disagg profile does not carry them.
 _NOT_CARRIED: dict[str, str] = {
     "default_bash_preamble": "no shell preamble runs before roles",
-    "use_het_jobs": "the job is one homogeneous Slurm job",
     "default_health_check": "health deadlines come from the recipe and engine",
     "default_gpu_type": "the recipe's resources.gpu_type is used as written",
     "default_gpu_exporter": "no GPU telemetry exporter runs",
@@ -147,6 +146,7 @@ def profile_fields(config: SrtSlurmCluster) -> dict[str, Any]:
         "gpu_directive": directive,
         "exclusive": config.use_exclusive_sbatch_directive,
         "segment": config.use_segment_sbatch_directive,
+        "use_het_jobs": config.use_het_jobs,
         "gpu_vendor": "amd" if amd else "nvidia",
         "network_interface": config.network_interface,
         # srt-slurm starts every worker in its container image through pyxis: its

@@ -37,24 +37,6 @@ def test_v1_fields_load_and_ignored_ones_are_listed_in_the_plan(write: Write) ->
     assert "ignored" in out and "no profiler wraps the workers" in out
 
 
-@pytest.mark.parametrize(
-    ("extra", "field"),
-    [
-        ("  spread_workers: true\n", "resources.spread_workers"),
-        ("  het_jobs: true\n", "resources.het_jobs"),
-    ],
-)
-def test_fields_that_would_change_the_measurement_are_refused(
-    write: Write, extra: str, field: str
-) -> None:
-    text = MINIMAL.replace("  decode_workers: 1\n", "  decode_workers: 1\n" + extra)
-    [variant] = load_variants(write(text))
-    with pytest.raises(UnsupportedRecipe) as caught:
-        place(variant)
-    assert str(caught.value.message).startswith(f"unsupported: {field} (")
-    assert caught.value.location is not None and caught.value.location.line == 13
-
-
 def test_a_mooncake_store_service_is_refused_by_its_name(write: Write) -> None:
     """srt-slurm's standalone store command is not known here: refused, never dropped."""
     text = MINIMAL + "services:\n  - name: store\n    type: mooncake-store\n"

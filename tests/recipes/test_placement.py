@@ -120,6 +120,50 @@ def test_explicit_gpus_per_worker_leave_the_rest_idle(write: Write) -> None:
     assert layout(plan)[:2] == [("prefill-0", [0], [0, 1, 2, 3]), ("decode-0", [1], ALL8)]
 
 
+def test_spread_workers_give_each_partial_node_worker_a_node(write: Write) -> None:
+    """srtctl's `allocate_endpoints(spread_workers=True)`: a worker smaller than a node
+    gets a node of its own (its other GPUs idle); without it the two decode workers
+    would share node 1 and node 2 would be empty."""
+    fields = dict(
+        gpus_per_node=8,
+        prefill_nodes=1,
+        prefill_workers=1,
+        gpus_per_prefill=4,
+        decode_nodes=2,
+        decode_workers=2,
+        gpus_per_decode=4,
+    )
+    spread = with_resources(**fields).replace(
+        "resources:\n", "resources:\n  spread_workers: true\n"
+    )
+    plan = plan_of(write, spread)
+    assert plan.nodes == 3
+    assert layout(plan)[:4] == [
+        ("prefill-0", [0], [0, 1, 2, 3]),
+        ("decode-0", [1], [0, 1, 2, 3]),
+        ("decode-1", [2], [0, 1, 2, 3]),
+        ("router", [0], []),
+    ]
+    assert not [item for item in plan.ignored if "spread" in item["field"]]
+    packed = plan_of(write, with_resources(**fields))
+    assert [r.node_ranks for r in packed.roles[:3]] == [[0], [1], [1]]
+
+
+def test_spread_workers_need_a_node_per_worker(write: Write) -> None:
+    """Spread over fewer declared nodes than workers: the located layout error, as srtctl
+    fails ("Caller must reserve enough nodes")."""
+    text = with_resources(
+        gpus_per_node=8,
+        prefill_nodes=1,
+        prefill_workers=2,
+        gpus_per_prefill=4,
+        decode_nodes=1,
+        decode_workers=1,
+    ).replace("resources:\n", "resources:\n  spread_workers: true\n")
+    with pytest.raises(DisaggError, match="need 2 node"):
+        plan_of(write, text)
+
+
 def test_aggregated(write: Write) -> None:
     text = with_resources(gpus_per_node=8, agg_nodes=1, agg_workers=2).replace(
         "    prefill:\n      tp-size: 8\n    decode:\n      tp-size: 8\n",

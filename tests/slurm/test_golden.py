@@ -53,6 +53,33 @@ def test_job_sbatch_gpus_per_node_shared_nodes() -> None:
     check_golden("1p2d-gpus-per-node.sbatch", render(plan, RUN_DIR, python=PYTHON))
 
 
+def test_job_sbatch_heterogeneous_job() -> None:
+    """srtctl's het template: one block per component (its own nodes and segment, the
+    partition, account, time, GPUs and extra directives repeated), `#SBATCH hetjob`
+    between them; the job-wide name, output and time-limit warning once, in the first."""
+    plan = cluster_plan(het_nodes=[1, 2], segment=3)
+    text = render(plan, RUN_DIR, python=PYTHON)
+    check_golden("1p2d-het.sbatch", text)
+    directives = [line for line in text.splitlines() if line.startswith("#SBATCH")]
+    split = directives.index("#SBATCH hetjob")
+    first, second = directives[:split], directives[split + 1 :]
+    assert "#SBATCH --nodes=1" in first and "#SBATCH --segment=1" in first
+    assert "#SBATCH --nodes=2" in second and "#SBATCH --segment=2" in second
+    for line in ("#SBATCH --partition=batch", "#SBATCH --gres=gpu:8", "#SBATCH --mem=0"):
+        assert line in first and line in second
+    assert not [line for line in second if line.split("=")[0].endswith(("name", "signal"))]
+
+
+def test_srun_lines_of_a_heterogeneous_job_name_each_nodes_component() -> None:
+    plan = cluster_plan(het_nodes=[1, 2])
+    text = srun_lines(plan)
+    check_golden("1p2d-het-srun.txt", text)
+    for line in text.splitlines():
+        node = line.split("--nodelist=", 1)[1].split()[0]
+        group = "0" if node == "gpu-a01" else "1"
+        assert f"--het-group={group} " in line, line
+
+
 def test_srun_lines() -> None:
     check_golden("1p2d-srun.txt", srun_lines(cluster_plan()))
 

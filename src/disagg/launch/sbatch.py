@@ -10,6 +10,10 @@ it mid-point: `--signal=B:USR1@N` warns it N seconds before the time limit (it s
 keeps its results and records the run as timed out), and `--no-kill` on multi-node
 jobs keeps the job alive when a node fails, so the orchestrator sees the roles it lost
 and fails the run naming them instead of receiving the same SIGTERM as a cancel.
+
+A heterogeneous job (`SlurmPlan.het_nodes`, srtctl's `resources.het_jobs`) is written
+as srtctl's template writes it: one block of directives per component, separated by
+`#SBATCH hetjob`.
 """
 
 from __future__ import annotations
@@ -34,23 +38,35 @@ RESERVED = frozenset({"job-name", "output", "error", "chdir", "nodes", "parsable
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 
 
-def directives(slurm: SlurmPlan, run_dir: Path) -> list[tuple[str, str | None]]:
-    """(key, value) pairs in file order; a value of None is a bare flag (`--exclusive`)."""
-    pairs: dict[str, str | None] = {
-        "job-name": slurm.job_name,
-        "output": str(run_dir / OUTPUT_PATTERN),
-        "chdir": str(run_dir),
-        "nodes": str(slurm.nodes),
-        "ntasks-per-node": "1",
-    }
+def directives(
+    slurm: SlurmPlan, run_dir: Path, component: int | None = None
+) -> list[tuple[str, str | None]]:
+    """(key, value) pairs in file order; a value of None is a bare flag (`--exclusive`).
+
+    `component`: the pairs of one component of a heterogeneous job (`slurm.het_nodes`):
+    its own node count and segment, the partition, account, time, GPUs and the extra
+    directives repeated in each as srtctl repeats them; the job-wide name, output,
+    directory and time-limit signal only in the first.
+    """
+    first = not component
+    nodes = slurm.nodes if component is None else slurm.het_nodes[component]
+    pairs: dict[str, str | None] = {}
+    if first:
+        pairs["job-name"] = slurm.job_name
+        pairs["output"] = str(run_dir / OUTPUT_PATTERN)
+        pairs["chdir"] = str(run_dir)
+    pairs["nodes"] = str(nodes)
+    pairs["ntasks-per-node"] = "1"
     if slurm.partition:
         pairs["partition"] = slurm.partition
     if slurm.account:
         pairs["account"] = slurm.account
     if slurm.time_limit:
         pairs["time"] = slurm.time_limit
-    # Slurm may send it up to a minute early; the run's own limit stops it near then too.
-    pairs["signal"] = f"B:{TIME_LIMIT_SIGNAL}@{max(1, int(slurm_margin_s(slurm.time_limit)))}"
+    if first:  # the batch shell, and so the orchestrator, runs in the first component
+        # Slurm may send it up to a minute early; the run's own limit stops it near then too.
+        margin = max(1, int(slurm_margin_s(slurm.time_limit)))
+        pairs["signal"] = f"B:{TIME_LIMIT_SIGNAL}@{margin}"
     if slurm.nodes > 1:
         pairs["no-kill"] = None
     if slurm.gpus_per_node > 0:
@@ -61,7 +77,7 @@ def directives(slurm: SlurmPlan, run_dir: Path) -> list[tuple[str, str | None]]:
     if slurm.exclusive:
         pairs["exclusive"] = None
     if slurm.segment:
-        pairs["segment"] = str(slurm.segment)
+        pairs["segment"] = str(slurm.segment if component is None else nodes)
     for key, value in slurm.directives.items():
         name = key.removeprefix("--")
         if not _KEY.match(name):
@@ -125,8 +141,12 @@ def render(plan: Plan, run_dir: Path, *, python: str | None = None) -> str:
         "# Resubmit with `disagg submit --resume RUN_DIR`; results already measured are kept.",
     ]
     q = shlex.quote
-    for key, value in directives(plan.slurm, run_dir):
-        lines.append(f"#SBATCH --{key}" if value is None else f"#SBATCH --{key}={q(value)}")
+    components: list[int | None] = list(range(len(plan.slurm.het_nodes))) or [None]
+    for component in components:
+        if component:
+            lines.append("#SBATCH hetjob")
+        for key, value in directives(plan.slurm, run_dir, component):
+            lines.append(f"#SBATCH --{key}" if value is None else f"#SBATCH --{key}={q(value)}")
     lines += ["", "set -euo pipefail", f"cd {q(str(run_dir))}"]
     if plan.slurm.setup_script:
         lines.append("# the recipe's setup script runs once on the first node, before any role")

@@ -12,7 +12,12 @@ sets the GPU visibility variables of a step from its GRES, so the orchestrator's
 GPU pinning is re-applied with `env VAR=ids` in front of the command.
 
 Node names come from `scontrol show hostnames $SLURM_JOB_NODELIST` and addresses from
-`scontrol show node` (NodeAddr), never from a step's output. Teardown signals each
+`scontrol show node` (NodeAddr), never from a step's output. In a heterogeneous job
+(`SlurmPlan.het_nodes`) the node ranks run through the components' node lists
+(`SLURM_JOB_NODELIST_HET_GROUP_<n>`, group 0 first), every step names its node's
+component with `--het-group=N` as srtctl's `start_srun_process` does (Slurm refuses a
+step on another component's node without it), and the steps and nodes of every
+component (`SLURM_JOB_ID_HET_GROUP_<n>`) are watched. Teardown signals each
 step, then cancels it, and `close()` waits until none of this run's steps is left.
 A step's end stops only what Slurm still tracks as the step's; what a task left
 outside it (`setsid cmd &`) is found by its task mark and stopped by a short sweep
@@ -79,6 +84,7 @@ def srun_argv(
     mpi: MpiPlan | None = None,
     mpi_nodes: Sequence[str] = (),
     run_dir: Path | None = None,
+    het_group: int | None = None,
 ) -> list[str]:
     """The full srun command line of one task (also what the golden tests record).
 
@@ -98,6 +104,8 @@ def srun_argv(
         ]
     else:
         placement = ["--nodes=1", "--ntasks=1", f"--nodelist={node}"]
+    if het_group is not None:
+        placement.append(f"--het-group={het_group}")
     cmd = [
         "srun",
         "--overlap",
@@ -212,8 +220,12 @@ class SrunLauncher(RoleLauncher):
         slurm: SlurmPlan,
         python: str = sys.executable,
         run_dir: Path | None = None,
+        component_ids: Sequence[str] = (),
     ) -> None:
         self.job_id = job_id
+        # A heterogeneous job's component job ids (group order); its steps and nodes are
+        # Slurm's under these ids, not the job's own.
+        self.component_ids = list(component_ids) or [job_id]
         self.slurm = slurm
         self.run_dir = run_dir  # mounted into every container
         self.python = python
@@ -238,8 +250,13 @@ class SrunLauncher(RoleLauncher):
                 "the slurm executor runs inside a Slurm job (SLURM_JOB_ID is not set)",
                 hint="submit the run with `disagg submit`, or use `disagg run --local`",
             )
-        names = slurmctl.hostnames(nodelist)
-        return cls(job_id=job_id, node_names=names, slurm=slurm, run_dir=run_dir)
+        if not slurm.het_nodes:
+            names = slurmctl.hostnames(nodelist)
+            return cls(job_id=job_id, node_names=names, slurm=slurm, run_dir=run_dir)
+        groups = _het_groups(environ, slurm.het_nodes)
+        names = [name for group_names, _ in groups for name in group_names]
+        ids = [component for _, component in groups]
+        return cls(job_id=job_id, node_names=names, slurm=slurm, run_dir=run_dir, component_ids=ids)
 
     # ---- nodes ----------------------------------------------------------------------
 
@@ -283,6 +300,7 @@ class SrunLauncher(RoleLauncher):
             argv=[self.python, "-c", _PROBE_CODE, str(window.start), str(len(window))],
             env={},
             slurm=self.slurm,
+            het_group=self.slurm.het_group(node_rank),
         )
         out = slurmctl.run(argv, timeout_s=60.0)
         return {int(word) for word in out.split() if word.isdigit()}
@@ -298,6 +316,7 @@ class SrunLauncher(RoleLauncher):
             argv=[self.python, "-I", "-c", _sweep_source(), mark, f"{grace_s:g}"],
             env={},
             slurm=self.slurm,
+            het_group=self.slurm.het_group(node_rank),
         )
         try:
             out = slurmctl.run(argv, timeout_s=30.0 + grace_s)
@@ -340,6 +359,7 @@ class SrunLauncher(RoleLauncher):
             container_image=container_image,
             container_env=list(env),
             run_dir=self.run_dir,
+            het_group=self.slurm.het_group(node_rank),
         )
         popen = spawn_logged(
             cmd,
@@ -356,7 +376,7 @@ class SrunLauncher(RoleLauncher):
     def step_id(self, name: str) -> str | None:
         """The `JOB.STEP` id of this job's step called `name`, if it still runs."""
         try:
-            found = slurmctl.steps(self.job_id)
+            found = slurmctl.steps(",".join(self.component_ids))
         except DisaggError:
             return None
         return next((s.step_id for s in found if s.name == name), None)
@@ -364,12 +384,14 @@ class SrunLauncher(RoleLauncher):
     def lost_nodes(self) -> dict[int, str]:
         """Nodes the job no longer holds: Slurm removes a failed node from a `--no-kill`
         job's node list (and ends the steps on it), whatever state the node is in now."""
+        held: set[str] = set()
         try:
-            info = slurmctl.job(self.job_id)
-            held = set(slurmctl.hostnames(info.nodes)) if info and info.nodes else None
+            for component in self.component_ids:
+                info = slurmctl.job(component)
+                if info is None or not info.nodes:
+                    return {}
+                held |= set(slurmctl.hostnames(info.nodes))
         except DisaggError:
-            return {}
-        if held is None:
             return {}
         lost = {rank: name for rank, name in enumerate(self._names) if name not in held}
         if not lost:
@@ -394,7 +416,8 @@ class SrunLauncher(RoleLauncher):
         deadline = time.monotonic() + STEP_GONE_TIMEOUT_S
         while time.monotonic() < deadline:
             try:
-                left = [s for s in slurmctl.steps(self.job_id) if s.name.startswith(STEP_PREFIX)]
+                steps = slurmctl.steps(",".join(self.component_ids))
+                left = [s for s in steps if s.name.startswith(STEP_PREFIX)]
             except DisaggError:
                 return
             if not left:
@@ -404,6 +427,31 @@ class SrunLauncher(RoleLauncher):
                     cancelled.add(step.step_id)
                     _quietly(partial(slurmctl.cancel, step.step_id))
             time.sleep(0.2)
+
+
+def _het_groups(environ: Mapping[str, str], planned: Sequence[int]) -> list[tuple[list[str], str]]:
+    """(node names, component job id) of each component of the heterogeneous job this
+    runs in, checked against the component sizes the plan asked for."""
+    size = environ.get("SLURM_HET_SIZE", "")
+    if not size.isdigit() or int(size) != len(planned):
+        raise DisaggError(
+            f"the plan is a heterogeneous job of {len(planned)} components, but this job "
+            f"has SLURM_HET_SIZE={size or 'unset'}",
+            hint="submit the run with `disagg submit`, which writes the `#SBATCH hetjob` groups",
+        )
+    groups: list[tuple[list[str], str]] = []
+    for group, count in enumerate(planned):
+        nodelist = environ.get(f"SLURM_JOB_NODELIST_HET_GROUP_{group}", "")
+        component = environ.get(f"SLURM_JOB_ID_HET_GROUP_{group}", "")
+        names = slurmctl.hostnames(nodelist) if nodelist else []
+        if len(names) != count or not component:
+            raise DisaggError(
+                f"heterogeneous job component {group} has {len(names)} node(s) "
+                f"({nodelist or 'no SLURM_JOB_NODELIST_HET_GROUP_' + str(group)}); "
+                f"the plan asked for {count}"
+            )
+        groups.append((names, component))
+    return groups
 
 
 def _sweep_source() -> str:

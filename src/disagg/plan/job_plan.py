@@ -24,8 +24,10 @@ def slurm_plan(
     image: str | None,
     mounts: dict[str, str],
     pyxis: bool,
+    het_nodes: list[int] | None = None,
 ) -> SlurmPlan:
-    """The allocation for `nodes` nodes of `gpn` GPUs; `image` runs the roles (or None)."""
+    """The allocation for `nodes` nodes of `gpn` GPUs; `image` runs the roles (or None);
+    `het_nodes`: the node count of each heterogeneous-job component (srtctl's het_jobs)."""
     directives = dict(profile.sbatch_directives) if profile else {}
     directives.update({k: env_text(v) for k, v in cfg.sbatch_directives.items()})
     srun = dict(profile.srun_options) if profile else {}
@@ -47,6 +49,7 @@ def slurm_plan(
         pyxis=pyxis,
         secret_env=list(profile.secret_env) if profile else ["HF_TOKEN"],
         setup_script=cfg.setup_script,
+        het_nodes=list(het_nodes or []),
     )
 
 

@@ -277,6 +277,19 @@ class SlurmPlan(_Strict):
     pyxis: bool = False  # srun gets --container-* flags for roles with an image only when set
     secret_env: list[str] = Field(default_factory=empty_list)  # names only, never values
     setup_script: str | None = None
+    # A Slurm heterogeneous job (srtctl's `resources.het_jobs`): the node count of each
+    # component, group 0 (prefill, and a dedicated infra node) then group 1 (decode);
+    # empty for one homogeneous job. Node ranks run through the groups in this order.
+    het_nodes: list[int] = Field(default_factory=empty_list)
+
+    def het_group(self, node_rank: int) -> int | None:
+        """The component a node rank belongs to (`srun --het-group`), None if not het."""
+        first = 0
+        for group, count in enumerate(self.het_nodes):
+            if node_rank < first + count:
+                return group
+            first += count
+        return None
 
 
 class Plan(_Strict):

@@ -4,7 +4,10 @@ Prefill workers first from node rank 0, then decode workers on their own `decode
 (or, with `decode_nodes: 0`, on the GPUs the prefill workers leave free). A worker
 needing at least a node's GPUs spans whole nodes; smaller workers share a node on
 disjoint GPU subsets. GPUs per worker are `gpus_per_prefill` / `gpus_per_decode` /
-`gpus_per_agg` when given, else nodes x GPUs-per-node / workers. Kept apart from
+`gpus_per_agg` when given, else nodes x GPUs-per-node / workers. With
+`resources.spread_workers`, each worker smaller than a node gets a node of its own
+(srtctl's `allocate_endpoints(spread_workers=True)`), the rest of its GPUs left idle.
+Kept apart from
 `disagg.plan.placement` (which builds each role's command) because it is pure
 arithmetic over the `resources` section, with its own refusals.
 """
@@ -40,8 +43,9 @@ class WorkerGroup:
 class GpuCursor:
     """Walks GPUs node by node, handing out whole nodes or GPU subsets."""
 
-    def __init__(self, gpus_per_node: int) -> None:
+    def __init__(self, gpus_per_node: int, *, spread: bool = False) -> None:
         self.gpn = gpus_per_node
+        self.spread = spread  # a partial-node worker leaves the rest of its node idle
         self.node = 0
         self.gpu = 0
 
@@ -64,7 +68,7 @@ class GpuCursor:
         ids = list(range(self.gpu, self.gpu + gpus))
         rank = self.node
         self.gpu += gpus
-        if self.gpu == self.gpn:
+        if self.gpu == self.gpn or self.spread:
             self.next_node()
         return [rank], ids
 
@@ -146,7 +150,7 @@ class NodeLayout:
         self, gpn: int
     ) -> tuple[list[tuple[RoleKind, int, list[int], list[int]]], int]:
         """(kind, index, node ranks, gpu ids) per worker, and the number of nodes."""
-        cursor = GpuCursor(gpn)
+        cursor = GpuCursor(gpn, spread=self.resources.spread_workers)
         placed: list[PlacedWorker] = []
         end = 0  # one past the last declared node so far
         for group in self.groups(gpn):

@@ -41,6 +41,7 @@ from disagg.plan.container_paths import (
     translate_args,
     translate_roles,
 )
+from disagg.plan.het_job import het_nodes
 from disagg.plan.host_setup import host_setup_plan
 from disagg.plan.job_nodes import (
     JobNodes,
@@ -558,6 +559,7 @@ class _Placer:
         roles_wanting_nodes = dedicated_roles(self.config)
         colocate = self.config.benchmark.colocate_with_frontend
         job = job_nodes(worker_nodes, roles_wanting_nodes, colocate=colocate)
+        het = het_nodes(self.config, self.profile, job, fail=self.fail, named=self.named)
         shifted = [(kind, i, [job.offset + r for r in rs], ids) for kind, i, rs, ids in placed]
         workers = self.workers(shifted)
         check_wired(self.config, self.backend, self.fail)
@@ -591,6 +593,7 @@ class _Placer:
             image=self.container_image,
             mounts=self.container_mounts,
             pyxis=self.pyxis,
+            het_nodes=het,
         )
         prefill = sum(r.total_gpus for r in workers if r.kind is RoleKind.PREFILL)
         decode = sum(r.total_gpus for r in workers if r.kind is not RoleKind.PREFILL)

@@ -159,6 +159,9 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
         ("models", _models(plan)),
         ("limits", _limits(plan)),
     ]
+    if plan.slurm.het_nodes:
+        parts = " + ".join(map(str, plan.slurm.het_nodes))
+        rows.append(("slurm", f"heterogeneous job of {parts} nodes (#SBATCH hetjob)"))
     if plan.slurm.container_image:
         rows.append(("container", plan.slurm.container_image))
     setup = plan.host_setup
