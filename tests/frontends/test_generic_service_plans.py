@@ -224,3 +224,13 @@ def test_the_discovery_plane_is_inherited_unless_the_entry_says_not(
     else:
         assert "ETCD_ENDPOINTS" not in env and "NATS_SERVER" not in env
     assert env["OWN"] == "1"
+
+
+def test_two_services_of_one_name_are_bad_input(write: Write) -> None:
+    text = MINIMAL + (
+        "services:\n"
+        "  - {name: side, command: [a]}\n"
+        "  - {name: side, command: [b], placement: {node: decode}}\n"
+    )
+    with pytest.raises(DisaggError, match="services named twice: side"):
+        place(load_variants(write(text))[0])

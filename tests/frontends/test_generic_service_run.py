@@ -167,3 +167,20 @@ def test_a_gate_that_never_opens_fails_the_run_naming_the_service(tmp_path: Path
     assert summary.reason.startswith("service service_probe not ready after 1 s on node(s) 0")
     assert f"TCP 127.0.0.1:{nobody}" in summary.reason
     assert wait_gone([pid for pids in summary.role_pids.values() for pid in pids]) == []
+
+
+def test_a_port_held_by_another_program_does_not_open_the_gate(tmp_path: Path) -> None:
+    with socket.socket() as other:  # answers on the gated port, but is not the service
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        held = int(other.getsockname()[1])
+        path = recipe(tmp_path, port=free_port(), gate_port=held)
+        path.write_text(path.read_text().replace("timeout_seconds: 30", "timeout_seconds: 1"))
+        done = disagg("run", path, "--local", "--out", tmp_path / "runs", "--json")
+    assert done.returncode == 1
+    run_dir = Path(json.loads(done.stdout)["run_dir"])
+    summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+    assert summary.failure is not None and summary.failure.role == "service_probe"
+    assert summary.reason is not None
+    assert f"port {held} answers, but not from service_probe's processes" in summary.reason
+    assert wait_gone([pid for pids in summary.role_pids.values() for pid in pids]) == []

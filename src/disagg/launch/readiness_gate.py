@@ -9,9 +9,10 @@ run, as srt-slurm's does.
 
 from __future__ import annotations
 
+from disagg.launch import listeners
 from disagg.launch.bindings import NODES
 from disagg.launch.logs import task_log_path
-from disagg.launch.readiness import NodeTarget, node_ready
+from disagg.launch.readiness import NodeTarget, node_ready, port_of
 from disagg.launch.run_context import RunContext, Stop
 from disagg.plan.model import ReadinessPlan, RolePlan
 
@@ -52,6 +53,8 @@ class ReadinessGate:
             raise Stop
         for rank, target in list(self.pending.items()):
             ok, detail = node_ready(self.plan, target, timeout_s)
+            if ok and (impostor := self.impostor(rank, target)) is not None:
+                ok, detail = False, impostor
             if ok:
                 del self.pending[rank]
             else:
@@ -73,3 +76,18 @@ class ReadinessGate:
             )
             raise Stop
         return False
+
+    def impostor(self, rank: int, target: NodeTarget) -> str | None:
+        """Why a port that answers on `rank` is not this service answering, else None: where
+        the executor can tell (the local one), the listening socket must be its own task's."""
+        with self.run.lock:
+            tasks = [p for r, p in self.run.tasks if r.name == self.role.name]
+        task = next((p for p in tasks if p.node_rank == rank), None)
+        for value in (self.plan.tcp_port, self.plan.http_port):
+            port = port_of(value, target.ports) if value is not None else None
+            if port is None or task is None or task.listens_on(port) is not False:
+                continue
+            inodes = listeners.listening_inodes(port) or set()
+            held = ", ".join(listeners.holders(inodes)) or "another process"
+            return f"port {port} answers, but not from {self.role.name}'s processes ({held})"
+        return None

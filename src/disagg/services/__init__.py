@@ -47,6 +47,14 @@ class ServicePlane:
 def service_plane(ctx: ServiceContext) -> ServicePlane:
     """Every enabled entry of a kind registered here, planned."""
     plane = ServicePlane()
+    names = [entry.name for entry in ctx.config.services if entry.enabled]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ctx.fail(
+            f"services named twice: {', '.join(twice)} (a name labels its role and its log)",
+            ("services",),
+            "give every service its own name",
+        )
     for entry in ctx.config.services:
         kind = KINDS.get(entry.type)
         if kind is None or not entry.enabled:
