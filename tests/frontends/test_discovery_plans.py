@@ -92,9 +92,10 @@ def test_under_smg_the_payload_limit_is_listed_as_not_carried_out(tmp_path: Path
 
 
 def test_a_service_type_nobody_starts_is_listed(tmp_path: Path) -> None:
-    sidecar = "services:\n  - {name: probe, type: generic, command: [sleep, '1']}\n"
+    # generic services are started now (disagg.services); `ray` is a kind nothing starts
+    sidecar = "services:\n  - {name: probe, type: ray, command: [sleep, '1']}\n"
     plan = plan_text(tmp_path, WITHOUT_FRONTEND + ONE_FRONTEND + sidecar)
-    assert "no generic service is started" in fields(plan)["services.probe"]
+    assert "no ray service is started" in fields(plan)["services.probe"]
 
 
 @pytest.mark.parametrize(

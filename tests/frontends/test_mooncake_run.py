@@ -3,7 +3,9 @@ recipe's Mooncake KV store.
 
 What a user relies on: the master comes up before any worker and answers its health
 check, the workers are told where it is, its store config lies in the run directory, a
-master that dies fails the run naming it, and nothing outlives the run. Needs the
+master that dies fails the run naming it, and nothing outlives the run; a standalone
+store (`type: mooncake-store`) joins the master before the workers and fails the run
+naming it when it dies. Needs the
 `services` dependency group (the `mooncake-transfer-engine-non-cuda` wheel) and
 libibverbs (scripts/services-up); skipped without them unless DISAGG_REQUIRE_SERVICES=1.
 """
@@ -94,3 +96,38 @@ def test_a_dying_master_fails_the_run_naming_it(tmp_path: Path) -> None:
     status = disagg("status", tmp_path / "run", "--json")
     assert status.returncode == 1
     assert json.loads(status.stdout)["failure"]["role"] == "mooncake-master"
+
+
+STORE = '  - name: store\n    type: mooncake-store\n    args: ["--global_segment_size=64 MB"]\n'
+
+
+def store_recipe(tmp_path: Path) -> Path:
+    """The master's recipe with a standalone store (a small segment: the test's memory)."""
+    path = v1_recipe(tmp_path)
+    path.write_text(path.read_text() + "services:\n" + STORE)
+    return path
+
+
+def test_a_standalone_store_joins_the_master_before_the_workers(tmp_path: Path) -> None:
+    done = disagg("run", store_recipe(tmp_path), "--local", "--out", tmp_path / "runs", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = Path(json.loads(done.stdout)["run_dir"])
+    plan = Plan.read(run_dir)
+    assert plan.stages[:3] == [["mooncake-master"], ["service_store"], ["prefill-0", "decode-0"]]
+    state = json.loads((run_dir / "state.json").read_text())
+    roles = {role["name"]: role for role in state["roles"]}
+    assert roles["service_store"]["healthy"] is True
+    ports = roles["service_store"]["ports"]
+    log = (run_dir / "logs" / "service_store.log").read_text()
+    # It mounted its segment with the master and serves on its own ports.
+    assert "Mounting segment: 67108864 bytes" in log
+    assert f"Client HTTP server started on port {ports['http_port']}" in log
+    assert f"Starting real client service on 127.0.0.1:{ports['rpc_port']}" in log
+    orchestrator = (run_dir / "logs" / "orchestrator.log").read_text()
+    assert orchestrator.index("service_store ready after") < orchestrator.index("start prefill-0")
+    summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+    assert wait_gone([pid for pids in summary.role_pids.values() for pid in pids]) == []
+
+
+def test_a_dying_store_fails_the_run_naming_it(tmp_path: Path) -> None:
+    run_killing(store_recipe(tmp_path), tmp_path / "run", "service_store")

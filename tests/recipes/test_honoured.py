@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from disagg.errors import UnsupportedRecipe
+from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 
@@ -37,37 +37,55 @@ def test_v1_fields_load_and_ignored_ones_are_listed_in_the_plan(write: Write) ->
     assert "ignored" in out and "no profiler wraps the workers" in out
 
 
-def test_a_mooncake_store_service_is_refused_by_its_name(write: Write) -> None:
-    """srt-slurm's standalone store command is not known here: refused, never dropped."""
+def test_a_mooncake_store_without_the_master_is_bad_input(write: Write) -> None:
+    """srt-slurm's store is wired to the job's managed master: without one it has none."""
     text = MINIMAL + "services:\n  - name: store\n    type: mooncake-store\n"
     [variant] = load_variants(write(text))
-    refusal = r"unsupported: services.store \(a standalone Mooncake"
-    with pytest.raises(UnsupportedRecipe, match=refusal):
+    with pytest.raises(DisaggError, match="a mooncake-store needs the job's Mooncake master"):
         place(variant)
 
 
 SIDECAR = "services:\n  - name: umbp\n    type: generic\n    command: [umbp-server]\n"
 
 
-@pytest.mark.parametrize("flag", ["critical", "terminal"])
-def test_a_service_the_run_depends_on_is_refused_not_dropped(write: Write, flag: str) -> None:
+def test_a_critical_generic_service_is_started_and_fails_the_run_when_it_dies(
+    write: Write,
+) -> None:
     # srt-slurm 2.x (docs/schema-reference.md, ServiceConfig): `critical: true` makes the
-    # service's crash fail the run, like a worker dying ("set true for anything in the live
-    # request path"); `terminal: true` makes the service the job's run. Without it the
-    # workers would run against a service that is not there.
-    text = MINIMAL + SIDECAR + f"    {flag}: true\n"
+    # service's crash fail the run, like a worker dying. disagg starts the service (it was
+    # refused before generic services ran) and marks its role critical.
+    [variant] = load_variants(write(MINIMAL + SIDECAR + "    critical: true\n"))
+    plan = place(variant)
+    role = plan.role("service_umbp")
+    assert role.critical is True and role.argv == ["umbp-server"]
+    assert not [i for i in plan.ignored if i["field"].startswith("services.umbp")]
+
+
+def test_a_terminal_service_is_refused_not_dropped(write: Write) -> None:
+    # `terminal: true` makes the service the job's run (no benchmark); disagg always
+    # measures its benchmark, so the variant is refused by that field's name.
+    [variant] = load_variants(write(MINIMAL + SIDECAR + "    terminal: true\n"))
+    with pytest.raises(UnsupportedRecipe) as caught:
+        place(variant)
+    assert str(caught.value.message).startswith("unsupported: services.umbp.terminal (")
+    assert caught.value.location is not None and caught.value.location.line is not None
+
+
+@pytest.mark.parametrize("flag", ["critical", "terminal"])
+def test_a_kind_not_started_that_the_run_depends_on_is_refused(write: Write, flag: str) -> None:
+    # A kind no module starts (here `ray`): without it the workers would run against a
+    # service that is not there.
+    text = MINIMAL + SIDECAR.replace("type: generic", "type: ray") + f"    {flag}: true\n"
     [variant] = load_variants(write(text))
     with pytest.raises(UnsupportedRecipe) as caught:
         place(variant)
     assert str(caught.value.message).startswith("unsupported: services.umbp (")
     assert f"{flag}: true" in caught.value.message
-    assert caught.value.location is not None and caught.value.location.line is not None
 
 
-def test_a_sidecar_the_run_does_not_depend_on_is_listed_as_ignored(write: Write) -> None:
+def test_a_sidecar_generic_service_is_started_and_not_critical(write: Write) -> None:
     # a generic service is not critical by default (srt-slurm: "a dead sidecar costs its
     # own log, not the run")
-    [variant] = load_variants(write(MINIMAL + SIDECAR))
-    plan = place(variant)
-    [item] = [i for i in plan.ignored if i["field"] == "services.umbp"]
-    assert item["action"] == "ignored"
+    plan = place(load_variants(write(MINIMAL + SIDECAR))[0])
+    assert plan.role("service_umbp").critical is False
+    assert not [i for i in plan.ignored if i["field"] == "services.umbp"]

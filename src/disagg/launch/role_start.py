@@ -23,6 +23,7 @@ from disagg.launch.host_setup import run_host_setup
 from disagg.launch.liveness import start_ticks
 from disagg.launch.logs import task_log_path
 from disagg.launch.ports import allocate_ports
+from disagg.launch.readiness_gate import ReadinessGate
 from disagg.launch.run_context import RunContext, Stop
 from disagg.launch.state import Phase, RoleState, TaskState
 from disagg.launch.watch import LivenessWatch, Watched
@@ -196,6 +197,8 @@ class RoleStarter:
         start = time.monotonic()
         waiting: dict[str, tuple[RolePlan, str]] = {}
         for role in roles:
+            if role.readiness is not None:
+                continue  # its own gate, on each of its nodes (ReadinessGate)
             if role.health is None:
                 run.state.role(role.name).healthy = True
                 continue
@@ -203,11 +206,17 @@ class RoleStarter:
             if url is None:
                 raise DisaggError(f"role {role.name} has a health check but no http port")
             waiting[role.name] = (role, url)
-        interval = min((r.health.interval_s for r, _ in waiting.values() if r.health), default=0.2)
+        gated = {role.name: ReadinessGate(run, role) for role in roles if role.readiness}
+        intervals = [r.health.interval_s for r, _ in waiting.values() if r.health]
+        intervals += [gate.plan.interval_s for gate in gated.values()]
+        interval = min(intervals, default=0.2)
         last: dict[str, str] = {}
-        while waiting:
+        while waiting or gated:
             run.check_stop()
             elapsed = time.monotonic() - start
+            for name, gate in list(gated.items()):
+                if gate.poll(elapsed, min(2.0, max(0.5, interval * 5))):
+                    del gated[name]
             for name, (role, url) in list(waiting.items()):
                 assert role.health is not None
                 timeout = min(2.0, max(0.5, interval * 5))
@@ -231,7 +240,7 @@ class RoleStarter:
                         role=name,
                     )
                     raise Stop
-            if waiting and run.stop.wait(interval):
+            if (waiting or gated) and run.stop.wait(interval):
                 raise Stop
 
     def watch_liveness(self) -> LivenessWatch:

@@ -178,6 +178,15 @@ class RunContext:
                     continue
                 self.ended.add(key)
             self.record_exit(role.name, process.node_rank, code)
+            if not role.critical:  # a sidecar: its end costs its own log, not the run
+                node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
+                self.log.warning(
+                    "service %s%s exited with code %s (not critical: the run goes on)",
+                    role.name,
+                    node,
+                    code,
+                )
+                continue
             if not self.stop.is_set():
                 lost = self.launcher.lost_nodes()
                 if lost:

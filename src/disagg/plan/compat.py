@@ -183,6 +183,25 @@ _ROWS = (
         "the simulated workers speak SGLang's PD protocol, which smg drives; neither router "
         "is installed here, and atomesh takes the SGLang gateway's command line",
     ),
+    Difference(
+        "service-log",
+        "writes a `services:` entry's output to `service_<name>.out` in the job's log directory",
+        "runs it as the role `service_<name>`, its output in `logs/service_<name>.log` "
+        "(`logs/service_<name>.<node>.log` on several nodes) like every role's",
+        "one log layout for every role: `disagg logs`, `disagg status` and the failure report "
+        "find a service's log as they find a worker's",
+    ),
+    Difference(
+        "mooncake-store",
+        "runs its own command for a `type: mooncake-store` service (not in the srt-slurm "
+        "source this project follows)",
+        "runs Mooncake's standalone store process `mooncake_client` with the master's RPC and "
+        "metadata addresses, its node's address and ports picked at run time, its HTTP health "
+        "server on (the readiness gate), then the entry's `args`; one per worker node unless "
+        "`placement.node` says otherwise",
+        "the store the kind names, wired to the job's master as the schema describes; a flag "
+        "in `args` overrides the default",
+    ),
 )
 
 

@@ -62,6 +62,20 @@ class HealthPlan(_Strict):
     expect: str | None = None
 
 
+class ReadinessPlan(_Strict):
+    """A service's readiness gate (srt-slurm's `readiness:`), checked on each of its nodes:
+    every probe set must pass there before the next stage starts."""
+
+    # A port number, or the name of one of the role's own ports (`http`: `${self.http_port}`).
+    tcp_port: int | str | None = None  # ready when the port accepts a connection on the node
+    http_port: int | str | None = None  # ready when GET node:port{http_path} answers http_status
+    http_path: str = "/health"
+    http_status: int = 200
+    log_pattern: str | None = None  # ready when a line of the node's log matches (a regex)
+    timeout_s: float = 120.0  # per node, as srtctl waits
+    interval_s: float = 2.0
+
+
 class ParallelPlan(_Strict):
     """A worker's parallel layout as its engine adapter reads the recipe (what it runs)."""
 
@@ -125,6 +139,9 @@ class RolePlan(_Strict):
     parallel: ParallelPlan | None = None  # workers only
     mpi: MpiPlan | None = None  # one MPI step over `node_ranks`, started from the head node
     speculative: str | None = None  # workers: the speculative decoding method, if any
+    # False for a sidecar service: a task of it that ends is logged, and the run goes on.
+    critical: bool = True
+    readiness: ReadinessPlan | None = None  # services: the recipe's own readiness gate
 
     @property
     def nnodes(self) -> int:

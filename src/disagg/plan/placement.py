@@ -82,6 +82,7 @@ from disagg.predict.mapping import (
 from disagg.recipe.honoured import unhonoured
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
+from disagg.services import ServiceContext, discovery_env, service_plane, with_service_stages
 
 SIM_HEALTH_DEADLINE_S = 60.0
 ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
@@ -570,6 +571,19 @@ class _Placer:
         frontend.honoured |= mooncake.honoured
         if mooncake.services:
             self.differs.append("mooncake-ports")
+        services = service_plane(
+            ServiceContext(
+                config=self.config,
+                workers=workers,
+                job=job,
+                image=None if self.simulated else self.container_image,
+                discovery_env=discovery_env(frontend.roles),
+                master=mooncake.services[0] if mooncake.services else None,
+                fail=self.fail,
+            )
+        )
+        frontend.stages = with_service_stages(frontend.stages, services)
+        self.differs += services.differs
         nodes = job.total
         roles = self.kv_events(frontend)
         # The frontend decides which prompt form its API takes, and may bring a tokenizer.

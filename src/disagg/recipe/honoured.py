@@ -113,12 +113,10 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
         name = str(service.get("name"))
         if kind == "mooncake-master":  # started as backend.mooncake_kv_store says
             found += _mooncake_master(name, service)
-        elif kind == "mooncake-store":
-            why = (
-                "a standalone Mooncake store per worker node is not started: srt-slurm's "
-                "command for it is not in the srt-slurm source this project follows"
-            )
-            found.append(Unhonoured(("services", name), "refused", why))
+        elif kind in ("generic", "mooncake-store"):  # started by disagg.services
+            from disagg.services.fields import unhonoured_service
+
+            found += unhonoured_service(name, service)
         elif kind not in ("etcd", "nats"):
             found.append(_service(service, str(kind)))
     model = raw.get("model")

@@ -1,0 +1,90 @@
+"""A service's readiness gate (its plan's `ReadinessPlan`), probed on each of its nodes.
+
+srt-slurm blocks the launch until every probe the recipe gives passes on every node
+the service runs on: a TCP connect to the node's port, an HTTP GET answering the given
+status, or a line of the service's log matching a pattern. Standard library only, with
+short timeouts so that a probe never delays noticing that a role died.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from disagg.plan.model import ReadinessPlan
+
+LOG_READ_LIMIT = 16 * 1024 * 1024  # a log is searched up to here (a pattern is a start-up line)
+
+
+@dataclass(frozen=True)
+class NodeTarget:
+    """One node of a service: its address, its log, and its own ports by name."""
+
+    host: str
+    log: Path
+    ports: dict[str, int]
+
+
+def port_of(value: int | str, ports: dict[str, int]) -> int | None:
+    """A readiness port: a number, or the name of one of the role's ports (`http`)."""
+    if isinstance(value, int):
+        return value
+    return ports.get(f"{value}_port", ports.get(value))
+
+
+def tcp_ready(host: str, port: int, timeout_s: float) -> tuple[bool, str]:
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True, ""
+    except OSError as exc:
+        return False, f"TCP {host}:{port}: {exc.strerror or exc}"
+
+
+def http_ready(host: str, port: int, path: str, status: int, timeout_s: float) -> tuple[bool, str]:
+    connection = http.client.HTTPConnection(host, port, timeout=timeout_s)
+    try:
+        connection.request("GET", path)
+        answer = connection.getresponse().status
+    except (OSError, http.client.HTTPException) as exc:
+        return False, f"GET http://{host}:{port}{path}: {exc}"
+    finally:
+        connection.close()
+    if answer != status:
+        return False, f"GET http://{host}:{port}{path}: HTTP {answer}, waiting for {status}"
+    return True, ""
+
+
+def log_ready(log: Path, pattern: str) -> tuple[bool, str]:
+    try:
+        with log.open("rb") as handle:
+            text = handle.read(LOG_READ_LIMIT).decode("utf-8", errors="replace")
+    except OSError:
+        return False, f"no log {log.name} yet"
+    compiled = re.compile(pattern)
+    if any(compiled.search(line) for line in text.splitlines()):
+        return True, ""
+    return False, f"no line of {log.name} matches {pattern!r} yet"
+
+
+def node_ready(plan: ReadinessPlan, node: NodeTarget, timeout_s: float) -> tuple[bool, str]:
+    """(True, "") when every probe of `plan` passes on `node`, else (False, the first miss)."""
+    if plan.tcp_port is not None:
+        port = port_of(plan.tcp_port, node.ports)
+        if port is None:
+            return False, f"no port named {plan.tcp_port}"
+        ok, detail = tcp_ready(node.host, port, timeout_s)
+        if not ok:
+            return ok, detail
+    if plan.http_port is not None:
+        port = port_of(plan.http_port, node.ports)
+        if port is None:
+            return False, f"no port named {plan.http_port}"
+        ok, detail = http_ready(node.host, port, plan.http_path, plan.http_status, timeout_s)
+        if not ok:
+            return ok, detail
+    if plan.log_pattern is not None:
+        return log_ready(node.log, plan.log_pattern)
+    return True, ""

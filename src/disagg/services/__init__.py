@@ -1,0 +1,90 @@
+"""`services:` kinds run as roles of their own: generic commands and the Mooncake store.
+
+The discovery plane (etcd, NATS) belongs to the Dynamo frontend and the Mooncake master
+to `disagg.frontends.mooncake`; every other kind a plan starts is one module here,
+registered by its `type`. Each entry becomes one service role (`service_<name>`), one
+task per placed node, started in a stage of its own: `before_workers` just before the
+workers (after the master), `after_frontend` once every other stage is up. Kinds not
+registered here are judged by `disagg.recipe.honoured` (refused when the run depends on
+them, else listed as not started).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
+from disagg.recipe.job_sections import ServiceSection
+from disagg.services.base import PlannedService, ServiceContext
+from disagg.services.generic import generic_service
+from disagg.services.mooncake_store import mooncake_store
+
+__all__ = [
+    "KINDS",
+    "ServiceContext",
+    "ServicePlane",
+    "discovery_env",
+    "service_plane",
+    "with_service_stages",
+]
+
+KINDS: dict[str, Callable[[ServiceSection, ServiceContext], PlannedService]] = {
+    "generic": generic_service,
+    "mooncake-store": mooncake_store,
+}
+
+
+@dataclass
+class ServicePlane:
+    """The service roles by when they start, and the compat rows they hit."""
+
+    before_workers: list[RolePlan] = field(default_factory=list)
+    after_frontend: list[RolePlan] = field(default_factory=list)
+    differs: list[str] = field(default_factory=list)
+
+
+def service_plane(ctx: ServiceContext) -> ServicePlane:
+    """Every enabled entry of a kind registered here, planned."""
+    plane = ServicePlane()
+    names = [entry.name for entry in ctx.config.services if entry.enabled]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ctx.fail(
+            f"services named twice: {', '.join(twice)} (a name labels its role and its log)",
+            ("services",),
+            "give every service its own name",
+        )
+    for entry in ctx.config.services:
+        kind = KINDS.get(entry.type)
+        if kind is None or not entry.enabled:
+            continue
+        planned = kind(entry, ctx)
+        if planned.start == "before_workers":
+            plane.before_workers.append(planned.role)
+        else:
+            plane.after_frontend.append(planned.role)
+        plane.differs += [row for row in planned.differs if row not in plane.differs]
+    return plane
+
+
+def with_service_stages(stages: list[list[RolePlan]], plane: ServicePlane) -> list[list[RolePlan]]:
+    """The stages with the before-workers services just ahead of the workers' stage and
+    the after-frontend ones last."""
+    out = list(stages)
+    if plane.before_workers:
+        kinds = [{role.kind for role in stage} for stage in out]
+        at = next((i for i, found in enumerate(kinds) if found & set(WORKER_KINDS)), 0)
+        out.insert(at, list(plane.before_workers))
+    if plane.after_frontend:
+        out.append(list(plane.after_frontend))
+    return out
+
+
+def discovery_env(roles: list[RolePlan]) -> dict[str, str]:
+    """What the job's Dynamo processes are told of its discovery plane (none without one)."""
+    keys = ("ETCD_ENDPOINTS", "NATS_SERVER")
+    for role in roles:
+        if role.kind in (*WORKER_KINDS, RoleKind.ROUTER) and any(k in role.env for k in keys):
+            return {key: role.env[key] for key in keys if key in role.env}
+    return {}
