@@ -41,6 +41,7 @@ from disagg.engines.base import (
     bootstrap_ports,
     listen_host,
 )
+from disagg.recipe.backend_section import ENGINE_KNOBS
 
 DECODE_MODULE = "tilert.pd_vllm.decode_server"
 ROUTER = "tilert-router"  # the frontend type of TileRT's router
@@ -70,20 +71,9 @@ DECODE_KNOBS: tuple[tuple[str, str], ...] = (
     ("transport", "transport"),
     ("with_mtp", "with-mtp"),
 )
-KNOBS = frozenset(
-    {
-        "served_model_name",
-        "prefill_container",
-        "model_profile",
-        "weights_dir",
-        "max_seq_len",
-        "kv_cache_dtype",
-        "prefill_kv_cache_dtype",
-        "transport",
-        "with_mtp",
-        "speculative_tokens",
-    }
-)
+# What this adapter carries out of the engine knobs a recipe may write (`ENGINE_KNOBS`):
+# all but `weight_model_type`, which the plan lists as ignored.
+KNOBS = ENGINE_KNOBS["tilert"] - {"weight_model_type"}
 
 
 def connector_json(backend: Mapping[str, Any]) -> str:

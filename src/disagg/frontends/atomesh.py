@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
 from disagg.frontends.smg import worker_url
-from disagg.frontends.static import COMMAND_ROW, render_flags, router_roles, stand_in
+from disagg.frontends.static import COMMAND_ROW, render_flags, stand_in, static_router_roles
 from disagg.plan.model import RoleKind
 
 ATOMESH_BINARY = "/app/ATOM/atom/mesh/target/release/atomesh"
@@ -50,16 +50,8 @@ def atomesh_argv(ctx: FrontendContext) -> tuple[list[str], list[str]]:
     else:
         argv += ["--worker-urls", *(worker_url(name) for name in aggregated)]
     argv += ["--backend", "atom"]
+    argv += render_flags(ctx, _MANAGED)
     written = ctx.frontend.args or {}
-
-    def managed(key: str) -> Exception:
-        return ctx.fail(
-            f"frontend.args.{key} is set by disagg and cannot be overridden",
-            ("frontend", "args", key),
-            "disagg picks the router's address, port and workers from the plan",
-        )
-
-    argv += render_flags(written, _MANAGED, managed)
     ports = ["http"]
     if not any(str(key).replace("_", "-") == "prometheus-port" for key in written):
         argv += ["--prometheus-port", "${self.metrics_port}"]
@@ -82,7 +74,7 @@ class AtomeshFrontend(Frontend):
                 ("frontend", "type"),
             )
         argv, ports = atomesh_argv(ctx)
-        stages, serving = router_roles(ctx, argv, ports=ports, health_path=HEALTH_PATH)
+        stages, serving = static_router_roles(ctx, argv, ports=ports, health_path=HEALTH_PATH)
         return FrontendRoles(
             frontend="atomesh",
             stages=stages,

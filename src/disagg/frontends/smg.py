@@ -47,8 +47,7 @@ from typing import Any, ClassVar, Literal
 from disagg.engines import sglang
 from disagg.errors import DisaggError
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
-from disagg.frontends.nginx import nginx_role
-from disagg.frontends.topology import frontend_topology, orchestrator_rank
+from disagg.frontends.topology import orchestrator_rank, router_roles
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
 Package = Literal["smg", "sglang-router"]
@@ -221,28 +220,8 @@ class RouterFrontend(Frontend):
         )
         if connectors:
             argv = _registering(argv, ctx, connectors)
-        # srtctl's topology (`disagg.frontends.topology`): one router, or nginx on the head
-        # over one router on each other worker node.
-        topology = frontend_topology(ctx)
-        count = len(topology.frontends)
-        routers = [
-            RolePlan(
-                name="router" if count == 1 else f"router-{i}",
-                kind=RoleKind.ROUTER,
-                node_ranks=[rank],
-                ports=list(ROUTER_PORTS),
-                argv=argv,
-                env={key: str(value) for key, value in (frontend.env or {}).items()},
-                health=HealthPlan(path=ROUTER_HEALTH_PATH, deadline_s=ROUTER_HEALTH_DEADLINE_S),
-            )
-            for i, rank in enumerate(topology.frontends)
-        ]
-        stages = [ctx.workers, routers]
-        serving = routers[0].name
-        if topology.nginx is not None:
-            proxy = nginx_role(frontend, [role.name for role in routers], topology.nginx)
-            stages.append([proxy])
-            serving = proxy.name
+        health = HealthPlan(path=ROUTER_HEALTH_PATH, deadline_s=ROUTER_HEALTH_DEADLINE_S)
+        stages, serving = router_roles(ctx, argv, ports=ROUTER_PORTS, health=health)
         return FrontendRoles(
             frontend=package,
             stages=stages,

@@ -9,12 +9,11 @@ the simulated workers instead, which its plan names (`frontend`, `differs`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from disagg.frontends.base import FrontendContext, FrontendRoles
-from disagg.frontends.nginx import nginx_role
-from disagg.frontends.topology import frontend_topology
+from disagg.frontends.topology import router_roles
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
 # frontend type -> what it is, for messages.
@@ -50,7 +49,7 @@ def local_refusal(frontend: str, simulated: bool) -> str | None:
     )
 
 
-def router_roles(
+def static_router_roles(
     ctx: FrontendContext,
     argv: Sequence[str],
     *,
@@ -58,32 +57,11 @@ def router_roles(
     health_path: str,
     env: Mapping[str, str] | None = None,
 ) -> tuple[list[list[RolePlan]], str]:
-    """(stages, serving role) of `argv` placed as srtctl places every router: one, or nginx
-    on the head over one on each other worker node."""
-    topology = frontend_topology(ctx)
-    count = len(topology.frontends)
+    """(stages, serving role) of a static router, placed as srtctl places every router and
+    run in the model's image."""
+    health = HealthPlan(path=health_path, deadline_s=ROUTER_HEALTH_DEADLINE_S)
     image = router_image(ctx)
-    written = {key: str(value) for key, value in (ctx.frontend.env or {}).items()}
-    routers = [
-        RolePlan(
-            name="router" if count == 1 else f"router-{i}",
-            kind=RoleKind.ROUTER,
-            node_ranks=[rank],
-            ports=list(ports),
-            argv=list(argv),
-            env={**(env or {}), **written},
-            health=HealthPlan(path=health_path, deadline_s=ROUTER_HEALTH_DEADLINE_S),
-            container_image=image,
-        )
-        for i, rank in enumerate(topology.frontends)
-    ]
-    stages = [ctx.workers, routers]
-    serving = routers[0].name
-    if topology.nginx is not None:
-        proxy = nginx_role(ctx.frontend, [role.name for role in routers], topology.nginx)
-        stages.append([proxy])
-        serving = proxy.name
-    return stages, serving
+    return router_roles(ctx, argv, ports=ports, health=health, env=env, image=image)
 
 
 def router_image(ctx: FrontendContext) -> str | None:
@@ -93,17 +71,19 @@ def router_image(ctx: FrontendContext) -> str | None:
     return next((role.container_image for role in ranked if role.container_image), None)
 
 
-def render_flags(
-    args: Mapping[str, Any] | None, managed: frozenset[str], fail: Callable[[str], Exception]
-) -> list[str]:
-    """`frontend.args` as the router's flags (`k: v` -> `--k v`, `true` -> `--k`); a flag
-    the plan sets itself is refused by `fail`."""
+def render_flags(ctx: FrontendContext, managed: frozenset[str]) -> list[str]:
+    """The recipe's `frontend.args` as the router's flags (`k: v` -> `--k v`, `true` ->
+    `--k`); a flag in `managed`, which the plan sets itself, is bad input."""
     from disagg.engines.sglang import render_args
 
     kept: dict[str, Any] = {}
-    for key, value in (args or {}).items():
+    for key, value in (ctx.frontend.args or {}).items():
         name = str(key).replace("_", "-")
         if name in managed:
-            raise fail(str(key))
+            raise ctx.fail(
+                f"frontend.args.{key} is set by disagg and cannot be overridden",
+                ("frontend", "args", str(key)),
+                "disagg picks the router's address, port and workers from the plan",
+            )
         kept[name] = value
     return render_args(kept)

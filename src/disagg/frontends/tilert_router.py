@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
-from disagg.frontends.static import COMMAND_ROW, render_flags, router_roles, stand_in
+from disagg.frontends.static import COMMAND_ROW, render_flags, stand_in, static_router_roles
 from disagg.plan.model import RoleKind
 
 ROUTER_MODULE = "tilert.pd_vllm.pd_router"
@@ -41,15 +41,7 @@ def tilert_router_argv(ctx: FrontendContext) -> list[str]:
     argv += ["--decode"]
     argv += [f"${{{name}.host}}:${{{name}.ctrl_port}}:${{{name}.http_port}}" for name in decode]
     argv += ["--host", ctx.host, "--port", "${self.http_port}"]
-
-    def managed(key: str) -> Exception:
-        return ctx.fail(
-            f"frontend.args.{key} is set by disagg and cannot be overridden",
-            ("frontend", "args", key),
-            "disagg picks the router's address, port and workers from the plan",
-        )
-
-    return argv + render_flags(ctx.frontend.args, _MANAGED, managed)
+    return argv + render_flags(ctx, _MANAGED)
 
 
 class TileRTRouterFrontend(Frontend):
@@ -68,7 +60,9 @@ class TileRTRouterFrontend(Frontend):
             )
         argv = tilert_router_argv(ctx)
         env = {"CUDA_VISIBLE_DEVICES": ""}
-        stages, serving = router_roles(ctx, argv, ports=["http"], health_path="/health", env=env)
+        stages, serving = static_router_roles(
+            ctx, argv, ports=["http"], health_path="/health", env=env
+        )
         return FrontendRoles(
             frontend="tilert-router",
             stages=stages,

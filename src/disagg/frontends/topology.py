@@ -14,10 +14,13 @@ frontend_stage.py, the same in v1.0.68 and 2.x), for every frontend type:
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from disagg.frontends.base import FrontendContext
+from disagg.frontends.nginx import nginx_role
 from disagg.plan.job_nodes import PLACEMENTS, placed_rank
+from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
 
 @dataclass(frozen=True)
@@ -49,3 +52,40 @@ def frontend_topology(ctx: FrontendContext) -> FrontendTopology:
     others = [rank for rank in nodes.workers if rank != nodes.head]
     count = min(section.num_additional_frontends + 1, len(others))
     return FrontendTopology(nginx=nodes.head, frontends=tuple(others[:count]))
+
+
+def router_roles(
+    ctx: FrontendContext,
+    argv: Sequence[str],
+    *,
+    ports: Sequence[str],
+    health: HealthPlan,
+    env: Mapping[str, str] | None = None,
+    image: str | None = None,
+) -> tuple[list[list[RolePlan]], str]:
+    """(stages, serving role) of a router running `argv`, placed by srtctl's topology: one
+    `router`, or nginx on the head over `router-<i>` on each other worker node. The
+    recipe's `frontend.env` goes over `env`."""
+    topology = frontend_topology(ctx)
+    count = len(topology.frontends)
+    written = {key: str(value) for key, value in (ctx.frontend.env or {}).items()}
+    routers = [
+        RolePlan(
+            name="router" if count == 1 else f"router-{i}",
+            kind=RoleKind.ROUTER,
+            node_ranks=[rank],
+            ports=list(ports),
+            argv=list(argv),
+            env={**(env or {}), **written},
+            health=health,
+            container_image=image,
+        )
+        for i, rank in enumerate(topology.frontends)
+    ]
+    stages = [ctx.workers, routers]
+    serving = routers[0].name
+    if topology.nginx is not None:
+        proxy = nginx_role(ctx.frontend, [role.name for role in routers], topology.nginx)
+        stages.append([proxy])
+        serving = proxy.name
+    return stages, serving

@@ -97,7 +97,7 @@ class BenchmarkAdapter(ABC):
             default = type(section).model_fields[name].get_default(call_default_factory=True)
             if value is None or value == default or name in COMMON_FIELDS or name in self.reads:
                 continue
-            why = self.ignores.get(name) or COMMON_IGNORES.get(name)
+            why = self.ignore_reason(name)
             if why is not None:
                 ignored[name] = why
                 continue
@@ -105,6 +105,11 @@ class BenchmarkAdapter(ABC):
                 f"benchmark.{name} (benchmark.type {section.type} does not read it)"
             )
         return ignored
+
+    def ignore_reason(self, name: str) -> str | None:
+        """Why a set `benchmark.<name>` this adapter does not read is only ignored, or None
+        when it must be refused."""
+        return self.ignores.get(name) or COMMON_IGNORES.get(name)
 
     @abstractmethod
     def plan(self, inputs: BenchInputs) -> BenchPlan:

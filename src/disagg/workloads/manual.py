@@ -10,7 +10,7 @@ measured and none is expected.
 from __future__ import annotations
 
 from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
-from disagg.workloads.base import COMMON_FIELDS, BenchInputs, BenchmarkAdapter
+from disagg.workloads.base import BenchInputs, BenchmarkAdapter
 from disagg.workloads.custom import RESULTS_SUBDIR, contract_env
 
 HOLD = (
@@ -23,19 +23,9 @@ class Manual(BenchmarkAdapter):
     types = ("manual",)
     reads = frozenset()
 
-    def check_fields(self, inputs: BenchInputs) -> dict[str, str]:
+    def ignore_reason(self, name: str) -> str | None:
         """Every load field is ignored: no benchmark runs (srtctl reads none of them either)."""
-        section = inputs.section
-        ignored: dict[str, str] = {}
-        for name in sorted(section.model_fields_set):
-            value = getattr(section, name)
-            default = type(section).model_fields[name].get_default(call_default_factory=True)
-            if value is None or value == default or name in COMMON_FIELDS:
-                continue
-            ignored[name] = (
-                "benchmark type manual runs no benchmark (srtctl does not read it either)"
-            )
-        return ignored
+        return "benchmark type manual runs no benchmark (srtctl does not read it either)"
 
     def plan(self, inputs: BenchInputs) -> BenchPlan:
         ignored = self.check_fields(inputs)
