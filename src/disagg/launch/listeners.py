@@ -78,3 +78,13 @@ def holders(inodes: set[int]) -> list[str]:
                 continue
             found.append(f"{name} (pid {pid})")
     return found
+
+
+def foreign_listener(name: str, owned: Iterable[bool | None], port: int) -> str | None:
+    """Why an answer on `port` is not role `name` answering, else None. `owned` holds, for
+    each of the role's tasks on that node, whether it listens there (None: the executor
+    cannot tell, which counts as its own)."""
+    if any(answer is not False for answer in owned):
+        return None
+    held = ", ".join(holders(listening_inodes(port) or set())) or "another process"
+    return f"port {port} answers, but not from {name}'s processes (held by {held})"

@@ -19,13 +19,16 @@ from disagg.plan.model import ReadinessPlan
 LOG_READ_LIMIT = 16 * 1024 * 1024  # a log is searched up to here (a pattern is a start-up line)
 
 
-@dataclass(frozen=True)
+@dataclass
 class NodeTarget:
-    """One node of a service: its address, its log, and its own ports by name."""
+    """One node of a service: its address, its log, and its own ports by name. `scanned`
+    is how far its log has been searched: each poll reads only what was written since."""
 
     host: str
     log: Path
     ports: dict[str, int]
+    scanned: int = 0
+    logged: bool = False  # the pattern's line was seen: it stays seen
 
 
 def port_of(value: int | str, ports: dict[str, int]) -> int | None:
@@ -57,16 +60,23 @@ def http_ready(host: str, port: int, path: str, status: int, timeout_s: float) -
     return True, ""
 
 
-def log_ready(log: Path, pattern: str) -> tuple[bool, str]:
-    try:
-        with log.open("rb") as handle:
-            text = handle.read(LOG_READ_LIMIT).decode("utf-8", errors="replace")
-    except OSError:
-        return False, f"no log {log.name} yet"
-    compiled = re.compile(pattern)
-    if any(compiled.search(line) for line in text.splitlines()):
+def log_ready(node: NodeTarget, pattern: str) -> tuple[bool, str]:
+    """Whether a line of the node's log matches, reading only what came since the last poll."""
+    if node.logged:
         return True, ""
-    return False, f"no line of {log.name} matches {pattern!r} yet"
+    try:
+        with node.log.open("rb") as handle:
+            handle.seek(node.scanned)
+            chunk = handle.read(max(0, LOG_READ_LIMIT - node.scanned))
+    except OSError:
+        return False, f"no log {node.log.name} yet"
+    node.scanned += chunk.rfind(b"\n") + 1  # a line still being written is read again
+    compiled = re.compile(pattern)
+    lines = chunk.decode("utf-8", errors="replace").splitlines()
+    if any(compiled.search(line) for line in lines):
+        node.logged = True
+        return True, ""
+    return False, f"no line of {node.log.name} matches {pattern!r} yet"
 
 
 def node_ready(plan: ReadinessPlan, node: NodeTarget, timeout_s: float) -> tuple[bool, str]:
@@ -86,5 +96,5 @@ def node_ready(plan: ReadinessPlan, node: NodeTarget, timeout_s: float) -> tuple
         if not ok:
             return ok, detail
     if plan.log_pattern is not None:
-        return log_ready(node.log, plan.log_pattern)
+        return log_ready(node, plan.log_pattern)
     return True, ""

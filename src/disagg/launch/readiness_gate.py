@@ -85,9 +85,9 @@ class ReadinessGate:
         task = next((p for p in tasks if p.node_rank == rank), None)
         for value in (self.plan.tcp_port, self.plan.http_port):
             port = port_of(value, target.ports) if value is not None else None
-            if port is None or task is None or task.listens_on(port) is not False:
+            if port is None or task is None:
                 continue
-            inodes = listeners.listening_inodes(port) or set()
-            held = ", ".join(listeners.holders(inodes)) or "another process"
-            return f"port {port} answers, but not from {self.role.name}'s processes ({held})"
+            foreign = listeners.foreign_listener(self.role.name, [task.listens_on(port)], port)
+            if foreign is not None:
+                return foreign
         return None

@@ -184,12 +184,7 @@ class RoleStarter:
         port = urlsplit(url).port
         if port is None or not tasks:
             return None
-        owned = [process.listens_on(port) for process in tasks]
-        if any(answer is not False for answer in owned):
-            return None
-        inodes = listeners.listening_inodes(port) or set()
-        held = ", ".join(listeners.holders(inodes)) or "another process"
-        return f"port {port} answers, but not from {name}'s processes (held by {held})"
+        return listeners.foreign_listener(name, (p.listens_on(port) for p in tasks), port)
 
     def wait_healthy(self, roles: list[RolePlan]) -> None:
         """Poll each role's health URL until 200; a passed deadline fails the run."""
@@ -210,16 +205,16 @@ class RoleStarter:
         intervals = [r.health.interval_s for r, _ in waiting.values() if r.health]
         intervals += [gate.plan.interval_s for gate in gated.values()]
         interval = min(intervals, default=0.2)
+        timeout = min(2.0, max(0.5, interval * 5))  # one probe's limit
         last: dict[str, str] = {}
         while waiting or gated:
             run.check_stop()
             elapsed = time.monotonic() - start
             for name, gate in list(gated.items()):
-                if gate.poll(elapsed, min(2.0, max(0.5, interval * 5))):
+                if gate.poll(elapsed, timeout):
                     del gated[name]
             for name, (role, url) in list(waiting.items()):
                 assert role.health is not None
-                timeout = min(2.0, max(0.5, interval * 5))
                 ok, detail = probe(url, timeout_s=timeout, expect=role.health.expect)
                 if ok and (impostor := self.serving_role(name, url)) is not None:
                     ok, detail = False, impostor
