@@ -5,8 +5,6 @@ there ends a local run at once, saying so."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,8 @@ from disagg.recipe.benchmark_section import BenchmarkSection
 from disagg.recipe.variants import load_variants
 from disagg.workloads import BenchInputs, adapter_for
 from disagg.workloads.accuracy import judge
+
+from .workload_support import disagg
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "recipes" / "srt-slurm-v1.0.68"
 NIXL = CORPUS / "qwen3.5" / "fp8" / "disagg" / "nixl" / "stp_prefix_off"
@@ -151,13 +151,7 @@ def test_a_local_gsm8k_run_without_the_harness_fails_at_once_saying_so(tmp_path:
     head, _, _ = text.partition("    isl: 64\n")
     recipe.write_text(head + "    num_examples: 4\n")
     run_dir = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "disagg", "run", f"{recipe}:base", "--local", "--out", run_dir],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = disagg("run", f"{recipe}:base", "--local", "--out", run_dir)
     assert done.returncode != 0
     summary = RunSummary.read(run_dir)
     assert summary is not None and summary.status is RunStatus.FAILED

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from contextlib import suppress
 from pathlib import Path
 
 import pytest
 import yaml
+
+from .workload_support import disagg
 
 pytestmark = pytest.mark.slow
 
@@ -48,13 +48,7 @@ def test_background_children_of_a_custom_command_end_with_it(tmp_path: Path) -> 
     recipe = recipe_with_background(tmp_path)
     pids: list[int] = []
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "disagg", "run", f"{recipe}:base", "--local", "--out", run_dir],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        done = disagg("run", f"{recipe}:base", "--local", "--out", run_dir)
         pids = [int(w) for w in (run_dir / "bench-results" / "background.pids").read_text().split()]
         assert done.returncode == 0, done.stderr[-3000:]
         assert len(pids) == 3

@@ -17,20 +17,12 @@ import pytest
 
 from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
 
+from .workload_support import disagg
+
 pytestmark = pytest.mark.slow
 
 RECIPE = Path(__file__).parent / "data" / "sim-custom.yaml"
 PAUSE_S = 6.0  # over override_paused's serving_gap (2.5 s), far under its liveness_timeout
-
-
-def disagg(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "disagg", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def test_custom_fixed_sequence_loop_runs_and_its_points_reach_the_report(tmp_path: Path) -> None:

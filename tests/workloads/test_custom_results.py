@@ -5,27 +5,17 @@ and a command that writes no result fails the run unless the recipe says it writ
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from disagg.launch.state import PointStatus, RunState, RunStatus, RunSummary
 
+from .workload_support import disagg
+
 pytestmark = pytest.mark.slow
 
 RECIPE = Path(__file__).parent / "data" / "sim-custom.yaml"
-
-
-def disagg(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "disagg", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def test_impossible_numbers_claiming_valid_are_invalid_for_every_reader(tmp_path: Path) -> None:

@@ -4,8 +4,6 @@ recipe's fields; where AIPerf is not installed a local run ends at once, saying 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,8 @@ from disagg.launch.state import RunStatus, RunSummary
 from disagg.plan.model import RoleKind
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
+
+from .workload_support import disagg
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "recipes" / "srt-slurm-v1.0.68"
 SIM = Path(__file__).parent / "data" / "sim-custom.yaml"
@@ -59,13 +59,7 @@ def test_a_local_run_without_aiperf_fails_at_once_saying_so(tmp_path: Path) -> N
         head + "  benchmark:\n    type: mooncake-router\n    mooncake_workload: toolagent\n"
     )
     run_dir = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "disagg", "run", f"{recipe}:base", "--local", "--out", run_dir],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = disagg("run", f"{recipe}:base", "--local", "--out", run_dir)
     assert done.returncode != 0
     summary = RunSummary.read(run_dir)
     assert summary is not None and summary.status is RunStatus.FAILED

@@ -5,8 +5,6 @@ its timestamp through the live router."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,19 +14,11 @@ from disagg.errors import DisaggError
 from disagg.launch.state import PointStatus, RunStatus, RunSummary
 from disagg.workloads.trace import build_requests, read_trace, trace_offsets
 
+from .workload_support import disagg
+
 DATA = Path(__file__).parent / "data"
 TRACE = DATA / "mini-trace.jsonl"
 RECIPE = DATA / "sim-trace.yaml"
-
-
-def disagg(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "disagg", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def test_shipped_trace_reads_with_its_timestamps_in_seconds() -> None:
