@@ -20,6 +20,7 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "sglang-router": ("disagg.frontends.smg", "RouterFrontend"),
     "sglang": ("disagg.frontends.smg", "RouterFrontend"),
     "sglang-direct": ("disagg.frontends.direct", "DirectFrontend"),
+    "vllm-direct": ("disagg.frontends.direct", "DirectFrontend"),
     "trtllm_serve": ("disagg.frontends.direct", "TrtllmServeFrontend"),
 }
 _TABLE: AdapterTable[Frontend] = AdapterTable(Frontend, _ADAPTERS)
@@ -34,7 +35,6 @@ def names() -> tuple[str, ...]:
 REFUSED: dict[str, str] = {
     "vllm-router": "not built here; smg fronts vLLM workers: `type: smg`",
     "none": "a services-only job has no endpoint to benchmark",
-    "vllm-direct": "the direct vllm frontend is not built here; smg fronts vLLM: `type: smg`",
     "atomesh": "ATOM's own router is not built here",
     # Named by InferenceX's ATOM recipes; srt-slurm has no such frontend type.
     "infera": "not a frontend type srt-slurm defines",
