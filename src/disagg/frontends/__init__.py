@@ -22,6 +22,7 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "sglang-direct": ("disagg.frontends.direct", "DirectFrontend"),
     "vllm-direct": ("disagg.frontends.direct", "DirectFrontend"),
     "trtllm_serve": ("disagg.frontends.direct", "TrtllmServeFrontend"),
+    "vllm-router": ("disagg.frontends.vllm_router", "VllmRouterFrontend"),
 }
 _TABLE: AdapterTable[Frontend] = AdapterTable(Frontend, _ADAPTERS)
 
@@ -33,7 +34,6 @@ def names() -> tuple[str, ...]:
 
 # srt-slurm frontend types not built here, each with why.
 REFUSED: dict[str, str] = {
-    "vllm-router": "not built here; smg fronts vLLM workers: `type: smg`",
     "none": "a services-only job has no endpoint to benchmark",
     "atomesh": "ATOM's own router is not built here",
     # Named by InferenceX's ATOM recipes; srt-slurm has no such frontend type.

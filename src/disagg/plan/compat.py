@@ -122,6 +122,15 @@ _ROWS = (
         "the benchmark is given that address (`SRT_FRONTEND_HOST`, `SRT_FRONTEND_PORT`)",
         "a fixed port collides with another job or a leftover server on a shared node",
     ),
+    Difference(
+        "vllm-router-metrics",
+        "starts `vllm-router` on `0.0.0.0` and the public port 8000, with its Prometheus "
+        "exporter on its default 127.0.0.1:29000",
+        "starts it on its node's own address and a port picked at run time, and gives it "
+        "`--prometheus-port` and `--prometheus-host` (a port of its own on that address)",
+        "every router on a node would otherwise share port 29000, and the job's roles all "
+        "bind ports picked at run time",
+    ),
 )
 
 
