@@ -10,7 +10,7 @@ from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 
-from .recipe_helpers import CORPUS, SHARED_RECIPES
+from .recipe_helpers import BAD_INPUT, CORPUS, SHARED_RECIPES
 
 # What runs for each `frontend.type` when the plan says nothing about it: the frontend it
 # names (srt-slurm v1's `sglang` is the SGLang router, whose successor is smg).
@@ -23,13 +23,6 @@ RUNS = {
     "sglang-direct": {"sglang (direct)"},  # schema 2's `sglang`
     "vllm-direct": {"vllm (direct)"},  # schema 2's `vllm`
     "vllm-router": {"vllm-router"},
-}
-# Shared recipes that srtctl itself rejects, with the error disagg gives (bad input, exit 2).
-BAD_INPUT = {
-    # srtctl: "benchmark.command is required for benchmark.type=custom"
-    "inferencex-schema2/dsv41flash/vllm/h100-fp4/agentx/agg-tp8-dspark5.yaml": (
-        "benchmark type custom needs a command"
-    ),
 }
 
 
