@@ -106,7 +106,7 @@ def test_frontend_args_cannot_take_over_what_disagg_sets(tmp_path: Path) -> None
         plan_text(tmp_path, text)
 
 
-@pytest.mark.parametrize("kind", ["vllm-router", "none", "infera"])
+@pytest.mark.parametrize("kind", ["none", "infera"])
 def test_frontends_not_built_here_are_refused_in_one_line(tmp_path: Path, kind: str) -> None:
     with pytest.raises(UnsupportedRecipe) as caught:
         plan_text(tmp_path, WITHOUT_FRONTEND + f"frontend:\n  type: {kind}\n")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from disagg.errors import UnsupportedRecipe
+from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 
-from .recipe_helpers import CORPUS, SHARED_RECIPES
+from .recipe_helpers import BAD_INPUT, CORPUS, SHARED_RECIPES
 
 # What runs for each `frontend.type` when the plan says nothing about it: the frontend it
 # names (srt-slurm v1's `sglang` is the SGLang router, whose successor is smg).
@@ -22,6 +22,9 @@ RUNS = {
     "sglang-router": {"smg", "sglang-router"},
     "smg": {"smg"},
     "trtllm_serve": {"trtllm-serve disaggregated", "trtllm-serve (direct)"},
+    "sglang-direct": {"sglang (direct)"},  # schema 2's `sglang`
+    "vllm-direct": {"vllm (direct)"},  # schema 2's `vllm`
+    "vllm-router": {"vllm-router"},
 }
 
 
@@ -73,6 +76,7 @@ def test_every_shared_recipe_of_either_dialect_loads_and_plans_or_is_unsupported
     outcomes: Counter[tuple[str, str]] = Counter()
     by_engine: Counter[tuple[str, str]] = Counter()  # (engine, planned | unsupported)
     reasons: Counter[str] = Counter()
+    bad: dict[str, str] = {}
     for path in files:
         for variant in load_variants(path):  # any DisaggError fails the test
             engine = variant.config.backend.type
@@ -83,6 +87,12 @@ def test_every_shared_recipe_of_either_dialect_loads_and_plans_or_is_unsupported
                 outcomes[(variant.dialect, "unsupported")] += 1
                 by_engine[(engine, "unsupported")] += 1
                 reasons[exc.what.split(" (")[0].split(" in variant")[0]] += 1
+                continue
+            except DisaggError as exc:
+                where = path.relative_to(SHARED_RECIPES).as_posix()
+                if where not in BAD_INPUT:
+                    raise
+                bad[where] = exc.message.split(": ", 1)[-1]
                 continue
             outcomes[(variant.dialect, "planned")] += 1
             by_engine[(engine, "planned")] += 1
@@ -97,5 +107,6 @@ def test_every_shared_recipe_of_either_dialect_loads_and_plans_or_is_unsupported
         print(f"  {engine}: {planned} planned, {refused} unsupported")
     for what, count in reasons.most_common():
         print(f"  unsupported: {what}: {count}")
+    assert {where: bad.get(where, "") for where in BAD_INPUT} == BAD_INPUT
     assert outcomes[("schema2", "planned")] >= 10
     assert outcomes[("v1", "planned")] >= 290

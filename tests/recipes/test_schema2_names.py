@@ -113,11 +113,11 @@ def test_schema2_sglang_is_the_direct_worker_and_sglang_router_the_router(write:
     assert "router" in [role.name for role in router_plan.roles]
 
 
-def test_a_schema2_vllm_direct_frontend_is_refused_by_its_own_name(write: Write) -> None:
+def test_a_schema2_vllm_direct_frontend_over_sglang_is_named_as_written(write: Write) -> None:
     [variant] = load_variants(write(_aggregated("vllm")))
-    with pytest.raises(UnsupportedRecipe) as caught:
+    with pytest.raises(DisaggError) as caught:
         place(variant)
-    assert caught.value.message.startswith("unsupported: frontend type vllm (")
+    assert "frontend type vllm serves a vllm worker directly" in caught.value.message
     assert "-direct" not in caught.value.message
 
 

@@ -41,6 +41,7 @@ _ROUTERS = {
     "smg": ("smg", "smg"),
     "smg.launch_router": ("smg", "smg"),
     "dynamo.frontend": ("dynamo", "ai-dynamo"),
+    "vllm-router": ("vllm-router", "vllm-router"),
 }
 
 # Every setup field a result carries (null when unknown), in the order written.

@@ -111,6 +111,10 @@ CONNECTORS: dict[str, dict[str, str]] = {
 }
 DEFAULT_CONNECTOR = "nixl"
 DYNAMO = "dynamo"  # `frontend.type` whose workers are `python -m dynamo.vllm`
+DIRECT = "vllm-direct"  # schema 2's `frontend.type: vllm`: the one worker serves the load
+# Flags that only the API server takes; srt-slurm drops them on a direct worker's headless
+# nodes, where vLLM refuses them (`pop_vllm_api_server_flags`).
+_API_SERVER_ONLY = frozenset({"api-server-count"})
 DEVICE_IDS_ROW = "vllm-device-ids"  # the `disagg.plan.compat` row on GPU selection
 # Derived by the plan under Dynamo's per-node DP layout, never taken from the recipe.
 _DP_DERIVED = frozenset({"data-parallel-hybrid-lb"})
@@ -188,7 +192,7 @@ class VLLM(EngineAdapter):
         aggregated worker under Dynamo falls back on `backend.connector` (nixl by default)
         as srt-slurm's do, one behind `vllm serve` has only what its role names."""
         written = FLAGS.value(args, "kv_transfer_config")
-        if written is None:
+        if written is None and spec.frontend != DIRECT:  # srt-slurm drops it there
             written = FLAGS.value(args, "connector")
         if written is None and spec.mode is None and spec.frontend == DYNAMO:
             written = spec.backend.get("connector", DEFAULT_CONNECTOR)
@@ -241,6 +245,10 @@ class VLLM(EngineAdapter):
         `engine_flags` (data-parallel ranks per node, or tensor/pipeline ranks over nodes)."""
         if _per_node_dp(args, spec):
             return _per_node_dp_flags(args, spec)
+        if spec.frontend == DIRECT and spec.multi_node:
+            # vLLM's own multi-node serve, as srt-slurm's direct frontend renders it: every
+            # node meets the head, DP ranks included; no rendezvous port of the plan's.
+            return _node_ranks(spec, master_port=False)
         par = self.parallelism(args)
         if not spec.multi_node:
             return [["--data-parallel-rpc-port", "${self.dp_rpc_port}"] if par.dp > 1 else []]
@@ -303,10 +311,19 @@ class VLLM(EngineAdapter):
         if not spec.multi_node:
             argv = flags + serve + placed[0]
             return WorkerCommand(argv=argv, ports=ports, env=env, differs=differs, ignored=derived)
-        nodes = [flags + placed[0] + serve, *(flags + node for node in placed[1:])]
+        headless = flags
+        if spec.frontend == DIRECT:
+            headless = [program, "serve", "${model.path}"]
+            headless += self.engine_flags(_without(args, _API_SERVER_ONLY), spec)
+        nodes = [flags + placed[0] + serve, *(headless + node for node in placed[1:])]
         return WorkerCommand(
             argv=nodes[0], ports=ports, env=env, node_argv=nodes, differs=differs, ignored=derived
         )
+
+
+def _without(args: Mapping[str, Any], names: frozenset[str]) -> dict[str, Any]:
+    """`args` less the flags `names` (kebab-case) in either spelling."""
+    return {key: value for key, value in args.items() if FLAGS.normalise(key) not in names}
 
 
 def _per_node_dp(args: Mapping[str, Any], spec: WorkerSpec) -> bool:

@@ -20,9 +20,11 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "sglang-router": ("disagg.frontends.smg", "RouterFrontend"),
     "sglang": ("disagg.frontends.smg", "RouterFrontend"),
     "sglang-direct": ("disagg.frontends.direct", "DirectFrontend"),
+    "vllm-direct": ("disagg.frontends.direct", "DirectFrontend"),
     "trtllm_serve": ("disagg.frontends.direct", "TrtllmServeFrontend"),
     "atomesh": ("disagg.frontends.atomesh", "AtomeshFrontend"),
     "tilert-router": ("disagg.frontends.tilert_router", "TileRTRouterFrontend"),
+    "vllm-router": ("disagg.frontends.vllm_router", "VllmRouterFrontend"),
 }
 _TABLE: AdapterTable[Frontend] = AdapterTable(Frontend, _ADAPTERS)
 
@@ -34,9 +36,7 @@ def names() -> tuple[str, ...]:
 
 # srt-slurm frontend types not built here, each with why.
 REFUSED: dict[str, str] = {
-    "vllm-router": "not built here; smg fronts vLLM workers: `type: smg`",
     "none": "a services-only job has no endpoint to benchmark",
-    "vllm-direct": "the direct vllm frontend is not built here; smg fronts vLLM: `type: smg`",
     # Named by InferenceX's ATOM recipes; srt-slurm has no such frontend type.
     "infera": "not a frontend type srt-slurm defines",
 }

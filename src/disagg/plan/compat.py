@@ -202,6 +202,23 @@ _ROWS = (
         "the store the kind names, wired to the job's master as the schema describes; a flag "
         "in `args` overrides the default",
     ),
+    Difference(
+        "direct-frontend",
+        "binds the one aggregated worker of a direct frontend (schema 2 `frontend.type: "
+        "sglang`, `vllm`, aggregated `trtllm_serve`) to `0.0.0.0` on the public port 8000",
+        "binds it to its node's own address on a port picked at run time, like every role's; "
+        "the benchmark is given that address (`SRT_FRONTEND_HOST`, `SRT_FRONTEND_PORT`)",
+        "a fixed port collides with another job or a leftover server on a shared node",
+    ),
+    Difference(
+        "vllm-router-metrics",
+        "starts `vllm-router` on `0.0.0.0` and the public port 8000, with its Prometheus "
+        "exporter on its default 127.0.0.1:29000",
+        "starts it on its node's own address and a port picked at run time, and gives it "
+        "`--prometheus-port` and `--prometheus-host` (a port of its own on that address)",
+        "every router on a node would otherwise share port 29000, and the job's roles all "
+        "bind ports picked at run time",
+    ),
 )
 
 

@@ -1,0 +1,266 @@
+"""srt-slurm's `vllm-router` frontend: the vLLM Router (the `vllm-router` package, 0.1.17)
+in front of `vllm serve` workers, as srtctl's `VLLMRouterFrontend` launches it.
+
+The argv, in srtctl's order: `vllm-router`, then `--worker-urls URL...` for aggregated
+workers, or `--vllm-pd-disaggregation`, one `--prefill URL [SIDE_CHANNEL_PORT]` per
+prefill worker (its NIXL side-channel port, when it has one) and one `--decode URL` per
+decode worker; `--host`, `--port`; the flags srtctl derives (`--intra-node-data-parallel-size`
+when each URL fronts several data-parallel ranks of one node,
+`--worker-startup-timeout-secs` = health_check.max_attempts x interval_seconds); then
+`frontend.args` as written (`k: v` -> `--k v`, `true` -> `--k`, a list repeats the flag).
+
+Facts about vllm-router 0.1.17, observed by running it in front of disagg's simulated
+engine:
+
+- It does not listen until every worker answers `GET /health` (checked every
+  `--worker-startup-check-interval` seconds); then `/health`, `/readiness` (with the count
+  of healthy workers) and `/workers` answer 200. `/readiness` is the health path here.
+- The Prometheus exporter starts by default on 127.0.0.1:29000, so each router gets its own
+  `metrics` port, as smg's do (compat row `vllm-router-metrics`).
+- Aggregated mode forwards `/v1/completions` unchanged, token-id prompts included.
+- In PD mode it sends each request to a prefill worker with vLLM's `kv_transfer_params`
+  (`do_remote_decode`) and then to a decode worker with the `kv_transfer_params` the
+  prefill answered: vLLM's own NIXL hand-over, which the simulated engine (SGLang's
+  bootstrap hand-over) does not speak, so simulated prefill/decode workers are refused.
+- On SIGTERM it exits within about a second when idle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
+from disagg.frontends.topology import router_roles
+from disagg.plan.model import HealthPlan, RoleKind, RolePlan
+
+PROGRAM = "vllm-router"
+VERSION = "0.1.17"
+PORTS: tuple[str, ...] = ("http", "metrics")
+HEALTH_PATH = "/readiness"  # answers only once every worker is healthy
+HEALTH_DEADLINE_S = 120.0
+METRICS_ROW = "vllm-router-metrics"  # the `disagg.plan.compat` row on its exporter
+# srtctl's HealthCheckConfig defaults: the router waits as long as the workers may take.
+DEFAULT_STARTUP_TIMEOUT_S = 180 * 10
+INTRA_DP = "intra-node-data-parallel-size"
+STARTUP_TIMEOUT = "worker-startup-timeout-secs"
+# Rendered from the plan; a recipe's `frontend.args` may not set them.
+MANAGED = frozenset(
+    {
+        "host",
+        "port",
+        "worker-urls",
+        "vllm-pd-disaggregation",
+        "prefill",
+        "decode",
+        "prometheus-port",
+        "prometheus-host",
+    }
+)
+
+
+def _flag(key: object) -> str:
+    return str(key).replace("_", "-")
+
+
+def render_args(args: Mapping[str, Any]) -> list[str]:
+    """`frontend.args` as srtctl's static routers render them: `--key` as written, `true`
+    alone, `false`/`null` omitted, a list as the flag repeated once per item."""
+    argv: list[str] = []
+    for key, value in args.items():
+        flag = f"--{key}"
+        if value is True:
+            argv.append(flag)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, list):
+            for item in value:
+                argv += [flag, str(item)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def router_argv(
+    *,
+    aggregated: Sequence[str] = (),
+    prefill: Sequence[tuple[str, str | None]] = (),
+    decode: Sequence[str] = (),
+    host: str = "${self.bind_host}",
+    intra_dp: int = 1,
+    startup_timeout_s: int = DEFAULT_STARTUP_TIMEOUT_S,
+    extra: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """The router's argv: `aggregated` worker names, or `prefill` (name, side-channel port
+    placeholder or None) and `decode` names. Callers check the topology first."""
+    args = dict(extra or {})
+    written = {_flag(key) for key in args}
+    argv = [PROGRAM]
+    if prefill or decode:
+        argv.append("--vllm-pd-disaggregation")
+        for name, side_channel in prefill:
+            argv += ["--prefill", f"${{{name}.url}}", *([side_channel] if side_channel else [])]
+        for name in decode:
+            argv += ["--decode", f"${{{name}.url}}"]
+    else:
+        argv += ["--worker-urls", *(f"${{{name}.url}}" for name in aggregated)]
+    argv += ["--host", host, "--port", "${self.http_port}"]
+    if intra_dp > 1 and INTRA_DP not in written:
+        argv += [f"--{INTRA_DP}", str(intra_dp)]
+    if STARTUP_TIMEOUT not in written:
+        argv += [f"--{STARTUP_TIMEOUT}", str(startup_timeout_s)]
+    argv += ["--prometheus-port", "${self.metrics_port}", "--prometheus-host", host]
+    return argv + render_args(args)
+
+
+def node_local_dp(role: RolePlan) -> int:
+    """Data-parallel ranks the router reaches behind the worker's one URL (srtctl's
+    `routed_process_dp_size`): a one-node worker's DP x (TP x PP) replicas, else 1."""
+    par = role.parallel
+    if par is None or par.dp <= 1 or role.nnodes > 1:
+        return 1
+    replica = par.tp * par.pp
+    if replica > role.gpus_per_node or role.gpus_per_node % replica:
+        return 1
+    return role.gpus_per_node // replica
+
+
+class VllmRouterFrontend(Frontend):
+    """The vLLM Router over vLLM workers: PD mode, or regular mode when aggregated."""
+
+    types: ClassVar[tuple[str, ...]] = ("vllm-router",)
+
+    def plan(self, ctx: FrontendContext) -> FrontendRoles:
+        self._check(ctx)
+        extra = dict(ctx.frontend.args or {})
+        for key in extra:
+            if _flag(key) in MANAGED:
+                raise ctx.fail(
+                    f"frontend.args.{key} is set by disagg and cannot be overridden",
+                    ("frontend", "args", str(key)),
+                    "disagg picks the router's address, ports and workers from the plan",
+                )
+        intra_dp = self._intra_dp(ctx, extra)
+        check = ctx.config.health_check
+        timeout = (
+            int(check.max_attempts * check.interval_seconds)
+            if check is not None
+            else DEFAULT_STARTUP_TIMEOUT_S
+        )
+        prefill = [
+            (role.name, _side_channel(role))
+            for role in ctx.workers
+            if role.kind is RoleKind.PREFILL
+        ]
+        argv = router_argv(
+            aggregated=ctx.names(RoleKind.AGGREGATED),
+            prefill=prefill,
+            decode=ctx.names(RoleKind.DECODE),
+            host=ctx.host,
+            intra_dp=intra_dp,
+            startup_timeout_s=timeout,
+            extra=extra,
+        )
+        health = HealthPlan(path=HEALTH_PATH, deadline_s=HEALTH_DEADLINE_S)
+        stages, serving = router_roles(ctx, argv, ports=PORTS, health=health)
+        return FrontendRoles(
+            frontend=PROGRAM,
+            stages=stages,
+            serving_role=serving,
+            prompt_format="text",
+            simulator="disagg sim-engine" if ctx.simulated else None,
+            differs=[METRICS_ROW],
+        )
+
+    def _check(self, ctx: FrontendContext) -> None:
+        """What srtctl refuses before launching (`VLLMRouterFrontend.validate`, the schema),
+        and what cannot run here."""
+        if ctx.config.backend.type != "vllm":
+            raise ctx.fail(
+                f"frontend type vllm-router fronts vLLM workers, but the engine is "
+                f"{ctx.config.backend.type}",
+                ("frontend", "type"),
+                "use smg (sglang-router) or dynamo for other engines",
+            )
+        prefill, decode = ctx.names(RoleKind.PREFILL), ctx.names(RoleKind.DECODE)
+        aggregated = ctx.names(RoleKind.AGGREGATED)
+        if (prefill or decode) and aggregated:
+            raise ctx.fail(
+                "vllm-router cannot mix aggregated workers with prefill/decode workers",
+                ("frontend", "type"),
+                "a variant is either disaggregated (prefill + decode) or aggregated",
+            )
+        if (prefill or decode) and not (prefill and decode):
+            raise ctx.fail(
+                "vllm-router's PD mode needs prefill and decode workers",
+                ("frontend", "type"),
+                f"got prefill={prefill} decode={decode}",
+            )
+        if prefill and any(role.nnodes > 1 for role in ctx.workers):
+            # srtctl's schema: "each logical vLLM endpoint" must fit one node in PD mode
+            raise ctx.fail(
+                "vllm-router's PD mode needs each prefill/decode worker on one node",
+                ("frontend", "type"),
+                "give each worker at most one node's GPUs, or use dynamo",
+            )
+        backend = ctx.config.backend
+        if backend.dp_launch_mode == "per_gpu" and any(
+            role.parallel is not None and role.parallel.dp > 1 for role in ctx.workers
+        ):
+            raise ctx.fail(
+                "vllm-router with data-parallel-size needs dp_launch_mode per_node (per_gpu "
+                "processes are Dynamo registrations, not vLLM API servers the router reaches)",
+                ("backend", "dp_launch_mode"),
+                "drop dp_launch_mode (per_node is the default)",
+            )
+        connectors = {str(backend.connector or "").lower()}
+        for settings, _spec in ctx.worker_inputs.values():
+            connectors |= {str(v).lower() for k, v in settings.items() if _flag(k) == "connector"}
+        if "moriio" in connectors:
+            raise ctx.refuse(
+                "connector moriio behind vllm-router (the workers register with the router "
+                "over its ZMQ discovery, which is not built here)",
+                ("backend", "connector"),
+            )
+        if prefill and ctx.simulated:
+            raise ctx.refuse(
+                "vllm-router over simulated prefill/decode workers (the router hands the KV "
+                "over with vLLM's kv_transfer_params; the simulated engine speaks SGLang's "
+                "bootstrap hand-over)",
+                ("frontend", "type"),
+            )
+
+    def _intra_dp(self, ctx: FrontendContext, extra: Mapping[str, Any]) -> int:
+        """srtctl's one `--intra-node-data-parallel-size` for every URL; a recipe's own must
+        agree with it."""
+        sizes = {node_local_dp(role) for role in ctx.workers}
+        if len(sizes) > 1:
+            raise ctx.fail(
+                "vllm-router takes one --intra-node-data-parallel-size for every worker, but "
+                f"the workers' node-local data-parallel sizes differ: {sorted(sizes)}",
+                ("frontend", "type"),
+                "give every role the same data-parallel layout per node",
+            )
+        derived = next(iter(sizes), 1)
+        for key, value in extra.items():
+            if _flag(key) != INTRA_DP:
+                continue
+            try:
+                written = int(value)
+            except (TypeError, ValueError):
+                written = None
+            if written != derived:
+                raise ctx.fail(
+                    f"frontend.args.{key} {value!r} conflicts with the workers' layout "
+                    f"(derived {derived})",
+                    ("frontend", "args", str(key)),
+                    f"drop it, or set it to {derived}",
+                )
+        return derived
+
+
+def _side_channel(role: RolePlan) -> str | None:
+    """The prefill worker's NIXL side-channel port, which srtctl gives the router."""
+    if any(port.split("*")[0] == "nixl" for port in role.ports):
+        return f"${{{role.name}.nixl_port}}"
+    return None

@@ -1,0 +1,116 @@
+"""Direct frontends (schema 2 `frontend.type: vllm`, `sglang`): the one aggregated worker
+serves the load, with no router process, and its command is what srt-slurm's direct
+frontend renders (`vllm serve` owning the API port; vLLM's own multi-node serve)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from disagg.errors import DisaggError
+from disagg.plan.model import Plan, RoleKind
+from engines.engine_support import plan_text
+
+VLLM_DIRECT = """\
+schema: 2
+name: direct
+model:
+  path: hf:org/tiny
+  container: vllm
+  precision: bf16
+resources:
+  gpu_type: h100
+  gpus_per_node: 8
+engine: vllm
+frontend:
+  type: vllm
+  enable_multiple_frontends: false
+roles:
+  agg:
+    nodes: NODES
+    workers: 1
+    args:
+      served-model-name: org/tiny
+ARGS
+benchmark:
+  type: sa-bench
+  isl: 128
+  osl: 16
+  concurrencies: "1x2"
+"""
+
+
+def _direct(tmp_path: Path, *, nodes: int = 1, args: str = "", extra: str = "") -> Plan:
+    text = VLLM_DIRECT.replace("NODES", str(nodes)).replace("ARGS\n", args) + extra
+    return plan_text(tmp_path, text)
+
+
+def test_schema2_vllm_runs_the_one_vllm_serve_worker_as_the_endpoint(tmp_path: Path) -> None:
+    plan = _direct(tmp_path, args="      tensor-parallel-size: 8\n")
+    assert plan.frontend == "vllm (direct)"
+    assert [role.name for role in plan.roles if role.kind is not RoleKind.BENCH] == ["aggregated-0"]
+    assert plan.serving_role == "aggregated-0" and plan.stages[0] == ["aggregated-0"]
+    argv = plan.role("aggregated-0").argv
+    assert argv[:3] == ["vllm", "serve", "${model.path}"]
+    at = argv.index("--port")
+    assert argv[at + 1] == "${self.http_port}" and "--tensor-parallel-size" in argv
+    # srtctl's VLLMFrontend health endpoint: the worker's own /health
+    health = plan.role("aggregated-0").health
+    assert health is not None and health.path == "/health"
+    assert "direct-frontend" in [row["id"] for row in plan.differs]
+    assert plan.bench.prompt_format == "text"
+
+
+def test_a_multi_node_direct_vllm_worker_is_vllms_own_multi_node_serve(tmp_path: Path) -> None:
+    """srtctl: the head node serves the API with --master-addr/--nnodes/--node-rank, the others
+    run --headless; data parallelism is left to vLLM (no per-node DP flags), no
+    --master-port, and --api-server-count only where the API server runs."""
+    args = (
+        "      tensor-parallel-size: 8\n      data-parallel-size: 2\n"
+        "      enable-expert-parallel: true\n      api-server-count: 2\n"
+    )
+    role = _direct(tmp_path, nodes=2, args=args).role("aggregated-0")
+    head, other = role.argv_on(0), role.argv_on(1)
+    for rank, argv in enumerate((head, other)):
+        at = argv.index("--master-addr")
+        assert argv[at : at + 6] == [
+            "--master-addr",
+            "${self.host}",
+            "--nnodes",
+            "2",
+            "--node-rank",
+            str(rank),
+        ]
+        assert "--data-parallel-size-local" not in argv and "--master-port" not in argv
+        assert argv[argv.index("--data-parallel-size") + 1] == "2"
+    assert "--headless" not in head and "--port" in head and "--api-server-count" in head
+    assert "--headless" in other and "--port" not in other and "--api-server-count" not in other
+
+
+def test_a_direct_vllm_worker_takes_no_connector_from_its_role(tmp_path: Path) -> None:
+    """srtctl pops `connector` from a direct worker's settings: no KV transfer is set up."""
+    argv = _direct(tmp_path, args="      connector: nixl\n").role("aggregated-0").argv
+    assert "--kv-transfer-config" not in argv and "--connector" not in argv
+
+
+def test_direct_vllm_needs_a_single_endpoint_as_srtctl_validates(tmp_path: Path) -> None:
+    text = VLLM_DIRECT.replace("NODES", "1").replace("ARGS\n", "")
+    with pytest.raises(DisaggError) as caught:
+        plan_text(
+            tmp_path,
+            text.replace("enable_multiple_frontends: false", "num_additional_frontends: 1"),
+        )
+    assert "binds vllm serve to the public port" in caught.value.message
+    assert caught.value.hint == "set frontend.enable_multiple_frontends: false"
+    with pytest.raises(DisaggError) as two:
+        plan_text(tmp_path, text.replace("workers: 1", "workers: 2"))
+    assert "needs exactly one aggregated worker, the recipe has 2" in two.value.message
+
+
+def test_direct_vllm_over_another_engine_is_bad_input(tmp_path: Path) -> None:
+    text = VLLM_DIRECT.replace("NODES", "1").replace("ARGS\n", "")
+    text = text.replace("engine: vllm", "engine: sglang").replace("served-model-name", "tp-size")
+    with pytest.raises(DisaggError) as caught:
+        plan_text(tmp_path, text.replace("org/tiny\nbenchmark", "1\nbenchmark"))
+    assert "serves a vllm worker directly, but the engine is sglang" in caught.value.message
