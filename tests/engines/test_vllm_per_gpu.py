@@ -77,6 +77,17 @@ def test_per_gpu_runs_one_dynamo_process_per_gpu_with_its_global_rank(tmp_path: 
     [prefill] = [r for r in plan.roles if r.kind is RoleKind.PREFILL]
     assert prefill.gpu_ids == [0, 1, 2, 3] and "--data-parallel-rank" not in prefill.argv
     assert plan.total_gpus == 12
+    assert "vllm-per-gpu-written-ranks" not in [row["id"] for row in plan.differs]
+
+
+def test_written_rank_flags_are_left_out_and_the_plan_says_it_differs(tmp_path: Path) -> None:
+    """srt-slurm passes a written headless/local size on to every per-GPU process; the plan
+    derives each process's rank alone, lists the setting as ignored and names the row."""
+    roles = "    aggregated:\n      data-parallel-size: 4\n      headless: true\n"
+    plan = plan_text(tmp_path, dynamo_vllm(roles, nodes(1, "agg"), PER_GPU))
+    assert all("--headless" not in argv for _, _, argv, _ in worker_tasks(plan))
+    assert "vllm-per-gpu-written-ranks" in [row["id"] for row in plan.differs]
+    assert "backend.vllm_config.aggregated.headless" in [n["field"] for n in plan.ignored]
 
 
 def test_per_gpu_on_one_node_and_aggregated(tmp_path: Path) -> None:

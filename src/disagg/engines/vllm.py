@@ -124,7 +124,19 @@ DIRECT = "vllm-direct"  # schema 2's `frontend.type: vllm`: the one worker serve
 # nodes, where vLLM refuses them (`pop_vllm_api_server_flags`).
 _API_SERVER_ONLY = frozenset({"api-server-count"})
 PER_NODE, PER_GPU = "per_node", "per_gpu"  # `backend.dp_launch_mode`
-DEVICE_IDS_ROW = "vllm-device-ids"  # the `disagg.plan.compat` row on GPU selection
+DEVICE_IDS_ROW = "vllm-device-ids"
+PER_GPU_RANKS_ROW = "vllm-per-gpu-written-ranks"  # the row on rank flags a recipe writes
+# Written rank flags srt-slurm's per-GPU layout passes on beside its own (the RPC port it
+# replaces with the worker's, as disagg does).
+_RANK_FLAGS = frozenset(
+    {
+        "headless",
+        "data-parallel-size-local",
+        "data-parallel-start-rank",
+        "data-parallel-address",
+        "data-parallel-rank",
+    }
+)  # the `disagg.plan.compat` row on GPU selection
 # Derived by the plan under Dynamo's per-node DP layout, never taken from the recipe.
 _DP_DERIVED = frozenset({"data-parallel-hybrid-lb"})
 NO_CONNECTOR = ("null", "none", "")
@@ -346,6 +358,8 @@ class VLLM(EngineAdapter):
             spec.backend.get(k) for k in ("set_cuda_visible_devices", "set_visible_devices")
         )
         differs = [] if masked else [DEVICE_IDS_ROW]
+        if spec.dp_rank is not None and any(FLAGS.normalise(k) in _RANK_FLAGS for k in args):
+            differs.append(PER_GPU_RANKS_ROW)
         if not spec.multi_node:
             argv = flags + serve + placed[0]
             return WorkerCommand(argv=argv, ports=ports, env=env, differs=differs, ignored=derived)
