@@ -207,6 +207,12 @@ def test_engine_wide_knobs_are_carried_out_refused_or_said_to_be_ignored(tmp_pat
     assert plan.role("aggregated-0").argv[:2] == ["/opt/vllm-rs/bin/vllm-rs", "serve"]
     backend = [i["field"] for i in plan.ignored if i["field"].startswith("backend.")]
     assert backend == ["backend.sequential_node_start"]  # (frontend fields: their adapter's)
+    # srt-slurm's DP launch layout only shapes workers that set data-parallel-size
     per_gpu = recipe("vllm", roles, resources=ONE_NODE, backend="  dp_launch_mode: per_gpu\n")
-    with pytest.raises(UnsupportedRecipe, match=r"backend\.dp_launch_mode"):
-        plan_text(tmp_path, per_gpu)
+    plain = plan_text(tmp_path, recipe("vllm", roles, resources=ONE_NODE))
+    assert plan_text(tmp_path, per_gpu).role("aggregated-0").argv == plain.role("aggregated-0").argv
+    # behind a router, per-GPU ranks (Dynamo registrations) have no API server to reach
+    dp = "    aggregated:\n      data-parallel-size: 8\n"
+    routed = recipe("vllm", dp, resources=ONE_NODE, backend="  dp_launch_mode: per_gpu\n")
+    with pytest.raises(UnsupportedRecipe, match=r"backend\.dp_launch_mode per_gpu behind"):
+        plan_text(tmp_path, routed)

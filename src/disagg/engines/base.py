@@ -147,6 +147,10 @@ class WorkerSpec:
     schema2: bool = False  # written in srt-slurm 2.x's schema (its defaults where they differ)
     # The recipe's `backend` map as written, for the engine-wide knobs an adapter honours.
     backend: Mapping[str, Any] = field(default_factory=dict)
+    # One process of a worker launched a process per GPU (`rank_processes`): its global
+    # data-parallel rank, and the role of rank 0, whose address and ports the ranks share.
+    dp_rank: int | None = None
+    dp_head: str = "self"
 
     @property
     def mode(self) -> Mode | None:
@@ -275,6 +279,11 @@ class EngineAdapter(ABC):
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         """(key, what) when this worker cannot run as written: the plan refuses it up front."""
         return None
+
+    def rank_processes(self, args: Mapping[str, Any], spec: WorkerSpec) -> bool:
+        """Whether the worker runs as one process per GPU (vLLM's `dp_launch_mode: per_gpu`),
+        each one its own role with one GPU, asked for its command with `spec.dp_rank` set."""
+        return False
 
     def pd_router(
         self, prefill: list[str], decode: list[str], frontend: Mapping[str, Any]

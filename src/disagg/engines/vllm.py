@@ -29,6 +29,14 @@ replicas (`--data-parallel-size-local`, `--data-parallel-start-rank`) with
 frontend, and none runs `--headless`; when a replica spans nodes (DP2 x TP8 on 4-GPU
 nodes), the nodes meet at the head (`--master-addr`, `--nnodes`, `--node-rank`, and the
 data-parallel address and RPC port) and the others run `--headless`.
+
+`backend.dp_launch_mode: per_gpu` (srt-slurm's deprecated layout, `endpoints_to_processes`)
+runs such a worker as one process per GPU instead: each its own role with one GPU and
+its global `--data-parallel-rank` (node by node, GPU by GPU), all meeting at rank 0's
+`--data-parallel-address`/`--data-parallel-rpc-port` and sharing rank 0's block of NIXL
+side-channel ports; each registers with Dynamo on its own. The recipe's own flags pass
+through as written there, `--data-parallel-hybrid-lb` included. A direct `vllm serve`
+worker ignores the setting (one process per node), as srt-slurm does.
 """
 
 from __future__ import annotations
@@ -115,7 +123,20 @@ DIRECT = "vllm-direct"  # schema 2's `frontend.type: vllm`: the one worker serve
 # Flags that only the API server takes; srt-slurm drops them on a direct worker's headless
 # nodes, where vLLM refuses them (`pop_vllm_api_server_flags`).
 _API_SERVER_ONLY = frozenset({"api-server-count"})
-DEVICE_IDS_ROW = "vllm-device-ids"  # the `disagg.plan.compat` row on GPU selection
+PER_NODE, PER_GPU = "per_node", "per_gpu"  # `backend.dp_launch_mode`
+DEVICE_IDS_ROW = "vllm-device-ids"
+PER_GPU_RANKS_ROW = "vllm-per-gpu-written-ranks"  # the row on rank flags a recipe writes
+# Written rank flags srt-slurm's per-GPU layout passes on beside its own (the RPC port it
+# replaces with the worker's, as disagg does).
+_RANK_FLAGS = frozenset(
+    {
+        "headless",
+        "data-parallel-size-local",
+        "data-parallel-start-rank",
+        "data-parallel-address",
+        "data-parallel-rank",
+    }
+)  # the `disagg.plan.compat` row on GPU selection
 # Derived by the plan under Dynamo's per-node DP layout, never taken from the recipe.
 _DP_DERIVED = frozenset({"data-parallel-hybrid-lb"})
 NO_CONNECTOR = ("null", "none", "")
@@ -152,7 +173,7 @@ class VLLM(EngineAdapter):
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     # `kv_events_config`: the plan adds each worker's KV event publisher (plan.kv_events).
     backend_fields: ClassVar[frozenset[str]] = frozenset(
-        {"connector", "vllm_serve_binary", "kv_events_config"}
+        {"connector", "vllm_serve_binary", "kv_events_config", "dp_launch_mode"}
     )
 
     def role_args(self, backend: Mapping[str, Any], role: WorkerRole) -> Mapping[str, Any]:
@@ -201,9 +222,20 @@ class VLLM(EngineAdapter):
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.mode is not None and self.kv_transfer(args, spec) is None:
             return "connector", f"a vLLM {spec.mode} worker without a KV connector"
+        if _per_gpu_dp(args, spec):
+            return None if spec.simulated else _per_gpu_layout_problem(args, spec)
         if _per_node_dp(args, spec):
             return None if spec.simulated else _per_node_layout_problem(args, spec)
-        if spec.multi_node and FLAGS.value(args, "hybrid_lb") is True:
+        routed = spec.frontend not in (DYNAMO, DIRECT)  # `vllm serve` behind a router
+        if routed and _dp_launch_mode(spec) == PER_GPU and FLAGS.value(args, "dp") is not None:
+            return "data-parallel-size", (
+                f"backend.dp_launch_mode per_gpu behind frontend.type {spec.frontend} "
+                "(its per-GPU ranks register with Dynamo, not as API servers a router "
+                "reaches: frontend.type dynamo)"
+            )
+        # srt-slurm passes a written hybrid-lb through on Dynamo and direct workers; only
+        # `vllm serve` behind a router has no API server on its headless nodes to balance.
+        if spec.multi_node and routed and FLAGS.value(args, "hybrid_lb") is True:
             key = (FLAGS.find(args, "hybrid_lb") or ("data-parallel-hybrid-lb", None))[0]
             return key, (
                 "data-parallel-hybrid-lb on a multi-node `vllm serve` worker (one API server "
@@ -214,6 +246,9 @@ class VLLM(EngineAdapter):
             what = f"data-parallel-size {par.dp} over {spec.nnodes} nodes (unequal ranks per node)"
             return "data-parallel-size", what
         return None
+
+    def rank_processes(self, args: Mapping[str, Any], spec: WorkerSpec) -> bool:
+        return _per_gpu_dp(args, spec)
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
         from disagg.cluster import is_repo_id
@@ -243,6 +278,18 @@ class VLLM(EngineAdapter):
         """The flags the plan owns on each node of one worker (head node first), besides its
         API address: what `vllm serve` and `python -m dynamo.vllm` alike add after
         `engine_flags` (data-parallel ranks per node, or tensor/pipeline ranks over nodes)."""
+        if spec.dp_rank is not None:  # one process of the per-GPU layout
+            head = spec.dp_head
+            return [
+                [
+                    "--data-parallel-rank",
+                    str(spec.dp_rank),
+                    "--data-parallel-address",
+                    f"${{{head}.host}}",
+                    "--data-parallel-rpc-port",
+                    f"${{{head}.dp_rpc_port}}",
+                ]
+            ]
         if _per_node_dp(args, spec):
             return _per_node_dp_flags(args, spec)
         if spec.frontend == DIRECT and spec.multi_node:
@@ -278,6 +325,9 @@ class VLLM(EngineAdapter):
         ports = ["http"]
         env: dict[str, str] = {}
         transfer = self.kv_transfer(args, spec)
+        if spec.dp_rank is not None:
+            nixl = transfer is not None and "NixlConnector" in transfer
+            return _rank_ports(par.dp, spec, nixl=nixl)
         dp_mode = par.dp > 1 or _per_node_dp(args, spec)
         if transfer is not None and "NixlConnector" in transfer:
             # vLLM's NIXL side channel listens on this port plus the worker's DP rank (a
@@ -308,6 +358,8 @@ class VLLM(EngineAdapter):
             spec.backend.get(k) for k in ("set_cuda_visible_devices", "set_visible_devices")
         )
         differs = [] if masked else [DEVICE_IDS_ROW]
+        if spec.dp_rank is not None and any(FLAGS.normalise(k) in _RANK_FLAGS for k in args):
+            differs.append(PER_GPU_RANKS_ROW)
         if not spec.multi_node:
             argv = flags + serve + placed[0]
             return WorkerCommand(argv=argv, ports=ports, env=env, differs=differs, ignored=derived)
@@ -326,10 +378,59 @@ def _without(args: Mapping[str, Any], names: frozenset[str]) -> dict[str, Any]:
     return {key: value for key, value in args.items() if FLAGS.normalise(key) not in names}
 
 
+def _dp_launch_mode(spec: WorkerSpec) -> str:
+    return str(spec.backend.get("dp_launch_mode") or PER_NODE)
+
+
 def _per_node_dp(args: Mapping[str, Any], spec: WorkerSpec) -> bool:
     """Whether the worker runs srt-slurm's per-node DP layout: under Dynamo, with
     `data-parallel-size` written (srt-slurm's `_is_dp_mode`: any value, 1 included)."""
-    return spec.frontend == DYNAMO and FLAGS.value(args, "dp") is not None
+    dp_written = FLAGS.value(args, "dp") is not None
+    return spec.frontend == DYNAMO and dp_written and _dp_launch_mode(spec) != PER_GPU
+
+
+def _per_gpu_dp(args: Mapping[str, Any], spec: WorkerSpec) -> bool:
+    """Whether the worker runs srt-slurm's deprecated per-GPU DP layout: the per-node
+    layout's conditions with `backend.dp_launch_mode: per_gpu`."""
+    dp_written = FLAGS.value(args, "dp") is not None
+    return spec.frontend == DYNAMO and dp_written and _dp_launch_mode(spec) == PER_GPU
+
+
+def _per_gpu_layout_problem(args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
+    """What srt-slurm's per-GPU layout cannot run: it gives each data-parallel rank one GPU
+    (`--device-ids`), and numbers a rank per GPU of the worker."""
+    replica = _replica(args)
+    if replica != 1:
+        key = "tensor-parallel-size" if FLAGS.size(args, "tp") > 1 else "pipeline-parallel-size"
+        return key, (
+            f"tensor-parallel-size x pipeline-parallel-size {replica} with "
+            "backend.dp_launch_mode per_gpu (each data-parallel rank runs on one GPU; "
+            "per_node runs replicas of several GPUs)"
+        )
+    dp, total = FLAGS.size(args, "dp"), spec.gpus_per_node * spec.nnodes
+    if dp != total:
+        return "data-parallel-size", (
+            f"data-parallel-size {dp} with backend.dp_launch_mode per_gpu on a worker of "
+            f"{total} GPUs (one rank per GPU: they must be equal)"
+        )
+    return None
+
+
+def _rank_ports(dp: int, spec: WorkerSpec, *, nixl: bool) -> tuple[list[str], dict[str, str]]:
+    """Ports and environment of one per-GPU process: each its own Dynamo system port; rank 0
+    holds the DP RPC port and the block of NIXL side-channel ports vLLM offsets by rank
+    (srt-slurm's `next_dp_rpc_port`, `next_nixl_port_block`), the others name rank 0's."""
+    ports = ["http"]
+    env: dict[str, str] = {}
+    head = spec.dp_rank == 0
+    if nixl:
+        if head:
+            ports.append(f"nixl*{dp}" if dp > 1 else "nixl")
+        env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = "${self.bind_host}"
+        env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = f"${{{spec.dp_head}.nixl_port}}"
+    if head:
+        ports.append("dp_rpc")
+    return ports, env
 
 
 def _replica(args: Mapping[str, Any]) -> int:

@@ -219,6 +219,18 @@ _ROWS = (
         "every router on a node would otherwise share port 29000, and the job's roles all "
         "bind ports picked at run time",
     ),
+    Difference(
+        "vllm-per-gpu-written-ranks",
+        "under `dp_launch_mode: per_gpu` passes a role's written `headless`, "
+        "`data-parallel-size-local`, `data-parallel-start-rank`, "
+        "`data-parallel-address` and `data-parallel-rank` on to every per-GPU process "
+        "beside the rank flags it derives",
+        "leaves them out (listed as ignored: set by the plan) and gives each process "
+        "only its derived rank, the first rank's address and the worker's DP RPC port",
+        "the layout decides each process's rank and meeting point; a written copy would "
+        "contradict the derived one (vLLM takes the last of two) or make a rank "
+        "headless",
+    ),
 )
 
 

@@ -10,6 +10,7 @@ in-process bench sits on node rank 0, in the orchestrator.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -269,7 +270,6 @@ class _Placer:
 
     def workers(self, placed: list[PlacedWorker]) -> list[RolePlan]:
         served = self.served
-        image = self.container_image
         roles = []
         for kind, index, ranks, ids in placed:
             args = self.one_served_name(self.role_args(kind))
@@ -290,45 +290,65 @@ class _Placer:
             self.check_supported(kind, args, spec)
             self.note_ignored(kind, args)
             name = f"{kind.value}-{index}"
-            seen = self.container_args(kind, name, args, image)
-            command = self.adapter.command(seen, spec)
-            self.differs += command.differs
-            path = ".".join(self.adapter.args_path(_worker_role(kind)))
-            for item in command.ignored:
-                self.ignored.setdefault(f"{path}.{item.key}", item.reason)
-            if self.predict is not None:
-                command.argv += self.predict_argv(kind, args)
-            self.worker_inputs[name] = (seen, spec)
-            par = self.adapter.worker_parallelism(args, spec)
-            reading = self.adapter.sim_reading(args)
-            roles.append(
-                RolePlan(
-                    name=name,
-                    kind=kind,
-                    index=index,
-                    node_ranks=ranks,
-                    gpus_per_node=len(ids),
-                    gpu_ids=ids,
-                    ports=command.ports,
-                    argv=command.argv,
-                    node_argv=command.node_argv,
-                    files=command.files,
-                    mpi=_mpi_plan(command),
-                    parallel=ParallelPlan(
-                        tp=par.tp,
-                        dp=par.dp,
-                        ep=par.ep,
-                        pp=par.pp,
-                        dp_attention=par.dp_attention,
-                        gpus=par.gpus,
-                    ),
-                    speculative=reading.speculative_algorithm,
-                    env={**self.role_env(kind), **command.env},
-                    health=self.worker_health(),
-                    container_image=self.worker_image(command, image),
-                )
-            )
+            seen = self.container_args(kind, name, args, image=self.container_image)
+            if not self.adapter.rank_processes(args, spec):
+                roles.append(self.worker_role(kind, index, name, ranks, ids, args, seen, spec))
+                continue
+            # one process per GPU, node by node (srt-slurm's per-GPU DP launch)
+            pairs = [(rank, gpu) for rank in ranks for gpu in sorted(ids)]
+            for dp_rank, (rank, gpu) in enumerate(pairs):
+                one = replace(spec, nnodes=1, gpus_per_node=1, dp_rank=dp_rank, dp_head=name)
+                process = name if dp_rank == 0 else f"{name}-dp{dp_rank}"
+                roles.append(self.worker_role(kind, index, process, [rank], [gpu], args, seen, one))
         return roles
+
+    def worker_role(
+        self,
+        kind: RoleKind,
+        index: int,
+        name: str,
+        ranks: list[int],
+        ids: list[int],
+        args: Mapping[str, Any],
+        seen: Mapping[str, Any],
+        spec: WorkerSpec,
+    ) -> RolePlan:
+        """One worker process as a role: the engine adapter's command for `spec`."""
+        command = self.adapter.command(seen, spec)
+        self.differs += command.differs
+        path = ".".join(self.adapter.args_path(_worker_role(kind)))
+        for item in command.ignored:
+            self.ignored.setdefault(f"{path}.{item.key}", item.reason)
+        if self.predict is not None:
+            command.argv += self.predict_argv(kind, args)
+        self.worker_inputs[name] = (seen, spec)
+        par = self.adapter.worker_parallelism(args, spec)
+        reading = self.adapter.sim_reading(args)
+        return RolePlan(
+            name=name,
+            kind=kind,
+            index=index,
+            node_ranks=ranks,
+            gpus_per_node=len(ids),
+            gpu_ids=ids,
+            ports=command.ports,
+            argv=command.argv,
+            node_argv=command.node_argv,
+            files=command.files,
+            mpi=_mpi_plan(command),
+            parallel=ParallelPlan(
+                tp=par.tp,
+                dp=par.dp,
+                ep=par.ep,
+                pp=par.pp,
+                dp_attention=par.dp_attention,
+                gpus=par.gpus,
+            ),
+            speculative=reading.speculative_algorithm,
+            env={**self.role_env(kind), **command.env},
+            health=self.worker_health(),
+            container_image=self.worker_image(command, self.container_image),
+        )
 
     def worker_image(self, command: WorkerCommand, image: str | None) -> str | None:
         """The job's image, or the one the engine names for this worker (resolved alike)."""
