@@ -45,6 +45,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from disagg.engines import vllm_dp as dp
 from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
@@ -57,6 +58,7 @@ from disagg.engines.base import (
     listen_host,
 )
 from disagg.engines.sglang import render_args
+from disagg.engines.vllm_dp import DYNAMO, DpShape
 
 FLAGS = FlagTable(
     {
@@ -118,12 +120,10 @@ CONNECTORS: dict[str, dict[str, str]] = {
     },
 }
 DEFAULT_CONNECTOR = "nixl"
-DYNAMO = "dynamo"  # `frontend.type` whose workers are `python -m dynamo.vllm`
 DIRECT = "vllm-direct"  # schema 2's `frontend.type: vllm`: the one worker serves the load
 # Flags that only the API server takes; srt-slurm drops them on a direct worker's headless
 # nodes, where vLLM refuses them (`pop_vllm_api_server_flags`).
 _API_SERVER_ONLY = frozenset({"api-server-count"})
-PER_NODE, PER_GPU = "per_node", "per_gpu"  # `backend.dp_launch_mode`
 DEVICE_IDS_ROW = "vllm-device-ids"
 PER_GPU_RANKS_ROW = "vllm-per-gpu-written-ranks"  # the row on rank flags a recipe writes
 # Written rank flags srt-slurm's per-GPU layout passes on beside its own (the RPC port it
@@ -222,12 +222,13 @@ class VLLM(EngineAdapter):
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.mode is not None and self.kv_transfer(args, spec) is None:
             return "connector", f"a vLLM {spec.mode} worker without a KV connector"
-        if _per_gpu_dp(args, spec):
-            return None if spec.simulated else _per_gpu_layout_problem(args, spec)
-        if _per_node_dp(args, spec):
-            return None if spec.simulated else _per_node_layout_problem(args, spec)
+        shape = _shape(args)
+        if dp.per_gpu(shape, spec):
+            return None if spec.simulated else dp.per_gpu_problem(shape, spec)
+        if dp.per_node(shape, spec):
+            return None if spec.simulated else dp.per_node_problem(shape, spec)
         routed = spec.frontend not in (DYNAMO, DIRECT)  # `vllm serve` behind a router
-        if routed and _dp_launch_mode(spec) == PER_GPU and FLAGS.value(args, "dp") is not None:
+        if routed and dp.launch_mode(spec) == dp.PER_GPU and shape.dp_written:
             return "data-parallel-size", (
                 f"backend.dp_launch_mode per_gpu behind frontend.type {spec.frontend} "
                 "(its per-GPU ranks register with Dynamo, not as API servers a router "
@@ -248,13 +249,13 @@ class VLLM(EngineAdapter):
         return None
 
     def rank_processes(self, args: Mapping[str, Any], spec: WorkerSpec) -> bool:
-        return _per_gpu_dp(args, spec)
+        return dp.per_gpu(_shape(args), spec)
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
         from disagg.cluster import is_repo_id
 
         # Under Dynamo's per-node DP layout the plan derives hybrid load balancing itself.
-        derived = _DP_DERIVED if _per_node_dp(args, spec) else frozenset()
+        derived = _DP_DERIVED if dp.per_node(_shape(args), spec) else frozenset()
         kept: dict[str, Any] = {}
         for key, value in args.items():
             name = FLAGS.normalise(key)
@@ -279,23 +280,14 @@ class VLLM(EngineAdapter):
         API address: what `vllm serve` and `python -m dynamo.vllm` alike add after
         `engine_flags` (data-parallel ranks per node, or tensor/pipeline ranks over nodes)."""
         if spec.dp_rank is not None:  # one process of the per-GPU layout
-            head = spec.dp_head
-            return [
-                [
-                    "--data-parallel-rank",
-                    str(spec.dp_rank),
-                    "--data-parallel-address",
-                    f"${{{head}.host}}",
-                    "--data-parallel-rpc-port",
-                    f"${{{head}.dp_rpc_port}}",
-                ]
-            ]
-        if _per_node_dp(args, spec):
-            return _per_node_dp_flags(args, spec)
+            return [dp.rank_flags(spec)]
+        shape = _shape(args)
+        if dp.per_node(shape, spec):
+            return dp.per_node_flags(shape, spec)
         if spec.frontend == DIRECT and spec.multi_node:
             # vLLM's own multi-node serve, as srt-slurm's direct frontend renders it: every
             # node meets the head, DP ranks included; no rendezvous port of the plan's.
-            return _node_ranks(spec, master_port=False)
+            return dp.node_ranks(spec, master_port=False)
         par = self.parallelism(args)
         if not spec.multi_node:
             return [["--data-parallel-rpc-port", "${self.dp_rpc_port}"] if par.dp > 1 else []]
@@ -314,7 +306,7 @@ class VLLM(EngineAdapter):
                 for rank in range(1, spec.nnodes)
             ]
             return [shared, *rest]
-        return _node_ranks(spec, master_port=True)
+        return dp.node_ranks(spec, master_port=True)
 
     def worker_ports(
         self, args: Mapping[str, Any], spec: WorkerSpec
@@ -327,8 +319,8 @@ class VLLM(EngineAdapter):
         transfer = self.kv_transfer(args, spec)
         if spec.dp_rank is not None:
             nixl = transfer is not None and "NixlConnector" in transfer
-            return _rank_ports(par.dp, spec, nixl=nixl)
-        dp_mode = par.dp > 1 or _per_node_dp(args, spec)
+            return dp.rank_ports(par.dp, spec, nixl=nixl)
+        dp_mode = par.dp > 1 or dp.per_node(_shape(args), spec)
         if transfer is not None and "NixlConnector" in transfer:
             # vLLM's NIXL side channel listens on this port plus the worker's DP rank (a
             # block of DP size, as srt-slurm reserves: next_nixl_port_block)
@@ -352,7 +344,7 @@ class VLLM(EngineAdapter):
         derived = [
             Ignored(str(key), "derived from the per-node data-parallel layout under Dynamo")
             for key in args
-            if _per_node_dp(args, spec) and FLAGS.normalise(key) in _DP_DERIVED
+            if dp.per_node(_shape(args), spec) and FLAGS.normalise(key) in _DP_DERIVED
         ]
         masked = any(
             spec.backend.get(k) for k in ("set_cuda_visible_devices", "set_visible_devices")
@@ -378,127 +370,16 @@ def _without(args: Mapping[str, Any], names: frozenset[str]) -> dict[str, Any]:
     return {key: value for key, value in args.items() if FLAGS.normalise(key) not in names}
 
 
-def _dp_launch_mode(spec: WorkerSpec) -> str:
-    return str(spec.backend.get("dp_launch_mode") or PER_NODE)
-
-
-def _per_node_dp(args: Mapping[str, Any], spec: WorkerSpec) -> bool:
-    """Whether the worker runs srt-slurm's per-node DP layout: under Dynamo, with
-    `data-parallel-size` written (srt-slurm's `_is_dp_mode`: any value, 1 included)."""
-    dp_written = FLAGS.value(args, "dp") is not None
-    return spec.frontend == DYNAMO and dp_written and _dp_launch_mode(spec) != PER_GPU
-
-
-def _per_gpu_dp(args: Mapping[str, Any], spec: WorkerSpec) -> bool:
-    """Whether the worker runs srt-slurm's deprecated per-GPU DP layout: the per-node
-    layout's conditions with `backend.dp_launch_mode: per_gpu`."""
-    dp_written = FLAGS.value(args, "dp") is not None
-    return spec.frontend == DYNAMO and dp_written and _dp_launch_mode(spec) == PER_GPU
-
-
-def _per_gpu_layout_problem(args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
-    """What srt-slurm's per-GPU layout cannot run: it gives each data-parallel rank one GPU
-    (`--device-ids`), and numbers a rank per GPU of the worker."""
-    replica = _replica(args)
-    if replica != 1:
-        key = "tensor-parallel-size" if FLAGS.size(args, "tp") > 1 else "pipeline-parallel-size"
-        return key, (
-            f"tensor-parallel-size x pipeline-parallel-size {replica} with "
-            "backend.dp_launch_mode per_gpu (each data-parallel rank runs on one GPU; "
-            "per_node runs replicas of several GPUs)"
-        )
-    dp, total = FLAGS.size(args, "dp"), spec.gpus_per_node * spec.nnodes
-    if dp != total:
-        return "data-parallel-size", (
-            f"data-parallel-size {dp} with backend.dp_launch_mode per_gpu on a worker of "
-            f"{total} GPUs (one rank per GPU: they must be equal)"
-        )
-    return None
-
-
-def _rank_ports(dp: int, spec: WorkerSpec, *, nixl: bool) -> tuple[list[str], dict[str, str]]:
-    """Ports and environment of one per-GPU process: each its own Dynamo system port; rank 0
-    holds the DP RPC port and the block of NIXL side-channel ports vLLM offsets by rank
-    (srt-slurm's `next_dp_rpc_port`, `next_nixl_port_block`), the others name rank 0's."""
-    ports = ["http"]
-    env: dict[str, str] = {}
-    head = spec.dp_rank == 0
-    if nixl:
-        if head:
-            ports.append(f"nixl*{dp}" if dp > 1 else "nixl")
-        env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = "${self.bind_host}"
-        env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = f"${{{spec.dp_head}.nixl_port}}"
-    if head:
-        ports.append("dp_rpc")
-    return ports, env
-
-
-def _replica(args: Mapping[str, Any]) -> int:
-    """GPUs of one data-parallel replica: TP x PP."""
-    return FLAGS.size(args, "tp") * FLAGS.size(args, "pp")
-
-
-def _per_node_layout_problem(args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
-    """What srt-slurm's per-node DP layout refuses (`VLLMProtocol.__post_init__`) or cannot
-    place (`_dp_per_node_endpoints_to_processes` fails the job at start)."""
-    if FLAGS.value(args, "headless") is True:
-        key = (FLAGS.find(args, "headless") or ("headless", None))[0]
-        return key, (
-            "headless with data-parallel-size under Dynamo (the plan derives the headless "
-            "ranks from the DP x TP x PP layout, as srt-slurm's per_node launch does)"
-        )
-    dp, replica, local = FLAGS.size(args, "dp"), _replica(args), spec.gpus_per_node
-    total = local * spec.nnodes
-    if dp * replica != total:
-        return "data-parallel-size", (
-            f"data-parallel-size {dp} x tensor-parallel-size x pipeline-parallel-size "
-            f"{replica} = {dp * replica} GPUs, but the worker has {total}"
-        )
-    if replica > local and replica % local:
-        return "tensor-parallel-size", (
-            f"a TP x PP replica of {replica} GPUs over nodes of {local} GPUs each "
-            "(it must fill whole nodes)"
-        )
-    if replica <= local and local % replica:
-        return "tensor-parallel-size", (
-            f"TP x PP replicas of {replica} GPUs on nodes of {local} GPUs each "
-            "(they must divide a node)"
-        )
-    return None
-
-
-def _per_node_dp_flags(args: Mapping[str, Any], spec: WorkerSpec) -> list[list[str]]:
-    """Each node's data-parallel flags in srt-slurm's per-node layout (head node first)."""
-    local = spec.gpus_per_node
-    replica = _replica(args)
-    meet = ["--data-parallel-address", "${self.host}"]
-    meet += ["--data-parallel-rpc-port", "${self.dp_rpc_port}"]
-    if replica > local:  # a replica spans nodes: one rendezvous, headless off the head node
-        return [[*ranks, *meet] for ranks in _node_ranks(spec, master_port=False)]
-    per_node = local // replica
-    return [
-        [
-            "--data-parallel-size-local",
-            str(per_node),
-            "--data-parallel-start-rank",
-            str(rank * per_node),
-            *meet,
-            "--data-parallel-hybrid-lb",
-        ]
-        for rank in range(spec.nnodes)
-    ]
-
-
-def _node_ranks(spec: WorkerSpec, *, master_port: bool) -> list[list[str]]:
-    """Tensor/pipeline ranks over the worker's nodes, `--headless` off the head node."""
-    nodes = []
-    for rank in range(spec.nnodes):
-        ranks = ["--master-addr", "${self.host}", "--nnodes", str(spec.nnodes)]
-        ranks += ["--node-rank", str(rank)]
-        if master_port:
-            ranks += ["--master-port", "${self.dist_init_port}"]
-        nodes.append(ranks if rank == 0 else [*ranks, "--headless"])
-    return nodes
+def _shape(args: Mapping[str, Any]) -> DpShape:
+    """The worker's parallelism as the DP layouts read it."""
+    headless = FLAGS.find(args, "headless") if FLAGS.value(args, "headless") is True else None
+    return DpShape(
+        dp=FLAGS.size(args, "dp"),
+        tp=FLAGS.size(args, "tp"),
+        pp=FLAGS.size(args, "pp"),
+        dp_written=FLAGS.value(args, "dp") is not None,
+        headless=str(headless[0]) if headless else None,
+    )
 
 
 ADAPTER = VLLM()

@@ -1,0 +1,159 @@
+"""Where a vLLM worker's data-parallel ranks run: srt-slurm's two Dynamo layouts.
+
+`dp_launch_mode: per_node` (the default, `VLLMProtocol._dp_per_node_endpoints_to_processes`):
+one process per node runs that node's replicas, or, when a TP x PP replica spans nodes,
+the nodes meet at the head with the others `--headless`. `per_gpu` (deprecated,
+`endpoints_to_processes`): one process per GPU, each with its global rank. The sizes
+come from `disagg.engines.vllm`'s flag table (`DpShape`); this module only lays them out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from disagg.engines.base import WorkerSpec
+
+DYNAMO = "dynamo"  # `frontend.type` whose workers are `python -m dynamo.vllm`
+PER_NODE, PER_GPU = "per_node", "per_gpu"  # `backend.dp_launch_mode`
+
+
+@dataclass(frozen=True)
+class DpShape:
+    """What a worker's flags say about its parallelism."""
+
+    dp: int
+    tp: int
+    pp: int
+    dp_written: bool  # `data-parallel-size` set at all (srt-slurm's `_is_dp_mode`: 1 counts)
+    headless: str | None  # the recipe's own spelling of `headless: true`, if it sets it
+
+    @property
+    def replica(self) -> int:
+        """GPUs of one data-parallel replica: TP x PP."""
+        return self.tp * self.pp
+
+
+def launch_mode(spec: WorkerSpec) -> str:
+    return str(spec.backend.get("dp_launch_mode") or PER_NODE)
+
+
+def per_node(shape: DpShape, spec: WorkerSpec) -> bool:
+    """Whether the worker runs srt-slurm's per-node DP layout: under Dynamo, with
+    `data-parallel-size` written."""
+    return spec.frontend == DYNAMO and shape.dp_written and launch_mode(spec) != PER_GPU
+
+
+def per_gpu(shape: DpShape, spec: WorkerSpec) -> bool:
+    """Whether the worker runs srt-slurm's deprecated per-GPU DP layout: the per-node
+    layout's conditions with `backend.dp_launch_mode: per_gpu`."""
+    return spec.frontend == DYNAMO and shape.dp_written and launch_mode(spec) == PER_GPU
+
+
+def per_gpu_problem(shape: DpShape, spec: WorkerSpec) -> tuple[str, str] | None:
+    """What srt-slurm's per-GPU layout cannot run: it gives each data-parallel rank one GPU
+    (`--device-ids`), and numbers a rank per GPU of the worker."""
+    if shape.replica != 1:
+        key = "tensor-parallel-size" if shape.tp > 1 else "pipeline-parallel-size"
+        return key, (
+            f"tensor-parallel-size x pipeline-parallel-size {shape.replica} with "
+            "backend.dp_launch_mode per_gpu (each data-parallel rank runs on one GPU; "
+            "per_node runs replicas of several GPUs)"
+        )
+    total = spec.gpus_per_node * spec.nnodes
+    if shape.dp != total:
+        return "data-parallel-size", (
+            f"data-parallel-size {shape.dp} with backend.dp_launch_mode per_gpu on a worker "
+            f"of {total} GPUs (one rank per GPU: they must be equal)"
+        )
+    return None
+
+
+def per_node_problem(shape: DpShape, spec: WorkerSpec) -> tuple[str, str] | None:
+    """What srt-slurm's per-node DP layout refuses (`VLLMProtocol.__post_init__`) or cannot
+    place (`_dp_per_node_endpoints_to_processes` fails the job at start)."""
+    if shape.headless is not None:
+        return shape.headless, (
+            "headless with data-parallel-size under Dynamo (the plan derives the headless "
+            "ranks from the DP x TP x PP layout, as srt-slurm's per_node launch does)"
+        )
+    dp, replica, local = shape.dp, shape.replica, spec.gpus_per_node
+    total = local * spec.nnodes
+    if dp * replica != total:
+        return "data-parallel-size", (
+            f"data-parallel-size {dp} x tensor-parallel-size x pipeline-parallel-size "
+            f"{replica} = {dp * replica} GPUs, but the worker has {total}"
+        )
+    if replica > local and replica % local:
+        return "tensor-parallel-size", (
+            f"a TP x PP replica of {replica} GPUs over nodes of {local} GPUs each "
+            "(it must fill whole nodes)"
+        )
+    if replica <= local and local % replica:
+        return "tensor-parallel-size", (
+            f"TP x PP replicas of {replica} GPUs on nodes of {local} GPUs each "
+            "(they must divide a node)"
+        )
+    return None
+
+
+def per_node_flags(shape: DpShape, spec: WorkerSpec) -> list[list[str]]:
+    """Each node's data-parallel flags in srt-slurm's per-node layout (head node first)."""
+    local = spec.gpus_per_node
+    meet = ["--data-parallel-address", "${self.host}"]
+    meet += ["--data-parallel-rpc-port", "${self.dp_rpc_port}"]
+    if shape.replica > local:  # a replica spans nodes: one rendezvous, headless off the head
+        return [[*ranks, *meet] for ranks in node_ranks(spec, master_port=False)]
+    count = local // shape.replica
+    return [
+        [
+            "--data-parallel-size-local",
+            str(count),
+            "--data-parallel-start-rank",
+            str(rank * count),
+            *meet,
+            "--data-parallel-hybrid-lb",
+        ]
+        for rank in range(spec.nnodes)
+    ]
+
+
+def rank_flags(spec: WorkerSpec) -> list[str]:
+    """One per-GPU process's flags: its global rank, meeting at rank 0's address and port."""
+    head = spec.dp_head
+    return [
+        "--data-parallel-rank",
+        str(spec.dp_rank),
+        "--data-parallel-address",
+        f"${{{head}.host}}",
+        "--data-parallel-rpc-port",
+        f"${{{head}.dp_rpc_port}}",
+    ]
+
+
+def rank_ports(dp: int, spec: WorkerSpec, *, nixl: bool) -> tuple[list[str], dict[str, str]]:
+    """Ports and environment of one per-GPU process: each its own Dynamo system port; rank 0
+    holds the DP RPC port and the block of NIXL side-channel ports vLLM offsets by rank
+    (srt-slurm's `next_dp_rpc_port`, `next_nixl_port_block`), the others name rank 0's."""
+    ports = ["http"]
+    env: dict[str, str] = {}
+    head = spec.dp_rank == 0
+    if nixl:
+        if head:
+            ports.append(f"nixl*{dp}" if dp > 1 else "nixl")
+        env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = "${self.bind_host}"
+        env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = f"${{{spec.dp_head}.nixl_port}}"
+    if head:
+        ports.append("dp_rpc")
+    return ports, env
+
+
+def node_ranks(spec: WorkerSpec, *, master_port: bool) -> list[list[str]]:
+    """Tensor/pipeline ranks over the worker's nodes, `--headless` off the head node."""
+    nodes = []
+    for rank in range(spec.nnodes):
+        ranks = ["--master-addr", "${self.host}", "--nnodes", str(spec.nnodes)]
+        ranks += ["--node-rank", str(rank)]
+        if master_port:
+            ranks += ["--master-port", "${self.dist_init_port}"]
+        nodes.append(ranks if rank == 0 else [*ranks, "--headless"])
+    return nodes
