@@ -6,6 +6,10 @@ trace began), `input_length`, `output_length` and `hash_ids` (one id per
 prefix). Each request is sent at its timestamp (relative to the first), on the same
 absolute schedule the sa-bench rate mode uses; `concurrencies`, if given, makes one
 replay per value with at most that many requests in flight.
+
+A trace this machine can read is read and checked when planning. One inside a
+container mount whose host side is elsewhere (a cluster's filesystem) is left to the
+job, as srtctl leaves it: `resolve` reads it there before any role starts.
 """
 
 from __future__ import annotations
