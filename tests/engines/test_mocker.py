@@ -93,12 +93,17 @@ def test_the_corpus_mocker_recipe_runs_the_mocker_as_its_engine() -> None:
     assert "not the image's" in ignored["model.container"]
 
 
-def test_the_corpus_trace_recipe_names_the_trace_it_cannot_read_here() -> None:
+def test_the_corpus_trace_recipe_plans_its_cluster_trace_to_be_read_in_the_job() -> None:
+    """As srtctl, the trace on the cluster's filesystem is read when the job runs."""
     [variant] = load_variants(CORPUS / "mocker" / "kimi-trace-agg.yaml")
-    with pytest.raises(UnsupportedRecipe) as caught:
-        place(variant)
-    assert caught.value.what.startswith("benchmark.trace_file (/traces/")
-    assert "container mount /traces" in caught.value.what
+    plan = place(variant)
+    trace = plan.bench.trace
+    assert plan.engine == "mocker" and trace is not None and trace.at_run_time
+    assert trace.written == "/traces/together-ai-basic-no-delays_119k/dataset.jsonl"
+    assert trace.path == (
+        "/lustre/fsw/coreai_tritoninference_triton3/aflowers/srt-slurm/traces/"
+        "together-ai-basic-no-delays_119k/dataset.jsonl"
+    )
 
 
 def test_a_trace_in_a_container_mount_is_read_from_the_host_side(tmp_path: Path) -> None:

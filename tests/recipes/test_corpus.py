@@ -61,7 +61,6 @@ def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> 
     assert planned["vllm"] >= 5 and planned["trtllm"] >= 300 and planned["mocker"] >= 1
     # Refused for a named feature, never for the engine itself.
     assert set(unsupported) <= {
-        "benchmark.trace_file",  # on a cluster's filesystem, read when planning
         "benchmark type gsm8k-bench",  # srt-slurm defines no such type (it has gsm8k)
         "benchmark type mooncake-router",
         "benchmark.slow_down_sleep_time",

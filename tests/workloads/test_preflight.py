@@ -36,3 +36,11 @@ def _reason(kind: str) -> str:
     reason = refusal(kind)
     assert reason is not None and reason.startswith(f"benchmark type {kind} (")
     return reason
+
+
+def test_a_trace_left_to_the_job_is_not_read_before_submitting(tmp_path: Path) -> None:
+    """Its host side is on the cluster, not here: the job reads and checks it."""
+    plan = place(load_variants(DATA / "sim-trace.yaml")[0])
+    gone = str(tmp_path / "cluster" / "gone.jsonl")
+    plan.bench.trace = TracePlan(path=gone, written="/traces/gone.jsonl", at_run_time=True)
+    assert check_benchmark(plan).errors == []

@@ -5,20 +5,26 @@ its timestamp through the live router."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
 from disagg.bench.prompts import PromptFactory, PromptSettings
 from disagg.errors import DisaggError
 from disagg.launch.state import PointStatus, RunStatus, RunSummary
+from disagg.plan.model import Plan
 from disagg.workloads.trace import build_requests, read_trace, trace_offsets
+from recipes.recipe_helpers import CORPUS
 
 from .workload_support import disagg
 
 DATA = Path(__file__).parent / "data"
 TRACE = DATA / "mini-trace.jsonl"
 RECIPE = DATA / "sim-trace.yaml"
+CORPUS_TRACE = CORPUS / "mocker" / "kimi-trace-agg.yaml"
 
 
 def test_shipped_trace_reads_with_its_timestamps_in_seconds() -> None:
@@ -95,12 +101,118 @@ def test_plan_reads_a_trace_named_inside_a_mount_from_its_host_side(
     assert variant["bench"]["points"][0]["num_prompts"] == len(read_trace(TRACE))
 
 
-def test_plan_refuses_a_trace_whose_mount_has_no_host_side_here(tmp_path: Path) -> None:
-    recipe = _recipe_reading_the_trace_inside(tmp_path, f"{tmp_path / 'absent'}:/traces")
+def _planned(recipe: Path) -> dict[str, Any]:
+    done = disagg("plan", recipe, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    [variant] = json.loads(done.stdout)["variants"]
+    return cast(dict[str, Any], variant)
+
+
+def test_a_trace_whose_mount_has_no_host_side_here_is_left_to_the_job(tmp_path: Path) -> None:
+    """As srtctl: the trace on the cluster is not read when planning; the plan says so."""
+    host = tmp_path / "absent"
+    recipe = _recipe_reading_the_trace_inside(tmp_path, f"{host}:/traces")
+    variant = _planned(recipe)
+    trace = variant["bench"]["trace"]
+    assert trace == {
+        "path": str(host / "mini-trace.jsonl"),
+        "written": "/traces/mini-trace.jsonl",
+        "at_run_time": True,
+        "block_tokens": 512,
+        "speedup": 1.0,
+    }
+    assert [p["num_prompts"] for p in variant["bench"]["points"]] == [0]
+    assert "trace-file" in [row["id"] for row in variant["differs"]]
+    shown = " ".join(disagg("plan", recipe).stdout.split())
+    assert "/traces/mini-trace.jsonl (on the cluster at" in shown
+    assert "read and checked by the job before load starts" in shown
+    assert "come from the trace at run time" in shown
+
+
+def test_a_trace_under_a_host_side_that_is_here_is_still_read_when_planning(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "traces").mkdir()
+    recipe = _recipe_reading_the_trace_inside(tmp_path, f"{tmp_path / 'traces'}:/traces")
     done = disagg("plan", recipe)
     assert done.returncode == 2
-    assert "unsupported: benchmark.trace_file" in done.stdout + done.stderr
-    assert "container mount /traces" in done.stdout + done.stderr
+    assert str(tmp_path / "traces" / "mini-trace.jsonl") in done.stderr
+
+
+@pytest.mark.skipif(not CORPUS_TRACE.is_file(), reason="srt-slurm v1.0.68 recipes not here")
+def test_the_corpus_trace_recipe_on_a_cluster_filesystem_plans() -> None:
+    variant = _planned(CORPUS_TRACE)
+    trace = variant["bench"]["trace"]
+    assert trace["at_run_time"] is True
+    assert trace["written"] == "/traces/together-ai-basic-no-delays_119k/dataset.jsonl"
+    assert trace["path"].startswith("/lustre/") and trace["path"].endswith("/dataset.jsonl")
+    assert [p["label"] for p in variant["bench"]["points"]] == ["trace_conc4"]
+
+
+def _job_for_a_trace_written_later(tmp_path: Path) -> tuple[Path, Path]:
+    """A run directory planned while the trace's mount had no host side on this machine;
+    returns it and where the job will read the trace."""
+    host = tmp_path / "cluster-fs"
+    variant = _planned(_recipe_reading_the_trace_inside(tmp_path, f"{host}:/traces"))
+    assert variant["bench"]["trace"]["at_run_time"] is True
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    Plan.model_validate(variant).write(run_dir)
+    host.mkdir()  # the cluster's filesystem, there by the time the job runs
+    return run_dir, host / "mini-trace.jsonl"
+
+
+def _job(run_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "disagg.job", str(run_dir), "--executor", "local"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        (None, "No such file"),
+        ('{"timestamp": 0, "input_length": 4, "output_length": 2}\nnot json\n', ":2"),
+    ],
+)
+def test_a_trace_missing_or_malformed_when_the_job_runs_fails_it_by_name(
+    tmp_path: Path, content: str | None, named: str
+) -> None:
+    run_dir, trace = _job_for_a_trace_written_later(tmp_path)
+    if content is not None:
+        trace.write_text(content)
+    done = _job(run_dir)
+    assert done.returncode != 0
+    summary = RunSummary.read(run_dir)
+    assert summary is not None and summary.status is RunStatus.FAILED
+    assert summary.reason is not None
+    assert str(trace) in summary.reason and named in summary.reason, summary.reason
+    # Checked before any role started: the orchestrator's is the only log.
+    assert [p.name for p in (run_dir / "logs").iterdir()] == ["orchestrator.log"]
+    assert "/traces/mini-trace.jsonl" in (summary.reason + done.stdout + done.stderr)
+
+
+@pytest.mark.slow
+def test_a_trace_that_exists_only_when_the_job_runs_is_read_and_replayed(
+    tmp_path: Path,
+) -> None:
+    run_dir, trace = _job_for_a_trace_written_later(tmp_path)
+    trace.write_text(TRACE.read_text())
+    done = _job(run_dir)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = RunSummary.read(run_dir)
+    assert summary is not None and summary.status is RunStatus.COMPLETED
+    [point] = summary.points
+    assert (point.key, point.status) == ("trace", PointStatus.MEASURED)
+    assert point.result is not None
+    result = json.loads(Path(point.result).read_text())
+    records = read_trace(TRACE)
+    assert result["valid"] is True
+    assert result["num_prompts"] == result["completed"] == len(records)
 
 
 @pytest.mark.slow

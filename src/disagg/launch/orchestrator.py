@@ -127,7 +127,16 @@ class Orchestrator:
         from disagg.workloads import adapter_for
 
         workload = adapter_for(plan.bench.type)
-        workload.prepare(plan.bench)
+        bench = workload.resolve(plan.bench)
+        if bench is not plan.bench:
+            run.measure_bench(bench)
+            plan = run.plan
+            if bench.trace is not None:
+                run.log.info(
+                    "trace %s: %d request(s), read and checked",
+                    bench.trace.path,
+                    bench.points[0].num_prompts if bench.points else 0,
+                )
         if plan.bench.command is None and mark_done_points(run):
             run.log.info("every point already has a valid result; nothing to run")
             return

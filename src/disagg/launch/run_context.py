@@ -24,7 +24,7 @@ from disagg.launch.liveness import host_id, start_ticks
 from disagg.launch.logs import tail, task_log_path
 from disagg.launch.run_log import make_logger
 from disagg.launch.state import STATE_FILE, Failure, Phase, PointState, RunState
-from disagg.plan.model import Plan, RoleKind, RolePlan
+from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
 
 EXIT_COMPLETED = 0
 EXIT_FAILED = 1
@@ -238,6 +238,15 @@ class RunContext:
 
     def mark(self, milestone: str) -> None:
         self.timeline[milestone] = round(time.time() - self.started, 4)
+
+    def measure_bench(self, bench: BenchPlan) -> None:
+        """Measure `bench` (the plan's, with what the job read at run time filled in):
+        the points' request counts in the state follow it."""
+        self.plan = self.plan.model_copy(update={"bench": bench})
+        with self.lock:
+            for point, state in zip(bench.points, self.state.points, strict=True):
+                state.requests = point.num_prompts + point.warmup_requests
+        self.publish()
 
     def publish(self) -> None:
         with self.lock:

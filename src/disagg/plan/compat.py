@@ -231,6 +231,19 @@ _ROWS = (
         "contradict the derived one (vLLM takes the last of two) or make a rank "
         "headless",
     ),
+    Difference(
+        "trace-file",
+        "passes `benchmark.trace_file` (a path inside the benchmark container) to AIPerf, "
+        "which reads it when the job's benchmark starts; nothing reads it before",
+        "reads a trace it can reach when planning (refusing a missing or malformed one then, "
+        "and counting its requests in the plan); a trace inside a container mount whose host "
+        "side is not on the planning machine (a cluster's filesystem) is read from that host "
+        "side in the job, checked before any role starts (a missing or malformed one ends the"
+        " run naming the file and line), and replayed by disagg's own load generator",
+        "a bad trace is found before nodes are held where it can be; the load generator runs "
+        "in the orchestrator on the first node's host, where the mount's host side is the "
+        "trace the container would see",
+    ),
 )
 
 

@@ -184,7 +184,11 @@ class PointPlan(_Strict):
 class TracePlan(_Strict):
     """A timestamped request trace to replay (Mooncake trace format, one JSON object a line)."""
 
-    path: str  # as resolved at plan time; read inside the job
+    path: str  # as resolved at plan time (a mount's host side); read inside the job
+    written: str | None = None  # `benchmark.trace_file` as the recipe gives it
+    # On the cluster, not on the planning machine: read and checked only inside the job,
+    # before any role starts; until then the points' `num_prompts` and isl/osl are 0.
+    at_run_time: bool = False
     block_tokens: int = 512  # tokens each `hash_ids` entry stands for (Mooncake's block size)
     speedup: float = 1.0  # >1 replays faster than recorded
 

@@ -103,6 +103,24 @@ def _points(plan: Plan) -> str:
     return ", ".join(parts) or "-"
 
 
+def _trace(plan: Plan) -> list[tuple[str, str]]:
+    """Where a replayed trace is read, and so when it is checked."""
+    trace = plan.bench.trace
+    if trace is None:
+        return []
+    if trace.at_run_time:
+        return [
+            (
+                "trace",
+                f"{trace.written or trace.path} (on the cluster at {trace.path}, not on "
+                "this machine): read and checked by the job before load starts; request "
+                "count and lengths come from the trace at run time",
+            )
+        ]
+    count = plan.bench.points[0].num_prompts if plan.bench.points else 0
+    return [("trace", f"{trace.path}: {count} request(s), read and checked when planning")]
+
+
 def _models(plan: Plan) -> str:
     staging = plan.staging
     listed = [f"{m.repo_id} ({m.purpose})" for m in staging.models]
@@ -156,6 +174,7 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
         ("nodes", gpus),
         ("benchmark", plan.bench.type),
         ("concurrency", _points(plan)),
+        *_trace(plan),
         ("models", _models(plan)),
         ("limits", _limits(plan)),
     ]

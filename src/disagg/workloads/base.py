@@ -128,3 +128,9 @@ class BenchmarkAdapter(ABC):
 
     def prepare(self, bench: BenchPlan) -> None:  # noqa: B027 - optional hook
         """Checks made inside the job before any role starts (e.g. the trace file parses)."""
+
+    def resolve(self, bench: BenchPlan) -> BenchPlan:
+        """The bench plan the job measures, made inside the job before any role starts:
+        `prepare`'s checks, then what the plan left to run time (a trace on the cluster)."""
+        self.prepare(bench)
+        return bench

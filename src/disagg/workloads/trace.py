@@ -6,6 +6,10 @@ trace began), `input_length`, `output_length` and `hash_ids` (one id per
 prefix). Each request is sent at its timestamp (relative to the first), on the same
 absolute schedule the sa-bench rate mode uses; `concurrencies`, if given, makes one
 replay per value with at most that many requests in flight.
+
+A trace this machine can read is read and checked when planning. One inside a
+container mount whose host side is elsewhere (a cluster's filesystem) is left to the
+job, as srtctl leaves it: `resolve` reads it there before any role starts.
 """
 
 from __future__ import annotations
@@ -204,26 +208,45 @@ def measure_trace(
     )
 
 
-def _from_host_side(path: Path, written: str, mounts: Mapping[str, str]) -> Path:
-    """A trace named by its path inside a container mount, read from the mount's host side.
+def _on_cluster(path: Path, mounts: Mapping[str, str]) -> Path | None:
+    """The host side of a trace named inside a container mount whose host side is not on
+    this machine (a cluster's shared filesystem), or None when the trace is read here.
 
-    When that side is not on this machine either (a cluster's shared filesystem), the
-    recipe is valid but cannot be planned here: its points come from the trace. The
-    mounts are read as placement reads them (`mount_pairs`: a pyxis option such as
-    `:ro` is no part of the path), the most specific container side first."""
+    The mounts are read as placement reads them (`mount_pairs`: a pyxis option such as
+    `:ro` is no part of the path), the most specific container side first. Such a trace
+    is read where the job runs: the orchestrator on the first node sees the mount's host
+    side, as the container does."""
     for host, inside in sorted(mount_pairs(mounts), key=lambda pair: -len(pair[1])):
         try:
             rest = path.relative_to(inside)
         except ValueError:
             continue
         found = Path(host) / rest
-        if found.exists():
-            return found
-        raise UnsupportedRecipe(
-            f"benchmark.trace_file ({written} is in container mount {inside}, whose host "
-            f"side {host} is not on this machine; the trace is read when planning)"
-        )
+        return None if Path(host).exists() else found
+    return None
+
+
+def _host_side(path: Path, mounts: Mapping[str, str]) -> Path:
+    """A trace named by its path inside a container mount whose host side is here."""
+    for host, inside in sorted(mount_pairs(mounts), key=lambda pair: -len(pair[1])):
+        try:
+            return Path(host) / path.relative_to(inside)
+        except ValueError:
+            continue
     return path
+
+
+def traced_bench(bench: BenchPlan, records: list[TraceRecord]) -> BenchPlan:
+    """`bench` with what the trace decides: each point's request count, the mean lengths."""
+    count = len(records)
+    points = [p.model_copy(update={"num_prompts": count}) for p in bench.points]
+    return bench.model_copy(
+        update={
+            "points": points,
+            "isl": round(sum(r.input_length for r in records) / count),
+            "osl": round(sum(r.output_length for r in records) / count),
+        }
+    )
 
 
 class TraceReplay(BenchmarkAdapter):
@@ -242,6 +265,7 @@ class TraceReplay(BenchmarkAdapter):
         "not AIPerf; no package is installed",
         "mooncake_workload": "a label here: the trace_file given is what is replayed",
     }
+    differs = ("trace-file",)
 
     def plan(self, inputs: BenchInputs) -> BenchPlan:
         b = inputs.section
@@ -260,26 +284,16 @@ class TraceReplay(BenchmarkAdapter):
         path = Path(b.trace_file).expanduser()
         if not path.is_absolute():
             path = inputs.recipe_dir / path
-        if not path.exists():
-            path = _from_host_side(path, b.trace_file, inputs.mounts)
-        try:
-            records = read_trace(path)
-        except DisaggError as exc:
-            location = exc.location or None
-            if location is None:
-                raise inputs.fail(exc.message, ("benchmark", "trace_file"), exc.hint) from None
-            raise
         levels = concurrencies(inputs)
-        count = len(records)
-        points = [
-            PointPlan(concurrency=c, num_prompts=count, label=f"trace_conc{c}") for c in levels
-        ] or [PointPlan(num_prompts=count, label="trace")]
+        # Counts and lengths come from the trace; 0 until a trace read in the job sets them.
+        points = [PointPlan(concurrency=c, num_prompts=0, label=f"trace_conc{c}") for c in levels]
+        points = points or [PointPlan(num_prompts=0, label="trace")]
         simulated = inputs.simulated
-        return BenchPlan(
+        planned = BenchPlan(
             type=b.type,
             model_name=inputs.model_name,
-            isl=round(sum(r.input_length for r in records) / count),
-            osl=round(sum(r.output_length for r in records) / count),
+            isl=0,
+            osl=0,
             endpoint="chat" if b.use_chat_template and simulated else "completions",
             use_chat_template=bool(b.use_chat_template) and not simulated,
             tokenizer=None if simulated else "${model.path}",
@@ -287,13 +301,43 @@ class TraceReplay(BenchmarkAdapter):
             slo=slo(inputs),
             points=points,
             concurrencies=levels,
-            trace=TracePlan(path=str(path.resolve())),
             ignored=ignored,
         )
+        remote = None if path.exists() else _on_cluster(path, inputs.mounts)
+        if remote is not None:  # srtctl's way: the job reads it, nothing is read here
+            trace = TracePlan(path=str(remote), written=b.trace_file, at_run_time=True)
+            return planned.model_copy(update={"trace": trace})
+        if not path.exists():
+            path = _host_side(path, inputs.mounts)
+        try:
+            records = read_trace(path)
+        except DisaggError as exc:
+            location = exc.location or None
+            if location is None:
+                raise inputs.fail(exc.message, ("benchmark", "trace_file"), exc.hint) from None
+            raise
+        trace = TracePlan(path=str(path.resolve()), written=b.trace_file)
+        return traced_bench(planned, records).model_copy(update={"trace": trace})
 
     def measure(self) -> MeasureFn:
         return measure_trace
 
     def prepare(self, bench: BenchPlan) -> None:
         assert bench.trace is not None
-        read_trace(Path(bench.trace.path))
+        if not bench.trace.at_run_time:  # a trace on the cluster cannot be read before the job
+            read_trace(Path(bench.trace.path))
+
+    def resolve(self, bench: BenchPlan) -> BenchPlan:
+        """A trace on the cluster is read and checked here, in the job, before any load: a
+        missing or malformed one ends the run naming the file and line; its records set
+        the request counts and lengths the plan left to it."""
+        if bench.trace is None or not bench.trace.at_run_time:
+            return super().resolve(bench)
+        try:
+            records = read_trace(Path(bench.trace.path))
+        except DisaggError as exc:
+            where = f"benchmark.trace_file {bench.trace.written} (read in the job)"
+            raise DisaggError(
+                f"{where}: {exc.message}", location=exc.location, hint=exc.hint
+            ) from None
+        return traced_bench(bench, records)
