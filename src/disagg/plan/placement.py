@@ -671,7 +671,17 @@ class _Placer:
             setup = self.profile.host_setup
         plan.host_setup = host_setup_plan(setup, workers, nodes)
         bench_adapter = adapter_for(bench.type)
-        plan.bench = bench_adapter.complete(plan)
+        completed = bench_adapter.complete(plan)
+        plan.ignored += [  # what the adapter finds ignored once it sees the workers
+            {
+                "field": self.variant.written_name(f"benchmark.{name}"),
+                "action": "ignored",
+                "why": why,
+            }
+            for name, why in completed.ignored.items()
+            if name not in plan.bench.ignored
+        ]
+        plan.bench = completed
         plan.roles.append(self.bench_role(bench_adapter.bench_role(plan), workers, job))
         served = [*self.differs, *frontend.differs, *bench_adapter.differs_for(plan.bench)]
         if any(role.ports for role in plan.roles):
