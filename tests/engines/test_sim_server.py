@@ -225,3 +225,31 @@ def test_non_head_node_rank_idles_until_sigterm(tmp_path: Path) -> None:
         assert proc.popen.wait(5) == 0
     finally:
         proc.stop()
+
+
+def test_slow_down_sleeps_every_forward_step_until_cleared_as_sglang_does(worker: Proc) -> None:
+    """SGLang's `/slow_down`: `forward_sleep_time` seconds more per forward step, null clears."""
+
+    def stats() -> dict[str, object]:
+        return dict(json.loads(http_get(worker.url + "/sim/stats")[1]))
+
+    try:
+        status, _ = post_json(worker.url + "/slow_down", {"forward_sleep_time": 0.05})
+        assert status == 200
+        assert stats()["forward_sleep_time"] == 0.05
+        before = int(str(stats()["slowed_steps"]))
+        started = time.monotonic()
+        status, _ = _complete(worker, prompt=" tok tok", max_tokens=4, ignore_eos=True)
+        assert status == 200
+        # one prefill and at least three decode steps, each sleeping 50 ms more
+        assert time.monotonic() - started >= 4 * 0.05
+        slowed = int(str(stats()["slowed_steps"]))
+        assert slowed - before >= 4
+    finally:
+        status, _ = post_json(worker.url + "/slow_down", {"forward_sleep_time": None})
+    assert status == 200
+    assert stats()["forward_sleep_time"] is None
+    assert _complete(worker, prompt=" tok", max_tokens=3, ignore_eos=True)[0] == 200
+    assert stats()["slowed_steps"] == slowed
+    status, raw = post_json(worker.url + "/slow_down", {"forward_sleep_time": "fast"})
+    assert status == 400 and b"forward_sleep_time" in raw

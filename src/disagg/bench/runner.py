@@ -17,6 +17,7 @@ from disagg.bench.schedule import arrival_offsets
 from disagg.bench.workers import execute
 from disagg.plan.model import BenchPlan, PointPlan
 from disagg.predict import timescale
+from disagg.workloads.slow_down import SlowDown
 
 
 @dataclass(frozen=True)
@@ -140,26 +141,34 @@ def run_point(
     point = ctx.point
     make = make_load or (lambda opts: build_load(base_url, bench, point, opts))
     load = make(options)
-    with PointProgress(point.key, point.num_prompts, quiet=quiet) as progress:
-        run = execute(
-            load,
-            workers=options.workers,
-            stop=stop,
-            progress=progress.update,
-            point_timeout_s=options.point_timeout_s,
-        )
+    slowed = SlowDown(bench.slow_down) if bench.slow_down is not None else None
+    try:
+        with PointProgress(point.key, point.num_prompts, quiet=quiet) as progress:
+            run = execute(
+                load,
+                workers=options.workers,
+                stop=stop,
+                progress=progress.update,
+                point_timeout_s=options.point_timeout_s,
+                before_window=slowed.start if slowed is not None else None,
+            )
+    finally:
+        # the workers are never left slowed down, whatever ended the point
+        slow_failure = slowed.finish() if slowed is not None else None
     timescale.stretch(run.records, run.t0, bench.time_scale)
     stopped = "stopped before the point finished (a role exited or the run was cancelled)"
     numbers = metric_calc.compute(run.records, run.t0, bench.slo or None)
     not_serving = serving() if serving is not None and not run.stopped else None
-    cut = stopped if run.stopped else (not_serving or run.cut)
+    cut = stopped if run.stopped else (not_serving or slow_failure or run.cut)
     reason = judge(numbers, run.records, bench, cut)
     sent = sum(1 for r in run.records if r.send)
-    extra = {
+    extra: dict[str, Any] = {
         "client_workers": run.workers,
         "client_cpu_s": run.cpu_s,
         "client_cpu_ms_per_request": 1000.0 * run.cpu_s / sent if sent else None,
     }
+    if slowed is not None:
+        extra["slow_down_posts"] = slowed.posts
     result = build_result(
         metrics=numbers,
         records=run.records,

@@ -59,6 +59,9 @@ class Execution:
 
 
 WARMUP_FAILED = "not sent: the warm-up failed"
+# Called between the warm-up and the measured window; a returned reason skips the
+# window (its requests are recorded as not sent) and becomes the point's cut.
+BeforeWindow = Callable[[], str | None]
 
 
 WarmupTally = tuple[int, int, str | None, str | None]  # failed, total, first error, cut
@@ -112,23 +115,29 @@ def execute(
     stop: threading.Event | None = None,
     progress: ProgressFn | None = None,
     point_timeout_s: float | None = None,
+    before_window: BeforeWindow | None = None,
 ) -> Execution:
     """Warm up, then measure. `workers` 0 = automatic; 1 = in this process.
 
     `point_timeout_s` bounds the whole point, warm-up included; a failed warm-up skips
-    the measured window (see `warmup_failure`).
+    the measured window (see `warmup_failure`), and so does a reason `before_window`
+    returns.
     """
     if load.deadline is None and point_timeout_s is not None:
         load = replace(load, deadline=monotonic() + point_timeout_s)
     count = workers or auto_workers(load)
     count = max(1, min(count, load.concurrency or count, len(load.requests) or 1))
     if count == 1:
-        return _in_process(load, stop, progress)
-    return _multi_process(load, count, stop, progress)
+        return _in_process(load, stop, progress, before_window)
+    return _multi_process(load, count, stop, progress, before_window)
 
 
 async def _run_local(
-    load: Load, stop: Callable[[], bool], counters: Counters, progress: ProgressFn | None
+    load: Load,
+    stop: Callable[[], bool],
+    counters: Counters,
+    progress: ProgressFn | None,
+    before_window: BeforeWindow | None,
 ) -> Execution:
     raise_fd_limit()
 
@@ -144,6 +153,8 @@ async def _run_local(
             warm = Counters()
             warmed = await run_phase(client, load.warmup, None, monotonic(), stop, warm)
             failure = None if stop() else warmup_failure([tally_warmup(warmed, warm.cut)])
+            if failure is None and before_window is not None and not stop():
+                failure = await asyncio.to_thread(before_window)
             cpu0 = cpu_seconds()
             t0 = monotonic() + 0.01
             if failure is None:
@@ -159,10 +170,15 @@ async def _run_local(
     return Execution(records=records, t0=t0, cpu_s=cpu, workers=1, stopped=stop(), cut=cut)
 
 
-def _in_process(load: Load, stop: threading.Event | None, progress: ProgressFn | None) -> Execution:
+def _in_process(
+    load: Load,
+    stop: threading.Event | None,
+    progress: ProgressFn | None,
+    before_window: BeforeWindow | None = None,
+) -> Execution:
     flag = stop.is_set if stop is not None else (lambda: False)
     with asyncio.Runner(loop_factory=new_loop) as runner:
-        return runner.run(_run_local(load, flag, Counters(), progress))
+        return runner.run(_run_local(load, flag, Counters(), progress, before_window))
 
 
 def _split(load: Load, parts: int) -> list[Load]:
@@ -232,7 +248,11 @@ def _worker_main(conn: Connection, load: Load, stop: Any, shared: Any, slot: int
 
 
 def _multi_process(
-    load: Load, parts: int, stop: threading.Event | None, progress: ProgressFn | None
+    load: Load,
+    parts: int,
+    stop: threading.Event | None,
+    progress: ProgressFn | None,
+    before_window: BeforeWindow | None = None,
 ) -> Execution:
     ctx = multiprocessing.get_context("spawn")
     mp_stop = ctx.Event()
@@ -286,6 +306,8 @@ def _multi_process(
                 conn.send(("warmup", start))
             tallies = [reply[1] for reply in gather("warm")]
             failure = None if mp_stop.is_set() else warmup_failure(tallies)
+        if failure is None and before_window is not None and not mp_stop.is_set():
+            failure = before_window()
         cpu_parent = cpu_seconds()
         t0 = monotonic() + START_MARGIN_S
         for conn in pipes:

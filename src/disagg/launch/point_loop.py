@@ -28,6 +28,7 @@ from disagg.launch.state import PointState, PointStatus, duration_text, sweep_et
 from disagg.launch.watch import Gap, LivenessWatch
 from disagg.plan.model import BenchPlan, PointPlan, RoleKind
 from disagg.plan.templates import substitute
+from disagg.workloads import slow_down
 from disagg.workloads.base import MeasureFn
 
 if TYPE_CHECKING:
@@ -206,13 +207,15 @@ def _attempt(
 
 
 def rendered_bench(run: RunContext) -> BenchPlan:
-    """The bench plan with its placeholders (a tokenizer path) bound."""
+    """The bench plan with its placeholders (a tokenizer path, slow-down URLs) bound."""
     bench = run.plan.bench
     name = "bench"
     bindings = {**run.bindings, name: {}}
     update: dict[str, object] = {}
     if bench.tokenizer:
         update["tokenizer"] = substitute(bench.tokenizer, bindings, self_name=name)
+    if bench.slow_down is not None:
+        update["slow_down"] = slow_down.rendered(bench, bindings).slow_down
     return bench.model_copy(update=update) if update else bench
 
 

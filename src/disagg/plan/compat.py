@@ -244,6 +244,18 @@ _ROWS = (
         "in the orchestrator on the first node's host, where the mount's host side is the "
         "trace the container would see",
     ),
+    Difference(
+        "slow-down-failure",
+        "for sa-bench's `slow_down_sleep_time` / `slow_down_wait_time` POSTs SGLang's "
+        "`/slow_down` to each decode worker's leader at every measured run's start and clears "
+        "it after the wait (or at the run's end); a POST that fails or answers HTTP >= 400 is "
+        "a printed warning and the run goes on",
+        "makes the same POSTs at the same moments; one that fails or answers HTTP >= 400 "
+        "makes the point invalid with the URL and the answer as its reason, which fails "
+        "the run; the POSTs made are recorded in the point's result (`slow_down_posts`)",
+        "a point measured without the slow-down it asked for (or with decode workers left "
+        "slowed down) measures something else than the recipe says",
+    ),
 )
 
 

@@ -193,6 +193,18 @@ class TracePlan(_Strict):
     speedup: float = 1.0  # >1 replays faster than recorded
 
 
+class SlowDownPlan(_Strict):
+    """sa-bench's SGLang `/slow_down` around each measured window (srtctl's
+    `benchmark.slow_down_*`): after the point's warm-up, POST `{"forward_sleep_time":
+    sleep_s}` to every target, then `{"forward_sleep_time": null}` after `wait_s`
+    seconds or when the point ends, whichever comes first."""
+
+    sleep_s: float = Field(gt=0)  # seconds each forward step of a target sleeps
+    wait_s: float = Field(gt=0)  # seconds until the slow-down is cleared
+    # `${decode-0.url}/slow_down`-style templates: one per decode worker's leader
+    urls: list[str] = Field(default_factory=empty_list)
+
+
 class BenchCommand(_Strict):
     """`benchmark.type: custom`: the recipe's own client, run in the bench role.
 
@@ -239,6 +251,7 @@ class BenchPlan(_Strict):
     concurrencies: list[int] = Field(default_factory=empty_list)  # as written, for command clients
     command: BenchCommand | None = None  # benchmark.type == custom
     trace: TracePlan | None = None  # trace replay types
+    slow_down: SlowDownPlan | None = None  # sa-bench `benchmark.slow_down_*`
     ignored: dict[str, str] = Field(default_factory=empty_dict)  # benchmark.<field> -> why
     # Predicted runs whose engines run this many times faster than modelled: arrival
     # offsets are compressed and every measured time is stretched back by it.

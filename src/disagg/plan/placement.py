@@ -499,6 +499,7 @@ class _Placer:
             resolve_container=lambda written: resolve_container(written, self.profile),
             mounts=self.container_mounts,
             engine=self.config.backend.type,
+            frontend=(self.config.frontend or FrontendSection()).type,
         )
         return adapter_for(section.type).plan(inputs)
 
@@ -690,8 +691,19 @@ class _Placer:
             setup = self.profile.host_setup
         plan.host_setup = host_setup_plan(setup, workers, nodes)
         bench_adapter = adapter_for(bench.type)
+        completed = bench_adapter.complete(plan)
+        plan.ignored += [  # what the adapter finds ignored once it sees the workers
+            {
+                "field": self.variant.written_name(f"benchmark.{name}"),
+                "action": "ignored",
+                "why": why,
+            }
+            for name, why in completed.ignored.items()
+            if name not in plan.bench.ignored
+        ]
+        plan.bench = completed
         plan.roles.append(self.bench_role(bench_adapter.bench_role(plan), workers, job))
-        served = [*self.differs, *frontend.differs, *bench_adapter.differs]
+        served = [*self.differs, *frontend.differs, *bench_adapter.differs_for(plan.bench)]
         if any(role.ports for role in plan.roles):
             served += ["ports", "listen-address"]
         plan.differs = compat_rows(served)

@@ -178,6 +178,17 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
         ("models", _models(plan)),
         ("limits", _limits(plan)),
     ]
+    slowed = plan.bench.slow_down
+    if slowed is not None:
+        targets = ", ".join(slowed.urls)
+        rows.append(
+            (
+                "slow down",
+                f'each point after its warm-up: POST {{"forward_sleep_time": {slowed.sleep_s}}} '
+                f'to {targets}; {{"forward_sleep_time": null}} after {slowed.wait_s}s or at '
+                "the point's end",
+            )
+        )
     if plan.slurm.het_nodes:
         parts = " + ".join(map(str, plan.slurm.het_nodes))
         rows.append(("slurm", f"heterogeneous job of {parts} nodes (#SBATCH hetjob)"))

@@ -56,6 +56,9 @@ class BenchInputs:
     mounts: Mapping[str, str] = field(default_factory=dict)
     # `backend.type` as written (even when simulated): srtctl picks some clients by it.
     engine: str = ""
+    # `frontend.type` as read (schema 2's `sglang-router` is `sglang` here): srtctl
+    # gates some client behaviour on it (sa-bench's /slow_down).
+    frontend: str = ""
 
 
 class MeasureFn(Protocol):
@@ -114,6 +117,15 @@ class BenchmarkAdapter(ABC):
     @abstractmethod
     def plan(self, inputs: BenchInputs) -> BenchPlan:
         """The BenchPlan for this section; bad values raise `inputs.fail(...)`."""
+
+    def complete(self, plan: Plan) -> BenchPlan:
+        """The BenchPlan once the workers are placed (an adapter that targets workers by
+        role fills them in here); by default `plan.bench` unchanged."""
+        return plan.bench
+
+    def differs_for(self, bench: BenchPlan) -> tuple[str, ...]:
+        """The compat rows this planned benchmark hits (by default the adapter's own)."""
+        return self.differs
 
     def bench_role(self, plan: Plan) -> RolePlan:
         """The bench role on node 0 of a plan placed without one; in-process adapters have

@@ -3,16 +3,19 @@
 Points: `benchmark.concurrencies` ("1x2x4" or a list); each point sends `num_prompts`
 (else concurrency x `num_prompts_mult`, default 10, at least 16) after a warm-up of
 concurrency x `num_warmup_mult` (default 2) requests. `req_rate` sends on a Poisson
-schedule at that rate, capped by the concurrency.
+schedule at that rate, capped by the concurrency. `slow_down_sleep_time` and
+`slow_down_wait_time` slow the decode workers down at each measured window's start
+(`disagg.workloads.slow_down`).
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from disagg.plan.model import BenchPlan, PointPlan
+from disagg.plan.model import BenchPlan, Plan, PointPlan
 from disagg.recipe.benchmark_section import concurrency_points
 from disagg.recipe.limits import MAX_POINT_REQUESTS, load_bound_problem
+from disagg.workloads import slow_down
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn
 
 DEFAULT_PROMPTS_MULT = 10
@@ -80,6 +83,7 @@ class SaBench(BenchmarkAdapter):
             "num_warmup_mult",
             "ttft_threshold_ms",
             "itl_threshold_ms",
+            *slow_down.FIELDS,
         }
     )
     ignores: ClassVar[dict[str, str]] = {
@@ -106,6 +110,11 @@ class SaBench(BenchmarkAdapter):
             )
         points = [self.point(inputs, c, rate) for c in levels] or [self.point(inputs, None, rate)]
         simulated = inputs.simulated
+        slowed, skipped = slow_down.planned(b, inputs.frontend)
+        if skipped is not None:
+            ignored.update(
+                {name: skipped for name in slow_down.FIELDS if name in b.model_fields_set}
+            )
         return BenchPlan(
             type=b.type,
             model_name=inputs.model_name,
@@ -121,8 +130,15 @@ class SaBench(BenchmarkAdapter):
             slo=slo(inputs),
             points=points,
             concurrencies=levels,
+            slow_down=slowed,
             ignored=ignored,
         )
+
+    def complete(self, plan: Plan) -> BenchPlan:
+        return slow_down.with_targets(plan.bench, plan)
+
+    def differs_for(self, bench: BenchPlan) -> tuple[str, ...]:
+        return (*self.differs, slow_down.COMPAT) if bench.slow_down is not None else self.differs
 
     @staticmethod
     def point(inputs: BenchInputs, concurrency: int | None, rate: float | None) -> PointPlan:

@@ -96,6 +96,7 @@ class Stats:
     output_tokens: int = 0
     prefill_steps: int = 0
     decode_steps: int = 0
+    slowed_steps: int = 0  # steps that slept SGLang's `/slow_down` forward_sleep_time
     busy_s: float = 0.0
     max_batch: int = 0
     first_step_at: float | None = None  # loop time the first step started
@@ -126,6 +127,8 @@ class Scheduler:
         self._rng = random.Random(timing.args.sim.seed)
         self._wake = asyncio.Event()
         self._interval = max(1, timing.args.stream_interval)
+        # SGLang's `/slow_down`: every forward step sleeps this much longer until cleared
+        self.forward_sleep_s: float | None = None
 
     # -- entry points -------------------------------------------------------------
 
@@ -162,6 +165,9 @@ class Scheduler:
                 t_next = loop.time()
                 continue
             duration, apply = step
+            if self.forward_sleep_s:
+                duration += self.forward_sleep_s
+                self.stats.slowed_steps += 1
             now = loop.time()
             start = max(t_next, now - _MAX_CATCH_UP_S)
             end = start + duration

@@ -2,8 +2,10 @@
 
 Endpoints: `/v1/completions`, `/v1/chat/completions`, `/generate` (SGLang native),
 `/health`, `/health_generate`, `/server_info` (`/get_server_info`), `/model_info`
-(`/get_model_info`), `/v1/models`, `/flush_cache`, and `/sim/stats` (work counters,
-used by tests to see which worker did what).
+(`/get_model_info`), `/v1/models`, `/flush_cache`, SGLang's `/slow_down` (GET or POST
+`{"forward_sleep_time": seconds | null}`: every forward step sleeps that long until a
+null clears it), and `/sim/stats` (work counters, used by tests to see which worker
+did what).
 
 Modes: `aggregated` prefills and decodes; `prefill` prefills, publishes the room on
 its bootstrap server and answers with the first token; `decode` fetches the room's
@@ -99,6 +101,8 @@ class SimWorker:
         for path in ("/model_info", "/get_model_info"):
             get(path, self._model_info)
         get("/v1/models", self._models)
+        for add in (get, post):
+            add("/slow_down", self._slow_down)
         get("/sim/stats", self._stats)
         app.on_startup.append(self._on_startup)
         app.on_cleanup.append(self._on_cleanup)
@@ -187,6 +191,8 @@ class SimWorker:
             "output_tokens": s.output_tokens,
             "prefill_steps": s.prefill_steps,
             "decode_steps": s.decode_steps,
+            "slowed_steps": s.slowed_steps,
+            "forward_sleep_time": self.scheduler.forward_sleep_s,
             "max_batch": s.max_batch,
             "busy_s": round(s.busy_s, 6),
             # wall time from the first step's start to the last step's end
@@ -201,6 +207,23 @@ class SimWorker:
 
     async def _stats(self, _request: web.Request) -> web.Response:
         return web.json_response(self.stats())
+
+    async def _slow_down(self, request: web.Request) -> web.Response:
+        """SGLang's testing endpoint: `forward_sleep_time` seconds of sleep per forward
+        step from now on; null (or absent) clears it."""
+        try:
+            body = await request.json(loads=_loads) if request.can_read_body else {}
+        except ValueError as exc:
+            return web.json_response(error_body(f"invalid JSON: {exc}", 400), status=400)
+        value = body.get("forward_sleep_time") if isinstance(body, dict) else None
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+        ):
+            message = f"forward_sleep_time must be a non-negative number or null, not {value!r}"
+            return web.json_response(error_body(message, 400), status=400)
+        self.scheduler.forward_sleep_s = float(value) if value is not None else None
+        log.info("slow_down: forward_sleep_time=%s", value)
+        return web.json_response(None)
 
     # -- generation ---------------------------------------------------------------
 
