@@ -62,7 +62,6 @@ def test_every_corpus_file_loads_and_every_variant_plans_or_is_unsupported() -> 
     # Refused for a named feature, never for the engine itself.
     assert set(unsupported) <= {
         "benchmark type gsm8k-bench",  # srt-slurm defines no such type (it has gsm8k)
-        "benchmark type mooncake-router",
     }
 
 
