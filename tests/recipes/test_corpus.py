@@ -105,5 +105,7 @@ def test_every_shared_recipe_of_either_dialect_loads_and_plans_or_is_unsupported
     for what, count in reasons.most_common():
         print(f"  unsupported: {what}: {count}")
     assert {where: bad.get(where, "") for where in BAD_INPUT} == BAD_INPUT
+    # a role's own image and srun options run as written (srt-slurm 2.x's RoleConfig)
+    assert not [what for what in reasons if what.endswith((".container", ".srun_options"))]
     assert outcomes[("schema2", "planned")] >= 10
     assert outcomes[("v1", "planned")] >= 290

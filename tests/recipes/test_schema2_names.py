@@ -21,8 +21,7 @@ Write = Callable[..., Path]
 UNHONOURED = (
     SCHEMA2.replace(
         "    workers: 1\n    args:\n      tp-size: 8\n  decode:",
-        "    workers: 1\n    srun_options:\n      mem: 10G\n    args:\n"
-        "      tp-size: 8\n      port: 3000\n  decode:",
+        "    workers: 1\n    args:\n      tp-size: 8\n      port: 3000\n  decode:",
     ).replace(
         "  decode:\n    nodes: 1\n    workers: 1\n",
         "  decode:\n    nodes: 1\n    workers: 1\n    extra_args: [--verbose]\n",
@@ -39,7 +38,6 @@ def test_plan_lists_ignored_fields_by_their_schema2_names(write: Write) -> None:
     [variant] = load_variants(write(UNHONOURED))
     fields = [item["field"] for item in place(variant).ignored]
     assert "services[0].options.max_payload_mb" in fields
-    assert "roles.prefill.srun_options" in fields
     assert "roles.decode.extra_args" in fields
     assert "roles.prefill.args.port" in fields
     assert not [f for f in fields if f.startswith(("backend.", "infra.", "role_overrides."))]
@@ -51,7 +49,6 @@ def test_lint_names_schema2_fields_at_their_lines(write: Write) -> None:
     by_field = {f.message.split(" is ")[0]: f for f in report.findings}
     expected = {
         "services[0].options.max_payload_mb": "max_payload_mb: 64",
-        "roles.prefill.srun_options": "mem: 10G",
         "roles.decode.extra_args": "extra_args: [--verbose]",
         "roles.prefill.args.port": "port: 3000",
     }

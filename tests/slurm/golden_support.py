@@ -82,6 +82,7 @@ def srun_lines(
                 mpi_nodes=[nodes[r] for r in role.node_ranks] if role.mpi else (),
                 run_dir=run_dir,
                 het_group=plan.slurm.het_group(rank),
+                role_options=role.srun_options,
             )
             lines.append(shlex.join(cmd))
     return "\n".join(lines) + "\n"

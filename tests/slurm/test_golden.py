@@ -97,6 +97,33 @@ def test_srun_lines_with_pyxis_container() -> None:
     check_golden("1p2d-srun-pyxis.txt", srun_lines(plan))
 
 
+def test_srun_lines_with_a_role_image_and_role_srun_options() -> None:
+    """Schema 2's `roles.<role>.container` / `srun_options`: the prefill steps run in the
+    prefill's own image with its srun options over the job's; the decode steps keep the
+    job's image and options."""
+    plan = cluster_plan(
+        container_image="/shared/images/sglang.sqsh",
+        container_mounts={"/shared/models": "/models"},
+        pyxis=True,
+        srun_options={"cpu-bind": "none", "mem": "0"},
+    )
+    for role in plan.roles:
+        if role.kind.value == "prefill":
+            role.container_image = "/shared/images/sglang-prefill.sqsh"
+            role.srun_options = {"mem": "64G", "exclusive": ""}
+        elif role.kind.value == "decode":
+            role.container_image = plan.slurm.container_image
+    text = srun_lines(plan)
+    check_golden("1p2d-srun-role-images.txt", text)
+    for line in text.splitlines():
+        if "--job-name=disagg.prefill-" in line:
+            assert "--container-image=/shared/images/sglang-prefill.sqsh" in line
+            assert line.count("--mem=") == 1 and "--mem=64G" in line and " --exclusive " in line
+        elif "--job-name=disagg.decode-" in line:
+            assert "--container-image=/shared/images/sglang.sqsh" in line
+            assert "--mem=0" in line and "--exclusive" not in line
+
+
 def test_sbatch_never_holds_environment_values(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_TOKEN", "hf_secret_do_not_write")
     text = render(cluster_plan(), RUN_DIR, python=PYTHON)

@@ -52,6 +52,9 @@ class FrontendContext:
     refuse: Refuse = _unplaced
     # The job's nodes by purpose (head, infra, worker nodes), as srtctl carves them.
     nodes: JobNodes = field(default_factory=single)
+    # The job's image (`model.container` resolved), which srtctl runs its routers in
+    # whatever image a role names for itself; None when the workers run in no image.
+    image: str | None = None
 
     def names(self, kind: RoleKind) -> list[str]:
         return [role.name for role in self.workers if role.kind is kind]

@@ -99,9 +99,10 @@ class DynamoFrontend(Frontend):
                 frontends = [_installed(role, wanted) for role in frontends]
             if why_not:
                 notes.append(ignored("dynamo.hash", why_not))
-        image = next((role.container_image for role in ctx.workers if role.container_image), None)
-        # Dynamo, etcd and NATS come with the workers' image; the mocker runs from this
-        # environment's ai-dynamo, as the simulated plans' does.
+        image = ctx.image
+        # Dynamo, etcd and NATS come with the job's image (`model.container`, also when a
+        # role names its own, as srtctl runs them); the mocker runs from this environment's
+        # ai-dynamo, as the simulated plans' does.
         if image is not None and not mocked:
             services = [
                 role if role.container_image else role.model_copy(update={"container_image": image})

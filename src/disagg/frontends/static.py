@@ -14,7 +14,7 @@ from typing import Any
 
 from disagg.frontends.base import FrontendContext, FrontendRoles
 from disagg.frontends.topology import router_roles
-from disagg.plan.model import HealthPlan, RoleKind, RolePlan
+from disagg.plan.model import HealthPlan, RolePlan
 
 # frontend type -> what it is, for messages.
 STATIC_ROUTERS: dict[str, str] = {
@@ -65,10 +65,10 @@ def static_router_roles(
 
 
 def router_image(ctx: FrontendContext) -> str | None:
-    """The model's image, which the decode workers run in (srtctl: "static routers use the
-    model/backend image when omitted"); None when the workers run in no image."""
-    ranked = sorted(ctx.workers, key=lambda role: role.kind is not RoleKind.DECODE)
-    return next((role.container_image for role in ranked if role.container_image), None)
+    """The model's image (srtctl: "static routers use the model/backend image when
+    omitted"), also when a role names its own (`roles.<role>.container`); None when the
+    workers run in no image."""
+    return ctx.image
 
 
 def render_flags(ctx: FrontendContext, managed: frozenset[str]) -> list[str]:

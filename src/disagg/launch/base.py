@@ -67,13 +67,15 @@ class RoleLauncher(ABC):
         container_image: str | None = None,
         mpi: MpiPlan | None = None,
         mpi_nodes: Sequence[int] = (),
+        srun_options: Mapping[str, str] | None = None,
     ) -> RoleProcess:
         """Start one task of `role` on node `node_rank`, output appended to `log_path`.
 
         `env` is the complete set of variables the orchestrator adds for this task;
         implementations pass it without re-splitting anything on commas. With `mpi`, the
         task is one MPI step over the nodes `mpi_nodes` (head first), `mpi.tasks_per_node`
-        ranks on each; an executor that cannot start one refuses.
+        ranks on each; an executor that cannot start one refuses. `srun_options` are the
+        role's own (Slurm only; a local process has no srun step).
         """
 
     def port_is_free(self, node_rank: int, port: int) -> bool:

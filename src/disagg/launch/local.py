@@ -125,6 +125,7 @@ class LocalLauncher(RoleLauncher):
         container_image: str | None = None,
         mpi: MpiPlan | None = None,
         mpi_nodes: Sequence[int] = (),
+        srun_options: Mapping[str, str] | None = None,
     ) -> RoleProcess:
         if not argv:
             raise DisaggError(f"role {role} has an empty command")

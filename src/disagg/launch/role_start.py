@@ -144,6 +144,7 @@ class RoleStarter:
                     container_image=role.container_image,
                     mpi=role.mpi,
                     mpi_nodes=role.node_ranks if role.mpi is not None else (),
+                    srun_options=role.srun_options,
                 )
                 with run.lock:
                     run.tasks.append((role, process))

@@ -85,8 +85,12 @@ def srun_argv(
     mpi_nodes: Sequence[str] = (),
     run_dir: Path | None = None,
     het_group: int | None = None,
+    role_options: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The full srun command line of one task (also what the golden tests record).
+
+    `role_options` (the role's own srun options) go over the job's, and over an MPI
+    step's own, as srtctl merges a role's over the recipe's on its worker steps.
 
     In a container, `run_dir` is mounted at `RUN_DIR_INSIDE` (`${run.dir}` there).
 
@@ -117,6 +121,7 @@ def srun_argv(
     options = dict(slurm.srun_options)
     if mpi is not None and mpi_nodes:
         options.update(mpi.srun_options)
+    options.update(role_options or {})
     for key, value in sorted(options.items()):
         cmd.append(f"--{key}={value}" if value != "" else f"--{key}")
     if container_image and slurm.pyxis:
@@ -337,6 +342,7 @@ class SrunLauncher(RoleLauncher):
         container_image: str | None = None,
         mpi: MpiPlan | None = None,
         mpi_nodes: Sequence[int] = (),
+        srun_options: Mapping[str, str] | None = None,
     ) -> RoleProcess:
         if not argv:
             raise DisaggError(f"role {role} has an empty command")
@@ -360,6 +366,7 @@ class SrunLauncher(RoleLauncher):
             container_env=list(env),
             run_dir=self.run_dir,
             het_group=self.slurm.het_group(node_rank),
+            role_options=srun_options,
         )
         popen = spawn_logged(
             cmd,

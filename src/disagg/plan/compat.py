@@ -256,6 +256,17 @@ _ROWS = (
         "a point measured without the slow-down it asked for (or with decode workers left "
         "slowed down) measures something else than the recipe says",
     ),
+    Difference(
+        "unknown-container-alias",
+        "passes a `roles.<role>.container` that the cluster's `containers` map lacks to "
+        "pyxis as written, so a bare name is pulled as an image of that name",
+        "refuses, at the field's line, a role's bare image name (no registry, tag, digest or "
+        "path) that the cluster profile's non-empty `containers` map lacks; a full reference "
+        "or a squashfs path is used as written, and `model.container` keeps srtctl's rule",
+        "on a cluster that names its images by alias such a name is a mistyped alias, which "
+        "would otherwise fail only on the compute nodes after the job queued; recipes in use "
+        "name bare `model.container` images the map lacks, so that field is left as srtctl has it",
+    ),
 )
 
 

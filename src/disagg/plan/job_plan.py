@@ -54,20 +54,22 @@ def slurm_plan(
 
 
 def containers_to_stage(
-    written: str | None, profile: ClusterProfile | None, pyxis: bool
+    written: list[str], profile: ClusterProfile | None, pyxis: bool
 ) -> list[ContainerToStage]:
-    """The squashfs image to import when the profile says how and pyxis will use it."""
-    source = container_source(written, profile) if written else None
-    if source is None or not pyxis:
+    """The squashfs images to import, one per file, for the written images (the job's and
+    each role's own) whose alias says how, when pyxis will use them."""
+    if profile is None or not pyxis:
         return []
-    assert profile is not None
-    return [
-        ContainerToStage(
-            squashfs=source.squashfs,
-            image=source.image,
-            import_command=shlex.split(profile.container_import),
-        )
-    ]
+    staged: dict[str, ContainerToStage] = {}
+    for name in written:
+        source = container_source(name, profile)
+        if source is not None and source.squashfs not in staged:
+            staged[source.squashfs] = ContainerToStage(
+                squashfs=source.squashfs,
+                image=source.image,
+                import_command=shlex.split(profile.container_import),
+            )
+    return list(staged.values())
 
 
 def env_text(value: Any) -> str:

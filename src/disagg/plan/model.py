@@ -136,6 +136,9 @@ class RolePlan(_Strict):
     env: dict[str, str] = Field(default_factory=empty_dict)
     health: HealthPlan | None = None
     container_image: str | None = None
+    # srun options of this role's steps over the job's (schema 2's `roles.<role>.srun_options`:
+    # `--key=value`; "" for a bare `--key`).
+    srun_options: dict[str, str] = Field(default_factory=empty_dict)
     parallel: ParallelPlan | None = None  # workers only
     mpi: MpiPlan | None = None  # one MPI step over `node_ranks`, started from the head node
     speculative: str | None = None  # workers: the speculative decoding method, if any

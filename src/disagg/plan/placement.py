@@ -72,6 +72,7 @@ from disagg.plan.model import (
 )
 from disagg.plan.node_env import fill_node_fields
 from disagg.plan.node_layout import NodeLayout, PlacedWorker
+from disagg.plan.role_images import ROLE_KEYS, alias_problem, role_image, role_srun_options
 from disagg.plan.served_name import served_model_name
 from disagg.predict.mapping import (
     PredictOptions,
@@ -126,6 +127,7 @@ class _Placer:
         self.ignored: dict[str, str] = {}  # engine settings not passed on: field -> why
         self.differs: list[str] = []  # ids of `disagg.plan.compat` rows this variant hits
         self.model: ModelRef | None = None  # `model.path` resolved (set first by `plan`)
+        self.engine_images: list[str] = []  # images an engine names for its workers, as written
         if predict is None and backend.predict is not None:
             self.ignored["backend.predict"] = "applies to predicted runs (--predict)"
 
@@ -290,16 +292,19 @@ class _Placer:
             self.check_supported(kind, args, spec)
             self.note_ignored(kind, args)
             name = f"{kind.value}-{index}"
-            seen = self.container_args(kind, name, args, image=self.container_image)
+            own = self.role_image(kind)
+            seen = self.container_args(kind, name, args, own or self.container_image)
             if not self.adapter.rank_processes(args, spec):
-                roles.append(self.worker_role(kind, index, name, ranks, ids, args, seen, spec))
+                roles.append(self.worker_role(kind, index, name, ranks, ids, args, seen, spec, own))
                 continue
             # one process per GPU, node by node (srt-slurm's per-GPU DP launch)
             pairs = [(rank, gpu) for rank in ranks for gpu in sorted(ids)]
             for dp_rank, (rank, gpu) in enumerate(pairs):
                 one = replace(spec, nnodes=1, gpus_per_node=1, dp_rank=dp_rank, dp_head=name)
                 process = name if dp_rank == 0 else f"{name}-dp{dp_rank}"
-                roles.append(self.worker_role(kind, index, process, [rank], [gpu], args, seen, one))
+                roles.append(
+                    self.worker_role(kind, index, process, [rank], [gpu], args, seen, one, own)
+                )
         return roles
 
     def worker_role(
@@ -312,8 +317,10 @@ class _Placer:
         args: Mapping[str, Any],
         seen: Mapping[str, Any],
         spec: WorkerSpec,
+        own: str | None,
     ) -> RolePlan:
-        """One worker process as a role: the engine adapter's command for `spec`."""
+        """One worker process as a role: the engine adapter's command for `spec`, in the role's
+        own image `own` when it names one."""
         command = self.adapter.command(seen, spec)
         self.differs += command.differs
         path = ".".join(self.adapter.args_path(_worker_role(kind)))
@@ -347,13 +354,39 @@ class _Placer:
             speculative=reading.speculative_algorithm,
             env={**self.role_env(kind), **command.env},
             health=self.worker_health(),
-            container_image=self.worker_image(command, self.container_image),
+            container_image=own or self.worker_image(command, self.container_image),
+            srun_options=role_srun_options(self.config, kind),
         )
+
+    def images_written(self, workers: list[RolePlan]) -> list[str]:
+        """Every image the job's roles run in, as written (aliases), each once: the job's,
+        then each placed role's own and any an engine names for its workers."""
+        names = [self.config.model.container]
+        kinds = {role.kind for role in workers}
+        names += [role_image(self.config, kind) or "" for kind in ROLE_KEYS if kind in kinds]
+        names += self.engine_images
+        return list(dict.fromkeys(name for name in names if name))
+
+    def role_image(self, kind: RoleKind) -> str | None:
+        """The image a role names for itself (schema 2's `roles.<role>.container`), its alias
+        resolved as `model.container`'s is; None: the job's (or none, as the job runs)."""
+        written = role_image(self.config, kind)
+        if written is None or self.container_image is None:
+            return None
+        return self.resolve_image(written, ("role_overrides", ROLE_KEYS[kind], "container"))
+
+    def resolve_image(self, written: str, path: tuple[str, ...]) -> str:
+        """A written image through the cluster's aliases; a bare name it lacks is refused."""
+        problem = alias_problem(written, self.profile)
+        if problem is not None:
+            raise self.fail(problem[0], path, problem[1])
+        return resolve_container(written, self.profile)
 
     def worker_image(self, command: WorkerCommand, image: str | None) -> str | None:
         """The job's image, or the one the engine names for this worker (resolved alike)."""
         if image is None or command.container is None:
             return image
+        self.engine_images.append(command.container)
         return resolve_container(command.container, self.profile)
 
     def container_args(
@@ -463,6 +496,7 @@ class _Placer:
             worker_inputs=dict(self.worker_inputs),
             nodes=nodes,
             refuse=self.refuse,
+            image=self.container_image,
         )
         if self.predict is not None and section.type == "dynamo":
             # Predicted workers are disagg's simulated engine (SGLang's protocol), not
@@ -556,7 +590,7 @@ class _Placer:
             local_path=None if model.kind == "repo" else model.value,
             allow_download=profile.allow_download if profile else True,
             skip=self.simulated,
-            containers=containers_to_stage(self.config.model.container, self.profile, self.pyxis),
+            containers=containers_to_stage(self.images_written(workers), self.profile, self.pyxis),
         )
 
     # ---------------------------------------------------------------- all

@@ -14,7 +14,7 @@ import textwrap
 import typer
 
 from disagg.console import styled
-from disagg.plan.model import Plan, RoleKind, RolePlan
+from disagg.plan.model import WORKER_KINDS, Plan, RoleKind, RolePlan
 from disagg.redact import redact
 
 MAX_RUN = 12  # values after one flag shown in full; longer runs are abridged
@@ -193,7 +193,7 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
         parts = " + ".join(map(str, plan.slurm.het_nodes))
         rows.append(("slurm", f"heterogeneous job of {parts} nodes (#SBATCH hetjob)"))
     if plan.slurm.container_image:
-        rows.append(("container", plan.slurm.container_image))
+        rows.append(("container", _containers(plan, plan.slurm.container_image)))
     setup = plan.host_setup
     if setup is not None:
         what = f"{len(setup.commands)} command(s), {len(setup.teardown)} teardown"
@@ -203,6 +203,15 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
         listed = "; ".join(f"{item['field']} ({item['why']})" for item in plan.ignored)
         rows.append(("ignored", listed))
     return rows
+
+
+def _containers(plan: Plan, image: str) -> str:
+    """The job's image, then each worker kind that runs in its own (`roles.<role>.container`)."""
+    own: dict[str, str] = {}
+    for role in plan.roles:
+        if role.kind in WORKER_KINDS and role.container_image not in (None, image):
+            own.setdefault(role.kind.value, str(role.container_image))
+    return "; ".join([image, *(f"{kind} in {shown}" for kind, shown in own.items())])
 
 
 def _role_rows(plan: Plan) -> list[tuple[str, ...]]:

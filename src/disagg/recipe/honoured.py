@@ -119,8 +119,8 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
             found += unhonoured_service(name, service)
         elif kind not in ("etcd", "nats"):
             found.append(_service(service, str(kind)))
-    model = raw.get("model")
-    image = model.get("container") if isinstance(model, Mapping) else None
+    # A role's own `container` and `srun_options` are applied to its worker steps
+    # (disagg.plan.role_images); its own engine is not.
     overrides = raw.get("role_overrides")
     for role, override in overrides.items() if isinstance(overrides, Mapping) else ():
         if not isinstance(override, Mapping):
@@ -128,12 +128,6 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
         if override.get("engine"):
             why = "a variant runs one engine on every role"
             found.append(Unhonoured(("role_overrides", role, "engine"), "refused", why))
-        if override.get("container") not in (None, image):
-            why = "every role runs model.container"
-            found.append(Unhonoured(("role_overrides", role, "container"), "refused", why))
-        if override.get("srun_options"):
-            why = "per-role srun options are not applied"
-            found.append(Unhonoured(("role_overrides", role, "srun_options"), "ignored", why))
     return found
 
 

@@ -1,0 +1,75 @@
+"""A worker role's own image and srun options (schema 2's `roles.<role>.container` and
+`roles.<role>.srun_options`), over the job's (`model.container`, the recipe's srun options).
+
+srtctl runs each role's worker steps in that role's image, its alias resolved through the
+cluster's `containers` map as `model.container` is, and merges the role's srun options over
+the recipe's on that role's worker steps only. Roles without their own keep the job's.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from disagg.cluster import ClusterProfile
+from disagg.plan.job_plan import env_text
+from disagg.plan.model import RoleKind
+from disagg.recipe.schema import RecipeConfig, RoleOverride
+
+# The key of a worker kind in `role_overrides` (schema 2's role names).
+RoleKey = Literal["prefill", "decode", "agg"]
+ROLE_KEYS: dict[RoleKind, RoleKey] = {
+    RoleKind.PREFILL: "prefill",
+    RoleKind.DECODE: "decode",
+    RoleKind.AGGREGATED: "agg",
+}
+ALIAS_ROW = "unknown-container-alias"  # the `disagg.plan.compat` row
+# A bare word (no registry, tag, digest or path): what an alias looks like.
+_BARE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def role_override(config: RecipeConfig, kind: RoleKind) -> RoleOverride | None:
+    key = ROLE_KEYS.get(kind)
+    return config.role_overrides.get(key) if key else None
+
+
+def role_image(config: RecipeConfig, kind: RoleKind) -> str | None:
+    """The image this worker kind names for itself, as written (an alias or a reference)."""
+    override = role_override(config, kind)
+    return override.container if override and override.container else None
+
+
+def role_srun_options(config: RecipeConfig, kind: RoleKind) -> dict[str, str]:
+    """This worker kind's own srun options (`key: value`; "" for a bare `--key`)."""
+    override = role_override(config, kind)
+    if override is None:
+        return {}
+    return {key: env_text(value) for key, value in override.srun_options.items()}
+
+
+def written_images(config: RecipeConfig) -> list[str]:
+    """Every image a worker role names for itself, in role order, each once."""
+    found = [role_image(config, kind) for kind in ROLE_KEYS]
+    return list(dict.fromkeys(image for image in found if image))
+
+
+def alias_problem(written: str, profile: ClusterProfile | None) -> tuple[str, str] | None:
+    """(message, hint) when `written` reads as an alias the cluster's `containers` map lacks.
+
+    srtctl passes such a name to pyxis as an image of that name; on a cluster that names
+    its images by alias it is almost always a mistyped alias, which would fail only on the
+    compute nodes after the job queued (compat row `unknown-container-alias`; asked of a
+    role's own image only). A reference with a registry, tag, digest or path is used as
+    written, as srtctl does.
+    """
+    if profile is None or not profile.containers or written in profile.containers:
+        return None
+    if not _BARE.fullmatch(written) or written.endswith((".sqsh", ".squashfs")):
+        return None
+    known = ", ".join(sorted(profile.containers))
+    return (
+        f"container {written!r} is not an alias of the cluster profile's `containers` "
+        f"(aliases: {known})",
+        "use one of those aliases, or write the full image reference (registry/name:tag) "
+        "or a squashfs path",
+    )
