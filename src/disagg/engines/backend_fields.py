@@ -37,7 +37,7 @@ KNOBS: dict[str, tuple[Action, str, Any]] = {
         "prefill and decode take the nodes the resources give them",
         False,
     ),
-    "dp_launch_mode": ("refused", "only vLLM's per-node data-parallel launch", "per_node"),
+    "dp_launch_mode": ("refused", "a vLLM launch layout; this engine has none", "per_node"),
     "vllm_serve_binary": ("ignored", "workers run `vllm serve`", None),
     "failover": ("refused", "no shadow engines or GPU memory service", None),
     "prefill_extra_args": ("ignored", "only TRT-LLM workers take extra arguments", None),
