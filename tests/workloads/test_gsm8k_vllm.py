@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import pytest
 
 from disagg.errors import DisaggError
+from disagg.launch.state import PointStatus, RunStatus, RunSummary
 from disagg.plan.model import Plan, RoleKind
 from disagg.plan.placement import place
 from disagg.plan.show import render_plan
@@ -31,6 +32,7 @@ from disagg.workloads.gsm8k_eval import (
 )
 
 from .test_accuracy import inputs
+from .workload_support import disagg
 
 RECIPE = """\
 name: "gsm8k-vllm"
@@ -311,3 +313,62 @@ def test_a_failed_request_fails_the_run_without_a_score(server: str, tmp_path: P
     assert done.returncode == 4
     assert "1 of 3 requests" in done.stderr and "HTTP Error 500" in done.stderr
     assert not list(out.glob("gsm8k_run*.json"))
+
+
+SIM_RECIPE = """\
+base:
+  name: "sim-gsm8k-vllm"
+  model: {path: "sim/tiny-model", container: "none", precision: "bf16"}
+  resources:
+    gpu_type: "sim"
+    gpus_per_node: 8
+    agg_nodes: 1
+    agg_workers: 1
+    gpus_per_agg: 1
+  backend:
+    type: vllm
+    engine: sim
+    vllm_config:
+      aggregated: {served-model-name: "sim/tiny-model", tensor-parallel-size: 1}
+  benchmark:
+    type: gsm8k
+    num_examples: 3
+    max_tokens: 8
+    num_shots: 1
+    repeat: 2
+    dataset_path: gsm8k
+"""
+
+
+def sim_run(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(SIM_RECIPE)
+    run_dir = tmp_path / "run"
+    return disagg("run", f"{recipe}:base", "--local", "--out", run_dir), run_dir
+
+
+def test_a_local_run_on_the_simulated_vllm_engine_judges_each_repeat(tmp_path: Path) -> None:
+    write_data(tmp_path / "gsm8k")
+    done, run_dir = sim_run(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = RunSummary.read(run_dir)
+    assert summary is not None and summary.status is RunStatus.COMPLETED
+    measured = [p.key for p in summary.points if p.status is PointStatus.MEASURED]
+    assert measured == ["accuracy_gsm8k_run1", "accuracy_gsm8k_run2"]
+    for name in ("gsm8k_run1.json", "gsm8k_run2.json"):
+        judged = json.loads((run_dir / "accuracy" / name).read_text())
+        assert judged["valid"] and 0.0 <= judged["score"] <= 1.0
+        assert judged["metrics"]["num_questions"] == 3 and judged["simulated"]
+    log = next((run_dir / "logs").glob("bench*")).read_text()
+    assert f"reading {tmp_path / 'gsm8k' / 'train.jsonl'}" in log
+
+
+def test_a_local_run_without_the_data_fails_before_the_engines_start(tmp_path: Path) -> None:
+    done, run_dir = sim_run(tmp_path)
+    assert done.returncode != 0
+    summary = RunSummary.read(run_dir)
+    assert summary is not None and summary.status is RunStatus.FAILED
+    assert summary.reason is not None
+    assert f"{tmp_path / 'gsm8k' / 'train.jsonl'} does not exist" in summary.reason
+    # no role was started: the orchestrator's own log is the only one
+    assert [p.name for p in (run_dir / "logs").iterdir()] == ["orchestrator.log"]
