@@ -21,7 +21,7 @@ from disagg.plan.model import Plan, RoleKind
 from disagg.plan.placement import place
 from disagg.plan.show import render_plan
 from disagg.recipe.variants import load_variants
-from disagg.workloads import adapter_for
+from disagg.workloads import BenchInputs, adapter_for
 from disagg.workloads.accuracy import collect_accuracy
 from disagg.workloads.gsm8k_eval import (
     INVALID,
@@ -372,3 +372,20 @@ def test_a_local_run_without_the_data_fails_before_the_engines_start(tmp_path: P
     assert f"{tmp_path / 'gsm8k' / 'train.jsonl'} does not exist" in summary.reason
     # no role was started: the orchestrator's own log is the only one
     assert [p.name for p in (run_dir / "logs").iterdir()] == ["orchestrator.log"]
+
+
+def test_a_dataset_path_inside_a_container_mount_is_read_from_its_host_side() -> None:
+    section = inputs("vllm", type="gsm8k", dataset_path="/data/gsm8k").section
+    mounted = BenchInputs(
+        section=section,
+        model_name="m",
+        simulated=False,
+        recipe_dir=Path("."),
+        fail=lambda message, where, hint: DisaggError(message),
+        resolve_container=lambda written: written,
+        mounts={"/lustre/datasets": "/data"},
+        engine="vllm",
+    )
+    plan = adapter_for("gsm8k").plan(mounted)
+    assert plan.command is not None
+    assert flag(plan.command.argv, "--data-dir") == "/lustre/datasets/gsm8k"

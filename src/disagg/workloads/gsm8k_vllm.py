@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from disagg.plan.container_paths import mount_pairs
 from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
 from disagg.workloads.accuracy import ENDPOINT
 from disagg.workloads.base import BenchInputs
@@ -36,12 +37,19 @@ NOT_PASSED = {
 
 
 def data_dir(inputs: BenchInputs) -> str | None:
-    """`benchmark.dataset_path` as an absolute path (relative ones to the recipe), or None."""
+    """`benchmark.dataset_path` as the host path the evaluator reads, or None: relative to
+    the recipe; a path inside a container mount (schema 2 names it so) is read from the
+    mount's host side, since the evaluator runs in no container."""
     written = inputs.section.dataset_path
     if not written:
         return None
     path = Path(written).expanduser()
-    return str(path if path.is_absolute() else (inputs.recipe_dir / path).absolute())
+    if not path.is_absolute():
+        return str((inputs.recipe_dir / path).absolute())
+    for host, inside in sorted(mount_pairs(inputs.mounts), key=lambda pair: -len(pair[1])):
+        if path.is_relative_to(inside):
+            return str(Path(host) / path.relative_to(inside))
+    return str(path)
 
 
 def vllm_command(inputs: BenchInputs, ignored: dict[str, str]) -> BenchPlan:
