@@ -86,11 +86,6 @@ def test_gsm8k_defaults_are_srtctls_and_sampling_flags_only_when_set() -> None:
     assert "--top-p" not in tail
 
 
-def test_gsm8k_with_vllm_is_refused_naming_srtctls_bundled_script() -> None:
-    with pytest.raises(UnsupportedRecipe, match=r"gsm8k_eval\.py"):
-        adapter_for("gsm8k").plan(inputs("vllm", type="gsm8k"))
-
-
 def test_a_bad_count_is_a_positioned_error() -> None:
     with pytest.raises(DisaggError, match=r"benchmark\.num_examples must be > 0"):
         adapter_for("gpqa").plan(inputs("sglang", type="gpqa", num_examples=0))

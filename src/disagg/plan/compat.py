@@ -267,6 +267,23 @@ _ROWS = (
         "would otherwise fail only on the compute nodes after the job queued; recipes in use "
         "name bare `model.container` images the map lacks, so that field is left as srtctl has it",
     ),
+    Difference(
+        "gsm8k-vllm-evaluator",
+        "for `gsm8k` with `backend.type: vllm` runs a copy of vLLM's `gsm8k_eval.py` that it "
+        "bundles (`vllm-bench.sh`), which downloads GSM8K's train/test jsonl into the "
+        "temporary directory unless they are already there, scores a request that failed as a"
+        " wrong answer, and saves `gsm8k_run{i}.json` per repeat; its exit status alone "
+        "decides the job",
+        "runs its own evaluator (`python -m disagg.workloads.gsm8k_eval`, same prompt, "
+        "request, answer extraction, scoring, arguments and defaults) from disagg's "
+        "environment; reads `train.jsonl` / `test.jsonl` from `benchmark.dataset_path` (else "
+        "the bench node's temporary directory) and never downloads, failing by name when they"
+        " are absent; a failed request fails the run; each repeat's file carries `score` (= "
+        "accuracy) and is judged as an accuracy result",
+        "disagg does not ship srt-slurm's copy of another project's script; a compute node "
+        "may have no network; a score with failed requests counted as wrong answers measures "
+        "the serving failure, not the model",
+    ),
 )
 
 

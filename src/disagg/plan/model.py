@@ -226,6 +226,8 @@ class BenchCommand(_Strict):
     # An accuracy evaluation (gsm8k, gpqa): the score file it wrote is its one result,
     # judged by `disagg.workloads.accuracy` instead of as load points.
     accuracy: str | None = None
+    # Where an evaluation disagg runs itself reads its data set (GSM8K on vLLM), for display.
+    dataset: str | None = None
 
 
 class BenchPlan(_Strict):

@@ -121,6 +121,14 @@ def _trace(plan: Plan) -> list[tuple[str, str]]:
     return [("trace", f"{trace.path}: {count} request(s), read and checked when planning")]
 
 
+def _dataset(plan: Plan) -> list[tuple[str, str]]:
+    """Where an evaluation disagg runs itself reads its data (checked in the job)."""
+    command = plan.bench.command
+    if command is None or command.dataset is None:
+        return []
+    return [("data", f"{command.dataset}: read by the evaluator in the job, never downloaded")]
+
+
 def _models(plan: Plan) -> str:
     staging = plan.staging
     listed = [f"{m.repo_id} ({m.purpose})" for m in staging.models]
@@ -175,6 +183,7 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
         ("benchmark", plan.bench.type),
         ("concurrency", _points(plan)),
         *_trace(plan),
+        *_dataset(plan),
         ("models", _models(plan)),
         ("limits", _limits(plan)),
     ]

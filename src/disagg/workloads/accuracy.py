@@ -120,11 +120,11 @@ class AccuracyResult:
     def valid(self) -> bool:
         return self.reason is None
 
-    def to_json(self, plan: Plan) -> dict[str, Any]:
+    def to_json(self, plan: Plan, point: str) -> dict[str, Any]:
         return {
             "run_name": plan.name,
             "benchmark_type": plan.bench.type,
-            "point": f"accuracy_{self.eval_name}",
+            "point": point,
             "eval_name": self.eval_name,
             "score": self.score,
             "metrics": self.metrics,
@@ -170,19 +170,19 @@ def collect_accuracy(
     eval_name = plan.bench.command.accuracy if plan.bench.command else None
     if eval_name is None or not results_dir.is_dir():
         return found
-    for path in sorted(p for p in results_dir.iterdir() if p.is_file() and not p.is_symlink()):
-        if path.name == MARKER:
-            continue
-        if not (path.name.startswith(f"{eval_name}_") and path.suffix == ".json"):
-            found.other_files.append(path)
-            continue
+    files = sorted(p for p in results_dir.iterdir() if p.is_file() and not p.is_symlink())
+    scored = [p for p in files if p.name.startswith(f"{eval_name}_") and p.suffix == ".json"]
+    found.other_files += [p for p in files if p.name != MARKER and p not in scored]
+    for path in scored:
         result = judge(eval_name, path, not_serving)
+        # One file per repeat (gsm8k_run1.json, ...): each is its own point.
+        key = f"accuracy_{eval_name}" if len(scored) == 1 else f"accuracy_{path.stem}"
         target = run_dir / ACCURACY_DIR / path.name
-        write_json(target, result.to_json(plan))
+        write_json(target, result.to_json(plan, key))
         headline = {"score": result.score} if result.score is not None else {}
         found.points.append(
             CollectedPoint(
-                key=f"accuracy_{eval_name}",
+                key=key,
                 source=path,
                 result=target,
                 valid=result.valid,

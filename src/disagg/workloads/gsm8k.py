@@ -1,18 +1,25 @@
-"""`gsm8k`: GSM8K accuracy, through SGLang's evaluation harness as srtctl runs it.
+"""`gsm8k`: GSM8K accuracy, with the evaluator srtctl picks by `backend.type`.
 
-srtctl picks the harness by `backend.type`: SGLang (and every engine but vLLM) gets
-`python3 -m sglang.test.run_eval --eval-name gsm8k` with its defaults (1319 examples,
-16384 max tokens, 512 threads, 5 shots; temperature/top_p/top_k only when set).
-For vLLM srtctl runs a copy of vLLM's `gsm8k_eval.py` that it bundles; disagg bundles
-none, so that pairing is refused by name. See `disagg.workloads.accuracy`.
+SGLang (and every engine but vLLM) gets `python3 -m sglang.test.run_eval --eval-name
+gsm8k` with its defaults (1319 examples, 16384 max tokens, 512 threads, 5 shots;
+temperature/top_p/top_k only when set); see `disagg.workloads.accuracy`. vLLM gets
+srtctl's `/v1/completions` evaluation with its arguments (1319 questions, 256 max
+tokens, 5 shots, temperature 0.0, 1 repeat), which disagg runs with its own evaluator;
+see `disagg.workloads.gsm8k_vllm`.
 """
 
 from __future__ import annotations
 
-from disagg.errors import UnsupportedRecipe
 from disagg.plan.model import BenchPlan, Plan, RolePlan
 from disagg.workloads.accuracy import harness_command, harness_role, run_eval_argv
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter
+from disagg.workloads.gsm8k_vllm import (
+    DIFFERS,
+    check_data,
+    is_vllm_command,
+    vllm_command,
+    vllm_role,
+)
 
 FIELDS = ("num_examples", "max_tokens", "num_threads", "repeat")
 
@@ -30,21 +37,21 @@ class Gsm8k(BenchmarkAdapter):
     differs = ("accuracy-result",)
     reads = frozenset(
         {"num_examples", "max_tokens", "num_threads", "num_shots", "temperature", "top_p"}
-        | {"top_k", "container_image"}
+        | {"top_k", "container_image", "repeat", "dataset_path"}
     )
 
     def plan(self, inputs: BenchInputs) -> BenchPlan:
         b = inputs.section
-        if inputs.engine == "vllm":
-            raise UnsupportedRecipe(
-                "benchmark type gsm8k (with backend vllm srtctl runs a copy of vLLM's "
-                "gsm8k_eval.py bundled in srt-slurm, which disagg does not ship; the SGLang "
-                "harness runs for every other backend)"
-            )
         ignored = self.check_fields(inputs)
         positive(inputs, FIELDS)
         if b.num_shots is not None and b.num_shots < 0:
             raise inputs.fail("benchmark.num_shots must be >= 0", ("benchmark", "num_shots"), None)
+        if inputs.engine == "vllm":
+            return vllm_command(inputs, ignored)
+        if b.repeat is not None:
+            ignored["repeat"] = "srtctl repeats GSM8K only with backend vllm"
+        if b.dataset_path is not None:
+            ignored["dataset_path"] = "SGLang's harness reads its own copy of GSM8K"
         argv = run_eval_argv(
             "gsm8k",
             [
@@ -59,5 +66,12 @@ class Gsm8k(BenchmarkAdapter):
         )
         return harness_command(inputs, "gsm8k", argv, ignored)
 
+    def differs_for(self, bench: BenchPlan) -> tuple[str, ...]:
+        return DIFFERS if is_vllm_command(bench) else self.differs
+
     def bench_role(self, plan: Plan) -> RolePlan:
-        return harness_role(plan)
+        return vllm_role(plan) if is_vllm_command(plan.bench) else harness_role(plan)
+
+    def prepare(self, bench: BenchPlan) -> None:
+        if is_vllm_command(bench):
+            check_data(bench)

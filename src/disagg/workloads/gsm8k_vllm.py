@@ -1,0 +1,125 @@
+"""`gsm8k` on a vLLM backend: disagg's own evaluator, as srtctl's vLLM path calls its own.
+
+srtctl runs, for `backend.type: vllm`, a GSM8K script it bundles against
+`/v1/completions` (`vllm-bench.sh HOST PORT MODEL 1319 256 5 0.0 1`: questions, max
+tokens, shots, temperature, repeat), each repeat saving `gsm8k_run{i}.json`. disagg
+renders the same arguments and defaults for `disagg.workloads.gsm8k_eval`, run in the
+bench role from disagg's own Python (`${run.python}`, outside any container: it needs
+only the standard library and disagg), writing into the run's results directory, where
+each repeat's file is judged as an accuracy result (`disagg.workloads.accuracy`).
+
+The data is read, never downloaded: `benchmark.dataset_path` (a directory holding
+`train.jsonl` and `test.jsonl`; relative to the recipe), else the bench node's
+temporary directory, where srtctl's script caches the files it downloads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from disagg.plan.container_paths import mount_pairs
+from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
+from disagg.workloads.accuracy import ENDPOINT
+from disagg.workloads.base import BenchInputs
+from disagg.workloads.custom import RESULTS_SUBDIR, contract_env, serving_role
+
+EVAL_MODULE = "disagg.workloads.gsm8k_eval"
+DIFFERS = ("gsm8k-vllm-evaluator",)
+DEFAULT_DATA = "the bench node's temporary directory ($TMPDIR, else /tmp)"
+# Fields srtctl's vLLM path does not pass on (they go to SGLang's harness only).
+NOT_PASSED = {
+    "num_threads": "srtctl's vLLM GSM8K evaluator does not take a thread count",
+    "top_p": "srtctl's vLLM GSM8K evaluator sends no top_p",
+    "top_k": "srtctl's vLLM GSM8K evaluator sends no top_k",
+    "container_image": "disagg's GSM8K evaluator runs from disagg's own environment, "
+    "outside any container",
+}
+
+
+def data_dir(inputs: BenchInputs) -> str | None:
+    """`benchmark.dataset_path` as the host path the evaluator reads, or None: relative to
+    the recipe; a path inside a container mount (schema 2 names it so) is read from the
+    mount's host side, since the evaluator runs in no container."""
+    written = inputs.section.dataset_path
+    if not written:
+        return None
+    path = Path(written).expanduser()
+    if not path.is_absolute():
+        return str((inputs.recipe_dir / path).absolute())
+    for host, inside in sorted(mount_pairs(inputs.mounts), key=lambda pair: -len(pair[1])):
+        if path.is_relative_to(inside):
+            return str(Path(host) / path.relative_to(inside))
+    return str(path)
+
+
+def vllm_command(inputs: BenchInputs, ignored: dict[str, str]) -> BenchPlan:
+    """The evaluator's call with srtctl's arguments and defaults."""
+    b = inputs.section
+    for name, why in NOT_PASSED.items():
+        if getattr(b, name) is not None:
+            ignored[name] = why
+    results = f"${{run.dir}}/{RESULTS_SUBDIR}"
+    argv = ["${run.python}", "-m", EVAL_MODULE, "--url", ENDPOINT]
+    argv += ["--model", inputs.model_name]
+    argv += ["--num-questions", str(b.num_examples or 1319)]
+    argv += ["--max-tokens", str(b.max_tokens or 256)]
+    argv += ["--num-shots", str(5 if b.num_shots is None else b.num_shots)]
+    argv += ["--temperature", str(0.0 if b.temperature is None else b.temperature)]
+    argv += ["--repeat", str(b.repeat or 1)]
+    data = data_dir(inputs)
+    argv += ["--data-dir", data] if data is not None else []
+    argv += ["--out", results]
+    return BenchPlan(
+        type=b.type,
+        model_name=inputs.model_name,
+        isl=0,
+        osl=0,
+        points=[],
+        command=BenchCommand(
+            argv=argv,
+            results_dir=results,
+            accuracy="gsm8k",
+            dataset=f"{data}/{{train,test}}.jsonl" if data else DEFAULT_DATA,
+        ),
+        ignored=ignored,
+    )
+
+
+def is_vllm_command(bench: BenchPlan) -> bool:
+    return bench.command is not None and EVAL_MODULE in bench.command.argv
+
+
+def vllm_role(plan: Plan) -> RolePlan:
+    """The bench role: the evaluator against the public endpoint, in no container."""
+    command = plan.bench.command
+    assert command is not None
+    front = plan.role(plan.serving_role) if plan.serving_role else serving_role(plan.roles)
+    url = f"${{{front.name}.url}}" if front is not None else "http://localhost:8000"
+    return RolePlan(
+        name="bench",
+        kind=RoleKind.BENCH,
+        node_ranks=[0],
+        argv=[url if arg == ENDPOINT else arg for arg in command.argv],
+        env=contract_env(plan),
+        container_image=None,
+    )
+
+
+def check_data(bench: BenchPlan) -> None:
+    """In the job, before any role starts: a named dataset_path holds both files (a path
+    on the shared filesystem; the temporary-directory default is the bench node's own,
+    so the evaluator checks that one when it starts)."""
+    from disagg.errors import DisaggError
+    from disagg.workloads.gsm8k_eval import DATA_FILES
+
+    command = bench.command
+    if command is None or "--data-dir" not in command.argv:
+        return
+    where = Path(command.argv[command.argv.index("--data-dir") + 1])
+    missing = [str(where / name) for name in DATA_FILES if not (where / name).is_file()]
+    if missing:
+        raise DisaggError(
+            f"benchmark.dataset_path: GSM8K data file {missing[0]} does not exist",
+            hint="give a directory holding train.jsonl and test.jsonl (grade_school_math/"
+            "data of the GSM8K release), readable from the job's nodes",
+        )
