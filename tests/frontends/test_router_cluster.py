@@ -63,8 +63,7 @@ def test_pd_requests_stream_through_the_router_with_usage(pd: SimCluster) -> Non
     after = {name: pd.stats(name) for name in pd.workers}
     # the counters only (`mode` and the current `forward_sleep_time` are settings)
     delta = {
-        n: {k: v - before[n][k] for k, v in after[n].items() if isinstance(v, int)}
-        for n in after
+        n: {k: v - before[n][k] for k, v in after[n].items() if isinstance(v, int)} for n in after
     }
     # decode work is spread over both decode workers
     per_decode = [delta[n]["requests"] for n in ("decode-0", "decode-1")]
