@@ -147,6 +147,9 @@ class WorkerSpec:
     schema2: bool = False  # written in srt-slurm 2.x's schema (its defaults where they differ)
     # The recipe's `backend` map as written, for the engine-wide knobs an adapter honours.
     backend: Mapping[str, Any] = field(default_factory=dict)
+    # Schema 2's `roles.<role>.engine` when it is not the variant's (a pair the variant's
+    # adapter runs, TileRT's vllm prefill); `backend` then holds that role's own knobs only.
+    engine: str | None = None
     # One process of a worker launched a process per GPU (`rank_processes`): its global
     # data-parallel rank, and the role of rank 0, whose address and ports the ranks share.
     dp_rank: int | None = None

@@ -148,15 +148,17 @@ def _role_engines(raw: Mapping[str, Any]) -> list[Unhonoured]:
                     "vllm prefill with a tilert decode, TileRT's layout"
                 )
                 path = ("role_overrides", str(role), "engine")
-                found.append(Unhonoured(path, "refused", why, f"{engine} with {partner} engine {variant}"))
+                found.append(
+                    Unhonoured(path, "refused", why, f"{engine} with {partner} engine {variant}")
+                )
             continue  # its knobs are its own engine's, judged by that engine's adapter
         for knob in override.get("knobs") or {}:
             why = (
                 f"a knob on this role's engine only; engine {variant} takes its knobs for "
                 "every role at once: write it alike on every role's engine"
             )
-            path = ("role_overrides", str(role), "knobs", str(knob))
-            found.append(Unhonoured(path, "refused", why))
+            knob_path = ("role_overrides", str(role), "knobs", str(knob))
+            found.append(Unhonoured(knob_path, "refused", why))
     return found
 
 

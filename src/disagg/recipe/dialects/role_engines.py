@@ -84,10 +84,8 @@ def split(raw: Mapping[str, Any]) -> RoleEngines:
     if not written:
         return RoleEngines({"type": "sglang"}, ("engine",))
     kinds = {engine.get("type") for engine in written.values()}
-    if len(kinds) > 1 and PRIMARY_ROLE in written:
-        primary = PRIMARY_ROLE
-    else:
-        primary = next(iter(written))
+    mixed = len(kinds) > 1 and PRIMARY_ROLE in written
+    primary = PRIMARY_ROLE if mixed else next(iter(written))
     kind = written[primary].get("type")
     same = {role: engine for role, engine in written.items() if engine.get("type") == kind}
     # Knobs every role of the variant's engine writes alike are engine-wide.
@@ -98,9 +96,10 @@ def split(raw: Mapping[str, Any]) -> RoleEngines:
     }
     found = RoleEngines(shared, ("roles", primary, "engine"))
     for role, engine in written.items():
-        own = {k: v for k, v in engine.items() if k != "type" and k not in shared}
+        other = engine.get("type") != kind  # its knobs are all its own engine's
+        own = {k: v for k, v in engine.items() if k != "type" and (other or k not in shared)}
         kept: dict[str, Any] = {}
-        if engine.get("type") != kind:
+        if other:
             kept["engine"] = engine.get("type")
         if own:
             kept["knobs"] = own
