@@ -99,14 +99,28 @@ def test_knobs_written_alike_on_every_role_are_the_engines_knobs(write: Write) -
         assert "LMCacheConnectorV1" in argv[argv.index("--kv-transfer-config") + 1]
 
 
-def test_a_knob_on_one_roles_engine_only_is_refused_by_name(write: Write) -> None:
-    """Role engines share no knobs, and an adapter takes its knobs for every role at once."""
+def test_a_knob_the_engine_takes_per_role_applies_to_that_role_only(write: Write) -> None:
+    """Role engines share no knobs: vLLM's `connector` on the decode role's engine is the
+    decode role's connector; the prefill keeps the default (nixl)."""
     path = write(recipe(prefill="vllm", decode="{type: vllm, connector: lmcache}"))
+    [variant] = load_variants(path)
+    plan = place(variant)
+    decode, prefill = _argv(plan.roles, "decode-0"), _argv(plan.roles, "prefill-0")
+    assert "LMCacheConnectorV1" in decode[decode.index("--kv-transfer-config") + 1]
+    assert "NixlConnector" in prefill[prefill.index("--kv-transfer-config") + 1]
+
+
+def test_a_knob_on_one_roles_engine_only_is_refused_where_the_engine_takes_it_once(
+    write: Write,
+) -> None:
+    """An engine-wide knob with no per-role form cannot be kept from the other roles."""
+    path = write(recipe(prefill="vllm", decode="{type: vllm, vllm_serve_binary: /opt/vllm}"))
     [variant] = load_variants(path)
     with pytest.raises(UnsupportedRecipe) as caught:
         place(variant)
-    assert caught.value.what.startswith("roles.decode.engine.connector (a knob on this role")
-    assert str(caught.value.location).endswith(":14:37")  # its value
+    what = "roles.decode.engine.vllm_serve_binary (a knob on this role's engine only"
+    assert caught.value.what.startswith(what), caught.value.what
+    assert str(caught.value.location).endswith(":14:45")  # its value
 
 
 @pytest.mark.parametrize(

@@ -215,6 +215,9 @@ class EngineAdapter(ABC):
     honoured_keys: ClassVar[frozenset[str]] = frozenset({"host"})
     # Engine-wide `backend.*` knobs this adapter carries out (see `backend_fields`).
     backend_fields: ClassVar[frozenset[str]] = frozenset()
+    # Engine knobs this engine also takes for one role, as that role's own setting
+    # (knob -> the role's key): schema 2's knob on one role's engine only sets it there.
+    role_knobs: ClassVar[Mapping[str, str]] = {}
     # Whether a real prefill worker serves SGLang's bootstrap port (the router names it).
     bootstrap: ClassVar[bool] = False
     # False for an engine that emulates GPU workers on none (Dynamo's mocker): the GPUs a

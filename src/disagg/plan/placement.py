@@ -160,7 +160,8 @@ class _Placer:
     # ---------------------------------------------------------------- roles
 
     def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
-        return self.adapter.role_args(self.backend, _worker_role(kind))
+        backend = role_engines.with_role_knobs(self.config, kind, self.backend)
+        return self.adapter.role_args(backend, _worker_role(kind))
 
     def role_env(self, kind: RoleKind) -> dict[str, str]:
         """The profile's worker env, then the role's own and the recipe's `environment`

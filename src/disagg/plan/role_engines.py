@@ -9,7 +9,7 @@ own engine's adapter: refused or listed as ignored as its engine-wide ones would
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from disagg.engines import registry
@@ -26,6 +26,24 @@ def own_engine(config: RecipeConfig, kind: RoleKind) -> tuple[str, dict[str, Any
     if override is None or not override.engine:
         return None
     return override.engine, {"type": override.engine, **override.knobs}
+
+
+def with_role_knobs(
+    config: RecipeConfig, kind: RoleKind, backend: Mapping[str, Any]
+) -> Mapping[str, Any]:
+    """`backend` with the knobs written on this role's engine only (same engine as the
+    variant's) put into the role's settings as the adapter takes them (`role_knobs`); a
+    setting the role writes itself wins. Any other such knob is refused by
+    `disagg.recipe.honoured`."""
+    override = role_override(config, kind)
+    if override is None or override.engine or not override.knobs:
+        return backend
+    adapter = registry.adapter(config.backend.type)
+    mode = kind.value
+    section = dict(backend.get(adapter.config_section) or {})
+    own = {adapter.role_knobs[k]: v for k, v in override.knobs.items() if k in adapter.role_knobs}
+    section[mode] = {**own, **dict(section.get(mode) or {})}
+    return {**backend, adapter.config_section: section}
 
 
 def judge_knobs(

@@ -152,9 +152,15 @@ def _role_engines(raw: Mapping[str, Any]) -> list[Unhonoured]:
                     Unhonoured(path, "refused", why, f"{engine} with {partner} engine {variant}")
                 )
             continue  # its knobs are its own engine's, judged by that engine's adapter
+        from disagg.engines import registry
+
+        adapter = registry.get(str(variant))
+        per_role = adapter.role_knobs if adapter is not None else {}
         for knob in override.get("knobs") or {}:
+            if knob in per_role:
+                continue  # the role's own setting (`disagg.plan.role_engines.with_role_knobs`)
             why = (
-                f"a knob on this role's engine only; engine {variant} takes its knobs for "
+                f"a knob on this role's engine only; engine {variant} takes this knob for "
                 "every role at once: write it alike on every role's engine"
             )
             knob_path = ("role_overrides", str(role), "knobs", str(knob))
