@@ -122,13 +122,14 @@ def test_plan_errors_point_at_the_schema2_lines(write: Write) -> None:
     assert str(variant.locate(("backend", "sglang_config", "decode", "tp-size"))).endswith(":22:16")
 
 
-def test_a_role_on_another_engine_is_refused_by_name(write: Write) -> None:
+def test_a_role_engine_beside_the_top_level_engine_is_bad_input(write: Write) -> None:
+    """srt-slurm 2.x: one top-level engine or an engine on every role, never both."""
     text = SCHEMA2.replace(
         "  decode:\n    nodes: 1\n", "  decode:\n    engine: vllm\n    nodes: 1\n"
     )
-    [variant] = load_variants(write(text))
-    with pytest.raises(UnsupportedRecipe, match=r"unsupported: roles.decode.engine \("):
-        place(variant)
+    with pytest.raises(DisaggError, match=r"`roles.decode.engine` is written beside") as caught:
+        load_variants(write(text))
+    assert not isinstance(caught.value, UnsupportedRecipe)
 
 
 SEEDS = [

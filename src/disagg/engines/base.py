@@ -147,6 +147,9 @@ class WorkerSpec:
     schema2: bool = False  # written in srt-slurm 2.x's schema (its defaults where they differ)
     # The recipe's `backend` map as written, for the engine-wide knobs an adapter honours.
     backend: Mapping[str, Any] = field(default_factory=dict)
+    # Schema 2's `roles.<role>.engine` when it is not the variant's (a pair the variant's
+    # adapter runs, TileRT's vllm prefill); `backend` then holds that role's own knobs only.
+    engine: str | None = None
     # One process of a worker launched a process per GPU (`rank_processes`): its global
     # data-parallel rank, and the role of rank 0, whose address and ports the ranks share.
     dp_rank: int | None = None
@@ -212,6 +215,9 @@ class EngineAdapter(ABC):
     honoured_keys: ClassVar[frozenset[str]] = frozenset({"host"})
     # Engine-wide `backend.*` knobs this adapter carries out (see `backend_fields`).
     backend_fields: ClassVar[frozenset[str]] = frozenset()
+    # Engine knobs this engine also takes for one role, as that role's own setting
+    # (knob -> the role's key): schema 2's knob on one role's engine only sets it there.
+    role_knobs: ClassVar[Mapping[str, str]] = {}
     # Whether a real prefill worker serves SGLang's bootstrap port (the router names it).
     bootstrap: ClassVar[bool] = False
     # False for an engine that emulates GPU workers on none (Dynamo's mocker): the GPUs a

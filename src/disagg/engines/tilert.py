@@ -18,6 +18,13 @@ layout, as TileRT's README (Topology A, `tilert.pd_vllm`) describes it:
   `--transport`, `--with-mtp`), then the role's own settings as written, then the plan's
   two ports (`--ctrl-port`: the connector's RDMA control plane, `--http-port`).
 
+A schema-2 recipe may write the prefill as a role of its own engine instead (`roles.prefill.
+engine: vllm` beside `roles.decode.engine: tilert`, as srt-slurm's TileRT examples do;
+`WorkerSpec.engine` says so): that prefill is rendered as a vLLM prefill role is, from
+its own args and its own vLLM knobs, with nothing of TileRT's added (role engines do not
+inherit options from each other), so its `kv-transfer-config` must load TileRT's
+connector itself.
+
 The decode server serves no OpenAI API (`/pd/decode`, `/health`): only TileRT's router
 (`frontend.type: tilert-router`) reaches it, so an aggregated TileRT worker is refused.
 The decode server has no host flag (it binds every interface). No TileRT runs on this
@@ -111,6 +118,10 @@ class TileRT(EngineAdapter):
 
     def worker_parallelism(self, args: Mapping[str, Any], spec: WorkerSpec) -> Parallelism:
         """A decode server spans every GPU it is given (TileRT shards its weights per GPU)."""
+        if _vllm_role(spec):
+            from disagg.engines import vllm
+
+            return vllm.ADAPTER.worker_parallelism(vllm_role_args(args, spec), spec)
         if spec.mode == "decode" or FLAGS.find(args, "tp") is None:
             return Parallelism(tp=max(1, spec.gpus_per_node * spec.nnodes))
         return self.parallelism(args)
@@ -156,10 +167,30 @@ class TileRT(EngineAdapter):
             )
         if spec.multi_node:
             return "nodes", f"a TileRT {spec.mode} worker over several nodes"
+        if _vllm_role(spec):
+            from disagg.engines import vllm
+
+            own = vllm_role_args(args, spec)
+            refused = vllm.ADAPTER.unsupported(own, spec)
+            if refused is not None:
+                return refused
+            transfer = vllm.ADAPTER.kv_transfer(own, spec) or ""
+            if "TileRTConnector" not in transfer:
+                key = (vllm.FLAGS.find(own, "kv_transfer_config") or ("kv-transfer-config",))[0]
+                field = ".".join((*self.args_path("prefill"), str(key)))
+                return str(key), (
+                    f"{field} (a vllm prefill role beside a tilert decode role with KV connector "
+                    f"{_connector_name(transfer)}; only TileRT's connector hands its KV to the "
+                    "decode server: `kv-transfer-config` with kv_connector TileRTConnector, "
+                    f"kv_connector_module_path {CONNECTOR_MODULE})"
+                )
         return None
 
     def prefill_args(self, args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
-        """The prefill's vLLM settings: the knobs' defaults, then the role's own."""
+        """The prefill's vLLM settings: the knobs' defaults, then the role's own; a vllm
+        prefill role's are its own alone, as the vLLM adapter reads a prefill role."""
+        if _vllm_role(spec):
+            return vllm_role_args(args, spec)
         backend = spec.backend
         derived: dict[str, Any] = {
             "tensor-parallel-size": self.worker_parallelism(args, spec).tp,
@@ -200,7 +231,7 @@ class TileRT(EngineAdapter):
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
         from disagg.engines import vllm
 
-        image = spec.backend.get("prefill_container")
+        image = None if _vllm_role(spec) else spec.backend.get("prefill_container")
         if spec.mode == "prefill":
             command = vllm.ADAPTER.worker(self.prefill_args(args, spec), spec)
             command.container = str(image) if image else None
@@ -209,6 +240,29 @@ class TileRT(EngineAdapter):
         argv += self.engine_flags(args, spec)
         argv += ["--ctrl-port", "${self.ctrl_port}", "--http-port", "${self.http_port}"]
         return WorkerCommand(argv=argv, ports=["http", "ctrl"])
+
+
+def _vllm_role(spec: WorkerSpec) -> bool:
+    """The prefill written as a role of engine vllm (`roles.prefill.engine: vllm`)."""
+    return spec.mode == "prefill" and spec.engine == "vllm"
+
+
+def vllm_role_args(args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
+    """A vllm prefill role's settings as the vLLM adapter reads them from its own engine
+    knobs (`spec.backend`): its args, with `connector` when it names no connector."""
+    from disagg.engines import vllm
+
+    backend = {**spec.backend, vllm.ADAPTER.config_section: {"prefill": dict(args)}}
+    return dict(vllm.ADAPTER.role_args(backend, "prefill"))
+
+
+def _connector_name(transfer: str) -> str:
+    """The `kv_connector` a `--kv-transfer-config` text names, for messages."""
+    try:
+        found = json.loads(transfer).get("kv_connector") if transfer else None
+    except (ValueError, AttributeError):
+        found = None
+    return str(found) if found else "none"
 
 
 ADAPTER = TileRT()

@@ -175,6 +175,8 @@ class VLLM(EngineAdapter):
     backend_fields: ClassVar[frozenset[str]] = frozenset(
         {"connector", "vllm_serve_binary", "kv_events_config", "dp_launch_mode"}
     )
+    # A role's own `connector` wins over `backend.connector` (`role_args`, `kv_transfer`).
+    role_knobs: ClassVar[Mapping[str, str]] = {"connector": "connector"}
 
     def role_args(self, backend: Mapping[str, Any], role: WorkerRole) -> Mapping[str, Any]:
         """A prefill/decode role without a connector of its own takes `backend.connector`."""

@@ -341,6 +341,9 @@ class Plan(_Strict):
     variant: str  # `base`, `override_x`, `zip_override_x[2]`
     engine: str  # what runs: the registered engine's name, or `sim` when simulated
     backend: str = "sglang"  # the engine the recipe names (`backend.type`)
+    # Roles that run an engine of their own (schema 2's `roles.<role>.engine`) through the
+    # `engine` adapter: role -> that engine (TileRT's prefill: `vllm`). Empty: one engine.
+    role_engines: dict[str, str] = Field(default_factory=empty_dict)
     simulated: bool
     # Set when AIConfigurator's model times the simulated workers (`disagg run --predict`):
     # {label, accept_rate, accept_source, time_scale}; the label goes on every result.

@@ -33,7 +33,7 @@ from disagg.frontends.mooncake import (
     mooncake_plane,
     with_worker_env,
 )
-from disagg.plan import kv_events
+from disagg.plan import kv_events, role_engines
 from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import (
     check_container_paths,
@@ -160,7 +160,8 @@ class _Placer:
     # ---------------------------------------------------------------- roles
 
     def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
-        return self.adapter.role_args(self.backend, _worker_role(kind))
+        backend = role_engines.with_role_knobs(self.config, kind, self.backend)
+        return self.adapter.role_args(backend, _worker_role(kind))
 
     def role_env(self, kind: RoleKind) -> dict[str, str]:
         """The profile's worker env, then the role's own and the recipe's `environment`
@@ -228,6 +229,14 @@ class _Placer:
                     f"{self.variant.written_name(field)} ({why})", tuple(field.split("."))
                 )
             self.ignored.setdefault(field, why)
+        for kind in RoleKind:
+            role_engines.judge_knobs(self.config, kind, self.note_role_knob)
+
+    def note_role_knob(self, path: tuple[str, ...], action: str, why: str) -> None:
+        """A knob of a role's own engine that engine does not carry out (`check_backend_knobs`)."""
+        if action == "refused":
+            raise self.refuse(f"{self.variant.written_field(path)} ({why})", path)
+        self.ignored.setdefault(".".join(path), why)
 
     def check_engine(self) -> None:
         written = self.config.backend.engine
@@ -276,6 +285,7 @@ class _Placer:
         for kind, index, ranks, ids in placed:
             args = self.one_served_name(self.role_args(kind))
             self.check_mode(kind, args)
+            own_engine = role_engines.own_engine(self.config, kind)
             spec = WorkerSpec(
                 role=_worker_role(kind),
                 served_name=served,
@@ -287,7 +297,8 @@ class _Placer:
                 frontend=(self.config.frontend or FrontendSection()).type,
                 gpu_type=self.config.resources.gpu_type,
                 schema2=self.variant.dialect == "schema2",
-                backend=self.backend,
+                backend=own_engine[1] if own_engine else self.backend,
+                engine=own_engine[0] if own_engine else None,
             )
             self.check_supported(kind, args, spec)
             self.note_ignored(kind, args)
@@ -672,6 +683,7 @@ class _Placer:
             recipe_file=self.variant.file,
             variant=self.variant.name,
             engine=self.engine,
+            role_engines=role_engines.shown(self.config),
             backend=self.config.backend.type,
             simulated=self.simulated,
             predicted=self.predicted,

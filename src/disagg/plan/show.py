@@ -164,6 +164,9 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
     engine = f"{plan.engine} (simulated)" if plan.simulated else plan.engine
     if plan.emulates:
         engine = f"{plan.engine} (emulating {plan.emulates})"
+    if plan.role_engines:
+        own = ", ".join(f"{role}: {name}" for role, name in plan.role_engines.items())
+        engine = f"{engine} ({own})"
     start = " -> ".join(", ".join(stage) for stage in plan.stages)
     serving = f"; load to {plan.serving_role}" if plan.serving_role else ""
     gpus = f"{plan.nodes} x {plan.gpus_per_node} GPUs; uses {plan.total_gpus}"

@@ -25,6 +25,7 @@ class Unhonoured:
     path: tuple[str, ...]
     action: Action
     why: str
+    shown: str = ""  # the value, named after the field in a refusal (`roles.decode.engine sglang`)
 
     @property
     def field(self) -> str:
@@ -120,14 +121,50 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
         elif kind not in ("etcd", "nats"):
             found.append(_service(service, str(kind)))
     # A role's own `container` and `srun_options` are applied to its worker steps
-    # (disagg.plan.role_images); its own engine is not.
+    # (disagg.plan.role_images); its own engine and knobs are judged here.
+    found += _role_engines(raw)
+    return found
+
+
+def _role_engines(raw: Mapping[str, Any]) -> list[Unhonoured]:
+    """A role's own engine runs only as one of the mixed pairs a plan carries out
+    (`dialects.role_engines.MIXED_PAIRS`); a knob on one role's engine only cannot be
+    kept from the other roles, which run the same adapter with one set of knobs."""
+    from disagg.recipe.dialects.role_engines import MIXED_PAIRS, PRIMARY_ROLE
+
+    found: list[Unhonoured] = []
+    backend = raw.get("backend")
+    variant = backend.get("type") if isinstance(backend, Mapping) else None
     overrides = raw.get("role_overrides")
     for role, override in overrides.items() if isinstance(overrides, Mapping) else ():
         if not isinstance(override, Mapping):
             continue
-        if override.get("engine"):
-            why = "a variant runs one engine on every role"
-            found.append(Unhonoured(("role_overrides", role, "engine"), "refused", why))
+        engine = override.get("engine")
+        if engine:
+            if (role, engine, variant) not in MIXED_PAIRS:
+                partner = "prefill" if role == PRIMARY_ROLE else PRIMARY_ROLE
+                why = (
+                    "no KV hand-over between these engines; the one mixed pair that runs is a "
+                    "vllm prefill with a tilert decode, TileRT's layout"
+                )
+                path = ("role_overrides", str(role), "engine")
+                found.append(
+                    Unhonoured(path, "refused", why, f"{engine} with {partner} engine {variant}")
+                )
+            continue  # its knobs are its own engine's, judged by that engine's adapter
+        from disagg.engines import registry
+
+        adapter = registry.get(str(variant))
+        per_role = adapter.role_knobs if adapter is not None else {}
+        for knob in override.get("knobs") or {}:
+            if knob in per_role:
+                continue  # the role's own setting (`disagg.plan.role_engines.with_role_knobs`)
+            why = (
+                f"a knob on this role's engine only; engine {variant} takes this knob for "
+                "every role at once: write it alike on every role's engine"
+            )
+            knob_path = ("role_overrides", str(role), "knobs", str(knob))
+            found.append(Unhonoured(knob_path, "refused", why))
     return found
 
 

@@ -138,6 +138,9 @@ class RoleOverride(Section):
     container: str | None = None
     srun_options: dict[str, Scalar] = Field(default_factory=empty_dict)
     engine: str | None = Field(default=None, description="an engine other than the variant's")
+    knobs: dict[str, Any] = Field(
+        default_factory=empty_dict, description="knobs of this role's engine only"
+    )
 
 
 RoleOverrides = dict[Literal["prefill", "decode", "agg"], RoleOverride]

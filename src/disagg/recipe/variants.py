@@ -269,6 +269,7 @@ def ensure_supported(variant: Variant) -> None:
     for found in unhonoured(variant.raw):
         if found.action == "refused":
             raise UnsupportedRecipe(
-                f"{variant.written_field(found.path)} ({found.why}){where}",
+                f"{variant.written_field(found.path)}{' ' if found.shown else ''}{found.shown}"
+                f" ({found.why}){where}",
                 location=variant.locate(found.path),
             )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from disagg.errors import DisaggError
+from disagg.recipe.dialects import role_engines
 from disagg.recipe.source_map import Key, KeyPath
 
 ROLE_TO_MODE = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
@@ -108,23 +109,6 @@ def check_engine_knobs(raw: Mapping[str, Any], locate: Any) -> None:
             raise DisaggError(message, location=locate((*where, key), True), hint=hint)
 
 
-def _engine_of(raw: Mapping[str, Any]) -> tuple[dict[str, Any], KeyPath]:
-    """The variant's engine map (type + knobs) and where it was written: top level, or
-    the first role that names one (roles naming another engine are kept per role)."""
-    roles = raw.get("roles") or {}
-    top = raw.get("engine")
-    if top is not None:
-        return _as_engine(top), ("engine",)
-    for role, spec in roles.items():
-        if isinstance(spec, Mapping) and spec.get("engine"):
-            return _as_engine(spec["engine"]), ("roles", role, "engine")
-    return {"type": "sglang"}, ("engine",)
-
-
-def _as_engine(value: Any) -> dict[str, Any]:
-    return {"type": value} if isinstance(value, str) else dict(value)
-
-
 Origins = dict[KeyPath, KeyPath]
 
 
@@ -170,7 +154,8 @@ def translate(raw: Mapping[str, Any]) -> Translation:
     with the origin of every moved field recorded on the way."""
     origins: Origins = {}
     out: dict[str, Any] = {k: v for k, v in raw.items() if k not in ("engine", "roles")}
-    engine, where = _engine_of(raw)
+    engines = role_engines.split(raw)
+    engine, where = engines.engine, engines.where
     kind = engine["type"]
     backend: dict[str, Any] = dict(engine)
     origins[("backend",)] = where
@@ -205,9 +190,7 @@ def translate(raw: Mapping[str, Any]) -> Translation:
             out["dynamo"] = {**(out.get("dynamo") or {}), "sidecar": True}
             origins.setdefault(("dynamo", "sidecar"), ("roles", role, "sidecar"))
         kept = {k: spec[k] for k in ("container", "srun_options") if spec.get(k)}
-        own = spec.get("engine")
-        if own is not None and _as_engine(own) != engine:
-            kept["engine"] = _as_engine(own)["type"]
+        kept.update(engines.kept.get(str(role), {}))
         if kept:
             extras[role] = kept
     out["resources"] = resources
@@ -241,6 +224,7 @@ def _role_origins(origins: Origins, role: str, mode: str, kind: str) -> None:
     origins[("backend", f"{mode}_environment")] = ("roles", role, "env")
     origins[("backend", f"{mode}_extra_args")] = ("roles", role, "extra_args")
     origins[("role_overrides", role)] = ("roles", role)
+    origins[("role_overrides", role, "knobs")] = ("roles", role, "engine")
 
 
 def _placement(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -131,6 +132,17 @@ class FileContext:
         return None
 
 
+def _mixed_refused(internal: Mapping[str, Any]) -> bool:
+    """A role names an engine the variant's cannot run beside it (`MIXED_PAIRS`)."""
+    from disagg.recipe.dialects.role_engines import MIXED_PAIRS
+
+    kind = (internal.get("backend") or {}).get("type")
+    return any(
+        override.get("engine") and (role, override["engine"], kind) not in MIXED_PAIRS
+        for role, override in (internal.get("role_overrides") or {}).items()
+    )
+
+
 def _translated(expanded: dict[str, dict[str, Any]]) -> Variants:
     """Schema-2 variants in the internal layout. A variant that does not validate as
     schema 2 is left out: DA013 reports it, with the loader's own message."""
@@ -148,8 +160,8 @@ def _translated(expanded: dict[str, dict[str, Any]]) -> Variants:
             continue
         translation = translate(written)
         internal = translation.internal
-        if any(o.get("engine") for o in internal.get("role_overrides", {}).values()):
-            continue  # roles on different engines: refused by plan (DA013), no layout to check
+        if _mixed_refused(internal):
+            continue  # roles on engines no plan pairs: refused by plan (DA013), no layout to check
         variants.configs[name] = internal
         variants.translations[name] = translation
     return variants

@@ -1,0 +1,76 @@
+"""A worker role that runs its own engine (schema 2's `roles.<role>.engine`) in the plan.
+
+Only the pairs `disagg.recipe.dialects.role_engines.MIXED_PAIRS` names get this far (any
+other is refused by `disagg.recipe.honoured`): the variant's adapter renders the role,
+told the role's engine and given that role's own knobs only, since srt-slurm's role
+engines do not inherit options from each other. Those knobs are judged by the role's
+own engine's adapter: refused or listed as ignored as its engine-wide ones would be.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from disagg.engines import registry
+from disagg.engines.backend_fields import Action
+from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
+from disagg.plan.model import RoleKind
+from disagg.plan.role_images import ROLE_KEYS, role_override
+from disagg.recipe.schema import RecipeConfig
+
+
+def own_engine(config: RecipeConfig, kind: RoleKind) -> tuple[str, dict[str, Any]] | None:
+    """(engine, its knobs) when this worker kind names an engine other than the variant's."""
+    override = role_override(config, kind)
+    if override is None or not override.engine:
+        return None
+    return override.engine, {"type": override.engine, **override.knobs}
+
+
+def with_role_knobs(
+    config: RecipeConfig, kind: RoleKind, backend: Mapping[str, Any]
+) -> Mapping[str, Any]:
+    """`backend` with the knobs written on this role's engine only (same engine as the
+    variant's) put into the role's settings as the adapter takes them (`role_knobs`); a
+    setting the role writes itself wins. Any other such knob is refused by
+    `disagg.recipe.honoured`."""
+    override = role_override(config, kind)
+    if override is None or override.engine or not override.knobs:
+        return backend
+    adapter = registry.adapter(config.backend.type)
+    mode = kind.value
+    section = dict(backend.get(adapter.config_section) or {})
+    own = {adapter.role_knobs[k]: v for k, v in override.knobs.items() if k in adapter.role_knobs}
+    section[mode] = {**own, **dict(section.get(mode) or {})}
+    return {**backend, adapter.config_section: section}
+
+
+def judge_knobs(
+    config: RecipeConfig, kind: RoleKind, note: Callable[[tuple[str, ...], Action, str], None]
+) -> None:
+    """Each knob of the role's own engine its adapter does not carry out, passed to `note`
+    with its internal path (`role_overrides.<role>.knobs.<knob>`)."""
+    found = own_engine(config, kind)
+    if found is None:
+        return
+    engine, knobs = found
+    key = ROLE_KEYS[kind]
+    for common in ("engine", "predict"):  # simulated or predicted: the whole job or none of it
+        if knobs.get(common) != config.backend_settings(exclude_unset=True).get(common):
+            why = "one role alone cannot be simulated or predicted: write it on every role's engine"
+            note(("role_overrides", key, "knobs", common), "refused", why)
+    adapter = registry.adapter(engine)
+    for knob, action, why in unhonoured_knobs(knobs, adapter.backend_fields):
+        name = knob.removeprefix("backend.")
+        note(("role_overrides", key, "knobs", name), action, why)
+
+
+def shown(config: RecipeConfig) -> dict[str, str]:
+    """role -> its own engine, for the plan (`Plan.role_engines`)."""
+    found: dict[str, str] = {}
+    for kind, key in ROLE_KEYS.items():
+        own = own_engine(config, kind)
+        if own is not None:
+            found[key] = own[0]
+    return found
