@@ -90,8 +90,9 @@ def run_eval_argv(
     return argv
 
 
-def harness_role(plan: Plan) -> RolePlan:
-    """The bench role: the harness against the public endpoint, with the contract env."""
+def harness_role(plan: Plan, *, contained: bool = True) -> RolePlan:
+    """The bench role: the harness against the public endpoint, with the contract env; in
+    the benchmark's (or the job's) image unless `contained` is False (disagg's own Python)."""
     command = plan.bench.command
     assert command is not None
     front = plan.role(plan.serving_role) if plan.serving_role else serving_role(plan.roles)
@@ -102,7 +103,9 @@ def harness_role(plan: Plan) -> RolePlan:
         node_ranks=[0],
         argv=[url if arg == ENDPOINT else arg for arg in command.argv],
         env=contract_env(plan),
-        container_image=command.container_image or plan.slurm.container_image,
+        container_image=(command.container_image or plan.slurm.container_image)
+        if contained
+        else None,
     )
 
 

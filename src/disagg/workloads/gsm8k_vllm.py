@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from disagg.plan.container_paths import mount_pairs
-from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
-from disagg.workloads.accuracy import ENDPOINT
+from disagg.plan.model import BenchCommand, BenchPlan, Plan, RolePlan
+from disagg.workloads.accuracy import ENDPOINT, harness_role
 from disagg.workloads.base import BenchInputs
-from disagg.workloads.custom import RESULTS_SUBDIR, contract_env, serving_role
+from disagg.workloads.custom import RESULTS_SUBDIR
 
 EVAL_MODULE = "disagg.workloads.gsm8k_eval"
 DIFFERS = ("gsm8k-vllm-evaluator",)
@@ -91,18 +91,7 @@ def is_vllm_command(bench: BenchPlan) -> bool:
 
 def vllm_role(plan: Plan) -> RolePlan:
     """The bench role: the evaluator against the public endpoint, in no container."""
-    command = plan.bench.command
-    assert command is not None
-    front = plan.role(plan.serving_role) if plan.serving_role else serving_role(plan.roles)
-    url = f"${{{front.name}.url}}" if front is not None else "http://localhost:8000"
-    return RolePlan(
-        name="bench",
-        kind=RoleKind.BENCH,
-        node_ranks=[0],
-        argv=[url if arg == ENDPOINT else arg for arg in command.argv],
-        env=contract_env(plan),
-        container_image=None,
-    )
+    return harness_role(plan, contained=False)
 
 
 def check_data(bench: BenchPlan) -> None:
