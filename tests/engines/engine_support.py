@@ -11,6 +11,26 @@ from disagg.plan.model import Plan, RoleKind, RolePlan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 
+# A schema-2 recipe of the tiny model on 8-GPU nodes: its head (then frontend, engine and
+# roles) and its sa-bench tail.
+TINY_HEAD = """\
+schema: 2
+name: {name}
+model:
+  path: hf:org/tiny
+  container: vllm
+  precision: bf16
+resources:
+  gpu_type: h100
+  gpus_per_node: 8
+"""
+SA_BENCH = """\
+benchmark:
+  type: sa-bench
+  isl: 128
+  osl: 16
+  concurrencies: "1x2"
+"""
 WORKER_KINDS = (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
 MODEL_PATH = "/models/org--model"
 PYTHON = "/opt/disagg/.venv/bin/python"

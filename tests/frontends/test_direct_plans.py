@@ -10,18 +10,11 @@ import pytest
 
 from disagg.errors import DisaggError
 from disagg.plan.model import Plan, RoleKind
-from engines.engine_support import plan_text
+from engines.engine_support import SA_BENCH, TINY_HEAD, plan_text
 
-VLLM_DIRECT = """\
-schema: 2
-name: direct
-model:
-  path: hf:org/tiny
-  container: vllm
-  precision: bf16
-resources:
-  gpu_type: h100
-  gpus_per_node: 8
+VLLM_DIRECT = (
+    TINY_HEAD.format(name="direct")
+    + """\
 engine: vllm
 frontend:
   type: vllm
@@ -33,12 +26,9 @@ roles:
     args:
       served-model-name: org/tiny
 ARGS
-benchmark:
-  type: sa-bench
-  isl: 128
-  osl: 16
-  concurrencies: "1x2"
 """
+    + SA_BENCH
+)
 
 
 def _direct(tmp_path: Path, *, nodes: int = 1, args: str = "", extra: str = "") -> Plan:

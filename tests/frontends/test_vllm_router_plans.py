@@ -11,18 +11,11 @@ import pytest
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends.vllm_router import render_args
 from disagg.plan.model import Plan, RoleKind
-from engines.engine_support import plan_text
+from engines.engine_support import SA_BENCH, TINY_HEAD, plan_text
 
-PD = """\
-schema: 2
-name: vllm-router-pd
-model:
-  path: hf:org/tiny
-  container: vllm
-  precision: bf16
-resources:
-  gpu_type: h100
-  gpus_per_node: 8
+PD = (
+    TINY_HEAD.format(name="vllm-router-pd")
+    + """\
 frontend:
   type: vllm-router
   enable_multiple_frontends: false
@@ -44,23 +37,12 @@ roles:
     gpus: 1
     args:
       served-model-name: org/tiny
-benchmark:
-  type: sa-bench
-  isl: 128
-  osl: 16
-  concurrencies: "1x2"
 """
-
-AGG = """\
-schema: 2
-name: vllm-router-agg
-model:
-  path: hf:org/tiny
-  container: vllm
-  precision: bf16
-resources:
-  gpu_type: h100
-  gpus_per_node: 8
+    + SA_BENCH
+)
+AGG = (
+    TINY_HEAD.format(name="vllm-router-agg")
+    + """\
 frontend:
   type: vllm-router
   enable_multiple_frontends: false
@@ -74,12 +56,9 @@ roles:
     args:
       served-model-name: org/tiny
 AGG_ARGS
-benchmark:
-  type: sa-bench
-  isl: 128
-  osl: 16
-  concurrencies: "1x2"
 """
+    + SA_BENCH
+)
 
 
 def _agg(tmp_path: Path, *, frontend_args: str = "", agg_args: str = "") -> Plan:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from disagg.errors import UnsupportedRecipe
@@ -15,6 +14,8 @@ from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 from recipes.recipe_helpers import bad_input
 
+from .workload_support import disagg as run_cli
+
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "recipes"
 FIXED_SEQ = SHARED / "inferencex-schema2/dsr1/sglang/b200-fp4/8k1k"
 DSR1 = FIXED_SEQ / "disagg-1p1d-p-tp4-d-tp8-b512-c32-mtp.yaml"
@@ -22,14 +23,7 @@ MI355X = Path(__file__).resolve().parents[2] / "examples" / "mi355x" / "dsr1-fp4
 
 
 def disagg(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "disagg", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"},
-    )
+    return run_cli(*args, env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"})
 
 
 def test_custom_recipes_of_the_shared_corpora_plan_with_command_and_env() -> None:

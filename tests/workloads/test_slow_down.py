@@ -10,9 +10,7 @@ from typing import Any
 
 import pytest
 
-from disagg.launch.state import PointStatus, RunStatus, RunSummary
-
-from .workload_support import disagg
+from .workload_support import disagg, one_measured_point
 
 RECIPE = Path(__file__).parent / "data" / "sim-slowdown.yaml"
 CORPUS = Path("/work/shared/recipes/srt-slurm-v1.0.68/qwen3.5/fp8/disagg/mooncake/profile")
@@ -119,11 +117,7 @@ def test_a_simulated_run_slows_the_decode_worker_down_for_the_window(tmp_path: P
     run_dir = tmp_path / "run"
     done = disagg("run", RECIPE, "--local", "--out", run_dir)
     assert done.returncode == 0, done.stderr[-3000:]
-    summary = RunSummary.read(run_dir)
-    assert summary is not None and summary.status is RunStatus.COMPLETED
-    assert [(p.key, p.status) for p in summary.points] == [("conc2", PointStatus.MEASURED)]
-    assert summary.points[0].result is not None
-    result = json.loads(Path(summary.points[0].result).read_text())
+    result = json.loads(one_measured_point(run_dir, "conc2").read_text())
     decode = json.loads((run_dir / "plan.json").read_text())
     posts = result["slow_down_posts"]
     assert [(p["forward_sleep_time"], p["ok"]) for p in posts] == [(0.05, True), (None, True)]

@@ -19,7 +19,7 @@ from disagg.plan.model import Plan
 from disagg.workloads.trace import build_requests, read_trace, trace_offsets
 from recipes.recipe_helpers import CORPUS
 
-from .workload_support import disagg
+from .workload_support import disagg, one_measured_point
 
 DATA = Path(__file__).parent / "data"
 TRACE = DATA / "mini-trace.jsonl"
@@ -220,12 +220,7 @@ def test_trace_replay_run_sends_each_request_at_its_timestamp(tmp_path: Path) ->
     run_dir = tmp_path / "run"
     done = disagg("run", RECIPE, "--local", "--out", run_dir)
     assert done.returncode == 0, done.stderr[-3000:]
-
-    summary = RunSummary.read(run_dir)
-    assert summary is not None and summary.status is RunStatus.COMPLETED
-    assert [(p.key, p.status) for p in summary.points] == [("trace", PointStatus.MEASURED)]
-    result_path = summary.points[0].result
-    assert result_path is not None
+    result_path = one_measured_point(run_dir, "trace")
     result = json.loads(Path(result_path).read_text())
     assert result["valid"] is True and result["completed"] == 12
     sent = [
