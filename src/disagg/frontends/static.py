@@ -10,7 +10,6 @@ the simulated workers instead, which its plan names (`frontend`, `differs`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from disagg.frontends.base import FrontendContext, FrontendRoles
 from disagg.frontends.topology import router_roles
@@ -71,19 +70,22 @@ def router_image(ctx: FrontendContext) -> str | None:
     return ctx.image
 
 
+def refuse_managed(ctx: FrontendContext, managed: frozenset[str]) -> None:
+    """A `frontend.args` flag in `managed` (one the plan sets itself) is bad input."""
+    for key in ctx.frontend.args or {}:
+        if str(key).replace("_", "-") in managed:
+            raise ctx.fail(
+                f"frontend.args.{key} is set by disagg and cannot be overridden",
+                ("frontend", "args", str(key)),
+                "disagg picks the router's address, ports and workers from the plan",
+            )
+
+
 def render_flags(ctx: FrontendContext, managed: frozenset[str]) -> list[str]:
     """The recipe's `frontend.args` as the router's flags (`k: v` -> `--k v`, `true` ->
     `--k`); a flag in `managed`, which the plan sets itself, is bad input."""
     from disagg.engines.sglang import render_args
 
-    kept: dict[str, Any] = {}
-    for key, value in (ctx.frontend.args or {}).items():
-        name = str(key).replace("_", "-")
-        if name in managed:
-            raise ctx.fail(
-                f"frontend.args.{key} is set by disagg and cannot be overridden",
-                ("frontend", "args", str(key)),
-                "disagg picks the router's address, port and workers from the plan",
-            )
-        kept[name] = value
-    return render_args(kept)
+    refuse_managed(ctx, managed)
+    args = ctx.frontend.args or {}
+    return render_args({str(key).replace("_", "-"): value for key, value in args.items()})

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
+from disagg.frontends.static import refuse_managed
 from disagg.frontends.topology import router_roles
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
@@ -132,14 +133,8 @@ class VllmRouterFrontend(Frontend):
 
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         self._check(ctx)
+        refuse_managed(ctx, MANAGED)
         extra = dict(ctx.frontend.args or {})
-        for key in extra:
-            if _flag(key) in MANAGED:
-                raise ctx.fail(
-                    f"frontend.args.{key} is set by disagg and cannot be overridden",
-                    ("frontend", "args", str(key)),
-                    "disagg picks the router's address, ports and workers from the plan",
-                )
         intra_dp = self._intra_dp(ctx, extra)
         check = ctx.config.health_check
         timeout = (
