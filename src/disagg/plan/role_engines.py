@@ -1,6 +1,6 @@
 """A worker role that runs its own engine (schema 2's `roles.<role>.engine`) in the plan.
 
-Only the pairs `disagg.recipe.dialects.role_engines.MIXED_PAIRS` names get this far (any
+Only the pairs `disagg.recipe.dialects.schema2_engines.MIXED_PAIRS` names get this far (any
 other is refused by `disagg.recipe.honoured`): the variant's adapter renders the role,
 told the role's engine and given that role's own knobs only, since srt-slurm's role
 engines do not inherit options from each other. Those knobs are judged by the role's

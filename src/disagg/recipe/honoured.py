@@ -128,9 +128,9 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
 
 def _role_engines(raw: Mapping[str, Any]) -> list[Unhonoured]:
     """A role's own engine runs only as one of the mixed pairs a plan carries out
-    (`dialects.role_engines.MIXED_PAIRS`); a knob on one role's engine only cannot be
+    (`dialects.schema2_engines.MIXED_PAIRS`); a knob on one role's engine only cannot be
     kept from the other roles, which run the same adapter with one set of knobs."""
-    from disagg.recipe.dialects.role_engines import MIXED_PAIRS, PRIMARY_ROLE
+    from disagg.recipe.dialects.schema2_engines import MIXED_PAIRS, PRIMARY_ROLE
 
     found: list[Unhonoured] = []
     backend = raw.get("backend")

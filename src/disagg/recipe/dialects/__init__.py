@@ -87,12 +87,12 @@ def typed(
     translation = None
     written_path = None
     if dialect == "schema2":
-        from disagg.recipe.dialects import role_engines, schema2
+        from disagg.recipe.dialects import schema2, schema2_engines
         from disagg.recipe.dialects.schema2_model import Schema2Recipe
 
         schema2.check_legacy_keys(written, locate)
         schema2.check_engine_knobs(written, locate)
-        role_engines.check_role_engines(written, locate)
+        schema2_engines.check_role_engines(written, locate)
         _check_frontend_spelling(dialect, written, locate, context)
         try:
             Schema2Recipe.model_validate(written)

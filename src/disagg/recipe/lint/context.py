@@ -134,7 +134,7 @@ class FileContext:
 
 def _mixed_refused(internal: Mapping[str, Any]) -> bool:
     """A role names an engine the variant's cannot run beside it (`MIXED_PAIRS`)."""
-    from disagg.recipe.dialects.role_engines import MIXED_PAIRS
+    from disagg.recipe.dialects.schema2_engines import MIXED_PAIRS
 
     kind = (internal.get("backend") or {}).get("type")
     return any(
