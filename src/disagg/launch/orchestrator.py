@@ -131,12 +131,11 @@ class Orchestrator:
         if bench is not plan.bench:
             run.measure_bench(bench)
             plan = run.plan
-            if bench.trace is not None:
-                run.log.info(
-                    "trace %s: %d request(s), read and checked",
-                    bench.trace.path,
-                    bench.points[0].num_prompts if bench.points else 0,
-                )
+            run.log.info(
+                "benchmark inputs read and checked at run time: %d request(s) in %d point(s)",
+                sum(point.num_prompts for point in bench.points),
+                len(bench.points),
+            )
         if plan.bench.command is None and mark_done_points(run):
             run.log.info("every point already has a valid result; nothing to run")
             return
