@@ -30,10 +30,18 @@ def probe(url: str, *, timeout_s: float = 1.0, expect: str | None = None) -> tup
         return False, str(getattr(exc, "reason", exc))
 
 
+# Answers a cold deployment gives once and not again: a server error (vLLM's first NIXL
+# handshake timing out, a router's pooled connection closed under it), or a dropped
+# connection. A 4xx (wrong model name, bad request), a timeout or a malformed answer is
+# the same on every try.
+TRANSIENT_HTTP = frozenset({500, 502, 503, 504})
+
+
 @dataclass(frozen=True)
 class CanaryResult:
     ok: bool
     detail: str  # the completion text, or the server's answer when it failed
+    transient: bool = False  # a failure another try may not repeat
 
 
 def canary(base_url: str, bench: BenchPlan, *, timeout_s: float = 60.0) -> CanaryResult:
@@ -56,10 +64,12 @@ def canary(base_url: str, bench: BenchPlan, *, timeout_s: float = 60.0) -> Canar
             raw = response.read(64 * 1024)
     except urllib.error.HTTPError as exc:
         answer = exc.read(2048).decode("utf-8", errors="replace").strip()
-        return CanaryResult(False, f"HTTP {exc.code} from {base_url}{path}: {answer}")
+        detail = f"HTTP {exc.code} from {base_url}{path}: {answer}"
+        return CanaryResult(False, detail, transient=exc.code in TRANSIENT_HTTP)
     except (OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
-        return CanaryResult(False, f"no answer from {base_url}{path}: {reason}")
+        dropped = isinstance(exc, ConnectionError) or isinstance(reason, ConnectionError)
+        return CanaryResult(False, f"no answer from {base_url}{path}: {reason}", transient=dropped)
     try:
         choices = json.loads(raw)["choices"]
         first = choices[0]

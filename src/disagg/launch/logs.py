@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -95,3 +96,33 @@ def role_logs(run_dir: Path) -> dict[str, list[Path]]:
         role = head if head and rank.isdigit() else stem
         found.setdefault(role, []).append(path)
     return found
+
+
+# What engines, routers and Python print when something went wrong: a logger's ERROR or
+# CRITICAL level, a traceback, a Rust panic.
+_ERROR_LINE = re.compile(r"\b(ERROR|CRITICAL|FATAL|Traceback \(most recent call last\)|panicked)\b")
+
+
+def log_sizes(paths: list[Path]) -> dict[Path, int]:
+    """Each log's current size: where `first_error_line` starts reading later."""
+    sizes: dict[Path, int] = {}
+    for path in paths:
+        try:
+            sizes[path] = path.stat().st_size
+        except OSError:
+            sizes[path] = 0
+    return sizes
+
+
+def first_error_line(path: Path, since: int, *, max_bytes: int = 1024 * 1024) -> str | None:
+    """The first error line `path` got after byte `since` (reads at most `max_bytes`)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(since)
+            data = handle.read(max_bytes)
+    except OSError:
+        return None
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if _ERROR_LINE.search(line):
+            return line.strip()
+    return None

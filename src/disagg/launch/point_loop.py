@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from disagg.errors import DisaggError
 from disagg.launch.health import canary
+from disagg.launch.logs import first_error_line, log_sizes, task_log_path
 from disagg.launch.run_context import RunContext, Stop
 from disagg.launch.state import PointState, PointStatus, duration_text, sweep_eta
 from disagg.launch.watch import Gap, LivenessWatch
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
 MEASURE_STOP_GRACE_S = 10.0  # the load generator promises to end within ~1 s of `stop`
 MAX_ATTEMPTS = 2  # a point a role stopped serving in is measured once more, not forever
+CANARY_ATTEMPTS = 3
+CANARY_RETRY_WAIT_S = 2.0
 
 
 def mark_done_points(run: RunContext) -> bool:
@@ -75,14 +78,55 @@ def serving_url(run: RunContext) -> str:
 
 
 def run_canary(run: RunContext) -> None:
+    """One request through the serving endpoint before any point. A server error or a
+    dropped connection is tried again (CANARY_ATTEMPTS in all): a cold disaggregated
+    deployment can fail its very first request once (vLLM's first NIXL handshake), and
+    the points' own failure limits still judge every measured request. A failure names
+    the first role whose log recorded an error meanwhile, with that log's last lines."""
     url = serving_url(run)
-    result = run.interruptible(
-        lambda: canary(url, run.plan.bench, timeout_s=run.options.canary_timeout_s)
+    logs = _role_logs(run)
+    sizes = log_sizes(list(logs))
+    attempt = 0
+    while True:
+        attempt += 1
+        result = run.interruptible(
+            lambda: canary(url, run.plan.bench, timeout_s=run.options.canary_timeout_s)
+        )
+        if result.ok:
+            tries = f" (attempt {attempt} of {CANARY_ATTEMPTS})" if attempt > 1 else ""
+            run.log.info("canary ok through %s%s: %r", url, tries, result.detail)
+            return
+        if not result.transient or attempt >= CANARY_ATTEMPTS:
+            break
+        run.log.warning(
+            "canary attempt %d of %d failed: %s; trying again in %.0f s",
+            attempt,
+            CANARY_ATTEMPTS,
+            result.detail,
+            CANARY_RETRY_WAIT_S,
+        )
+        if run.stop.wait(CANARY_RETRY_WAIT_S):
+            raise Stop
+    tries = f" ({attempt} attempts)" if attempt > 1 else ""
+    culprit = next(
+        ((logs[path], line) for path in logs if (line := first_error_line(path, sizes[path]))),
+        None,
     )
-    if not result.ok:
-        run.fail(f"canary request failed: {result.detail}")
-        raise Stop
-    run.log.info("canary ok through %s: %r", url, result.detail)
+    evidence = f"; {culprit[0]} logged: {culprit[1][:300]}" if culprit else ""
+    run.fail(
+        f"canary request failed{tries}: {result.detail}{evidence}",
+        role=culprit[0] if culprit else None,
+    )
+    raise Stop
+
+
+def _role_logs(run: RunContext) -> dict[Path, str]:
+    """Every role's task log (one per node it spans) -> the role's name, in plan order."""
+    found: dict[Path, str] = {}
+    for role in run.plan.roles:
+        for rank in role.node_ranks or [0]:
+            found[task_log_path(run.run_dir, role.name, rank, role.nnodes)] = role.name
+    return found
 
 
 class ServingGaps:
