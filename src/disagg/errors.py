@@ -6,6 +6,7 @@ Every error a user can cause (bad recipe, bad flag, missing file) is raised as a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 EXIT_OK = 0
@@ -63,3 +64,9 @@ class UnsupportedRecipe(DisaggError):
     def __init__(self, what: str, *, location: SourceLocation | None = None) -> None:
         super().__init__(f"unsupported: {what}", location=location)
         self.what = what
+
+
+# How planning code raises at a recipe field: `fail(message, field path, hint)` gives the
+# positioned DisaggError, `refuse(what, field path)` the positioned `unsupported: ...`.
+Fail = Callable[[str, tuple[str, ...], str | None], DisaggError]
+Refuse = Callable[[str, tuple[str, ...]], UnsupportedRecipe]

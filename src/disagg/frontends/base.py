@@ -10,19 +10,17 @@ prompt form its HTTP API accepts, and the recipe fields it does not honour.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from disagg.engines.base import WorkerSpec
-from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.errors import Fail, Refuse, UnsupportedRecipe
 from disagg.plan.job_nodes import JobNodes, single
 from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 
 PromptFormat = Literal["text", "token_ids"]
-Fail = Callable[[str, tuple[str, ...], str | None], DisaggError]
-Refuse = Callable[[str, tuple[str, ...]], UnsupportedRecipe]  # (what, recipe path)
 
 
 def _unplaced(what: str, path: tuple[str, ...]) -> UnsupportedRecipe:

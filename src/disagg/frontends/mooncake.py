@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from disagg.frontends.base import Fail
+from disagg.errors import Fail
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 from disagg.recipe.backend_section import MooncakeKvStore

@@ -16,12 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from disagg.errors import DisaggError
+from disagg.errors import Fail
 from disagg.plan.model import RoleKind, RolePlan
 from disagg.recipe.schema import RecipeConfig
 
 PLACEMENTS = ("head", "first_decode", "last_decode")  # srtctl's `placed_node` names
-Fail = Callable[[str, tuple[str, ...], str | None], DisaggError]
 Named = Callable[..., str]  # (*path) -> the field as the file spells it
 
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from disagg.errors import DisaggError
+from disagg.errors import Fail
 from disagg.plan.job_nodes import JobNodes
 from disagg.plan.model import ReadinessPlan, RolePlan
 from disagg.recipe.job_sections import ServiceReadiness, ServiceSection
 from disagg.recipe.schema import RecipeConfig
 
-Fail = Callable[[str, tuple[str, ...], str | None], DisaggError]
 Start = Literal["after_frontend", "before_workers"]
 # A service name names its role, its log file and `${service_<name>.host}` placeholders.
 _NAME = re.compile(r"[A-Za-z0-9_-]+")

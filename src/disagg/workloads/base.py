@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.errors import DisaggError, Fail, UnsupportedRecipe
 from disagg.plan.model import BenchPlan, Plan, PointPlan, RolePlan
 from disagg.recipe.benchmark_section import BenchmarkSection
 
@@ -35,7 +35,6 @@ COMMON_IGNORES = {
     "`disagg logs --follow` shows while it runs",
 }
 
-FailFn = Callable[[str, tuple[str, ...], str | None], DisaggError]
 # Asked once the point's last request ended, before its result is written: why the
 # roles behind the endpoint did not serve throughout the point, or None.
 ServingCheck = Callable[[], str | None]
@@ -49,7 +48,7 @@ class BenchInputs:
     model_name: str  # the served model name requests carry
     simulated: bool
     recipe_dir: Path  # relative paths in the section (a trace file) resolve against it
-    fail: FailFn  # a positioned plan error: (message, field path, hint)
+    fail: Fail  # a positioned plan error: (message, field path, hint)
     resolve_container: Callable[[str], str]  # cluster-profile alias -> image reference
     # Container mounts, host path -> path inside: a file named by its path inside a
     # container (a trace under `extra_mount`) is read at plan time from the host side.
