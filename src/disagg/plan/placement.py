@@ -2,10 +2,11 @@
 
 Workers are laid out on nodes by `disagg.plan.node_layout` (srt-slurm's layout), after
 the nodes dedicated roles reserve (`disagg.plan.job_nodes`); this module asks the engine
-adapter for each worker's command, the frontend adapter for its services and roles
-(placed by `disagg.frontends.topology`), and the benchmark adapter for its points. The
-in-process bench sits on node rank 0, in the orchestrator.
-"""
+adapter for each worker's command (its verdicts on the settings: `disagg.plan.engine_checks`),
+the frontend adapter for its services and roles (placed by `disagg.frontends.topology`),
+and the benchmark adapter for its points. Images and mounts are `disagg.plan.containers`,
+what is staged `disagg.plan.stage_list`, what is ignored `disagg.plan.ignored_fields`. The
+in-process bench sits on node rank 0, in the orchestrator."""
 
 from __future__ import annotations
 
@@ -15,16 +16,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from disagg.cluster import (
-    ClusterProfile,
-    ModelRef,
-    is_repo_id,
-    resolve_container,
-    resolve_model,
-)
+from disagg.cluster import ClusterProfile, ModelRef, resolve_container, resolve_model
 from disagg.engines import registry
-from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
-from disagg.engines.base import WorkerCommand, WorkerRole, WorkerSpec
+from disagg.engines.base import WorkerCommand, WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
 from disagg.frontends.mooncake import (
@@ -35,15 +29,12 @@ from disagg.frontends.mooncake import (
 )
 from disagg.plan import kv_events, role_engines
 from disagg.plan.compat import rows as compat_rows
-from disagg.plan.container_paths import (
-    check_container_paths,
-    model_mount,
-    mount_pairs,
-    translate_args,
-    translate_roles,
-)
+from disagg.plan.container_paths import check_container_paths, translate_roles
+from disagg.plan.containers import Containers
+from disagg.plan.engine_checks import EngineChecks
 from disagg.plan.het_job import het_nodes
 from disagg.plan.host_setup import host_setup_plan
+from disagg.plan.ignored_fields import bench_completed_ignored, ignored_fields
 from disagg.plan.job_nodes import (
     JobNodes,
     check_dedicated,
@@ -51,7 +42,7 @@ from disagg.plan.job_nodes import (
     dedicated_roles,
     job_nodes,
 )
-from disagg.plan.job_plan import containers_to_stage, env_text, slurm_plan
+from disagg.plan.job_plan import env_text, slurm_plan
 from disagg.plan.limits import (
     LimitsPlan,
     client_limit_problem,
@@ -62,7 +53,6 @@ from disagg.plan.model import (
     BenchPlan,
     GpuVendor,
     HealthPlan,
-    ModelToStage,
     MpiPlan,
     ParallelPlan,
     Plan,
@@ -72,8 +62,10 @@ from disagg.plan.model import (
 )
 from disagg.plan.node_env import fill_node_fields
 from disagg.plan.node_layout import NodeLayout, PlacedWorker
-from disagg.plan.role_images import ROLE_KEYS, alias_problem, role_image, role_srun_options
+from disagg.plan.role_images import role_srun_options
 from disagg.plan.served_name import served_model_name
+from disagg.plan.stage_list import staging_plan
+from disagg.plan.worker_kinds import adapter_role
 from disagg.predict.mapping import (
     PredictOptions,
     Unmappable,
@@ -81,7 +73,6 @@ from disagg.predict.mapping import (
     options_for,
     target_for,
 )
-from disagg.recipe.honoured import unhonoured
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
 from disagg.services import ServiceContext, discovery_env, service_plane, with_service_stages
@@ -124,10 +115,12 @@ class _Placer:
         # Per-role settings as plain maps, in the shape the adapter reads; only what the
         # recipe wrote, so that an adapter can tell an unset field from its default.
         self.backend = self.config.backend_settings(exclude_unset=True)
-        self.ignored: dict[str, str] = {}  # engine settings not passed on: field -> why
+        self.checks = EngineChecks(
+            variant, self.adapter, self.backend, fail=self.fail, refuse=self.refuse
+        )
+        self.ignored = self.checks.ignored  # settings not passed on: field -> why
         self.differs: list[str] = []  # ids of `disagg.plan.compat` rows this variant hits
         self.model: ModelRef | None = None  # `model.path` resolved (set first by `plan`)
-        self.engine_images: list[str] = []  # images an engine names for its workers, as written
         if predict is None and backend.predict is not None:
             self.ignored["backend.predict"] = "applies to predicted runs (--predict)"
 
@@ -157,11 +150,24 @@ class _Placer:
             raise self.fail(client[1], ("limits", client[0]), hint=client[2])
         return limits_plan(self.config.limits, slurm_time_limit, command=command)
 
+    @cached_property
+    def containers(self) -> Containers:
+        """The job's images and mounts (`disagg.plan.containers`), once the model is known."""
+        assert self.model is not None, "plan() resolves the model first"
+        return Containers(
+            self.config,
+            self.profile,
+            self.adapter,
+            self.model,
+            simulated=self.simulated,
+            fail=self.fail,
+        )
+
     # ---------------------------------------------------------------- roles
 
     def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
         backend = role_engines.with_role_knobs(self.config, kind, self.backend)
-        return self.adapter.role_args(backend, _worker_role(kind))
+        return self.adapter.role_args(backend, adapter_role(kind))
 
     def role_env(self, kind: RoleKind) -> dict[str, str]:
         """The profile's worker env, then the role's own and the recipe's `environment`
@@ -221,73 +227,15 @@ class _Placer:
             return args
         return {**args, found[0]: self.served}
 
-    def check_backend_knobs(self) -> None:
-        """Engine-wide knobs the engine does not carry out: refused, or listed as ignored."""
-        for field, action, why in unhonoured_knobs(self.backend, self.adapter.backend_fields):
-            if action == "refused":
-                raise self.refuse(
-                    f"{self.variant.written_name(field)} ({why})", tuple(field.split("."))
-                )
-            self.ignored.setdefault(field, why)
-        for kind in RoleKind:
-            role_engines.judge_knobs(self.config, kind, self.note_role_knob)
-
-    def note_role_knob(self, path: tuple[str, ...], action: str, why: str) -> None:
-        """A knob of a role's own engine that engine does not carry out (`check_backend_knobs`)."""
-        if action == "refused":
-            raise self.refuse(f"{self.variant.written_field(path)} ({why})", path)
-        self.ignored.setdefault(".".join(path), why)
-
-    def check_engine(self) -> None:
-        written = self.config.backend.engine
-        if written not in (None, "sim", "predict", self.config.backend.type):
-            raise self.fail(
-                f"{self.named('backend', 'engine')} {written} does not match "
-                f"{self.named('backend', 'type')} {self.config.backend.type}",
-                ("backend", "engine"),
-                f"remove {self.named('backend', 'engine')}, or write `engine: sim` to simulate "
-                "this engine",
-            )
-
-    def check_supported(self, kind: RoleKind, args: Mapping[str, Any], spec: WorkerSpec) -> None:
-        """What the engine cannot run as written is refused now, not when the job starts."""
-        refused = self.adapter.unsupported(args, spec)
-        if refused is None:
-            return
-        key, what = refused
-        head, sep, rest = what.partition(" ")
-        if head.startswith("backend."):  # an internal field: named as the file wrote it
-            what = self.variant.written_name(head) + sep + rest
-        raise self.refuse(what, (*self.adapter.args_path(_worker_role(kind)), key))
-
-    def note_ignored(self, kind: RoleKind, args: Mapping[str, Any]) -> None:
-        path = ".".join(self.adapter.args_path(_worker_role(kind)))
-        for item in self.adapter.ignored(args, _worker_role(kind)):
-            self.ignored.setdefault(f"{path}.{item.key}", item.reason)
-
-    def check_mode(self, kind: RoleKind, args: Mapping[str, Any]) -> None:
-        """A mode written in a role's settings must be the role's own."""
-        found = self.adapter.written_mode(args)
-        if found is None:
-            return
-        wanted = None if kind is RoleKind.AGGREGATED else kind.value
-        key, written = found
-        if written is not None and written != "null" and written != wanted:
-            raise self.fail(
-                f"{kind.value} workers are configured with {key} {written!r}",
-                (*self.adapter.args_path(_worker_role(kind)), key),
-                f"use {wanted!r}" if wanted else "remove it for aggregated workers",
-            )
-
     def workers(self, placed: list[PlacedWorker]) -> list[RolePlan]:
         served = self.served
         roles = []
         for kind, index, ranks, ids in placed:
             args = self.one_served_name(self.role_args(kind))
-            self.check_mode(kind, args)
+            self.checks.mode(kind, args)
             own_engine = role_engines.own_engine(self.config, kind)
             spec = WorkerSpec(
-                role=_worker_role(kind),
+                role=adapter_role(kind),
                 served_name=served,
                 nnodes=len(ranks),
                 gpus_per_node=len(ids),
@@ -300,11 +248,11 @@ class _Placer:
                 backend=own_engine[1] if own_engine else self.backend,
                 engine=own_engine[0] if own_engine else None,
             )
-            self.check_supported(kind, args, spec)
-            self.note_ignored(kind, args)
+            self.checks.supported(kind, args, spec)
+            self.checks.note_ignored(kind, args)
             name = f"{kind.value}-{index}"
-            own = self.role_image(kind)
-            seen = self.container_args(kind, name, args, own or self.container_image)
+            own = self.containers.role_image(kind)
+            seen = self.containers.worker_args(kind, name, args, own or self.containers.image)
             if not self.adapter.rank_processes(args, spec):
                 roles.append(self.worker_role(kind, index, name, ranks, ids, args, seen, spec, own))
                 continue
@@ -334,7 +282,7 @@ class _Placer:
         own image `own` when it names one."""
         command = self.adapter.command(seen, spec)
         self.differs += command.differs
-        path = ".".join(self.adapter.args_path(_worker_role(kind)))
+        path = ".".join(self.adapter.args_path(adapter_role(kind)))
         for item in command.ignored:
             self.ignored.setdefault(f"{path}.{item.key}", item.reason)
         if self.predict is not None:
@@ -365,86 +313,9 @@ class _Placer:
             speculative=reading.speculative_algorithm,
             env={**self.role_env(kind), **command.env},
             health=self.worker_health(),
-            container_image=own or self.worker_image(command, self.container_image),
+            container_image=own or self.containers.worker_image(command, self.containers.image),
             srun_options=role_srun_options(self.config, kind),
         )
-
-    def images_written(self, workers: list[RolePlan]) -> list[str]:
-        """Every image the job's roles run in, as written (aliases), each once: the job's,
-        then each placed role's own and any an engine names for its workers."""
-        names = [self.config.model.container]
-        kinds = {role.kind for role in workers}
-        names += [role_image(self.config, kind) or "" for kind in ROLE_KEYS if kind in kinds]
-        names += self.engine_images
-        return list(dict.fromkeys(name for name in names if name))
-
-    def role_image(self, kind: RoleKind) -> str | None:
-        """The image a role names for itself (schema 2's `roles.<role>.container`), its alias
-        resolved as `model.container`'s is; None: the job's (or none, as the job runs)."""
-        written = role_image(self.config, kind)
-        if written is None or self.container_image is None:
-            return None
-        return self.resolve_image(written, ("role_overrides", ROLE_KEYS[kind], "container"))
-
-    def resolve_image(self, written: str, path: tuple[str, ...]) -> str:
-        """A written image through the cluster's aliases; a bare name it lacks is refused."""
-        problem = alias_problem(written, self.profile)
-        if problem is not None:
-            raise self.fail(problem[0], path, problem[1])
-        return resolve_container(written, self.profile)
-
-    def worker_image(self, command: WorkerCommand, image: str | None) -> str | None:
-        """The job's image, or the one the engine names for this worker (resolved alike)."""
-        if image is None or command.container is None:
-            return image
-        self.engine_images.append(command.container)
-        return resolve_container(command.container, self.profile)
-
-    def container_args(
-        self, kind: RoleKind, name: str, args: Mapping[str, Any], image: str | None
-    ) -> Mapping[str, Any]:
-        """A worker's settings as its container sees them: host paths through the mounts; a
-        path-kind setting outside every mount is refused at its line."""
-        if image is None or not self.pyxis:
-            return args
-        mounts = self.container_mounts
-        translated, outside = translate_args(args, self.adapter.flags, mounts)
-        if outside:
-            key, path = outside[0]
-            shown = ", ".join(f"{h}:{i}" for h, i in mount_pairs(mounts)) or "none"
-            raise self.fail(
-                f"role {name} runs in container {image}, but its {key} {path} lies outside "
-                f"every container mount (mounts: {shown})",
-                (*self.adapter.args_path(_worker_role(kind)), key),
-                "add a mount that holds it to the cluster profile's `mounts` (or the recipe's "
-                "`container_mounts`), or write the path as the container sees it",
-            )
-        return translated
-
-    @property
-    def pyxis(self) -> bool:
-        return (
-            bool(self.profile and self.profile.pyxis)
-            and not self.simulated
-            and self.adapter.in_image
-        )
-
-    @cached_property
-    def container_mounts(self) -> dict[str, str]:
-        """host -> container: the profile's mounts, then the recipe's, then a local model
-        directory at `/model` as srtctl mounts it (worked out once: every containerised
-        worker and the Slurm plan read them)."""
-        cfg = self.config
-        mounts = dict(self.profile.mounts) if self.profile else {}
-        mounts.update(cfg.container_mounts)
-        for pair in cfg.extra_mount:
-            host, sep, inside = pair.partition(":")
-            mounts[host] = inside if sep else host
-        model = self.model
-        mount = model_mount(model.value) if model and model.kind == "path" else None
-        if mount is not None and self.pyxis:
-            mounts[mount[0]] = mount[1]
-        return mounts
 
     def engine_router(self, workers: list[RolePlan]) -> RolePlan | None:
         """The engine's own router for real prefill/decode workers, when its KV hand-over
@@ -484,7 +355,7 @@ class _Placer:
             model_dir=str(Path(model.value).expanduser()) if local else None,
         )
         try:
-            target = target_for(inputs, self.predict, self.adapter.args_path(_worker_role(kind)))
+            target = target_for(inputs, self.predict, self.adapter.args_path(adapter_role(kind)))
         except Unmappable as exc:
             raise self.refuse(exc.what, exc.path) from None
         self.predicted = target.summary()
@@ -507,7 +378,7 @@ class _Placer:
             worker_inputs=dict(self.worker_inputs),
             nodes=nodes,
             refuse=self.refuse,
-            image=self.container_image,
+            image=self.containers.image,
         )
         if self.predict is not None and section.type == "dynamo":
             # Predicted workers are disagg's simulated engine (SGLang's protocol), not
@@ -518,15 +389,6 @@ class _Placer:
             planned.differs = ["predict-frontend", *planned.differs]
             return planned
         return frontend_for(section.type).plan(context)
-
-    @cached_property
-    def container_image(self) -> str | None:
-        """The image the workers run in; None when simulated or run from disagg's own
-        environment (worked out once: the workers and the Slurm plan read it)."""
-        written = self.config.model.container
-        if self.simulated or not written or not self.adapter.in_image:
-            return None
-        return resolve_container(written, self.profile)
 
     # ---------------------------------------------------------------- bench
 
@@ -542,7 +404,7 @@ class _Placer:
             recipe_dir=self.variant.path.parent,
             fail=self.fail,
             resolve_container=lambda written: resolve_container(written, self.profile),
-            mounts=self.container_mounts,
+            mounts=self.containers.mounts,
             engine=self.config.backend.type,
             frontend=(self.config.frontend or FrontendSection()).type,
         )
@@ -569,40 +431,22 @@ class _Placer:
             self.differs.append("client-node")
         return role
 
-    # ---------------------------------------------------------------- staging
-
     def staging(self, model: ModelRef, workers: list[RolePlan]) -> StagingPlan:
-        revision = self.config.model.revision or "main"
-        models: list[ModelToStage] = []
-        if model.repo_id:
-            models.append(ModelToStage(repo_id=model.repo_id, revision=revision, purpose="main"))
-        drafts: dict[str, None] = {}
-        for kind in (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED):
-            if any(role.kind is kind for role in workers):
-                draft = self.adapter.draft_model(self.role_args(kind))
-                if draft and is_repo_id(draft):
-                    drafts[draft.removeprefix("hf:")] = None
-        if len(drafts) > 1:
-            raise self.fail(
-                f"roles name different draft models ({', '.join(drafts)})",
-                ("backend", self.adapter.config_section),
-                "one variant can stage one draft model (bound as ${model.draft})",
-            )
-        models += [ModelToStage(repo_id=repo, purpose="draft") for repo in drafts]
-        if models and not self.simulated:
-            self.differs.append("staged-hf-model")
-        for extra in self.config.model.stage_extra:
-            models.append(ModelToStage(repo_id=extra.removeprefix("hf:"), purpose="extra"))
-        profile = self.profile
-        return StagingPlan(
-            models=models,
-            hf_cache=profile.hf_cache if profile else None,
-            legacy_roots=list(profile.legacy_cache_roots) if profile else [],
-            local_path=None if model.kind == "repo" else model.value,
-            allow_download=profile.allow_download if profile else True,
-            skip=self.simulated,
-            containers=containers_to_stage(self.images_written(workers), self.profile, self.pyxis),
+        staging = staging_plan(
+            self.config,
+            self.profile,
+            model,
+            workers,
+            draft_of=lambda kind: self.adapter.draft_model(self.role_args(kind)),
+            images=self.containers.written(workers),
+            pyxis=self.containers.pyxis,
+            simulated=self.simulated,
+            config_section=self.adapter.config_section,
+            fail=self.fail,
         )
+        if not self.simulated and any(m.purpose != "extra" for m in staging.models):
+            self.differs.append("staged-hf-model")
+        return staging
 
     # ---------------------------------------------------------------- all
 
@@ -616,9 +460,9 @@ class _Placer:
         self.model = model
         from disagg.workloads import adapter_for
 
-        self.check_engine()
+        self.checks.engine_matches()
         bench = self.bench()  # benchmark refusals first, as before the engine's own
-        self.check_backend_knobs()
+        self.checks.backend_knobs()
         layout = NodeLayout(self.config.resources, self.profile, named=self.named, fail=self.fail)
         gpn = layout.gpus_per_node()
         placed, worker_nodes = layout.place_workers(gpn)
@@ -630,7 +474,9 @@ class _Placer:
         shifted = [(kind, i, [job.offset + r for r in rs], ids) for kind, i, rs, ids in placed]
         workers = self.workers(shifted)
         check_wired(self.config, self.backend, self.fail)
-        mooncake = mooncake_plane(self.config, simulated=self.simulated, image=self.container_image)
+        mooncake = mooncake_plane(
+            self.config, simulated=self.simulated, image=self.containers.image
+        )
         workers = with_worker_env(workers, mooncake)
         frontend = self.frontend(workers, model, job)
         frontend.stages = before_workers(frontend.stages, mooncake)
@@ -642,7 +488,7 @@ class _Placer:
                 config=self.config,
                 workers=workers,
                 job=job,
-                image=None if self.simulated else self.container_image,
+                image=None if self.simulated else self.containers.image,
                 discovery_env=discovery_env(frontend.roles),
                 master=mooncake.services[0] if mooncake.services else None,
                 fail=self.fail,
@@ -670,9 +516,9 @@ class _Placer:
             self.profile,
             nodes,
             gpn,
-            image=self.container_image,
-            mounts=self.container_mounts,
-            pyxis=self.pyxis,
+            image=self.containers.image,
+            mounts=self.containers.mounts,
+            pyxis=self.containers.pyxis,
             het_nodes=het,
         )
         prefill = sum(r.total_gpus for r in workers if r.kind is RoleKind.PREFILL)
@@ -704,32 +550,13 @@ class _Placer:
             slurm=slurm,
             limits=self.limits(slurm.time_limit, command=bench.command is not None),
             config=self.variant.raw,
-            ignored=[  # each field named as the file wrote it (schema 2: its own spelling)
-                {**item, "field": self.variant.written_name(item["field"])}
-                for item in [
-                    *(
-                        found.to_json()
-                        for found in unhonoured(self.variant.raw)
-                        if found.field not in frontend.honoured
-                    ),
-                    *(
-                        {"field": f, "action": "ignored", "why": why}
-                        for f, why in self.ignored.items()
-                    ),
-                    *frontend.ignored,
-                    *(
-                        {"field": f"cluster.{key}", "action": "ignored", "why": why}
-                        for key, why in (
-                            self.profile.ignored_settings if self.profile else {}
-                        ).items()
-                    ),
-                    *(
-                        {"field": f"benchmark.{name}", "action": "ignored", "why": why}
-                        for name, why in bench.ignored.items()
-                    ),
-                ]
-                if item["action"] == "ignored"
-            ],
+            ignored=ignored_fields(
+                self.variant,
+                placement=self.ignored,
+                frontend=frontend,
+                profile=self.profile,
+                bench=bench,
+            ),
         )
         # A recipe's own host_setup replaces the cluster's default (srt-slurm's rule).
         setup = self.config.host_setup
@@ -738,15 +565,7 @@ class _Placer:
         plan.host_setup = host_setup_plan(setup, workers, nodes)
         bench_adapter = adapter_for(bench.type)
         completed = bench_adapter.complete(plan)
-        plan.ignored += [  # what the adapter finds ignored once it sees the workers
-            {
-                "field": self.variant.written_name(f"benchmark.{name}"),
-                "action": "ignored",
-                "why": why,
-            }
-            for name, why in completed.ignored.items()
-            if name not in plan.bench.ignored
-        ]
+        plan.ignored += bench_completed_ignored(self.variant, plan.bench, completed)
         plan.bench = completed
         plan.roles.append(self.bench_role(bench_adapter.bench_role(plan), workers, job))
         served = [*self.differs, *frontend.differs, *bench_adapter.differs_for(plan.bench)]
@@ -756,16 +575,6 @@ class _Placer:
         check_container_paths(plan, model_location=self.variant.locate(("model", "path")))
         translate_roles(plan, skip=frozenset(role.name for role in workers))
         return plan
-
-
-def _worker_role(kind: RoleKind) -> WorkerRole:
-    if kind is RoleKind.PREFILL:
-        return "prefill"
-    if kind is RoleKind.DECODE:
-        return "decode"
-    if kind is RoleKind.AGGREGATED:
-        return "aggregated"
-    raise ValueError(f"{kind.value} is not a worker role")
 
 
 def _mpi_plan(command: WorkerCommand) -> MpiPlan | None:

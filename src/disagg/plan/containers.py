@@ -1,0 +1,131 @@
+"""The images a job's roles run in and what their containers see.
+
+srtctl runs workers in `model.container` (an alias through the cluster's `containers`
+map), a schema-2 role in its own `roles.<role>.container`, an engine's workers in the
+image it names; under pyxis every container gets the profile's mounts, the recipe's and a
+local model directory at `/model`, so worker settings holding host paths are rewritten to
+the paths inside, and one outside every mount is refused at its line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+from disagg.cluster import ClusterProfile, ModelRef, resolve_container
+from disagg.engines.base import EngineAdapter, WorkerCommand
+from disagg.errors import Fail
+from disagg.plan.container_paths import model_mount, mount_pairs, translate_args
+from disagg.plan.model import RoleKind, RolePlan
+from disagg.plan.role_images import ROLE_KEYS, alias_problem, role_image
+from disagg.plan.worker_kinds import adapter_role
+from disagg.recipe.schema import RecipeConfig
+
+
+class Containers:
+    """One variant's images and mounts, worked out once: the workers, the services and the
+    Slurm plan all read them."""
+
+    def __init__(
+        self,
+        config: RecipeConfig,
+        profile: ClusterProfile | None,
+        adapter: EngineAdapter,
+        model: ModelRef,
+        *,
+        simulated: bool,
+        fail: Fail,
+    ) -> None:
+        self.config = config
+        self.profile = profile
+        self.adapter = adapter
+        self.model = model
+        self.simulated = simulated
+        self.fail = fail
+        self.engine_images: list[str] = []  # images an engine names for its workers, as written
+
+    @cached_property
+    def image(self) -> str | None:
+        """The image the workers run in; None when simulated or run from disagg's own
+        environment."""
+        written = self.config.model.container
+        if self.simulated or not written or not self.adapter.in_image:
+            return None
+        return resolve_container(written, self.profile)
+
+    @property
+    def pyxis(self) -> bool:
+        return (
+            bool(self.profile and self.profile.pyxis)
+            and not self.simulated
+            and self.adapter.in_image
+        )
+
+    @cached_property
+    def mounts(self) -> dict[str, str]:
+        """host -> container: the profile's mounts, then the recipe's, then a local model
+        directory at `/model` as srtctl mounts it."""
+        cfg = self.config
+        mounts = dict(self.profile.mounts) if self.profile else {}
+        mounts.update(cfg.container_mounts)
+        for pair in cfg.extra_mount:
+            host, sep, inside = pair.partition(":")
+            mounts[host] = inside if sep else host
+        model = self.model
+        mount = model_mount(model.value) if model.kind == "path" else None
+        if mount is not None and self.pyxis:
+            mounts[mount[0]] = mount[1]
+        return mounts
+
+    def role_image(self, kind: RoleKind) -> str | None:
+        """The image a role names for itself (schema 2's `roles.<role>.container`), its alias
+        resolved as `model.container`'s is; None: the job's (or none, as the job runs)."""
+        written = role_image(self.config, kind)
+        if written is None or self.image is None:
+            return None
+        return self.resolve(written, ("role_overrides", ROLE_KEYS[kind], "container"))
+
+    def resolve(self, written: str, path: tuple[str, ...]) -> str:
+        """A written image through the cluster's aliases; a bare name it lacks is refused."""
+        problem = alias_problem(written, self.profile)
+        if problem is not None:
+            raise self.fail(problem[0], path, problem[1])
+        return resolve_container(written, self.profile)
+
+    def worker_image(self, command: WorkerCommand, image: str | None) -> str | None:
+        """The job's image, or the one the engine names for this worker (resolved alike)."""
+        if image is None or command.container is None:
+            return image
+        self.engine_images.append(command.container)
+        return resolve_container(command.container, self.profile)
+
+    def worker_args(
+        self, kind: RoleKind, name: str, args: Mapping[str, Any], image: str | None
+    ) -> Mapping[str, Any]:
+        """A worker's settings as its container sees them: host paths through the mounts; a
+        path-kind setting outside every mount is refused at its line."""
+        if image is None or not self.pyxis:
+            return args
+        mounts = self.mounts
+        translated, outside = translate_args(args, self.adapter.flags, mounts)
+        if outside:
+            key, path = outside[0]
+            shown = ", ".join(f"{h}:{i}" for h, i in mount_pairs(mounts)) or "none"
+            raise self.fail(
+                f"role {name} runs in container {image}, but its {key} {path} lies outside "
+                f"every container mount (mounts: {shown})",
+                (*self.adapter.args_path(adapter_role(kind)), key),
+                "add a mount that holds it to the cluster profile's `mounts` (or the recipe's "
+                "`container_mounts`), or write the path as the container sees it",
+            )
+        return translated
+
+    def written(self, workers: list[RolePlan]) -> list[str]:
+        """Every image the job's roles run in, as written (aliases), each once: the job's,
+        then each placed role's own and any an engine names for its workers."""
+        names = [self.config.model.container]
+        kinds = {role.kind for role in workers}
+        names += [role_image(self.config, kind) or "" for kind in ROLE_KEYS if kind in kinds]
+        names += self.engine_images
+        return list(dict.fromkeys(name for name in names if name))

@@ -1,0 +1,102 @@
+"""What the engine adapter says about a variant's engine settings, before any role exists.
+
+A setting the engine cannot carry out is refused at its line (`unsupported: ...`), one it
+does not pass on is listed as ignored with why, and a mode written into the wrong role's
+settings is bad input: each judged once, here, so that placement only asks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
+from disagg.engines.base import EngineAdapter, WorkerSpec
+from disagg.errors import Fail, Refuse
+from disagg.plan import role_engines
+from disagg.plan.model import RoleKind
+from disagg.plan.worker_kinds import adapter_role
+from disagg.recipe.variants import Variant
+
+
+class EngineChecks:
+    """The engine's verdicts on one variant; what it ignores collects in `ignored`
+    (field -> why), which the plan lists."""
+
+    def __init__(
+        self,
+        variant: Variant,
+        adapter: EngineAdapter,
+        backend: Mapping[str, Any],
+        *,
+        fail: Fail,
+        refuse: Refuse,
+    ) -> None:
+        self.variant = variant
+        self.config = variant.config
+        self.adapter = adapter
+        self.backend = backend  # the recipe's engine settings, only what it wrote
+        self.fail = fail
+        self.refuse = refuse
+        self.ignored: dict[str, str] = {}
+
+    def engine_matches(self) -> None:
+        """`backend.engine`, when written, names the backend's own engine, `sim` or `predict`."""
+        written = self.config.backend.engine
+        if written in (None, "sim", "predict", self.config.backend.type):
+            return
+        engine = self.variant.written_field(("backend", "engine"))
+        backend = self.variant.written_field(("backend", "type"))
+        raise self.fail(
+            f"{engine} {written} does not match {backend} {self.config.backend.type}",
+            ("backend", "engine"),
+            f"remove {engine}, or write `engine: sim` to simulate this engine",
+        )
+
+    def backend_knobs(self) -> None:
+        """Engine-wide knobs the engine does not carry out: refused, or listed as ignored;
+        then each role's own engine's knobs alike."""
+        for field, action, why in unhonoured_knobs(self.backend, self.adapter.backend_fields):
+            if action == "refused":
+                raise self.refuse(
+                    f"{self.variant.written_name(field)} ({why})", tuple(field.split("."))
+                )
+            self.ignored.setdefault(field, why)
+        for kind in RoleKind:
+            role_engines.judge_knobs(self.config, kind, self._role_knob)
+
+    def _role_knob(self, path: tuple[str, ...], action: str, why: str) -> None:
+        if action == "refused":
+            raise self.refuse(f"{self.variant.written_field(path)} ({why})", path)
+        self.ignored.setdefault(".".join(path), why)
+
+    def supported(self, kind: RoleKind, args: Mapping[str, Any], spec: WorkerSpec) -> None:
+        """What the engine cannot run as written is refused now, not when the job starts."""
+        refused = self.adapter.unsupported(args, spec)
+        if refused is None:
+            return
+        key, what = refused
+        head, sep, rest = what.partition(" ")
+        if head.startswith("backend."):  # an internal field: named as the file wrote it
+            what = self.variant.written_name(head) + sep + rest
+        raise self.refuse(what, (*self.adapter.args_path(adapter_role(kind)), key))
+
+    def note_ignored(self, kind: RoleKind, args: Mapping[str, Any]) -> None:
+        """A role's settings the engine does not pass on, with why."""
+        path = ".".join(self.adapter.args_path(adapter_role(kind)))
+        for item in self.adapter.ignored(args, adapter_role(kind)):
+            self.ignored.setdefault(f"{path}.{item.key}", item.reason)
+
+    def mode(self, kind: RoleKind, args: Mapping[str, Any]) -> None:
+        """A mode written in a role's settings must be the role's own."""
+        found = self.adapter.written_mode(args)
+        if found is None:
+            return
+        wanted = None if kind is RoleKind.AGGREGATED else kind.value
+        key, written = found
+        if written is not None and written != "null" and written != wanted:
+            raise self.fail(
+                f"{kind.value} workers are configured with {key} {written!r}",
+                (*self.adapter.args_path(adapter_role(kind)), key),
+                f"use {wanted!r}" if wanted else "remove it for aggregated workers",
+            )

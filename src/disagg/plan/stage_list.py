@@ -1,0 +1,58 @@
+"""What a job stages before it starts: the model (a hub repo id), one draft model the roles
+name, the recipe's extra repos, and the images (`disagg.plan.job_plan.containers_to_stage`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from disagg.cluster import ClusterProfile, ModelRef, is_repo_id
+from disagg.errors import Fail
+from disagg.plan.job_plan import containers_to_stage
+from disagg.plan.model import ModelToStage, RoleKind, RolePlan, StagingPlan
+from disagg.recipe.schema import RecipeConfig
+
+
+def staging_plan(
+    config: RecipeConfig,
+    profile: ClusterProfile | None,
+    model: ModelRef,
+    workers: list[RolePlan],
+    *,
+    draft_of: Callable[[RoleKind], str | None],
+    images: list[str],
+    pyxis: bool,
+    simulated: bool,
+    config_section: str,
+    fail: Fail,
+) -> StagingPlan:
+    """`draft_of(kind)`: the draft model a worker kind's settings name, if any; `images`:
+    every image the roles run in, as written."""
+    revision = config.model.revision or "main"
+    models: list[ModelToStage] = []
+    if model.repo_id:
+        models.append(ModelToStage(repo_id=model.repo_id, revision=revision, purpose="main"))
+    drafts: dict[str, None] = {}
+    for kind in (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED):
+        if any(role.kind is kind for role in workers):
+            draft = draft_of(kind)
+            if draft and is_repo_id(draft):
+                drafts[draft.removeprefix("hf:")] = None
+    if len(drafts) > 1:
+        raise fail(
+            f"roles name different draft models ({', '.join(drafts)})",
+            ("backend", config_section),
+            "one variant can stage one draft model (bound as ${model.draft})",
+        )
+    models += [ModelToStage(repo_id=repo, purpose="draft") for repo in drafts]
+    for extra in config.model.stage_extra:
+        models.append(ModelToStage(repo_id=extra.removeprefix("hf:"), purpose="extra"))
+    return StagingPlan(
+        models=models,
+        hf_cache=profile.hf_cache if profile else None,
+        legacy_roots=list(profile.legacy_cache_roots) if profile else [],
+        local_path=None if model.kind == "repo" else model.value,
+        allow_download=profile.allow_download if profile else True,
+        skip=simulated,
+        containers=containers_to_stage(images, profile, pyxis),
+    )
