@@ -6,7 +6,8 @@ adapter for each worker's command (its verdicts on the settings: `disagg.plan.en
 the frontend adapter for its services and roles (placed by `disagg.frontends.topology`),
 and the benchmark adapter for its points. Images and mounts are `disagg.plan.containers`,
 what is staged `disagg.plan.stage_list`, what is ignored `disagg.plan.ignored_fields`. The
-in-process bench sits on node rank 0, in the orchestrator."""
+in-process bench sits on node rank 0, in the orchestrator.
+"""
 
 from __future__ import annotations
 
