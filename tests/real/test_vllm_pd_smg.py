@@ -14,7 +14,7 @@ import pytest
 
 from tiny_model import TinyModel
 
-from .test_vllm_run import assert_every_request_exact, run_locally
+from .test_vllm_run import PD_CONCURRENCIES, assert_every_request_exact, run_locally
 from .vllm_support import kv_log_transfers
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.slow]
@@ -23,10 +23,12 @@ pytestmark = [pytest.mark.real_engine, pytest.mark.slow]
 def test_prefill_decode_pair_behind_smg_moves_the_kv_cache(
     vllm_env: Path, tiny_model: TinyModel, tmp_path: Path
 ) -> None:
-    run_dir, plan = run_locally(tmp_path, vllm_env, tiny_model, disaggregated=True)
+    run_dir, plan = run_locally(
+        tmp_path, vllm_env, tiny_model, disaggregated=True, concurrencies=PD_CONCURRENCIES
+    )
     router = next(role for role in plan["roles"] if role["name"] == "router")
     assert router["argv"][1:3] == ["-m", "disagg.frontends.register"]
-    results = assert_every_request_exact(run_dir)
+    results = assert_every_request_exact(run_dir, points=len(PD_CONCURRENCIES))
     assert sum(int(r["completed"]) for r in results) > 0
     transfers = kv_log_transfers((run_dir / "logs" / "decode-0.log").read_text())
     assert transfers.failed == 0

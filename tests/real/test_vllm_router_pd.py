@@ -19,7 +19,13 @@ from ruamel.yaml import YAML
 
 from tiny_model import TinyModel
 
-from .test_vllm_run import assert_every_request_exact, disagg, write_profile, write_recipe
+from .test_vllm_run import (
+    PD_CONCURRENCIES,
+    assert_every_request_exact,
+    disagg,
+    write_profile,
+    write_recipe,
+)
 from .vllm_support import kv_log_transfers
 
 pytestmark = [pytest.mark.real_engine, pytest.mark.slow]
@@ -30,7 +36,7 @@ def test_prefill_decode_pair_behind_the_vllm_router_moves_the_kv_cache(
 ) -> None:
     # The pinned vllm-router comes with the project's environment, as in an image.
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    recipe = write_recipe(tmp_path, tiny_model, disaggregated=True)
+    recipe = write_recipe(tmp_path, tiny_model, disaggregated=True, concurrencies=PD_CONCURRENCIES)
     yaml = YAML()
     data = yaml.load(recipe.read_text())
     data["frontend"] = {"type": "vllm-router", "enable_multiple_frontends": False}
@@ -40,7 +46,7 @@ def test_prefill_decode_pair_behind_the_vllm_router_moves_the_kv_cache(
     run_dir = tmp_path / "run"
     done = disagg("run", recipe, "--local", "--cluster", profile, "--out", run_dir, "--json")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    results = assert_every_request_exact(run_dir)
+    results = assert_every_request_exact(run_dir, points=len(PD_CONCURRENCIES))
     assert {r["router"] for r in results} == {"vllm-router"}
     transfers = kv_log_transfers((run_dir / "logs" / "decode-0.log").read_text())
     assert transfers.failed == 0

@@ -32,7 +32,7 @@ PAUSE_S = 6.0  # well over limits.serving_gap (2.5 s), well under limits.livenes
 
 def paused_plan() -> Plan:
     plan = make_plan(
-        sim_pd_roles(1, 2), points=(4, 8), num_prompts=200, decode_gpus=2, isl=64, osl=64
+        sim_pd_roles(1, 2), points=(4, 8), num_prompts=60, decode_gpus=2, isl=64, osl=64
     )
     plan.limits = LimitsPlan(liveness_timeout_s=60.0, liveness_interval_s=0.2, serving_gap_s=2.5)
     return plan
