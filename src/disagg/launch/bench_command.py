@@ -40,6 +40,9 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
         env=env,
         log_path=Path(task.log),
         container_image=role.container_image,
+        # What the command leaves in the background (`cmd &`) must not keep its Slurm
+        # step's I/O open: the step ends with the command, the sweep stops the rest.
+        writes_own_log=True,
     )
     with run.lock:
         task.pid = process.pid
