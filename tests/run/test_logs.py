@@ -7,7 +7,9 @@ import sys
 import time
 from pathlib import Path
 
-from disagg.launch.logs import role_logs, tail
+import pytest
+
+from disagg.launch.logs import first_error_line, log_sizes, role_logs, tail
 from disagg.launch.state import RunState, RunStatus
 
 from .conftest import disagg
@@ -135,3 +137,24 @@ def test_follow_waits_while_a_live_run_holds_the_directory(tmp_path: Path) -> No
     rest, _ = proc.communicate(timeout=20)
     assert proc.returncode == 0
     assert rest.splitlines() == ["12:00:02 point conc1"]
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        ("(Worker pid=7) ERROR 12-06 03:14:03 [base_worker.py:1318] NIXL transfer failure", True),
+        ("Traceback (most recent call last):", True),
+        ("thread 'main' panicked at src/main.rs:3:5:", True),
+        ("2026-12-06 CRITICAL engine core died", True),
+        ("INFO KV Transfer metrics: Num failed transfers=0", False),
+        ("WARNING retrying KV_ERROR_BUDGET", False),
+    ],
+)
+def test_the_first_error_line_after_a_mark_is_found(tmp_path: Path, line: str, found: bool) -> None:
+    log = tmp_path / "decode-0.log"
+    log.write_text("ERROR before the mark is not this request's\n")
+    mark = log_sizes([log])[log]
+    with log.open("a") as handle:
+        handle.write("INFO request received\n" + line + "\n")
+    assert first_error_line(log, mark) == (line if found else None)
+    assert first_error_line(tmp_path / "gone.log", 0) is None

@@ -100,7 +100,9 @@ def role_logs(run_dir: Path) -> dict[str, list[Path]]:
 
 # What engines, routers and Python print when something went wrong: a logger's ERROR or
 # CRITICAL level, a traceback, a Rust panic.
-_ERROR_LINE = re.compile(r"\b(ERROR|CRITICAL|FATAL|Traceback \(most recent call last\)|panicked)\b")
+_ERROR_LINE = re.compile(
+    r"\b(?:ERROR|CRITICAL|FATAL|panicked)\b|Traceback \(most recent call last\)"
+)
 
 
 def log_sizes(paths: list[Path]) -> dict[Path, int]:
