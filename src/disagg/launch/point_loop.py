@@ -109,23 +109,27 @@ def run_canary(run: RunContext) -> None:
             raise Stop
     tries = f" ({attempt} attempts)" if attempt > 1 else ""
     culprit = next(
-        ((logs[path], line) for path in logs if (line := first_error_line(path, sizes[path]))),
+        ((*logs[path], line) for path in logs if (line := first_error_line(path, sizes[path]))),
         None,
     )
-    evidence = f"; {culprit[0]} logged: {culprit[1][:300]}" if culprit else ""
+    if culprit is None:
+        run.fail(f"canary request failed{tries}: {result.detail}")
+        raise Stop
+    role, rank, line = culprit
     run.fail(
-        f"canary request failed{tries}: {result.detail}{evidence}",
-        role=culprit[0] if culprit else None,
+        f"canary request failed{tries}: {result.detail}; {role} logged: {line[:300]}",
+        role=role,
+        node_rank=rank,
     )
     raise Stop
 
 
-def _role_logs(run: RunContext) -> dict[Path, str]:
-    """Every role's task log (one per node it spans) -> the role's name, in plan order."""
-    found: dict[Path, str] = {}
+def _role_logs(run: RunContext) -> dict[Path, tuple[str, int]]:
+    """Every role's task log (one per node it spans) -> (role, node rank), in plan order."""
+    found: dict[Path, tuple[str, int]] = {}
     for role in run.plan.roles:
         for rank in role.node_ranks or [0]:
-            found[task_log_path(run.run_dir, role.name, rank, role.nnodes)] = role.name
+            found[task_log_path(run.run_dir, role.name, rank, role.nnodes)] = (role.name, rank)
     return found
 
 
