@@ -23,7 +23,7 @@ from typing import Any
 from disagg.atomic import write_json
 from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
 from disagg.probe import MAX_RESULT_BYTES, read_limited
-from disagg.workloads.base import BenchInputs
+from disagg.workloads.base import BenchInputs, command_plan
 from disagg.workloads.collect import Collected, CollectedPoint
 from disagg.workloads.custom import RESULTS_SUBDIR, contract_env, serving_role
 
@@ -60,19 +60,15 @@ def harness_command(
 ) -> BenchPlan:
     """The BenchPlan of an accuracy harness run as a command in the bench role."""
     image = inputs.section.container_image
-    return BenchPlan(
-        type=inputs.section.type,
-        model_name=inputs.model_name,
-        isl=0,
-        osl=0,
-        points=[],
-        command=BenchCommand(
+    return command_plan(
+        inputs,
+        BenchCommand(
             argv=["bash", "-c", WRAPPER, "accuracy", eval_name, *tool_argv],
             results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
             container_image=inputs.resolve_container(image) if image else None,
             accuracy=eval_name,
         ),
-        ignored=ignored,
+        ignored,
     )
 
 

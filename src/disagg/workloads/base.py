@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from disagg.errors import DisaggError, Fail, UnsupportedRecipe
-from disagg.plan.model import BenchPlan, Plan, PointPlan, RolePlan
+from disagg.plan.model import BenchCommand, BenchPlan, Plan, PointPlan, RolePlan
 from disagg.recipe.benchmark_section import BenchmarkSection
 
 if TYPE_CHECKING:
@@ -58,6 +58,20 @@ class BenchInputs:
     # `frontend.type` as read (schema 2's `sglang-router` is `sglang` here): srtctl
     # gates some client behaviour on it (sa-bench's /slow_down).
     frontend: str = ""
+
+
+def command_plan(inputs: BenchInputs, command: BenchCommand, ignored: dict[str, str]) -> BenchPlan:
+    """The BenchPlan of a benchmark that is one command in the bench role: no points or
+    lengths of disagg's own; the command's results decide the run."""
+    return BenchPlan(
+        type=inputs.section.type,
+        model_name=inputs.model_name,
+        isl=0,
+        osl=0,
+        points=[],
+        command=command,
+        ignored=ignored,
+    )
 
 
 class MeasureFn(Protocol):

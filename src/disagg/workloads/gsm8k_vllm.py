@@ -20,7 +20,7 @@ from pathlib import Path
 from disagg.plan.container_paths import mount_pairs
 from disagg.plan.model import BenchCommand, BenchPlan, Plan, RolePlan
 from disagg.workloads.accuracy import ENDPOINT, harness_role
-from disagg.workloads.base import BenchInputs
+from disagg.workloads.base import BenchInputs, command_plan
 from disagg.workloads.custom import RESULTS_SUBDIR
 
 EVAL_MODULE = "disagg.workloads.gsm8k_eval"
@@ -69,19 +69,15 @@ def vllm_command(inputs: BenchInputs, ignored: dict[str, str]) -> BenchPlan:
     data = data_dir(inputs)
     argv += ["--data-dir", data] if data is not None else []
     argv += ["--out", results]
-    return BenchPlan(
-        type=b.type,
-        model_name=inputs.model_name,
-        isl=0,
-        osl=0,
-        points=[],
-        command=BenchCommand(
+    return command_plan(
+        inputs,
+        BenchCommand(
             argv=argv,
             results_dir=results,
             accuracy="gsm8k",
             dataset=f"{data}/{{train,test}}.jsonl" if data else DEFAULT_DATA,
         ),
-        ignored=ignored,
+        ignored,
     )
 
 

@@ -10,7 +10,7 @@ measured and none is expected.
 from __future__ import annotations
 
 from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
-from disagg.workloads.base import BenchInputs, BenchmarkAdapter
+from disagg.workloads.base import BenchInputs, BenchmarkAdapter, command_plan
 from disagg.workloads.custom import RESULTS_SUBDIR, contract_env
 
 HOLD = (
@@ -29,18 +29,14 @@ class Manual(BenchmarkAdapter):
 
     def plan(self, inputs: BenchInputs) -> BenchPlan:
         ignored = self.check_fields(inputs)
-        return BenchPlan(
-            type=inputs.section.type,
-            model_name=inputs.model_name,
-            isl=0,
-            osl=0,
-            points=[],
-            command=BenchCommand(
+        return command_plan(
+            inputs,
+            BenchCommand(
                 argv=["bash", "-c", HOLD],
                 results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
                 expects_results=False,
             ),
-            ignored=ignored,
+            ignored,
         )
 
     def bench_role(self, plan: Plan) -> RolePlan:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
-from disagg.workloads.base import BenchInputs
+from disagg.workloads.base import BenchInputs, command_plan
 from disagg.workloads.custom import RESULTS_SUBDIR, contract_env, serving_role
 from disagg.workloads.trace import TraceReplay
 
@@ -98,20 +98,16 @@ class MooncakeRouter(TraceReplay):
         image = b.container_image
         argv = ["bash", "-c", WRAPPER, "mooncake-router", ENDPOINT, inputs.model_name]
         argv += [workload, str(ttft), str(itl), "${model.path}"]
-        return BenchPlan(
-            type=b.type,
-            model_name=inputs.model_name,
-            isl=0,
-            osl=0,
-            points=[],
-            command=BenchCommand(
+        return command_plan(
+            inputs,
+            BenchCommand(
                 argv=argv,
                 results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
                 env={"AIPERF_HTTP_SO_RCVTIMEO": "120"},
                 container_image=inputs.resolve_container(image) if image else None,
                 expects_results=False,
             ),
-            ignored=ignored,
+            ignored,
         )
 
     def bench_role(self, plan: Plan) -> RolePlan:
