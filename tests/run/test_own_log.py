@@ -1,106 +1,64 @@
-"""A task that writes its own log (the benchmark command): its stdio is the log file and
-/dev/null, not slurmstepd's pipes, so what it leaves in the background cannot hold its
-step open (slurmstepd waits 60 s for a step's I/O). Seen through a stand-in `srun` that
-records its command line and runs the task part as srun would; the real step is
-`tests/slurm/test_custom_benchmark.py`."""
+"""The benchmark command writes its own log: its stdio is the log file and /dev/null, not
+the executor's, so what it leaves in the background cannot hold its Slurm step open
+(slurmstepd waits 60 s for a step's I/O). The real step is
+`tests/slurm/test_custom_benchmark.py`; here the wrapper itself, and the log's path as a
+task in a container sees it."""
 
 from __future__ import annotations
 
-import json
 import os
-import stat
+import signal
 import subprocess
-import sys
-import time
+from contextlib import suppress
 from pathlib import Path
 
-import pytest
-
-from disagg.launch.base import RoleProcess
-from disagg.launch.srun import SrunLauncher
+from disagg.launch.bench_command import own_log_argv
+from disagg.launch.bindings import build_bindings, render_task
 from disagg.plan.container_paths import RUN_DIR_INSIDE
-from disagg.plan.model import SlurmPlan
+from disagg.plan.model import RoleKind, RolePlan, SlurmPlan
 
-# Records its arguments, then runs what follows the last `--`-less srun option (the task).
-FAKE_SRUN = f"""#!{sys.executable}
-import json, os, sys
-args = sys.argv[1:]
-with open(os.environ["SRUN_SEEN"], "w") as out:
-    json.dump(args, out)
-task = [a for a in args if not a.startswith("--")]
-os.execvp(task[0], task)
-"""
+from .conftest import make_plan
 
 
-@pytest.fixture
-def fake_srun(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    srun = bin_dir / "srun"
-    srun.write_text(FAKE_SRUN)
-    srun.chmod(srun.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    seen = tmp_path / "srun-args.json"
-    monkeypatch.setenv("SRUN_SEEN", str(seen))
-    return seen
-
-
-def launcher(run_dir: Path, *, pyxis: bool) -> SrunLauncher:
-    slurm = SlurmPlan(job_name="t", nodes=1, gpus_per_node=8, pyxis=pyxis)
-    return SrunLauncher(job_id="7", node_names=["node1"], slurm=slurm, run_dir=run_dir)
-
-
-def wait_exit(process: RoleProcess) -> int:
-    while (code := process.poll()) is None:
-        time.sleep(0.05)
-    return code
-
-
-def test_the_task_writes_its_log_and_what_it_left_holds_nothing_open(
-    tmp_path: Path, fake_srun: Path
-) -> None:
-    log = tmp_path / "logs" / "bench.log"
-    log.parent.mkdir()
+def test_the_command_writes_its_log_and_what_it_left_holds_nothing_open(tmp_path: Path) -> None:
+    log = tmp_path / "bench.log"
     pid_file = tmp_path / "child.pid"
     command = f"sleep 60 & echo $! > {pid_file}; echo out; echo err >&2; exit 3"
-    process = launcher(tmp_path, pyxis=False).launch(
-        role="bench",
-        node_rank=0,
-        argv=["bash", "-c", command],
-        env={},
-        log_path=log,
-        writes_own_log=True,
+    # The executor's pipe stands for srun's I/O: it reaches end of file when the command
+    # ends, though `sleep` lives on.
+    done = subprocess.run(
+        own_log_argv(["bash", "-c", command], str(log)),
+        capture_output=True,
+        timeout=30,
+        check=False,
     )
-    child = int(pid_file.read_text()) if pid_file.exists() else None
+    child = int(pid_file.read_text())
     try:
-        # The step ends with the command, its exit code unchanged, though `sleep` lives on.
-        assert wait_exit(process) == 3
-        text = log.read_text()
-        assert "out\n" in text and "err\n" in text  # both streams, appended to the log
-        child = int(pid_file.read_text())
+        assert done.returncode == 3  # the command's own exit code
+        assert (done.stdout, done.stderr) == (b"", b"")
+        assert log.read_text() == "out\nerr\n"
         fds = {os.readlink(f"/proc/{child}/fd/{n}") for n in (0, 1, 2)}
         assert fds == {"/dev/null", str(log)}
     finally:
-        if child is not None:
-            subprocess.run(["kill", str(child)], check=False)
+        with suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
 
 
-def test_in_a_container_the_log_is_named_where_the_run_dir_is_mounted(
-    tmp_path: Path, fake_srun: Path
-) -> None:
-    log = tmp_path / "logs" / "bench.log"
-    log.parent.mkdir()
-    process = launcher(tmp_path, pyxis=True).launch(
-        role="bench",
-        node_rank=0,
-        argv=["true"],
-        env={},
-        log_path=log,
+def test_in_a_container_the_log_is_where_the_run_dir_is_mounted(tmp_path: Path) -> None:
+    bench = RolePlan(
+        name="bench",
+        kind=RoleKind.BENCH,
+        node_ranks=[0],
+        argv=own_log_argv(["true"], "${run.dir}/logs/bench.log"),
         container_image="img.sqsh",
-        writes_own_log=True,
     )
-    wait_exit(process)
-    args = json.loads(fake_srun.read_text())
-    task = args[args.index("--container-image=img.sqsh") :]
-    assert task[-2:] == [f"{RUN_DIR_INSIDE}/logs/bench.log", "true"]
-    assert any(a.startswith("--container-mounts=") and RUN_DIR_INSIDE in a for a in task)
+    plan = make_plan([bench])
+    plan.slurm = SlurmPlan(job_name="t", nodes=1, gpus_per_node=8, pyxis=True)
+    bindings = build_bindings(
+        plan, addresses=["n1"], ports={}, model_path="m", draft_path="", run_dir=tmp_path
+    )
+    argv, _env = render_task(plan, bench, 0, bindings)
+    assert argv[-2:] == [f"{RUN_DIR_INSIDE}/logs/bench.log", "true"]
+    plan.slurm = SlurmPlan(job_name="t", nodes=1, gpus_per_node=8, pyxis=False)
+    argv, _env = render_task(plan, bench, 0, bindings)
+    assert argv[-2:] == [f"{tmp_path.absolute()}/logs/bench.log", "true"]

@@ -68,7 +68,6 @@ class RoleLauncher(ABC):
         mpi: MpiPlan | None = None,
         mpi_nodes: Sequence[int] = (),
         srun_options: Mapping[str, str] | None = None,
-        writes_own_log: bool = False,
     ) -> RoleProcess:
         """Start one task of `role` on node `node_rank`, output appended to `log_path`.
 
@@ -76,10 +75,7 @@ class RoleLauncher(ABC):
         implementations pass it without re-splitting anything on commas. With `mpi`, the
         task is one MPI step over the nodes `mpi_nodes` (head first), `mpi.tasks_per_node`
         ranks on each; an executor that cannot start one refuses. `srun_options` are the
-        role's own (Slurm only; a local process has no srun step). `writes_own_log`: the
-        task's output goes to `log_path` from where it runs, not through the executor, so
-        that what it leaves in the background holds nothing of the executor's open
-        (Slurm: `--output`; srun would wait 60 s for such a step's I/O).
+        role's own (Slurm only; a local process has no srun step).
         """
 
     def port_is_free(self, node_rank: int, port: int) -> bool:

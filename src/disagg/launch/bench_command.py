@@ -12,6 +12,7 @@ the command is the recipe's own.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from disagg.launch.run_context import RunContext
@@ -20,6 +21,16 @@ from disagg.launch.watch import LivenessWatch
 from disagg.plan.model import RoleKind
 from disagg.plan.templates import substitute
 
+OWN_LOG = ["bash", "-c", 'exec </dev/null >>"$0" 2>&1; exec "$@"']  # then the log, the command
+
+
+def own_log_argv(argv: Sequence[str], log: str) -> list[str]:
+    """`argv` with its stdio on `log` (appended) and /dev/null rather than the executor's:
+    what the command leaves in the background (`cmd &`) then holds no srun I/O open, and
+    its Slurm step ends with the command (slurmstepd waits 60 s for a step's I/O
+    otherwise); the sweep stops and names the rest. The exit code is argv's."""
+    return [*OWN_LOG, log, *argv]
+
 
 def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
     from disagg.workloads.collect import collect
@@ -27,11 +38,15 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
     command = run.plan.bench.command
     assert command is not None
     role = next(r for r in run.plan.roles if r.kind is RoleKind.BENCH)
-    argv, env = run.render(role, role.node_ranks[0])
+    task = run.state.role(role.name).tasks[0]
+    # `${run.dir}` is where the task sees the run directory (in a container too).
+    log = f"${{run.dir}}/{Path(task.log).relative_to(run.run_dir)}"
+    argv, env = run.render(
+        role.model_copy(update={"argv": own_log_argv(role.argv, log)}), role.node_ranks[0]
+    )
     results = Path(substitute(command.results_dir, run.bindings, self_name=role.name))
     results.mkdir(parents=True, exist_ok=True)
-    task = run.state.role(role.name).tasks[0]
-    run.log.info("start %s: %s", role.name, " ".join(argv))
+    run.log.info("start %s: %s", role.name, " ".join(argv[len(OWN_LOG) + 1 :]))
     since = time.monotonic()
     process = run.launcher.launch(
         role=role.name,
@@ -40,9 +55,6 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
         env=env,
         log_path=Path(task.log),
         container_image=role.container_image,
-        # What the command leaves in the background (`cmd &`) must not keep its Slurm
-        # step's I/O open: the step ends with the command, the sweep stops the rest.
-        writes_own_log=True,
     )
     with run.lock:
         task.pid = process.pid

@@ -126,7 +126,6 @@ class LocalLauncher(RoleLauncher):
         mpi: MpiPlan | None = None,
         mpi_nodes: Sequence[int] = (),
         srun_options: Mapping[str, str] | None = None,
-        writes_own_log: bool = False,  # a local process writes its log file already
     ) -> RoleProcess:
         if not argv:
             raise DisaggError(f"role {role} has an empty command")

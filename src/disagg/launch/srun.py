@@ -141,13 +141,6 @@ def srun_argv(
     return cmd
 
 
-def own_log_argv(argv: Sequence[str], log: str) -> list[str]:
-    """`argv` with its stdio on `log` (appended) and /dev/null, not slurmstepd's pipes: a
-    process it leaves in the background then holds none of them, and the step ends with
-    `argv` (slurmstepd waits 60 s for a step's I/O otherwise; its exit code is argv's)."""
-    return ["bash", "-c", 'exec </dev/null >>"$0" 2>&1; exec "$@"', log, *argv]
-
-
 def _mount_text(host: str, target: str) -> str:
     """One `--container-mounts` entry; `target` may carry pyxis options (`/data:ro`)."""
     if "," in host or "," in target or ":" in host:
@@ -350,7 +343,6 @@ class SrunLauncher(RoleLauncher):
         mpi: MpiPlan | None = None,
         mpi_nodes: Sequence[int] = (),
         srun_options: Mapping[str, str] | None = None,
-        writes_own_log: bool = False,
     ) -> RoleProcess:
         if not argv:
             raise DisaggError(f"role {role} has an empty command")
@@ -361,8 +353,6 @@ class SrunLauncher(RoleLauncher):
                 )
         mark = f"{self.token}/{role}.{node_rank}"
         env = {**env, sweep.MARK_VAR: mark}
-        if writes_own_log:
-            argv = own_log_argv(argv, self._log_seen_as(log_path, container_image))
         cmd = srun_argv(
             mpi=mpi,
             mpi_nodes=[self._names[rank] for rank in mpi_nodes],
@@ -389,13 +379,6 @@ class SrunLauncher(RoleLauncher):
         process = SrunProcess(self, role, node_rank, popen, mark=mark, nodes=mpi_nodes)
         self._launched.append(process)
         return process
-
-    def _log_seen_as(self, log_path: Path, container_image: str | None) -> str:
-        """The log's path where the task runs: in a container, under the mounted run dir."""
-        run_dir = self.run_dir
-        if container_image and self.slurm.pyxis and run_dir and log_path.is_relative_to(run_dir):
-            return str(Path(RUN_DIR_INSIDE) / log_path.relative_to(run_dir))
-        return str(log_path)
 
     def step_id(self, name: str) -> str | None:
         """The `JOB.STEP` id of this job's step called `name`, if it still runs."""
