@@ -89,7 +89,7 @@ _NOT_CARRIED: dict[str, str] = {
     "telemetry": "no power telemetry is collected",
     "reporting": "no status reporting or log upload",
     "cloud": "no cloud storage sync",
-    "srtctl_root": "srtctl's own files are not used",
+    "srtctl_root": "srtctl's own files are not used, but for its configs directory (setup scripts)",
     "nginx_raise_ulimit": "only the recipe's frontend.nginx_raise_ulimit raises nginx's limit",
     "runtime_config_transport": "plan.json travels on the shared filesystem",
 }
@@ -152,7 +152,7 @@ def profile_fields(config: SrtSlurmCluster) -> dict[str, Any]:
         # srt-slurm starts every worker in its container image through pyxis: its
         # `containers` and `default_mounts` mean nothing otherwise.
         "pyxis": True,
-        "mounts": dict(config.default_mounts or {}),
+        "mounts": {**configs_mount(config), **(config.default_mounts or {})},
         "containers": dict(config.containers or {}),
         "models": dict(config.model_paths or {}),
         "hf_cache": hub_cache_mount(config.default_mounts or {}),
@@ -162,6 +162,16 @@ def profile_fields(config: SrtSlurmCluster) -> dict[str, Any]:
         "ignored_settings": ignored_settings(config),
     }
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def configs_mount(config: SrtSlurmCluster) -> dict[str, str]:
+    """`<srtctl_root>/configs` at `/configs`, where srtctl mounts its configs directory in
+    every container (`RuntimeContext.from_config`) and a recipe's `setup_script` is found;
+    only when it exists, as srtctl mounts it."""
+    if not config.srtctl_root:
+        return {}
+    directory = Path(os.path.expandvars(config.srtctl_root)).expanduser() / "configs"
+    return {str(directory): "/configs"} if directory.is_dir() else {}
 
 
 def ignored_settings(config: SrtSlurmCluster) -> dict[str, str]:

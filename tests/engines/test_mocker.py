@@ -127,7 +127,8 @@ def test_prefill_and_decode_mockers_take_their_modes_and_the_role_wins(tmp_path:
     plan = plan_text(tmp_path, MOCKER)
     prefill, decode = command(plan, "prefill-0"), command(plan, "decode-0")
     assert "--disaggregation-mode prefill --bootstrap-ports ${self.bootstrap_port}" in prefill
-    assert plan.role("prefill-0").ports == ["http", "bootstrap"]
+    # its bootstrap port, and Dynamo's system server on a port of its own (srtctl's sys_port)
+    assert plan.role("prefill-0").ports == ["http", "bootstrap", "system"]
     assert "--disaggregation-mode decode" in decode and "--bootstrap-ports" not in decode
     assert "--speedup-ratio 10.0" in prefill and "--speedup-ratio 10.0" in decode
     assert "--max-num-seqs 128" in prefill and "--max-num-batched-tokens 4096" in prefill
@@ -137,7 +138,7 @@ def test_prefill_and_decode_mockers_take_their_modes_and_the_role_wins(tmp_path:
     for role in ("prefill-0", "decode-0"):
         env = plan.role(role).env
         assert env["DYN_FILE_KV"] == "${run.dir}/dynamo-discovery"
-        assert env["DYN_SYSTEM_PORT"] == "${self.http_port}"
+        assert env["DYN_SYSTEM_PORT"] == "${self.system_port}"  # its own port (srtctl sys_port)
         assert plan.role(role).health is not None and plan.role(role).health.path == "/health"  # type: ignore[union-attr]
     assert not any(role.kind is RoleKind.SERVICE for role in plan.roles)
 

@@ -108,7 +108,7 @@ def test_the_decode_server_takes_the_knobs_then_the_roles_own_flags(tmp_path: Pa
         *("--with-mtp", "--num-mtp", "3"),
         *("--ctrl-port", "${self.ctrl_port}", "--http-port", "${self.http_port}"),
     ]
-    assert decode.ports == ["http", "ctrl"]
+    assert decode.ports == ["http", "ctrl", "system"]  # + srtctl's DYN_SYSTEM_PORT, every worker's
     assert decode.container_image == "tilert-decode-img"
     assert decode.parallel is not None and decode.parallel.tp == 8
 

@@ -41,7 +41,13 @@ def test_aggregated_worker_is_vllm_serve_on_the_staged_model(tmp_path: Path) -> 
         "--tensor-parallel-size", "8", "--max-num-seqs", "64", "--served-model-name", "model",
         "--host", "${self.bind_host}", "--port", "${self.http_port}",
     ]  # fmt: skip
-    assert worker.ports == ["http"] and worker.env == {} and worker.node_argv == []
+    assert worker.node_argv == []
+    # srtctl's per-process variables (VLLMProtocol.get_process_environment): NIXL's side
+    # channel whatever the connector, the KV-event port, a private VLLM_PORT base
+    assert worker.ports == ["http", "nixl", "kv_events", "vllm*50", "system"]
+    assert worker.env["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "${self.nixl_port}"
+    assert worker.env["DYN_VLLM_KV_EVENT_PORT"] == "${self.kv_events_port}"
+    assert worker.env["VLLM_PORT"] == "${self.vllm_port}"
     assert worker.health is not None and worker.health.path == "/health"
 
 
@@ -52,7 +58,7 @@ def test_prefill_decode_get_the_nixl_connector_and_a_side_channel_each(tmp_path:
         role = plan.role(name)
         transfer = json.loads(flag(role.argv, "--kv-transfer-config"))
         assert transfer == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
-        assert role.ports == ["http", "nixl"]
+        assert role.ports == ["http", "nixl", "kv_events", "vllm*50", "system"]
         assert role.env["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "${self.nixl_port}"
         assert role.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "${self.bind_host}"
         assert "--disaggregation-mode" not in role.argv  # not a `vllm serve` flag
@@ -104,7 +110,8 @@ def test_role_settings_choose_the_connector_before_the_backend(tmp_path: Path) -
     assert json.loads(flag(prefill.argv, "--kv-transfer-config"))["kv_connector"] == (
         "LMCacheConnectorV1"
     )
-    assert "--connector" not in prefill.argv and "nixl" not in prefill.ports
+    # no NixlConnector, yet NIXL's side channel as srtctl gives every vLLM process one
+    assert "--connector" not in prefill.argv and "nixl" in prefill.ports
     decode = plan.role("decode-0")
     assert flag(decode.argv, "--kv-transfer-config") == raw
     assert decode.argv.count("--kv-transfer-config") == 1 and "nixl" in decode.ports
@@ -128,7 +135,10 @@ def test_multi_node_data_parallel_runs_headless_ranks_off_the_head_node(tmp_path
     plan = plan_text(tmp_path, recipe("vllm", roles, resources=resources))
     worker = plan.role("aggregated-0")
     head, other = worker.node_argv
-    assert head == worker.argv and worker.ports == ["http", "dp_rpc"]
+    # over two nodes: no VLLM_PORT (srtctl unsets it for a worker over several nodes)
+    assert head == worker.argv
+    assert worker.ports == ["http", "nixl*8", "dp_rpc", "kv_events", "system"]
+    assert "VLLM_PORT" not in worker.env
     for argv in (head, other):
         assert flag(argv, "--data-parallel-size") == "8"
         assert flag(argv, "--data-parallel-size-local") == "4"

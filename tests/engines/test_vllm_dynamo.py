@@ -199,14 +199,13 @@ def test_aggregated_dynamo_workers_get_the_backend_connector(
     plan = plan_text(tmp_path, dynamo_vllm(roles, ONE, backend))
     worker = plan.role("aggregated-0")
     assert "--connector" not in worker.argv
+    # NIXL's side channel whatever the connector (VLLMProtocol.get_process_environment)
+    assert "nixl" in worker.ports and "VLLM_NIXL_SIDE_CHANNEL_PORT" in worker.env
     if expected is None:
-        assert "--kv-transfer-config" not in worker.argv and "nixl" not in worker.ports
+        assert "--kv-transfer-config" not in worker.argv
         return
     assert json.loads(value(worker.argv, "--kv-transfer-config")) == expected
     assert worker.argv.count("--kv-transfer-config") == 1
-    nixl = expected["kv_connector"] == "NixlConnector"
-    assert ("nixl" in worker.ports) is nixl
-    assert ("VLLM_NIXL_SIDE_CHANNEL_PORT" in worker.env) is nixl
 
 
 def test_a_raw_json_connector_passes_through_unchanged(tmp_path: Path) -> None:
@@ -243,7 +242,11 @@ def test_a_dp_workers_nixl_side_channel_reserves_a_port_per_rank(tmp_path: Path)
     )
     resources = nodes(4, "decode") + "  prefill_nodes: 1\n  prefill_workers: 1\n"
     plan = plan_text(tmp_path, dynamo_vllm(roles, resources))
-    assert plan.role("decode-0").ports == ["http", "nixl*16", "dp_rpc"]
-    assert plan.role("prefill-0").ports == ["http", "nixl"]
+    # besides: the KV-event port, a VLLM_PORT block and Dynamo's system port, every process's
+    # own (srtctl's VLLMProtocol.get_process_environment, endpoints_to_processes)
+    # (a worker over several nodes gets no VLLM_PORT: srtctl unsets it)
+    own = ["kv_events", "vllm*50", "system"]
+    assert plan.role("decode-0").ports == ["http", "nixl*16", "dp_rpc", "kv_events", "system"]
+    assert plan.role("prefill-0").ports == ["http", "nixl", *own]
     decode = [env for role, _, _, env in worker_tasks(plan) if role.name == "decode-0"]
     assert len({env["VLLM_NIXL_SIDE_CHANNEL_PORT"] for env in decode}) == 1  # one base

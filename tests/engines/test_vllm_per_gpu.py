@@ -66,8 +66,13 @@ def test_per_gpu_runs_one_dynamo_process_per_gpu_with_its_global_rank(tmp_path: 
     rpc = {value(argv, "--data-parallel-rpc-port") for *_, argv, _ in tasks}
     nixl = {env["VLLM_NIXL_SIDE_CHANNEL_PORT"] for *_, env in tasks}
     assert len(rpc) == 1 and len(nixl) == 1 and rpc != {"13345"}
-    assert plan.role("decode-0").ports == ["http", "nixl*8", "dp_rpc"]
-    assert all(plan.role(n).ports == ["http"] for n in names[1:])  # own Dynamo system port
+    own = [
+        "kv_events",
+        "vllm*50",
+        "system",
+    ]  # each process's own (srtctl's get_process_environment)
+    assert plan.role("decode-0").ports == ["http", "nixl*8", "dp_rpc", *own]
+    assert all(plan.role(n).ports == ["http", *own] for n in names[1:])
     # NIXL's side channel binds each process's own node
     hosts = [env["VLLM_NIXL_SIDE_CHANNEL_HOST"] for *_, env in tasks]
     assert hosts == ["10.0.0.2"] * 4 + ["10.0.0.3"] * 4

@@ -17,7 +17,13 @@ PD = (
     "  gpus_per_node: 8\n  prefill_nodes: 1\n  prefill_workers: 1\n  decode_nodes: 1\n"
     "  decode_workers: 1\n  gpus_per_prefill: 8\n  gpus_per_decode: 8\n"
 )
-RUNTIME = ["--discovery-backend", "etcd", "--request-plane", "tcp"]
+# srtctl v1.0.68 passes every Dynamo engine worker `--request-plane` and no
+# `--discovery-backend` (etcd is Dynamo's default): `build_worker_command` in
+# srtctl/backends/{sglang,vllm,trtllm}.py.
+RUNTIME = ["--request-plane", "tcp"]
+# dynamo.vllm dumps its resolved config into the run directory (srtctl: `--dump-config-to
+# <log dir>/<node>_config.json`, VLLMProtocol.build_worker_command).
+DUMP = ["--dump-config-to", "${run.dir}/${self.node}_config.json"]
 
 
 def dynamo_recipe(engine: str, roles: str, *, resources: str, extra: str = "") -> str:
@@ -58,12 +64,16 @@ def test_aggregated_vllm_worker_is_dynamo_vllm_with_the_engines_flags(tmp_path: 
     assert worker.argv == [
         "python3", "-m", "dynamo.vllm", "--model", "${model.path}",
         "--max-model-len", "4096", "--enforce-eager", "--served-model-name", "model",
-        "--kv-transfer-config", nixl, *RUNTIME,
+        "--kv-transfer-config", nixl, *RUNTIME, *DUMP,
     ]  # fmt: skip
-    # No HTTP API of its own: Dynamo's system port answers /health once `generate` is up.
-    assert worker.health is not None and worker.health.path == "/health"
-    assert worker.env["DYN_SYSTEM_PORT"] == "${self.http_port}"
-    assert json.loads(worker.env["DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS"]) == ["generate"]
+    # No HTTP API of its own: Dynamo's system port (a port of its own, as srtctl's
+    # `sys_port`) lists its `generate` endpoint as ready once it serves; srtctl sets no
+    # DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS, so the gate reads the list whatever the status.
+    health = worker.health
+    assert health is not None and health.path == "/health" and health.port == "system"
+    assert health.expect == '"generate":"ready"' and health.any_status
+    assert worker.env["DYN_SYSTEM_PORT"] == "${self.system_port}" and "system" in worker.ports
+    assert "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS" not in worker.env
     assert worker.env["ETCD_ENDPOINTS"] == "${etcd.url}"
 
 
@@ -85,7 +95,7 @@ def test_vllm_prefill_and_decode_run_in_their_disaggregation_mode_with_nixl(
         assert "--host" not in argv and "--port" not in argv
         assert "nixl" in worker.ports  # a NIXL side channel of its own per worker
         assert worker.env["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "${self.nixl_port}"
-        assert argv[-4:] == RUNTIME
+        assert argv[-4:] == [*RUNTIME, *DUMP]
 
 
 def test_multi_node_vllm_runs_srtctls_per_node_data_parallel_layout(tmp_path: Path) -> None:
@@ -126,7 +136,7 @@ def test_aggregated_trtllm_worker_is_dynamo_trtllm_reading_the_roles_yaml(tmp_pa
     # one MPI rank per GPU under trtllm-llmapi-launch, one node included, as srt-slurm
     # starts every TRT-LLM worker (TRTLLMProtocol.get_srun_config, build_worker_command)
     assert worker.argv == [
-        "trtllm-llmapi-launch", "python3", "-m", "dynamo.trtllm", "--model", "${model.path}",
+        "trtllm-llmapi-launch", "python3", "-m", "dynamo.trtllm", "--model-path", "${model.path}",
         "--served-model-name", "model",
         "--extra-engine-args", "${run.dir}/trtllm/aggregated.yaml", *RUNTIME,
     ]  # fmt: skip

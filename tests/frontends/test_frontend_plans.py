@@ -29,16 +29,20 @@ def test_a_recipe_without_frontend_runs_dynamo_as_srt_slurm_does(tmp_path: Path)
     assert "python3 -m dynamo.sglang --model-path ${model.path}" in " ".join(worker.argv)
     assert "--tp-size 8" in " ".join(worker.argv)  # the engine's own flags
     assert worker.env["ETCD_ENDPOINTS"] == "${etcd.url}"
-    assert worker.env["DYN_SYSTEM_PORT"] == "${self.http_port}"
+    # srtctl gives the worker's system server a port of its own, apart from SGLang's --port
+    # (`endpoints_to_processes`: sys_port; `build_worker_command`: --port http_port)
+    assert worker.env["DYN_SYSTEM_PORT"] == "${self.system_port}"
+    assert worker.argv[worker.argv.index("--port") + 1] == "${self.http_port}"
     assert worker.health is not None and worker.health.path == "/health"
     frontend = plan.role("frontend")
     assert frontend.health is not None and frontend.health.path == "/v1/models"
-    # worker and frontend are told the same discovery backend and request plane
-    told = []
-    for argv in (worker.argv, frontend.argv):
-        at = argv.index("--discovery-backend")
-        told.append(argv[at : at + 4])
-    assert told[0] == told[1] and told[0][:3] == ["--discovery-backend", "etcd", "--request-plane"]
+    # srtctl tells the worker its request plane with `--request-plane`, the frontend with
+    # DYN_REQUEST_PLANE (DynamoFrontend.start_frontends); neither is told the discovery
+    # backend (etcd, Dynamo's default)
+    plane = worker.argv[worker.argv.index("--request-plane") + 1]
+    assert frontend.env["DYN_REQUEST_PLANE"] == worker.env["DYN_REQUEST_PLANE"] == plane
+    assert "--discovery-backend" not in worker.argv + frontend.argv
+    assert "--request-plane" not in frontend.argv
     assert frontend.health.expect == json.dumps(plan.bench.model_name)
     assert {plan.role(name).kind for name in ("etcd", "nats", "nginx")} == {RoleKind.SERVICE}
 

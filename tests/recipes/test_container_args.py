@@ -19,6 +19,7 @@ import yaml
 from disagg.cluster import load_profile
 from disagg.errors import DisaggError
 from disagg.launch.bindings import Bindings, build_bindings, render_task, write_role_files
+from disagg.launch.ports import port_field
 from disagg.launch.srun import srun_argv
 from disagg.plan.model import Plan, RolePlan
 from disagg.plan.placement import place
@@ -53,7 +54,7 @@ def _plan(write: Write, text: str, profile: Path) -> Plan:
 
 def _ports(plan: Plan) -> dict[str, dict[str, int]]:
     return {
-        r.name: {f"{name}_port": 8000 + 10 * i + j for j, name in enumerate(r.ports)}
+        r.name: {port_field(name): 8000 + 10 * i + j for j, name in enumerate(r.ports)}
         for i, r in enumerate(plan.roles)
     }
 

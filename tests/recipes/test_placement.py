@@ -49,9 +49,10 @@ def test_1p1d_on_two_nodes(write: Write) -> None:
     ]
     assert (plan.prefill_gpus, plan.decode_gpus, plan.total_gpus) == (8, 8, 16)
     prefill = plan.role("prefill-0")
-    # and a pinned --nccl-port each, as srt-slurm's SGLang workers (tests/engines)
-    assert prefill.ports == ["http", "bootstrap", "nccl"]
-    assert plan.role("decode-0").ports == ["http", "nccl"]
+    # and a pinned --nccl-port each, as srt-slurm's SGLang workers (tests/engines), and the
+    # DYN_SYSTEM_PORT srtctl's launcher gives every worker
+    assert prefill.ports == ["http", "bootstrap", "nccl", "system"]
+    assert plan.role("decode-0").ports == ["http", "nccl", "system"]
     assert plan.role("router").ports == ["http", "metrics"]
     assert plan.role("bench").argv == []
 
@@ -291,8 +292,11 @@ def test_environment_reaches_roles_but_not_gpu_visibility(write: Write) -> None:
         "backend:\n", "environment:\n  A: '1'\nbackend:\n  decode_environment:\n    B: 2\n"
     )
     plan = plan_of(write, text)
-    assert plan.role("decode-0").env == {"A": "1", "B": "2"}
-    assert plan.role("prefill-0").env == {"A": "1"}
+    # over srtctl's launcher variables (worker_stage.py start_worker), the same on both
+    launcher = {k: v for k, v in plan.role("prefill-0").env.items() if k != "A"}
+    assert {"HEAD_NODE_IP", "DYN_SYSTEM_PORT", "DYN_LOG"} <= set(launcher)
+    assert plan.role("decode-0").env == {**launcher, "A": "1", "B": "2"}
+    assert plan.role("prefill-0").env == {**launcher, "A": "1"}
     assert "CUDA_VISIBLE_DEVICES" not in plan.role("decode-0").env
 
 

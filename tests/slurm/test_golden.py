@@ -29,7 +29,6 @@ def cluster_plan(**slurm: object) -> Plan:
         "account": "perf team",
         "time_limit": "01:30:00",
         "directives": {"constraint": "h100&ib", "mem": "0", "comment": "it's a test; $HOME"},
-        "setup_script": "/shared/setup scripts/install-deps.sh",
         "secret_env": ["HF_TOKEN"],
     }
     defaults.update(slurm)
@@ -48,7 +47,6 @@ def test_job_sbatch_gpus_per_node_shared_nodes() -> None:
         exclusive=False,
         account=None,
         directives={},
-        setup_script=None,
     )
     check_golden("1p2d-gpus-per-node.sbatch", render(plan, RUN_DIR, python=PYTHON))
 

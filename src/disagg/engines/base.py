@@ -21,6 +21,11 @@ Mode = Literal["prefill", "decode"]
 # A worker role as resources and per-role settings name it.
 WorkerRole = Literal["prefill", "decode", "aggregated"]
 WORKER_ROLES: tuple[WorkerRole, ...] = ("prefill", "decode", "aggregated")
+# Where a Dynamo worker dumps its resolved configuration (srtctl passes `--dump-config-to
+# <log dir>/<node>_config.json` to dynamo.sglang and dynamo.vllm): the run directory,
+# which every container mounts where srtctl mounts its log directory.
+CONFIG_DUMP = ["--dump-config-to", "${run.dir}/${self.node}_config.json"]
+CONFIG_DUMP_ROW = "config-dump-path"
 
 
 def as_int(value: Any) -> int | None:

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from disagg.engines.base import (
+    CONFIG_DUMP,
+    CONFIG_DUMP_ROW,
     EngineAdapter,
     FlagTable,
     WorkerCommand,
@@ -195,7 +197,11 @@ class SGLang(EngineAdapter):
         return WorkerCommand(argv=prefix + flags, ports=[*bootstrap_ports(spec), NCCL_PORT])
 
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        return self._argv(["python3", "-m", SGLANG_MODULE], args, spec)
+        command = self._argv(["python3", "-m", SGLANG_MODULE], args, spec)
+        if spec.frontend == "dynamo":  # srtctl dumps the config of dynamo.sglang only
+            command.argv += CONFIG_DUMP
+            command.differs.append(CONFIG_DUMP_ROW)
+        return command
 
     def simulated_worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
         """The simulated engine reads SGLang's own flags: the same argv as a real worker."""

@@ -140,6 +140,10 @@ _RANK_FLAGS = frozenset(
 # Derived by the plan under Dynamo's per-node DP layout, never taken from the recipe.
 _DP_DERIVED = frozenset({"data-parallel-hybrid-lb"})
 NO_CONNECTOR = ("null", "none", "")
+KV_EVENTS_PORT = "kv_events"  # `--kv-events-config`'s endpoint and DYN_VLLM_KV_EVENT_PORT
+# VLLM_PORT: a base vLLM scans up from for free ports, so a block for each process (srtctl
+# spaces the bases by VLLM_PORT_STRIDE, 50).
+VLLM_PORT_BLOCK = "vllm*50"
 
 
 def kv_transfer_config(written: Any) -> str | None:
@@ -316,24 +320,24 @@ class VLLM(EngineAdapter):
         """(ports, environment) one worker needs besides its flags: NIXL's side channel, the
         data-parallel RPC port, the multi-node rendezvous."""
         par = self.parallelism(args)
-        ports = ["http"]
-        env: dict[str, str] = {}
-        transfer = self.kv_transfer(args, spec)
         if spec.dp_rank is not None:
-            nixl = transfer is not None and "NixlConnector" in transfer
-            return dp.rank_ports(par.dp, spec, nixl=nixl)
+            ports, env = dp.rank_ports(par.dp, spec)
+            return [*ports, *_process_ports(spec)], {**env, **_process_env(spec)}
+        ports = ["http"]
         dp_mode = par.dp > 1 or dp.per_node(_shape(args), spec)
-        if transfer is not None and "NixlConnector" in transfer:
-            # vLLM's NIXL side channel listens on this port plus the worker's DP rank (a
-            # block of DP size, as srt-slurm reserves: next_nixl_port_block)
-            ports.append(f"nixl*{par.dp}" if dp_mode and par.dp > 1 else "nixl")
-            env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = "${self.bind_host}"
-            env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = "${self.nixl_port}"
+        # Every process gets its NIXL side channel, whatever its connector (srtctl's
+        # `VLLMProtocol.get_process_environment`); vLLM listens on this port plus the
+        # worker's DP rank (a block of DP size, as srt-slurm reserves: next_nixl_port_block)
+        ports.append(f"nixl*{par.dp}" if dp_mode and par.dp > 1 else "nixl")
+        env = {
+            "VLLM_NIXL_SIDE_CHANNEL_HOST": "${self.bind_host}",
+            "VLLM_NIXL_SIDE_CHANNEL_PORT": "${self.nixl_port}",
+        }
         if dp_mode:
             ports.append("dp_rpc")
         if spec.multi_node and not dp_mode:
             ports.append("dist_init")
-        return ports, env
+        return [*ports, *_process_ports(spec)], {**env, **_process_env(spec)}
 
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
         program = str(spec.backend.get("vllm_serve_binary") or "vllm")
@@ -365,6 +369,22 @@ class VLLM(EngineAdapter):
         return WorkerCommand(
             argv=nodes[0], ports=ports, env=env, node_argv=nodes, differs=differs, ignored=derived
         )
+
+
+def _process_ports(spec: WorkerSpec) -> list[str]:
+    """The ports `_process_env` names."""
+    return [KV_EVENTS_PORT] if spec.multi_node else [KV_EVENTS_PORT, VLLM_PORT_BLOCK]
+
+
+def _process_env(spec: WorkerSpec) -> dict[str, str]:
+    """srtctl's per-process vLLM variables besides NIXL's: the KV-event port Dynamo's vLLM
+    worker publishes on, and a private `VLLM_PORT` base for vLLM's free-port scans, so
+    that co-located workers do not race for one rendezvous port; a worker over several
+    nodes gets none (srtctl unsets it: concurrent ranks would share the same base)."""
+    env = {"DYN_VLLM_KV_EVENT_PORT": "${self.kv_events_port}"}
+    if not spec.multi_node:
+        env["VLLM_PORT"] = "${self.vllm_port}"
+    return env
 
 
 def _without(args: Mapping[str, Any], names: frozenset[str]) -> dict[str, Any]:

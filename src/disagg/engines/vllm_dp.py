@@ -130,18 +130,18 @@ def rank_flags(spec: WorkerSpec) -> list[str]:
     ]
 
 
-def rank_ports(dp: int, spec: WorkerSpec, *, nixl: bool) -> tuple[list[str], dict[str, str]]:
+def rank_ports(dp: int, spec: WorkerSpec) -> tuple[list[str], dict[str, str]]:
     """Ports and environment of one per-GPU process: each its own Dynamo system port; rank 0
     holds the DP RPC port and the block of NIXL side-channel ports vLLM offsets by rank
     (srt-slurm's `next_dp_rpc_port`, `next_nixl_port_block`), the others name rank 0's."""
     ports = ["http"]
-    env: dict[str, str] = {}
     head = spec.dp_rank == 0
-    if nixl:
-        if head:
-            ports.append(f"nixl*{dp}" if dp > 1 else "nixl")
-        env["VLLM_NIXL_SIDE_CHANNEL_HOST"] = "${self.bind_host}"
-        env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = f"${{{spec.dp_head}.nixl_port}}"
+    if head:
+        ports.append(f"nixl*{dp}" if dp > 1 else "nixl")
+    env = {
+        "VLLM_NIXL_SIDE_CHANNEL_HOST": "${self.bind_host}",
+        "VLLM_NIXL_SIDE_CHANNEL_PORT": f"${{{spec.dp_head}.nixl_port}}",
+    }
     if head:
         ports.append("dp_rpc")
     return ports, env

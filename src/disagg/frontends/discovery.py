@@ -46,9 +46,22 @@ class DiscoveryPlane:
     honoured: set[str] = field(default_factory=set)  # recipe fields the services carry out
 
     @property
-    def flags(self) -> list[str]:
-        """The runtime flags every Dynamo process (frontend and workers) is given."""
-        return ["--discovery-backend", self.discovery, "--request-plane", self.request_plane]
+    def discovery_flags(self) -> list[str]:
+        """`--discovery-backend` when it is not Dynamo's default (etcd, found through
+        `ETCD_ENDPOINTS`): srtctl passes none, so a job on etcd is given none either."""
+        return [] if self.discovery == "etcd" else ["--discovery-backend", self.discovery]
+
+    @property
+    def worker_flags(self) -> list[str]:
+        """What a Dynamo engine worker is told of the planes: srtctl passes each engine's
+        worker `--request-plane` (`build_worker_command` in srtctl/backends/*.py)."""
+        return [*self.discovery_flags, "--request-plane", self.request_plane]
+
+    @property
+    def frontend_env(self) -> dict[str, str]:
+        """The request plane as srtctl tells the frontend (`DynamoFrontend.start_frontends`:
+        `DYN_REQUEST_PLANE`, which Dynamo's frontend reads for `--request-plane`)."""
+        return {"DYN_REQUEST_PLANE": self.request_plane}
 
 
 def discovery_plane(ctx: FrontendContext, mocked: bool) -> DiscoveryPlane:

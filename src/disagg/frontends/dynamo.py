@@ -21,9 +21,10 @@ Facts about ai-dynamo 1.6.1, observed on CPU with the mocker:
 - Dynamo advertises the machine's interface address unless `DYN_TCP_RPC_HOST`,
   `DYN_TCP_RESPONSE_STREAM_HOST`, `DYN_EVENT_PLANE_HOST` and `DYN_SYSTEM_HOST` say
   otherwise: every role gets its node's own address in them.
-- A worker has no HTTP API; with `DYN_SYSTEM_PORT` it serves `/health`, which is 200
-  once its `generate` endpoint is ready when `DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS`
-  names it (else it stays `notready`).
+- A worker has no HTTP API; with `DYN_SYSTEM_PORT` it serves `/health`, which answers
+  503 `notready` unless `DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS` names an endpoint, but
+  lists each endpoint's own state all along: a worker is up once that list shows
+  `"generate":"ready"` (srtctl sets no such variable, so neither does disagg).
 - The frontend's `/health` answers 200 with no worker at all; `/v1/models` lists the
   model once a decode (or aggregated) worker has registered, so the frontend is gated
   on the served name appearing there.
@@ -37,12 +38,15 @@ from typing import Any, ClassVar
 
 from disagg.engines import mocker as mocker_engine
 from disagg.engines import sglang as sglang_engine
+from disagg.engines.base import CONFIG_DUMP_ROW
 from disagg.errors import DisaggError
 from disagg.frontends import dynamo_install, dynamo_workers
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
 from disagg.frontends.discovery import DiscoveryPlane, discovery_plane
 from disagg.frontends.nginx import nginx_role
 from disagg.frontends.topology import frontend_topology
+from disagg.plan.job_plan import env_text
+from disagg.plan.launcher_env import SYSTEM_PORT
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
 FRONTEND_MODULE = "dynamo.frontend"
@@ -54,6 +58,11 @@ MOCKER_HEALTH_DEADLINE_S = 60.0
 WORKER_MODULES: dict[str, str] = {"sglang": "dynamo.sglang", **dynamo_workers.MODULES}
 # Flags this adapter sets on the frontend; `frontend.args` may not override them.
 _MANAGED = frozenset({"http-host", "http-port", "discovery-backend", "request-plane"})
+# A worker's Dynamo system status server (`DYN_SYSTEM_PORT`), and what its `/health` lists
+# once the worker serves.
+GENERATE_READY = '"generate":"ready"'
+# srtctl sets it on every Dynamo frontend and worker (srtctl/frontends/dynamo.py).
+SKIP_SGLANG_LOG_FORMATTING = {"DYN_SKIP_SGLANG_LOG_FORMATTING": "1"}
 
 
 class DynamoFrontend(Frontend):
@@ -74,7 +83,7 @@ class DynamoFrontend(Frontend):
         discovery = discovery_plane(ctx, mocked)
         services = discovery.services
         env = _runtime_env(discovery)
-        flags = discovery.flags
+        flags = discovery.worker_flags
         python = "${run.python}" if mocked else "python3"
         workers = [
             _mocker(ctx, role, env, flags)
@@ -87,7 +96,9 @@ class DynamoFrontend(Frontend):
         topology = frontend_topology(ctx)
         count = len(topology.frontends)
         frontends = [
-            _frontend(ctx, "frontend" if count == 1 else f"frontend-{i}", env, python, flags, rank)
+            _frontend(
+                ctx, "frontend" if count == 1 else f"frontend-{i}", env, python, discovery, rank
+            )
             for i, rank in enumerate(topology.frontends)
         ]
         notes = [*discovery.notes, *_ignored(ctx, mocked)]
@@ -124,7 +135,7 @@ class DynamoFrontend(Frontend):
             tokenizer="${model.path}",
             ignored=notes,
             honoured=discovery.honoured,
-            differs=[] if mocked else _install_differs(ctx),
+            differs=_differs(ctx, mocked),
         )
 
 
@@ -141,12 +152,22 @@ def _runtime_env(discovery: DiscoveryPlane) -> dict[str, str]:
 
 
 def _worker_env(role: RolePlan, env: dict[str, str]) -> dict[str, str]:
-    return {
-        **role.env,
-        **env,
-        "DYN_SYSTEM_PORT": "${self.http_port}",
-        "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS": json.dumps(["generate"]),
-    }
+    return {**role.env, **env, "DYN_SYSTEM_PORT": "${self.system_port}"}
+
+
+def _worker_health(deadline_s: float) -> HealthPlan:
+    """Up once Dynamo's system server lists the worker's `generate` endpoint as ready."""
+    return HealthPlan(
+        path="/health",
+        port=SYSTEM_PORT,
+        expect=GENERATE_READY,
+        any_status=True,
+        deadline_s=deadline_s,
+    )
+
+
+def _with_system_port(ports: list[str]) -> list[str]:
+    return ports if SYSTEM_PORT in ports else [*ports, SYSTEM_PORT]
 
 
 def _mocker(
@@ -155,7 +176,7 @@ def _mocker(
     """A simulated worker: `dynamo.mocker` in the role's mode, with the model's tokenizer."""
     argv = ["${run.python}", "-m", MOCKER_MODULE, "--model-path", "${model.path}"]
     argv += ["--model-name", ctx.served_name, *flags]
-    ports = ["http"]
+    ports = [SYSTEM_PORT]
     if role.kind is RoleKind.PREFILL:
         argv += ["--disaggregation-mode", "prefill", "--bootstrap-ports", "${self.bootstrap_port}"]
         ports.append("bootstrap")
@@ -168,7 +189,7 @@ def _mocker(
             "argv": argv,
             "ports": ports,
             "env": _worker_env(role, env),
-            "health": HealthPlan(path="/health", deadline_s=MOCKER_HEALTH_DEADLINE_S),
+            "health": _worker_health(MOCKER_HEALTH_DEADLINE_S),
             "container_image": None,
         }
     )
@@ -206,18 +227,37 @@ def _worker(
 def _discovered(role: RolePlan, env: dict[str, str], argv: list[str], **update: Any) -> RolePlan:
     """`role` running `argv` as a Dynamo worker: its Dynamo environment, and health asked
     of Dynamo's system port (`/health`) on the engine adapter's deadline."""
-    health = (role.health or HealthPlan()).model_copy(update={"path": "/health"})
+    health = _worker_health((role.health or HealthPlan()).deadline_s)
+    ports = _with_system_port(role.ports)
     return role.model_copy(
-        update={"argv": argv, "env": _worker_env(role, env), "health": health, **update}
+        update={
+            "argv": argv,
+            "env": _worker_env(role, env),
+            "health": health,
+            "ports": ports,
+            **update,
+        }
     )
 
 
 def _frontend(
-    ctx: FrontendContext, name: str, env: dict[str, str], python: str, flags: list[str], rank: int
+    ctx: FrontendContext,
+    name: str,
+    env: dict[str, str],
+    python: str,
+    discovery: DiscoveryPlane,
+    rank: int,
 ) -> RolePlan:
+    """One `dynamo.frontend`, with the environment srtctl gives it (`DynamoFrontend.
+    start_frontends`): the planes, `DYN_SKIP_SGLANG_LOG_FORMATTING`, the recipe's top-level
+    `environment` (prefix-block hashes must match the workers': `PYTHONHASHSEED`), then
+    `frontend.env`."""
     argv = [python, "-m", FRONTEND_MODULE, "--http-host", "${self.bind_host}"]
-    argv += ["--http-port", "${self.http_port}", *flags, *_frontend_args(ctx)]
+    argv += ["--http-port", "${self.http_port}", *discovery.discovery_flags]
+    argv += _frontend_args(ctx)
+    recipe_env = {key: env_text(value) for key, value in ctx.config.environment.items()}
     extra_env = {key: str(value) for key, value in (ctx.frontend.env or {}).items()}
+    env = {**env, **discovery.frontend_env, **SKIP_SGLANG_LOG_FORMATTING, **recipe_env}
     return RolePlan(
         name=name,
         kind=RoleKind.ROUTER,
@@ -263,6 +303,14 @@ def _requirement(ctx: FrontendContext) -> tuple[str | None, str | None]:
         return dynamo_install.requirement(ctx.config.dynamo)
     except DisaggError as exc:
         raise ctx.fail(exc.message, ("dynamo",), exc.hint) from None
+
+
+def _differs(ctx: FrontendContext, mocked: bool) -> list[str]:
+    """The compat rows a Dynamo job hits: its install, or a real mocker's environment."""
+    if not mocked:  # dynamo.vllm dumps its config too (dynamo.sglang's row is its adapter's)
+        dump = [CONFIG_DUMP_ROW] if ctx.engine == "vllm" else []
+        return [*_install_differs(ctx), *dump]
+    return [] if ctx.simulated else ["mocker-environment"]
 
 
 def _install_differs(ctx: FrontendContext) -> list[str]:

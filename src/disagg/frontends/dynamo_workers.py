@@ -8,13 +8,13 @@ As srt-slurm renders them on clusters (ai-dynamo 1.6.1's worker modules):
   ranks over nodes with `--headless` off the head node); no `--host`/`--port`, since a
   Dynamo worker has no HTTP API of its own. Dynamo 1.x took the connector shorthand
   `--connector` away: the KV transfer is the engine's `--kv-transfer-config` as is.
-- `dynamo.trtllm --model PATH --served-model-name NAME --extra-engine-args YAML`: the
+- `dynamo.trtllm --model-path PATH --served-model-name NAME --extra-engine-args YAML`: the
   role's YAML the engine adapter writes (`trtllm/<role>.yaml`, parallel sizes and cache
   transceiver included); the worker keeps its MPI step of a rank per GPU, each rank
   wrapped in `trtllm-llmapi-launch` (after `numactl -m 0,1` where srt-slurm binds memory).
 - Both: `--disaggregation-mode prefill|decode` for prefill/decode workers (the frontend
-  routes prefill -> decode itself), and the discovery backend and request plane the
-  frontend uses.
+  routes prefill -> decode itself), and `--request-plane` (with `--discovery-backend`
+  where it is not etcd, Dynamo's default); `dynamo.vllm` also `--dump-config-to`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from disagg.engines.base import WorkerSpec
+from disagg.engines.base import CONFIG_DUMP, WorkerSpec
 from disagg.frontends.base import FrontendContext, ignored
 from disagg.plan.model import RolePlan
 
@@ -87,14 +87,16 @@ def _vllm_nodes(args: Mapping[str, Any], spec: WorkerSpec, dynamo: list[str]) ->
     adapter = vllm_engine.ADAPTER
     head = ["python3", "-m", MODULES["vllm"], "--model", "${model.path}"]
     head += adapter.engine_flags(args, spec)
-    return [[*head, *node, *dynamo] for node in adapter.node_flags(args, spec)]
+    return [[*head, *node, *dynamo, *CONFIG_DUMP] for node in adapter.node_flags(args, spec)]
 
 
 def _trtllm_argv(role: RolePlan, spec: WorkerSpec, dynamo: list[str]) -> list[str]:
     from disagg.engines import trtllm as trtllm_engine
 
     config = "${run.dir}/" + trtllm_engine.config_file(spec.role)
-    argv = ["python3", "-m", MODULES["trtllm"], "--model", "${model.path}"]
+    # `--model-path`, as srtctl spells it: Dynamo 1.x takes it as `--model`'s old name, and
+    # the images the recipes pin (`dynamo.install: false`) may predate `--model`
+    argv = ["python3", "-m", MODULES["trtllm"], "--model-path", "${model.path}"]
     argv += ["--served-model-name", spec.served_name, "--extra-engine-args", config, *dynamo]
     # each MPI rank under the engine's launch prefix (numactl where srt-slurm binds memory)
     return [*trtllm_engine.launch_prefix(spec), *argv] if role.mpi is not None else argv

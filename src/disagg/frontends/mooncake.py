@@ -71,7 +71,9 @@ def mooncake_plane(config: RecipeConfig, *, simulated: bool, image: str | None) 
     program = ["mooncake_master"] if container else ["${run.python}", "-m", "mooncake.cli"]
     files: dict[str, str] = {}
     env = {
-        "MOONCAKE_LOCAL_HOSTNAME": "${self.host}",
+        # each node's own address: a worker over several nodes has a transfer engine on
+        # each (srtctl resolves it per process in `start_worker`)
+        "MOONCAKE_LOCAL_HOSTNAME": "${self.bind_host}",
         **{key: env_text(value) for key, value in store.env.items()},
         "MOONCAKE_MASTER": f"${{{MASTER}.host}}:${{{MASTER}.rpc_port}}",
         "MOONCAKE_TE_META_DATA_SERVER": f"http://${{{MASTER}.host}}:${{{MASTER}.metadata_port}}/metadata",

@@ -23,14 +23,15 @@ Facts about sglang-router 0.3.2, observed by running it in front of logging serv
   worker is registered; `/readiness` answers 503 until every worker is registered
   and healthy, so `/readiness` is the health path to gate on.
 - Workers that are not up when the router starts are retried every
-  `--worker-startup-check-interval` seconds (default 30, so we pass 1).
+  `--worker-startup-check-interval` seconds (default 30); the router starts only once
+  every worker is healthy, so its first check finds them (srtctl passes no interval).
 - The Prometheus exporter always starts (default 0.0.0.0:29000) and a port already in
   use makes the router panic at start, so every router gets its own `metrics` port
   and `--prometheus-host`.
 - It loads a tokenizer for each worker's `model_path` (from `/server_info`); a name
   that is not a local directory is fetched from the hub, which offline only logs a
   warning. `--tokenizer-path DIR` points it at a local tokenizer instead.
-- Logging at `info` writes two lines per request; `warn` keeps long sweeps quiet.
+- Logging at `info` (its default, which srtctl keeps) writes two lines per request.
 - `/v1/completions` through the router needs `model`, and `prompt` must be a string
   or a list of strings: token-id prompts are refused with 422 (`StringOrArray`).
   For a list of prompts the added `bootstrap_*` fields are lists, one per prompt.
@@ -92,7 +93,6 @@ def router_argv(
     bootstrap: bool = True,
     registered: bool = False,
     host: str = "${self.bind_host}",
-    log_level: str = "warn",
     package: Package = DEFAULT_PACKAGE,
     grpc: frozenset[str] = frozenset(),
 ) -> list[str]:
@@ -145,10 +145,6 @@ def router_argv(
         "--prometheus-host",
         host,
         *(["--policy", chosen_policy] if chosen_policy else []),
-        "--worker-startup-check-interval",
-        "1",
-        "--log-level",
-        log_level,
     ]
     if not any(_key(key) == "shutdown_grace_period_secs" for key in extra):
         # smg waits up to 180 s (5 s even when idle) for in-flight requests on SIGTERM; the
@@ -228,8 +224,14 @@ class RouterFrontend(Frontend):
             serving_role=serving,
             prompt_format="text",  # token-id prompts: HTTP 400 (smg) / 422 (sglang-router)
             simulator="disagg sim-engine" if ctx.simulated else None,
-            differs=["smg-router"] if package == "smg" else [],
+            differs=_differs(ctx, package),
         )
+
+
+def _differs(ctx: FrontendContext, package: Package) -> list[str]:
+    """The compat rows a router job hits: smg for sglang-router; no etcd/NATS beside it."""
+    rows = ["smg-router"] if package == "smg" else []
+    return rows if ctx.simulated else [*rows, "router-infra"]
 
 
 def engine_router_plan(ctx: FrontendContext, router: RolePlan) -> FrontendRoles:

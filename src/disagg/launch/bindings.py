@@ -6,8 +6,10 @@ Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`,
 instead of every interface, and srtctl's `{node}` / `{node_id}` environment fields:
 `node`, the scheduler's name of that node, and `node_id`, its index among the nodes
 that hold workers), `model` (`path`, `draft`: for a role in a container,
-as its mounts show them) and `run` (`dir`, `python`, `job_id`; in a container `dir` is
-where the run directory is mounted, `RUN_DIR_INSIDE`).
+as its mounts show them), `run` (`dir`, `python`, `job_id`, `configs`: the directory a
+`setup_script` is found in; in a container `dir` is where the run directory is mounted,
+`RUN_DIR_INSIDE`, and `configs` is `/configs`), and the job's nodes by rank: `nodes`
+(`${nodes.0}`: the first node's address) and `node_names` (its scheduler name).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from disagg.errors import DisaggError
-from disagg.plan.container_paths import RUN_DIR_INSIDE, in_container, translate
+from disagg.plan.container_paths import RUN_DIR_INSIDE, in_container, mount_pairs, translate
 from disagg.plan.model import WORKER_KINDS, Plan, RolePlan
+from disagg.plan.setup_script import CONFIGS_INSIDE
 from disagg.plan.templates import substitute, substitute_all
 
 Bindings = dict[str, dict[str, str]]
@@ -43,7 +46,12 @@ def build_bindings(
         "model": {"path": model_path, "draft": draft_path},
         # absolute: a role that resolves paths against another directory (nginx's prefix,
         # a process that changes directory) must find the same run directory
-        "run": {"dir": str(run_dir.absolute()), "python": python, "job_id": job_id()},
+        "run": {
+            "dir": str(run_dir.absolute()),
+            "python": python,
+            "job_id": job_id(),
+            "configs": configs_host_dir(plan),
+        },
         NODES: {str(rank): address for rank, address in enumerate(addresses)},
         NODE_NAMES: {str(rank): name for rank, name in enumerate(names or addresses)},
     }
@@ -57,6 +65,15 @@ def build_bindings(
             fields["addr"] = f"{host}:{fields['dist_init_port']}"
         bindings[role.name] = fields
     return bindings
+
+
+def configs_host_dir(plan: Plan) -> str:
+    """The host side of the job's `/configs` mount (srtctl's configs directory), else
+    `/configs` itself (a role on a host that has it there)."""
+    for host, inside in mount_pairs(plan.slurm.container_mounts):
+        if inside == CONFIGS_INSIDE:
+            return host
+    return CONFIGS_INSIDE
 
 
 def job_id() -> str:
@@ -99,7 +116,7 @@ def _scoped(plan: Plan, role: RolePlan, node_rank: int, bindings: Bindings) -> B
             scoped["model"] = {key: translate(plan, role, value) for key, value in model.items()}
         run = bindings.get("run")
         if run is not None:  # the Slurm executor mounts the run directory there
-            scoped["run"] = {**run, "dir": RUN_DIR_INSIDE}
+            scoped["run"] = {**run, "dir": RUN_DIR_INSIDE, "configs": CONFIGS_INSIDE}
     return scoped
 
 

@@ -15,19 +15,26 @@ from dataclasses import dataclass
 from disagg.plan.model import BenchPlan
 
 
-def probe(url: str, *, timeout_s: float = 1.0, expect: str | None = None) -> tuple[bool, str]:
+def probe(
+    url: str, *, timeout_s: float = 1.0, expect: str | None = None, any_status: bool = False
+) -> tuple[bool, str]:
     """GET `url`: (True, "") on HTTP 200 (whose body holds `expect`, when given), else
-    (False, what happened)."""
+    (False, what happened). With `any_status`, a body holding `expect` counts whatever
+    the status (an answer that reports its parts' states, ready or not)."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            body = response.read(64 * 1024)
-            if response.status == 200 and expect is not None and expect.encode() not in body:
-                return False, f"HTTP 200 without {expect!r} yet"
-            return response.status == 200, f"HTTP {response.status}"
+            status, body = response.status, response.read(64 * 1024)
     except urllib.error.HTTPError as exc:
-        return False, f"HTTP {exc.code}"
+        if not any_status:
+            return False, f"HTTP {exc.code}"
+        status, body = exc.code, exc.read(64 * 1024)
     except (OSError, http.client.HTTPException) as exc:
         return False, str(getattr(exc, "reason", exc))
+    if expect is not None and expect.encode() not in body:
+        return False, f"HTTP {status} without {expect!r} yet"
+    if any_status and expect is not None:
+        return True, f"HTTP {status}"
+    return status == 200, f"HTTP {status}"
 
 
 # Answers a cold deployment gives once and not again: a server error (vLLM's first NIXL

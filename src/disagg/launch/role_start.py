@@ -216,7 +216,10 @@ class RoleStarter:
                     del gated[name]
             for name, (role, url) in list(waiting.items()):
                 assert role.health is not None
-                ok, detail = probe(url, timeout_s=timeout, expect=role.health.expect)
+                health = role.health
+                ok, detail = probe(
+                    url, timeout_s=timeout, expect=health.expect, any_status=health.any_status
+                )
                 if ok and (impostor := self.serving_role(name, url)) is not None:
                     ok, detail = False, impostor
                 if ok:
@@ -244,9 +247,14 @@ class RoleStarter:
         run = self.run
         limits = run.plan.limits
         targets = [
-            Watched(role.name, url)
+            Watched(
+                role.name,
+                url,
+                expect=role.health.expect if role.health.any_status else None,
+                any_status=role.health.any_status,
+            )
             for role in run.plan.roles
-            if (url := health_url(run, role)) is not None
+            if role.health is not None and (url := health_url(run, role)) is not None
         ]
         return LivenessWatch(
             targets,
@@ -259,11 +267,14 @@ class RoleStarter:
 
 
 def health_url(run: RunContext, role: RolePlan) -> str | None:
-    """Where `role` answers its health check; None without a check or an http port."""
-    url = run.bindings.get(role.name, {}).get("url")
-    if role.health is None or url is None:
+    """Where `role` answers its health check; None without a check or the port it names."""
+    fields = run.bindings.get(role.name, {})
+    if role.health is None:
         return None
-    return url + role.health.path
+    port = fields.get(f"{role.health.port}_port")
+    if port is None:
+        return None
+    return f"http://{fields['host']}:{port}{role.health.path}"
 
 
 def stage_labels(stages: list[list[RolePlan]]) -> list[str]:

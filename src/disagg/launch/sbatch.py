@@ -148,9 +148,6 @@ def render(plan: Plan, run_dir: Path, *, python: str | None = None) -> str:
         for key, value in directives(plan.slurm, run_dir, component):
             lines.append(f"#SBATCH --{key}" if value is None else f"#SBATCH --{key}={q(value)}")
     lines += ["", "set -euo pipefail", f"cd {q(str(run_dir))}"]
-    if plan.slurm.setup_script:
-        lines.append("# the recipe's setup script runs once on the first node, before any role")
-        lines.append(f"bash -- {q(plan.slurm.setup_script)}")
     lines.append(f"exec {q(python)} -m disagg.job {q(str(run_dir))} --executor slurm")
     return "\n".join(lines) + "\n"
 

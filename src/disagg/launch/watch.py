@@ -33,6 +33,10 @@ KEPT_GAPS = 64  # per role; older ones lie before any point still being judged
 class Watched:
     role: str
     url: str
+    # As the role's start gate reads an answer (`HealthPlan.expect` / `any_status`): a
+    # server that reports its parts' states answers 503 while alive.
+    expect: str | None = None
+    any_status: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,12 @@ class LivenessWatch:
         probe_timeout = min(PROBE_TIMEOUT_CAP_S, max(0.5, self.timeout_s / 2))
         track = self._tracks[target.role]
         while not self._done():
-            ok, detail = probe(target.url, timeout_s=probe_timeout)
+            ok, detail = probe(
+                target.url,
+                timeout_s=probe_timeout,
+                expect=target.expect,
+                any_status=target.any_status,
+            )
             now = time.monotonic()
             with self._lock:
                 if not ok:

@@ -27,8 +27,54 @@ _ROWS = (
         "runs the `sglang-router` package's `sglang_router.launch_router` for "
         "`frontend.type: sglang` (v1) / `sglang-router`",
         "runs smg 1.13.0 (`smg.launch_router`, the same flags), unless the recipe sets "
-        "`frontend.package: sglang-router` (then sglang-router 0.3.2)",
-        "sglang-router 0.3.2 is that package's last release; the project continues as smg",
+        "`frontend.package: sglang-router` (then sglang-router 0.3.2), from disagg's own "
+        "environment on the host, adding `--tokenizer-path` (the model as the host sees it), "
+        "`--prometheus-port` / `--prometheus-host` (a port of its own on its node's address) "
+        "and `--shutdown-grace-period-secs 1`",
+        "sglang-router 0.3.2 is that package's last release; the project continues as smg. "
+        "Outside the image the container's `/model` is not there to load the tokenizer from; "
+        "every router on a node would otherwise share the exporter's port 29000; the router "
+        "is stopped only once the load is over, and would wait up to 180 s for nothing",
+    ),
+    Difference(
+        "config-dump-path",
+        "passes `dynamo.sglang` / `dynamo.vllm` `--dump-config-to <log dir>/<node>_config.json`"
+        " with its log directory's path on the host, which a container sees only if a "
+        "cluster mount puts that path at the same place (srtctl mounts it at `/logs`)",
+        "passes `--dump-config-to /logs/<node>_config.json`: the same file in the same "
+        "directory, by the path the container mounts it at",
+        "the dump lands in the run directory on every cluster, not only on those that mount "
+        "the shared filesystem at the same path inside the container",
+    ),
+    Difference(
+        "router-infra",
+        "starts etcd and NATS on the infra node for an `sglang-router` job too, which no "
+        "process of the job uses, and gives every worker `ETCD_ENDPOINTS` / `NATS_SERVER`",
+        "starts neither for a router job; gives the workers the same `ETCD_ENDPOINTS` and "
+        "`NATS_SERVER` values (srtctl's fixed ports on the infra node)",
+        "SGLang's router and workers register nowhere; two idle servers on the head node "
+        "change nothing but the job's footprint",
+    ),
+    Difference(
+        "setup-script-missing",
+        "runs `setup_script` from `/configs/<name>` (else `/configs/patches/<name>`) in every "
+        "worker's and Dynamo frontend's container before its program; when neither exists it "
+        "prints a warning and starts the program anyway",
+        "runs it the same way, from the same places, but a task whose script is in neither "
+        "place fails, naming both paths; the configs directory is the cluster config's "
+        "`<srtctl_root>/configs` (or a mount at `/configs`), as srtctl mounts its own",
+        "a setup script such as `rebuild-deepep.sh` changes the container the engine runs "
+        "in: an engine started without it measures something else than the recipe asks",
+    ),
+    Difference(
+        "mocker-environment",
+        "runs a `backend.type: mocker` worker (`python3 -m dynamo.mocker`) and its frontend "
+        "in the job's container image, discovering each other through etcd",
+        "runs them from disagg's own environment (its pinned ai-dynamo) on the host, with "
+        "`--model-name` the served name, discovering each other through files in the run "
+        "directory unless the recipe names etcd or NATS",
+        "the mocker is Dynamo's CPU engine simulator: it runs where disagg runs, without "
+        "an image or GPUs, and the served name is the one the load generator asks for",
     ),
     Difference(
         "load-generator",

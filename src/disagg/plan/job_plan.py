@@ -48,7 +48,6 @@ def slurm_plan(
         container_mounts=mounts,
         pyxis=pyxis,
         secret_env=list(profile.secret_env) if profile else ["HF_TOKEN"],
-        setup_script=cfg.setup_script,
         het_nodes=list(het_nodes or []),
     )
 

@@ -64,10 +64,15 @@ def publishing(role: RolePlan, config: Mapping[str, Any], engine: str) -> RolePl
         update={
             "argv": [*role.argv, *flags],
             "node_argv": [[*argv, *flags] for argv in role.node_argv],
-            "ports": [*role.ports, PORT],
+            "ports": role.ports if _has_port(role, PORT) else [*role.ports, PORT],
             "env": env,
         }
     )
+
+
+def _has_port(role: RolePlan, name: str) -> bool:
+    """Whether `role` already has the port `name` (alone or as a block `name*N`)."""
+    return any(port.partition("*")[0] == name for port in role.ports)
 
 
 def with_publishers(

@@ -60,6 +60,11 @@ class HealthPlan(_Strict):
     # When set, a 200 counts only if the body contains this text (e.g. a model name in
     # Dynamo's `/v1/models`: the frontend answers 200 before any worker has registered).
     expect: str | None = None
+    # The role's port the GET goes to (`system`: a Dynamo worker's system status server).
+    port: str = "http"
+    # A body holding `expect` counts whatever the status: Dynamo's system server answers
+    # 503 `notready` while listing each endpoint's own state (`"generate":"ready"`).
+    any_status: bool = False
 
 
 class ReadinessPlan(_Strict):
@@ -315,7 +320,6 @@ class SlurmPlan(_Strict):
     container_mounts: dict[str, str] = Field(default_factory=empty_dict)  # host -> container
     pyxis: bool = False  # srun gets --container-* flags for roles with an image only when set
     secret_env: list[str] = Field(default_factory=empty_list)  # names only, never values
-    setup_script: str | None = None
     # A Slurm heterogeneous job (srtctl's `resources.het_jobs`): the node count of each
     # component, group 0 (prefill, and a dedicated infra node) then group 1 (decode);
     # empty for one homogeneous job. Node ranks run through the groups in this order.
@@ -375,6 +379,9 @@ class Plan(_Strict):
     # recipe: {id, srtctl, disagg, why}, rows of `disagg.plan.compat` (docs/compat.md).
     differs: list[dict[str, str]] = Field(default_factory=empty_list)
     host_setup: HostSetupPlan | None = None  # run before the first stage starts
+    # The recipe's `setup_script` (a name in the configs directory): run in each worker's
+    # and Dynamo frontend's container before its program (`disagg.plan.setup_script`).
+    setup_script: str | None = None
 
     @property
     def total_gpus(self) -> int:

@@ -28,7 +28,7 @@ from disagg.frontends.mooncake import (
     mooncake_plane,
     with_worker_env,
 )
-from disagg.plan import kv_events, role_engines
+from disagg.plan import kv_events, role_engines, setup_script
 from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import check_container_paths, translate_roles
 from disagg.plan.containers import Containers
@@ -44,6 +44,7 @@ from disagg.plan.job_nodes import (
     job_nodes,
 )
 from disagg.plan.job_plan import env_text, slurm_plan
+from disagg.plan.launcher_env import JobAddresses, with_launcher_env
 from disagg.plan.limits import (
     LimitsPlan,
     client_limit_problem,
@@ -432,6 +433,26 @@ class _Placer:
             self.differs.append("client-node")
         return role
 
+    def setup_script(self, frontend: FrontendRoles) -> list[list[RolePlan]]:
+        """The recipe's `setup_script` before every real worker and Dynamo frontend, in their
+        containers (`disagg.plan.setup_script`); a simulated run has no container to set up."""
+        name = self.config.setup_script
+        if not name:
+            return frontend.stages
+        if self.simulated:
+            self.ignored["setup_script"] = "simulated workers run in no container to set up"
+            return frontend.stages
+        self.differs.append(setup_script.COMPAT_ROW)
+        return [
+            [
+                setup_script.with_setup_script(role, name)
+                if setup_script.takes_setup_script(role, frontend.frontend)
+                else role
+                for role in stage
+            ]
+            for stage in frontend.stages
+        ]
+
     def staging(self, model: ModelRef, workers: list[RolePlan]) -> StagingPlan:
         staging = staging_plan(
             self.config,
@@ -497,6 +518,16 @@ class _Placer:
         )
         frontend.stages = with_service_stages(frontend.stages, services)
         self.differs += services.differs
+        if not self.simulated:  # srtctl's launcher environment on every real worker
+            where = JobAddresses(
+                head_rank=job.head,
+                infra_rank=job.infra,
+                fixed_planes=frontend.frontend != "dynamo",
+            )
+            frontend.stages = [
+                with_launcher_env(stage, self.config, where) for stage in frontend.stages
+            ]
+        frontend.stages = self.setup_script(frontend)
         nodes = job.total
         roles = self.kv_events(frontend)
         # The frontend decides which prompt form its API takes, and may bring a tokenizer.
@@ -564,6 +595,7 @@ class _Placer:
         if setup is None and self.profile is not None:
             setup = self.profile.host_setup
         plan.host_setup = host_setup_plan(setup, workers, nodes)
+        plan.setup_script = None if self.simulated else self.config.setup_script
         bench_adapter = adapter_for(bench.type)
         completed = bench_adapter.complete(plan)
         plan.ignored += bench_completed_ignored(self.variant, plan.bench, completed)

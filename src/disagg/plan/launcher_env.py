@@ -1,0 +1,91 @@
+"""The environment srtctl's launcher gives every worker process, whatever its engine and
+frontend (srt-slurm v1.0.68, `cli/mixins/worker_stage.py`: `start_worker` for a task per
+node, `start_endpoint_worker` for an MPI step such as TRT-LLM's).
+
+In srtctl's order, each later group over the earlier ones:
+
+- `HEAD_NODE_IP` (the head node's address), `ETCD_ENDPOINTS` and `NATS_SERVER` (the
+  infra node's etcd and NATS: under Dynamo the job's own, as its discovery plane says;
+  under any other frontend srtctl's fixed ports, which it sets though no process of such
+  a job reads them), `DYN_SYSTEM_PORT` (a
+  port of the worker's own: Dynamo's system status server), `DYN_REQUEST_PLANE` (not
+  on an MPI step), `DYN_SKIP_SGLANG_LOG_FORMATTING=1`, `DYN_EVENT_PLANE` when the
+  recipe sets one, OpenTelemetry's variables when `observability` asks for them, and
+  `DYN_LOG` unless something later sets it;
+- then what the worker already carries: the mode's and the recipe's environment, and
+  the engine's own per-process variables (vLLM's `VLLM_PORT`, ...), which win.
+
+Real workers only: a simulated engine reads none of these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from disagg.plan.model import WORKER_KINDS, RolePlan
+from disagg.recipe.schema import RecipeConfig
+
+SYSTEM_PORT = "system"  # `${self.system_port}`: Dynamo's system status server
+DYN_LOG = "info,dynamo_runtime::pipeline::network::ingress::push_handler=warn"
+ETCD_CLIENT_PORT = 2379  # srtctl/ports.py: where srtctl's etcd and NATS listen
+NATS_PORT = 4222
+
+
+@dataclass(frozen=True)
+class JobAddresses:
+    """Where the job's shared parts are, as placeholders bound at launch."""
+
+    head_rank: int  # srtctl's head node: nginx or the one frontend
+    infra_rank: int  # etcd and NATS
+    # srtctl's fixed etcd/NATS addresses, for a job whose frontend plans no plane of its
+    # own: a Dynamo job's processes read the ones its discovery plane gives them (a plane
+    # of files, in a run without etcd, must not be pointed at an etcd that is not there)
+    fixed_planes: bool = True
+
+
+def otel_env(config: RecipeConfig, component: str) -> dict[str, str]:
+    """OpenTelemetry export for one Dynamo component (srtctl `build_otel_env`)."""
+    section = config.observability
+    if section is None or not section.enable_otel or not section.otel_endpoint:
+        return {}
+    return {
+        "DYN_LOGGING_JSONL": "1",
+        "OTEL_EXPORT_ENABLED": "1",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": section.otel_endpoint,
+        "OTEL_SERVICE_NAME": f"dynamo-{component}",
+    }
+
+
+def launcher_env(config: RecipeConfig, role: RolePlan, where: JobAddresses) -> dict[str, str]:
+    """What srtctl's launcher sets on `role` before its own environment."""
+    env = {"HEAD_NODE_IP": f"${{nodes.{where.head_rank}}}"}
+    if where.fixed_planes:
+        infra = f"${{node_names.{where.infra_rank}}}"
+        env["ETCD_ENDPOINTS"] = f"http://{infra}:{ETCD_CLIENT_PORT}"
+        env["NATS_SERVER"] = f"nats://{infra}:{NATS_PORT}"
+    env["DYN_SYSTEM_PORT"] = f"${{self.{SYSTEM_PORT}_port}}"
+    if role.mpi is None:
+        env["DYN_REQUEST_PLANE"] = config.dynamo.request_plane or "tcp"
+    env["DYN_SKIP_SGLANG_LOG_FORMATTING"] = "1"
+    if config.dynamo.event_plane:
+        env["DYN_EVENT_PLANE"] = config.dynamo.event_plane
+    mode = "agg" if role.kind.value == "aggregated" else role.kind.value
+    env.update(otel_env(config, mode))
+    env.setdefault("DYN_LOG", DYN_LOG)
+    return env
+
+
+def with_launcher_env(
+    roles: list[RolePlan], config: RecipeConfig, where: JobAddresses
+) -> list[RolePlan]:
+    """Every worker of `roles` with srtctl's launcher environment under its own, and the
+    system port that `DYN_SYSTEM_PORT` names; other roles as given."""
+    placed = []
+    for role in roles:
+        if role.kind not in WORKER_KINDS:
+            placed.append(role)
+            continue
+        ports = role.ports if SYSTEM_PORT in role.ports else [*role.ports, SYSTEM_PORT]
+        env = {**launcher_env(config, role, where), **role.env}
+        placed.append(role.model_copy(update={"env": env, "ports": ports}))
+    return placed

@@ -1,0 +1,62 @@
+"""`setup_script`: a script run inside each worker's container, and each Dynamo frontend's,
+before its program starts (srt-slurm v1.0.68: the bash preamble of `WorkerStageMixin.
+_build_worker_preamble` and `DynamoFrontend._build_preamble`).
+
+srtctl looks the name up as `/configs/<name>`, then `/configs/patches/<name>`, in the
+directory it mounts at `/configs` (its own `configs/`). Scripts such as
+`rebuild-deepep.sh` change the container the engine then runs in, so the script runs
+where the engine does: every task of every worker (every MPI rank of one), before the
+Dynamo install. The configs directory is `${run.configs}`: `/configs` inside a
+container, its host side for a role without one.
+
+Where srtctl prints a warning and starts the engine without the script when neither
+file exists, the task fails here, naming both paths (compat row `setup-script-missing`):
+an engine started without the container change its recipe asks for measures something
+else.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from disagg.plan.model import WORKER_KINDS, RolePlan
+
+CONFIGS_INSIDE = "/configs"  # where srtctl mounts its configs directory in every container
+COMPAT_ROW = "setup-script-missing"
+NAME_ARG = "setup-script"  # the wrapper's $0, as the task's process list shows it
+
+
+def setup_commands(name: str) -> str:
+    """Shell lines that find and run `name` from the configs directory, or fail."""
+    quoted = shlex.quote(name)
+    script = f'"${{run.configs}}"/{quoted}'
+    patch = f'"${{run.configs}}"/patches/{quoted}'
+    missing = f"setup_script {quoted}: neither {script} nor {patch} exists"
+    return (
+        f"if [ -f {script} ]; then s={script}; elif [ -f {patch} ]; then s={patch}; "
+        f'else echo "{missing}" >&2; exit 1; fi; '
+        'echo "Running setup script: $s" && bash "$s"'
+    )
+
+
+def running_setup_script(argv: list[str], name: str) -> list[str]:
+    """`argv` preceded by the recipe's setup script; its arguments pass through."""
+    return ["bash", "-c", f'{setup_commands(name)} && exec "$@"', NAME_ARG, *argv]
+
+
+def with_setup_script(role: RolePlan, name: str) -> RolePlan:
+    """`role` (each of its nodes' commands) running the setup script first."""
+    return role.model_copy(
+        update={
+            "argv": running_setup_script(role.argv, name),
+            "node_argv": [running_setup_script(argv, name) for argv in role.node_argv],
+        }
+    )
+
+
+def takes_setup_script(role: RolePlan, frontend: str) -> bool:
+    """Whether srtctl runs the setup script before `role`: every worker, and the frontend
+    processes of a Dynamo job (not nginx, not a router of another kind)."""
+    if role.kind in WORKER_KINDS:
+        return True
+    return frontend == "dynamo" and "dynamo.frontend" in role.argv
