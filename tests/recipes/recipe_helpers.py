@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-SHARED_RECIPES = Path(__file__).resolve().parents[3] / "shared" / "recipes"
-CORPUS = SHARED_RECIPES / "srt-slurm-v1.0.68"
+# the team's corpus, for the tests that sweep it (tests/needs.py)
+from needs import CORPUS as CORPUS
+from needs import SHARED_RECIPES as SHARED_RECIPES
+
 # Shared recipes that srtctl itself rejects, with the error disagg gives (bad input, exit 2);
 # tests that walk the trees for other properties pass over them.
 BAD_INPUT = {

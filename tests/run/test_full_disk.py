@@ -4,8 +4,9 @@ naming the file and the cause, never as a traceback.
 
 The file systems are real: a 2 MB tmpfs (the run's records fit, a report with charts
 does not) and a read-only one, mounted for the test and unmounted after. Mounting needs
-root; elsewhere these tests skip (the report's own write errors are covered by
-tests/report/test_report_files.py without a mount).
+root; elsewhere these tests skip, naming it (the report's own write errors are covered by
+tests/report/test_report_files.py without a mount), and fail where DISAGG_REQUIRE_TMPFS=1
+says the mount must work (CI, .ci/run).
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from needs import unavailable
 
 from .conftest import PY
 from .test_run_cli import RECIPE
+
+TMPFS_GUARD = "DISAGG_REQUIRE_TMPFS"
 
 
 @contextmanager
 def tmpfs(where: Path, options: str) -> Iterator[Path]:
     where.mkdir(parents=True, exist_ok=True)
     if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
+        unavailable("needs root, to mount a tmpfs", TMPFS_GUARD)
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
         capture_output=True,
@@ -36,7 +39,7 @@ def tmpfs(where: Path, options: str) -> Iterator[Path]:
         check=False,
     )
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+        unavailable(f"needs a tmpfs mount, refused here: {mounted.stderr.strip()}", TMPFS_GUARD)
     try:
         yield where
     finally:
