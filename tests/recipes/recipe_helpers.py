@@ -24,7 +24,9 @@ BAD_INPUT = {
 
 def bad_input(path: Path) -> bool:
     """Whether `path` is one of the shared recipes srtctl itself rejects (BAD_INPUT)."""
-    return path.resolve().relative_to(SHARED_RECIPES.resolve()).as_posix() in BAD_INPUT
+    found = path.resolve()
+    root = SHARED_RECIPES.resolve()
+    return found.is_relative_to(root) and found.relative_to(root).as_posix() in BAD_INPUT
 
 
 MINIMAL = """\
