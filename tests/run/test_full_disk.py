@@ -82,16 +82,33 @@ def test_a_full_run_directory_keeps_the_points_and_the_report_fails_in_one_line(
         assert json.loads(done.stdout)["report"] is None
 
 
-def test_report_into_a_read_only_directory_is_one_line_and_exit_1(tmp_path: Path) -> None:
+def test_report_into_a_read_only_directory_is_refused_in_one_line_exit_2(tmp_path: Path) -> None:
+    """An --out on a read-only file system is bad input, refused before any file is made."""
     recipe = tmp_path / "tiny.yaml"
     recipe.write_text(RECIPE)
     run_dir = tmp_path / "run"
     first = run("run", recipe, "--local", "--out", run_dir)
     assert first.returncode == 0, first.stderr[-3000:]
     with tmpfs(tmp_path / "ro", "size=1m,ro") as read_only:
-        done = run("report", run_dir, "--out", read_only)
+        done = run("report", run_dir, "--out", read_only / "report")
 
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == 2, done.stderr
         assert "Traceback" not in done.stderr
-        assert f"cannot write {read_only / 'summary.csv'}: Read-only file system" in done.stderr
+        [line] = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+        assert line == (
+            f"error: --out {read_only / 'report'}: {read_only} is on a read-only file system"
+        )
+        assert list(read_only.iterdir()) == []
     assert (run_dir / "summary.json").is_file()
+
+
+def test_a_run_onto_a_read_only_file_system_is_refused_before_it_starts(tmp_path: Path) -> None:
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(RECIPE)
+    with tmpfs(tmp_path / "ro", "size=1m,ro") as read_only:
+        done = run("run", recipe, "--local", "--out", read_only / "run")
+
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr
+        assert f"{read_only} is on a read-only file system" in done.stderr
+        assert list(read_only.iterdir()) == []
