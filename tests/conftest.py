@@ -5,6 +5,9 @@ Tests that need Slurm take the `slurm_cluster` fixture. On a machine without the
 rig they are skipped with the reason; under the test command (scripts/test sets
 DISAGG_REQUIRE_SLURM=1 after starting the rig) an unreachable cluster is a failure,
 so a broken rig can never turn the Slurm tests into silent skips.
+
+Tests marked `corpus` sweep the team's recipe corpus (tests/needs.py): they skip, naming
+it, where ../shared/recipes is absent, and fail instead under DISAGG_REQUIRE_CORPUS=1.
 """
 
 from __future__ import annotations
@@ -17,10 +20,17 @@ from pathlib import Path
 
 import pytest
 
+from needs import require_corpus
 from tiny_model import TinyModel, build_tiny_model
 
 RIG_DIR = Path(os.environ.get("DISAGG_SLURM_DIR", "/tmp/disagg-slurm"))
 RIG_CONF = RIG_DIR / "etc" / "slurm.conf"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A `corpus` test runs only with the corpus beside the checkout (or fails in CI)."""
+    if item.get_closest_marker("corpus") is not None:
+        require_corpus()
 
 
 def _unavailable(reason: str) -> None:

@@ -29,16 +29,15 @@ from disagg.errors import UnsupportedRecipe
 from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import Variant, load_variants
-from recipes.recipe_helpers import SHARED_RECIPES
 from slurm.golden_support import check_golden, srun_lines
 
-ATOM = SHARED_RECIPES / "inferencex-schema2" / "atom"
-RECIPES = sorted(ATOM.rglob("*.yaml")) if ATOM.is_dir() else []
+# InferenceX's ATOM recipe forms, in recipes written for these tests
+ATOM = Path(__file__).parent / "data" / "atom"
+RECIPES = sorted(ATOM.glob("*.yaml"))
 GOLDEN = Path(__file__).parent / "golden"
 MI355X = Path(__file__).resolve().parents[2] / "examples" / "clusters" / "mi355x.yaml"
 SNAPSHOT = "/shared/hf/hub/models--Qwen--Qwen3-0.6B/snapshots/0123456789abcdef"
 PYTHON = "/shared/disagg/.venv/bin/python"
-needs_corpus = pytest.mark.skipif(not RECIPES, reason="the shared ATOM recipes are not here")
 
 
 def _roles(variant: Variant) -> list[tuple[WorkerRole, int]]:
@@ -68,14 +67,11 @@ def worker_lines(variant: Variant) -> str:
     return "\n".join(lines) + "\n"
 
 
-@needs_corpus
-@pytest.mark.parametrize(
-    "recipe", RECIPES, ids=[f"{p.parent.parent.name}-{p.stem}" for p in RECIPES]
-)
+@pytest.mark.parametrize("recipe", RECIPES, ids=[p.stem for p in RECIPES])
 def test_worker_commands_of_the_atom_recipes(recipe: Path) -> None:
+    assert len(RECIPES) == 3
     parts = [f"# {v.name}\n{worker_lines(v)}" for v in load_variants(recipe)]
-    name = f"atom/{recipe.parent.parent.name}-{recipe.parent.name}-{recipe.stem}.txt"
-    check_golden(name, "".join(parts), directory=GOLDEN)
+    check_golden(f"atom/{recipe.stem}.txt", "".join(parts), directory=GOLDEN)
 
 
 def test_a_prefill_worker_hands_kv_to_decode_through_mooncake() -> None:
@@ -105,10 +101,9 @@ def test_an_aggregated_worker_spans_its_gpus_and_takes_no_kv_transfer() -> None:
     assert command.ports == ["http", "engine"] and command.env == {}
 
 
-@needs_corpus
 def test_aggregated_workers_are_pinned_to_their_amd_gpus(tmp_path: Path) -> None:
     """Behind a frontend built here: the profile's ROCm pinning, one GPU per worker."""
-    recipe = ATOM / "qwen3-0.6b" / "mi355x" / "agg-2w-fixed-seq.yaml"
+    recipe = ATOM / "infera-agg-2w.yaml"
     path = tmp_path / "agg.yaml"
     path.write_text(recipe.read_text().replace("type: infera", "type: sglang-router"))
     [variant] = load_variants(path)
@@ -124,23 +119,21 @@ def test_aggregated_workers_are_pinned_to_their_amd_gpus(tmp_path: Path) -> None
     assert plan.role("aggregated-0").parallel.tp == 1
 
 
-@needs_corpus
 @pytest.mark.parametrize(
     ("recipe", "what"),
     [
-        ("qwen3-0.6b/mi355x/disagg-1p1d-fixed-seq.yaml", "frontend type infera (not a frontend"),
-        ("qwen3-0.6b/mi355x/agg-2w-fixed-seq.yaml", "frontend type infera (not a frontend"),
+        ("infera-disagg-1p1d.yaml", "frontend type infera (not a frontend"),
+        ("infera-agg-2w.yaml", "frontend type infera (not a frontend"),
     ],
 )
-def test_the_corpus_recipes_are_refused_for_their_frontend_by_name(recipe: str, what: str) -> None:
+def test_infera_recipes_are_refused_for_their_frontend_by_name(recipe: str, what: str) -> None:
     [variant] = load_variants(ATOM / recipe)
     with pytest.raises(UnsupportedRecipe, match=re.escape(f"unsupported: {what}")):
         place(variant)
 
 
-@needs_corpus
 def test_real_prefill_decode_workers_are_refused_without_atoms_router(tmp_path: Path) -> None:
-    recipe = ATOM / "qwen3-0.6b" / "mi355x" / "disagg-1p1d-fixed-seq.yaml"
+    recipe = ATOM / "infera-disagg-1p1d.yaml"
     path = tmp_path / "pd.yaml"
     path.write_text(recipe.read_text().replace("type: infera", "type: sglang-router"))
     [variant] = load_variants(path)
@@ -152,10 +145,9 @@ def test_real_prefill_decode_workers_are_refused_without_atoms_router(tmp_path: 
         place(variant)
 
 
-@needs_corpus
 def test_the_simulated_engine_reads_the_atom_settings(tmp_path: Path) -> None:
-    """`engine: sim`: the DeepSeek 2P1D recipe's sizes, batch limits and graphs, simulated."""
-    recipe = ATOM / "deepseek-v4" / "mi355x" / "disagg-2p1d-dpa-tp8-8k1k.yaml"
+    """`engine: sim`: the 2P1D atomesh recipe's sizes, batch limits and graphs, simulated."""
+    recipe = ATOM / "atomesh-2p1d-dpa-tp8.yaml"
     text = recipe.read_text()
     start = text.index("frontend:\n")
     end = text.index("\n\n", start)  # atomesh's own arguments go with it
@@ -170,9 +162,9 @@ def test_the_simulated_engine_reads_the_atom_settings(tmp_path: Path) -> None:
     for line in (prefill, decode):
         assert "-m disagg sim-engine" in line
         assert "--tp-size 8" in line and "--enable-dp-attention" in line
-        assert "--context-length 9472" in line
-    assert "--max-running-requests 256" in prefill and "--max-running-requests 2048" in decode
-    assert "--cuda-graph-max-bs 256" in decode
+        assert "--context-length 5120" in line
+    assert "--max-running-requests 128" in prefill and "--max-running-requests 1024" in decode
+    assert "--cuda-graph-max-bs 128" in decode
     assert plan.role("decode-0").parallel is not None
     assert plan.role("decode-0").parallel.tp == 8
 

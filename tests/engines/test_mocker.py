@@ -18,10 +18,13 @@ from disagg.plan.model import Plan, RoleKind
 from disagg.plan.placement import place
 from disagg.recipe.lint import Severity, lint_paths
 from disagg.recipe.variants import load_variants
-from recipes.recipe_helpers import CORPUS
 from run.conftest import disagg
 
 from .engine_support import plan_text
+
+DATA = Path(__file__).parent / "data" / "mocker"  # recipes written for these tests
+AGG = DATA / "agg.yaml"
+TRACE_AGG = DATA / "trace-agg.yaml"
 
 MOCKER = """\
 name: mock
@@ -61,8 +64,8 @@ def command(plan: Plan, role: str) -> str:
     return " ".join(plan.role(role).argv)
 
 
-def test_the_corpus_mocker_recipe_runs_the_mocker_as_its_engine() -> None:
-    [variant] = load_variants(CORPUS / "mocker" / "agg.yaml")
+def test_an_aggregated_mocker_recipe_runs_the_mocker_as_its_engine() -> None:
+    [variant] = load_variants(AGG)
     plan = place(variant)
     assert plan.engine == "mocker" and not plan.simulated and plan.simulator is None
     assert plan.emulates == "vllm"  # backend.engine_type
@@ -85,7 +88,7 @@ def test_the_corpus_mocker_recipe_runs_the_mocker_as_its_engine() -> None:
     assert plan.role("aggregated-0").container_image is None
     assert plan.slurm.container_image is None and plan.staging.containers == []
     # The hub model is staged like any engine's (the mocker reads its tokenizer).
-    assert [m.repo_id for m in plan.staging.models] == ["Qwen/Qwen3-0.6B"]
+    assert [m.repo_id for m in plan.staging.models] == ["org/tiny-chat"]
     assert not plan.staging.skip
     ignored = {item["field"]: item["why"] for item in plan.ignored}
     assert ignored["services.etcd"].startswith("mocker workers: Dynamo discovers them")
@@ -93,17 +96,14 @@ def test_the_corpus_mocker_recipe_runs_the_mocker_as_its_engine() -> None:
     assert "not the image's" in ignored["model.container"]
 
 
-def test_the_corpus_trace_recipe_plans_its_cluster_trace_to_be_read_in_the_job() -> None:
+def test_a_trace_recipe_plans_its_cluster_trace_to_be_read_in_the_job() -> None:
     """As srtctl, the trace on the cluster's filesystem is read when the job runs."""
-    [variant] = load_variants(CORPUS / "mocker" / "kimi-trace-agg.yaml")
+    [variant] = load_variants(TRACE_AGG)
     plan = place(variant)
     trace = plan.bench.trace
     assert plan.engine == "mocker" and trace is not None and trace.at_run_time
-    assert trace.written == "/traces/together-ai-basic-no-delays_119k/dataset.jsonl"
-    assert trace.path == (
-        "/lustre/fsw/coreai_tritoninference_triton3/aflowers/srt-slurm/traces/"
-        "together-ai-basic-no-delays_119k/dataset.jsonl"
-    )
+    assert trace.written == "/traces/chat-sessions/dataset.jsonl"
+    assert trace.path == "/lustre/team/shared/traces/chat-sessions/dataset.jsonl"
 
 
 def test_a_trace_in_a_container_mount_is_read_from_the_host_side(tmp_path: Path) -> None:
@@ -111,11 +111,8 @@ def test_a_trace_in_a_container_mount_is_read_from_the_host_side(tmp_path: Path)
     traces.mkdir()
     lines = [f'{{"timestamp": {i * 10}, "input_length": 64, "output_length": 8}}' for i in range(3)]
     (traces / "t.jsonl").write_text("\n".join(lines) + "\n")
-    text = (CORPUS / "mocker" / "kimi-trace-agg.yaml").read_text()
-    text = text.replace(
-        "/lustre/fsw/coreai_tritoninference_triton3/aflowers/srt-slurm/traces", str(traces)
-    )
-    text = text.replace("/traces/together-ai-basic-no-delays_119k/dataset.jsonl", "/traces/t.jsonl")
+    text = TRACE_AGG.read_text().replace("/lustre/team/shared/traces", str(traces))
+    text = text.replace("/traces/chat-sessions/dataset.jsonl", "/traces/t.jsonl")
     plan = plan_text(tmp_path, text)
     assert plan.engine == "mocker" and [p.num_prompts for p in plan.bench.points] == [3]
     worker = command(plan, "aggregated-0")
@@ -206,7 +203,7 @@ def test_what_the_mocker_cannot_run_is_refused_at_plan_time(
 
 
 def test_lint_does_not_ask_mocker_workers_to_fill_their_gpus() -> None:
-    report = lint_paths([CORPUS / "mocker" / "agg.yaml"])
+    report = lint_paths([AGG])
     assert all("(mocker)" not in f.message for f in report.findings)
     assert report.count(Severity.ERROR) == 0
 
@@ -230,12 +227,11 @@ def test_the_flag_table_is_the_installed_mockers() -> None:
 
 
 def test_plan_output_says_engine_mocker_and_what_it_emulates_never_simulated() -> None:
-    path = CORPUS / "mocker" / "agg.yaml"
-    shown = disagg("plan", path)
+    shown = disagg("plan", AGG)
     assert shown.returncode == 0, shown.stderr
     assert "mocker (emulating vllm), aggregated" in shown.stdout
     assert "simulated" not in shown.stdout.replace("AISimulate", "")
-    done = disagg("plan", path, "--json")
+    done = disagg("plan", AGG, "--json")
     [variant] = json.loads(done.stdout)["variants"]
     assert variant["engine"] == "mocker" and variant["emulates"] == "vllm"
     assert variant["simulated"] is False and variant["simulator"] is None

@@ -1,5 +1,6 @@
-"""The simulated engine runs what the engine would: over every planned variant of the shared
-corpora, simulated, each worker's parallel sizes and GPU count are the plan's."""
+"""The simulated engine runs what the engine would: over every planned variant of the
+engine recipes written for these tests and of the team's corpus, simulated, each worker's
+parallel sizes and GPU count are the plan's."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from disagg.plan.model import Plan, RoleKind
 from disagg.plan.placement import place
 from disagg.recipe.lint.runner import lint_paths
 from disagg.recipe.variants import Variant, load_variants
+from needs import SHARED_RECIPES, corpus
 from recipes.recipe_helpers import bad_input
 
 WORKER_KINDS = (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "recipes"
+DATA = Path(__file__).parent / "data"  # one small recipe per engine feature set
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def simulated(variant: Variant) -> Variant:
@@ -35,8 +38,8 @@ def bound(argv: list[str]) -> list[str]:
     return ["1" if "${" in arg else arg for arg in argv]
 
 
-def test_simulated_workers_have_the_plans_parallel_sizes_and_gpus() -> None:
-    files = [p for p in sorted(SHARED.rglob("*.yaml")) if "cluster-configs" not in p.parts]
+def simulated_workers_match(files: list[Path]) -> Counter[str]:
+    """Check every simulated worker of `files`; the count checked, per engine."""
     checked: Counter[str] = Counter()
     short_or_over: dict[Path, set[str]] = {}  # files whose engines ask for other GPU counts
     for path in files:
@@ -63,7 +66,6 @@ def test_simulated_workers_have_the_plans_parallel_sizes_and_gpus() -> None:
                     short_or_over.setdefault(path, set()).add(variant.name)
                 checked[plan.backend] += 1
     print(f"\nsimulated workers checked: {dict(checked)}")
-    assert checked["sglang"] > 1000 and checked["vllm"] > 10 and checked["trtllm"] > 1000
     # Where an engine uses more or fewer GPUs than its worker gets, lint says so (DA005).
     for path, variants in short_or_over.items():
         flagged = {
@@ -73,3 +75,17 @@ def test_simulated_workers_have_the_plans_parallel_sizes_and_gpus() -> None:
             for v in finding.message.rpartition(" [variants: ")[2][:-1].split(",")
         }
         assert variants <= flagged, (path, variants - flagged)
+    return checked
+
+
+def test_simulated_workers_of_the_engine_recipes_have_the_plans_sizes_and_gpus() -> None:
+    files = sorted(DATA.rglob("*.yaml")) + sorted((EXAMPLES / "sim").glob("*.yaml"))
+    checked = simulated_workers_match(files)
+    assert checked["sglang"] >= 12 and checked["vllm"] >= 8 and checked["trtllm"] >= 8
+
+
+@corpus
+def test_simulated_workers_of_the_corpus_have_the_plans_parallel_sizes_and_gpus() -> None:
+    files = [p for p in sorted(SHARED_RECIPES.rglob("*.yaml")) if "cluster-configs" not in p.parts]
+    checked = simulated_workers_match(files)
+    assert checked["sglang"] > 1000 and checked["vllm"] > 10 and checked["trtllm"] > 1000

@@ -26,15 +26,13 @@ from disagg.errors import UnsupportedRecipe
 from disagg.frontends.static import local_refusal
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
-from recipes.recipe_helpers import SHARED_RECIPES
 from slurm.golden_support import check_golden
 
 from .engine_support import task_lines
 
 GOLDEN = Path(__file__).parent / "golden"
-AGENTX = SHARED_RECIPES / "inferencex-schema2" / "glm5.1" / "tilert" / "b200-fp8" / "agentx"
-RECIPE = AGENTX / "disagg-1p1d-tp8-mtp.yaml"
-needs_corpus = pytest.mark.skipif(not RECIPE.is_file(), reason="the shared recipes are not here")
+# InferenceX's TileRT recipe form (engine knobs), in a recipe written for these tests
+RECIPE = Path(__file__).parent / "data" / "tilert" / "schema2-engine-knobs-nixl.yaml"
 
 SCHEMA2 = """\
 schema: 2
@@ -67,8 +65,7 @@ def _plan(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
     return place(variant)
 
 
-@needs_corpus
-def test_the_inferencex_tilert_recipe_renders_its_workers_and_router() -> None:
+def test_a_tilert_recipe_of_engine_knobs_renders_its_workers_and_router() -> None:
     [variant] = load_variants(RECIPE)
     plan = place(variant)
     assert plan.engine == "tilert" and plan.frontend == "tilert-router"

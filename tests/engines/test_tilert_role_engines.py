@@ -26,16 +26,13 @@ from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.plan.show import render_plan
 from disagg.recipe.variants import load_variants
-from recipes.recipe_helpers import SHARED_RECIPES
 from slurm.golden_support import check_golden
 
 from .engine_support import task_lines
 
 GOLDEN = Path(__file__).parent / "golden"
-EXAMPLE = (
-    SHARED_RECIPES / "srt-slurm-2.x" / "examples" / "tilert" / "glm5-rocm-mooncake-disagg.yaml"
-)
-needs_example = pytest.mark.skipif(not EXAMPLE.is_file(), reason="the shared recipes are not here")
+# srt-slurm 2.x's TileRT example's layout, in a recipe written for these tests
+EXAMPLE = Path(__file__).parent / "data" / "tilert" / "schema2-vllm-prefill-tilert-decode.yaml"
 
 CONNECTOR = (
     '{"kv_connector":"TileRTConnector","kv_connector_module_path":"'
@@ -92,24 +89,23 @@ def _plan(tmp_path: Path, text: str) -> Plan:
     return place(variant)
 
 
-@needs_example
-def test_srt_slurms_mixed_tilert_example_plans_each_role_on_its_engine() -> None:
+def test_a_mixed_tilert_recipe_plans_each_role_on_its_engine() -> None:
     [variant] = load_variants(EXAMPLE)
     plan = place(variant)
     assert plan.engine == "tilert" and plan.role_engines == {"prefill": "vllm"}
     assert plan.frontend == "tilert-router"
     check_golden(f"tilert/{EXAMPLE.stem}.txt", task_lines(plan), directory=GOLDEN)
     prefill, decode = plan.role("prefill-0"), plan.role("decode-0")
-    assert prefill.container_image == "ghcr.io/tile-ai/tilert-rocm-prefill:0.1.6"
-    assert decode.container_image == "ghcr.io/tile-ai/tilert-rocm-decode:0.1.6"
+    assert prefill.container_image == "registry.example/tilert-prefill:0.3"
+    assert decode.container_image == "registry.example/tilert-decode:0.3"
     # the prefill role's args as written, in order, then the plan's address
     assert prefill.argv[:3] == ["vllm", "serve", "${model.path}"]
     assert prefill.argv[3:-6] == [
-        *("--served-model-name", "glm5_2", "--tensor-parallel-size", "8"),
-        *("--max-model-len", "1048576", "--return-tokens-as-token-ids"),
+        *("--served-model-name", "big_moe", "--tensor-parallel-size", "8"),
+        *("--max-model-len", "262144", "--return-tokens-as-token-ids"),
         *("--kv-cache-dtype", "bfloat16"),
         *("--speculative-config", '{"method":"mtp","num_speculative_tokens":1}'),
-        *("--enforce-eager", "--trust-remote-code", "--gpu-memory-utilization", "0.85"),
+        *("--enforce-eager", "--trust-remote-code", "--gpu-memory-utilization", "0.8"),
         *("--block-size", "64"),
     ]
     transfer = json.loads(prefill.argv[-5])
@@ -117,21 +113,21 @@ def test_srt_slurms_mixed_tilert_example_plans_each_role_on_its_engine() -> None
     assert transfer["kv_connector"] == "TileRTConnector"
     assert transfer["kv_connector_extra_config"]["tilert_transport"] == "mooncake"
     assert prefill.argv[-4:] == ["--host", "${self.bind_host}", "--port", "${self.http_port}"]
-    assert prefill.env["VLLM_ROCM_USE_AITER"] == "1" and "GLM5_AR_N" not in prefill.env
+    assert prefill.env["VLLM_ROCM_USE_AITER"] == "1" and "TILERT_DECODE_KNOB" not in prefill.env
     assert decode.argv == [
         *("python3", "-m", DECODE_MODULE, "--engine", "tilert"),
-        *("--model", "glm5_2", "--model-weights-dir", "/models/GLM-5.3-tilert-tp8"),
-        *("--max-seq-len", "1048576", "--kv-cache-dtype", "bf16", "--transport", "mooncake"),
-        *("--with-mtp", "--num-mtp", "3"),
+        *("--model", "big_moe", "--model-weights-dir", "/models/big-moe-tilert-tp8"),
+        *("--max-seq-len", "262144", "--kv-cache-dtype", "bf16", "--transport", "mooncake"),
+        *("--with-mtp", "--num-mtp", "2"),
         *("--ctrl-port", "${self.ctrl_port}", "--http-port", "${self.http_port}"),
     ]
-    assert decode.env["GLM5_AR_N"] == "2"
+    assert decode.env["TILERT_DECODE_KNOB"] == "4"
     router = plan.role("router")
     assert router.argv[3:5] == ["--vllm-url", "${prefill-0.url}"]
     at = router.argv.index("--decode") + 1
     assert router.argv[at] == "${decode-0.host}:${decode-0.ctrl_port}:${decode-0.http_port}"
     assert router.argv[-6:] == ["--parser", "none", "--model-path", "/model",
-                                "--queue-timeout", "1800"]  # fmt: skip
+                                "--queue-timeout", "900"]  # fmt: skip
 
 
 def test_the_vllm_prefill_role_renders_as_on_an_all_vllm_variant(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from disagg.frontends.dynamo_install import (
 from disagg.plan.model import RoleKind
 from disagg.recipe.schema import DynamoSection
 from engines.engine_support import plan_text
+from needs import unavailable
 
 from .test_frontend_plans import WITHOUT_FRONTEND
 
@@ -142,14 +143,18 @@ def _wheel(directory: Path, name: str, version: str) -> None:
             wheel.writestr(path, text)
 
 
-def _pip_works() -> bool:
+@pytest.fixture
+def pip() -> None:
+    """python3 with pip, and flock, as the rendered install runs them: skipped without
+    them, failed where the test command provides them (DISAGG_REQUIRE_PIP=1, scripts/pip-up)."""
     found = subprocess.run(
         ["python3", "-m", "pip", "--version"], capture_output=True, check=False, timeout=60
     )
-    return found.returncode == 0 and shutil.which("flock") is not None
+    if found.returncode != 0 or shutil.which("flock") is None:
+        unavailable("needs python3 with pip, and flock (scripts/pip-up)", "DISAGG_REQUIRE_PIP")
 
 
-@pytest.mark.skipif(not _pip_works(), reason="needs python3 with pip, and flock")
+@pytest.mark.usefixtures("pip")
 def test_the_rendered_install_installs_once_per_job_and_records_the_version(
     tmp_path: Path,
 ) -> None:
@@ -176,7 +181,7 @@ def test_the_rendered_install_installs_once_per_job_and_records_the_version(
     assert again.stdout.strip() == "9.9.1"
 
 
-@pytest.mark.skipif(not _pip_works(), reason="needs python3 with pip, and flock")
+@pytest.mark.usefixtures("pip")
 def test_a_failed_install_leaves_no_marker_and_fails_the_role(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()

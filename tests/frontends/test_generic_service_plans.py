@@ -19,10 +19,11 @@ from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
-from recipes.recipe_helpers import MINIMAL, SHARED_RECIPES
+from recipes.recipe_helpers import MINIMAL
 
 Write = Callable[[str], Path]
-UMBP = SHARED_RECIPES / "inferencex-schema2" / "dsv4" / "sglang"
+# a generic service as InferenceX's UMBP tier, in a recipe written for these tests
+UMBP = Path(__file__).parent / "data" / "generic-service-umbp.yaml"
 
 
 @pytest.fixture
@@ -177,19 +178,15 @@ def test_a_store_can_be_made_non_critical_and_placed(write: Write) -> None:
     assert store.critical is False and store.node_ranks == [1]
 
 
-@pytest.mark.skipif(not UMBP.is_dir(), reason="the shared recipe corpus is not here")
 def test_the_umbp_variants_start_their_tier_on_the_prefill_node_before_the_workers() -> None:
-    files = [
-        UMBP / "mi355x-fp4" / "agentx" / "disagg-umbp-dspark.yaml",
-        UMBP / "mi355x" / "agentic" / "disagg-mtp.yaml",
-    ]
+    files = [UMBP]
     umbp = [
         plan
         for path in files
         for plan in (place(variant) for variant in load_variants(path))
         if any(role.name == "service_umbp" for role in plan.roles)
     ]
-    assert len(umbp) == 7  # every InferenceX UMBP variant plans
+    assert len(umbp) == 2  # every UMBP variant plans
     for plan in umbp:
         role = plan.role("service_umbp")
         prefill = {rank for r in plan.roles if r.kind.value == "prefill" for rank in r.node_ranks}

@@ -18,10 +18,11 @@ import pytest
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
-from recipes.recipe_helpers import MINIMAL, SHARED_RECIPES
+from recipes.recipe_helpers import MINIMAL
 
 Write = Callable[[str], Path]
-CORPUS = SHARED_RECIPES / "inferencex-schema2" / "dsv4" / "vllm" / "gb200-fp4" / "agentx"
+# a Mooncake store as InferenceX's vLLM recipes run it, in a recipe written for these tests
+STORE_RECIPE = Path(__file__).parent / "data" / "mooncake-store-vllm-agg.yaml"
 
 
 @pytest.fixture
@@ -85,19 +86,18 @@ def test_a_plan_without_a_store_starts_no_master(write: Write) -> None:
     assert not any("MOONCAKE_MASTER" in role.env for role in plan.roles)
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared recipe corpus is not here")
-def test_the_corpus_vllm_recipe_gets_its_store_config_with_the_masters_address() -> None:
-    [variant] = load_variants(CORPUS / "agg-tp8-c4-mtp3.yaml")
+def test_a_vllm_recipe_gets_its_store_config_with_the_masters_address() -> None:
+    [variant] = load_variants(STORE_RECIPE)
     plan = place(variant)
     assert plan.stages[:3] == [["etcd", "nats"], ["mooncake-master"], ["aggregated-0"]]
     master = plan.role("mooncake-master")
     [(name, text)] = master.files.items()
     written = json.loads(text)
     assert written["master_server_address"] == "${self.host}:${self.rpc_port}"
-    assert written["global_segment_size"] == "150GB" and written["mode"] == "embedded"
+    assert written["global_segment_size"] == "64GB" and written["mode"] == "embedded"
     worker = plan.role("aggregated-0")
     assert worker.env["MOONCAKE_CONFIG_PATH"] == "${run.dir}/" + name
-    assert worker.env["VLLM_MOONCAKE_LOAD_RECV_THREADS"] == "20"
+    assert worker.env["VLLM_MOONCAKE_LOAD_RECV_THREADS"] == "8"
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 from io import StringIO
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +11,7 @@ from ruamel.yaml import YAML
 
 from disagg.errors import DisaggError
 from disagg.recipe.overrides import deep_merge, expand_variants, expand_zip
-
-CORPUS = Path("/work/shared/recipes/srt-slurm-v1.0.68")
+from needs import CORPUS, corpus
 
 
 def rt_load(text: str) -> Any:
@@ -185,7 +183,7 @@ def test_aliases_shared_between_variants_expand_independently() -> None:
     assert variants["override_b"]["bs"] == [1, 2, 4]
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared recipe corpus not present")
+@corpus
 def test_corpus_override_files_expand() -> None:
     """Every zip/override file in the corpus expands; names zip with the other leaves."""
     yaml = YAML(typ="rt")

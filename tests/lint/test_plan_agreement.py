@@ -12,11 +12,10 @@ from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.placement import place
 from disagg.recipe.lint import Severity, lint_paths
 from disagg.recipe.variants import load_variants
+from needs import SHARED_RECIPES, corpus
 from recipes.recipe_helpers import MINIMAL, invoke
 
 from .test_lint_rules import BASE, lint_text, only
-
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "recipes"
 
 
 def test_an_unknown_key_plan_refuses_is_a_lint_error_at_its_line(tmp_path: Path) -> None:
@@ -53,9 +52,11 @@ def test_a_schema2_override_file_lints_clean(tmp_path: Path) -> None:
     assert [f for f in report.findings if f.severity is not Severity.INFO] == []
 
 
+@corpus
 def test_lint_and_plan_agree_on_every_shared_recipe() -> None:
     """A file plan refuses as bad input has a DA013 error; one plan accepts has none."""
-    files = sorted(SHARED.rglob("*.yaml"))
+    files = sorted(SHARED_RECIPES.rglob("*.yaml"))
+    assert len(files) >= 580  # the whole corpus, not what happens to be found
     report = lint_paths(files)
     errors = {f.file for f in report.findings if f.rule == "DA013" and f.severity is Severity.ERROR}
     unreadable = {f.file for f in report.findings if f.rule == "DA000"}

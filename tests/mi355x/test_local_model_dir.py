@@ -4,8 +4,9 @@ cluster mount (`fixtures/fp4-disagg-fixed-seq.yaml`, the example with the origin
 srtctl mounts a local model directory at `/model` in every worker container and gives the
 engines `/model` (srt-slurm v1.0.68 core/runtime.py `RuntimeContext.from_config`,
 backends/sglang.py `build_worker_command`); the log directory is mounted at `/logs`.
-So all 12 variants plan, with InferenceX's srt-slurm cluster config and with disagg's
-own MI355X profile, and every worker reads `/model`.
+So all 12 variants plan, with an srt-slurm cluster config of an AMD cluster in
+InferenceX's form (tests/recipes/data/cluster-configs) and with disagg's own MI355X
+profile, and every worker reads `/model`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from disagg.cluster import load_profile
 from disagg.plan.from_recipe import plans_for
 from disagg.plan.model import WORKER_KINDS
 from disagg.recipe.lint import lint_paths
-from recipes.recipe_helpers import SHARED_RECIPES
 from slurm.golden_support import srun_lines
 
 from .test_recipe_family import EXPECTED
@@ -27,18 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 RECIPE = Path(__file__).parent / "fixtures" / "fp4-disagg-fixed-seq.yaml"
 MODEL_DIR = "/it-share/data/DeepSeek-R1-0528-MXFP4-v2"
 CLUSTERS = {
-    "inferencex": SHARED_RECIPES / "inferencex-schema2" / "cluster-configs" / "mi355x-amds.yaml",
+    "inferencex": ROOT / "tests" / "recipes" / "data" / "cluster-configs" / "amd-east.yaml",
     "disagg": ROOT / "examples" / "clusters" / "mi355x.yaml",
 }
 NODES = ["mi355x-001", "mi355x-002", "mi355x-003"]
 RUN_DIR = Path("/it-share/results/run-1")
-
-
-def _cluster(name: str) -> Path:
-    path = CLUSTERS[name]
-    if not path.is_file():
-        pytest.skip(f"{path} is not here")
-    return path
 
 
 def test_the_fixture_is_the_example_with_the_local_path() -> None:
@@ -48,7 +41,7 @@ def test_the_fixture_is_the_example_with_the_local_path() -> None:
 
 @pytest.mark.parametrize("cluster", sorted(CLUSTERS))
 def test_all_twelve_variants_plan_and_every_worker_reads_model(cluster: str) -> None:
-    plans = plans_for([str(RECIPE)], _cluster(cluster))
+    plans = plans_for([str(RECIPE)], CLUSTERS[cluster])
     assert sorted(p.variant for p in plans) == sorted(EXPECTED)
     for plan in plans:
         assert plan.slurm.container_mounts[MODEL_DIR] == "/model", plan.variant
@@ -68,6 +61,6 @@ def test_all_twelve_variants_plan_and_every_worker_reads_model(cluster: str) -> 
 
 @pytest.mark.parametrize("cluster", sorted(CLUSTERS))
 def test_lint_with_the_cluster_finds_nothing_to_refuse(cluster: str) -> None:
-    report = lint_paths([RECIPE], load_profile(_cluster(cluster)))
+    report = lint_paths([RECIPE], load_profile(CLUSTERS[cluster]))
     assert [f for f in report.findings if f.severity.value != "info"] == []
     assert report.exit_code == 0

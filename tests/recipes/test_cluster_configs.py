@@ -13,10 +13,11 @@ from disagg.launch.sbatch import directives
 from disagg.plan.from_recipe import load_cluster, plans_for
 from disagg.plan.model import GpuVendor
 
-from .recipe_helpers import MINIMAL, SHARED_RECIPES, invoke
+from .recipe_helpers import MINIMAL, invoke
 
 Write = Callable[..., Path]
-AMD_CONFIGS = sorted((SHARED_RECIPES / "inferencex-schema2" / "cluster-configs").glob("*.yaml"))
+# srt-slurm cluster configs of AMD clusters, in InferenceX's form, written for these tests
+AMD_CONFIGS = sorted((Path(__file__).parent / "data" / "cluster-configs").glob("amd-*.yaml"))
 
 SRTSLURM = """\
 cluster: gb200-east
@@ -38,7 +39,7 @@ default_bash_preamble: "ulimit -n 65536"
 """
 
 
-def test_inferencex_amd_cluster_configs_load_as_amd_profiles() -> None:
+def test_amd_cluster_configs_load_as_amd_profiles() -> None:
     assert len(AMD_CONFIGS) == 3
     for path in AMD_CONFIGS:
         profile = load_profile(path)

@@ -25,11 +25,12 @@ from disagg.plan.model import Plan, RolePlan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 
-from .recipe_helpers import MINIMAL, SHARED_RECIPES, invoke
+from .recipe_helpers import MINIMAL, invoke
 
 Write = Callable[..., Path]
 MOUNTS = "  /lustre/models: /models\n  /it-share/hf-hub-cache: /hf_hub_cache\n"
 RUN_DIR = Path("/lustre/runs/r1")
+DATA = Path(__file__).parent / "data"  # recipes and cluster configs written for these tests
 
 
 def _profile(write: Write, *, pyxis: bool = True, mounts: str = MOUNTS) -> Path:
@@ -284,21 +285,20 @@ def test_a_custom_benchmark_command_gets_mounted_host_paths_translated(write: Wr
 
 
 def test_an_srt_slurm_config_names_its_model_cache_by_the_hf_hub_cache_mount() -> None:
-    """InferenceX's AMD cluster config mounts the shared cache at /hf_hub_cache, where its
-    recipes point HF_HOME; that host directory is where models are staged."""
-    cluster = SHARED_RECIPES / "inferencex-schema2" / "cluster-configs" / "mi355x-amds.yaml"
-    recipe = SHARED_RECIPES / "inferencex-schema2/dsv4/sglang/mi355x/agentic/disagg-mtp.yaml"
-    profile = load_profile(cluster)
-    assert profile.hf_cache == "/it-share/hf-hub-cache" and profile.pyxis
+    """An AMD cluster config (as InferenceX's) mounts the shared cache at /hf_hub_cache,
+    where its recipes point HF_HOME; that host directory is where models are staged."""
+    profile = load_profile(DATA / "cluster-configs" / "amd-east.yaml")
+    recipe = DATA / "amd-sglang-disagg-mtp.yaml"
+    assert profile.hf_cache == "/cluster/hf-hub-cache" and profile.pyxis
     plan = place(load_variants(recipe)[0], profile)
     worker = plan.role("prefill-0")
-    assert worker.container_image and plan.staging.hf_cache == "/it-share/hf-hub-cache"
+    assert worker.container_image and plan.staging.hf_cache == "/cluster/hf-hub-cache"
     assert worker.env["HF_HUB_CACHE"] == "/hf_hub_cache/hub"  # written as the container sees it
     assert worker.env["PYTHONPATH"] == "/sgl-workspace/aiter"  # the image's own directory
-    staged = "/it-share/hf-hub-cache/hub/models--deepseek-ai--DeepSeek-V4-Pro-0813/snapshots/1"
+    staged = "/cluster/hf-hub-cache/hub/models--org--big-moe/snapshots/1"
     bindings = build_bindings(
         plan, addresses=["10.0.0.1"] * plan.nodes, ports=_ports(plan), model_path=staged,
         draft_path="", run_dir=RUN_DIR,
     )  # fmt: skip
     argv, _ = render_task(plan, worker, worker.node_ranks[0], bindings)
-    assert _flag(argv, "--model-path") == staged.replace("/it-share/hf-hub-cache", "/hf_hub_cache")
+    assert _flag(argv, "--model-path") == staged.replace("/cluster/hf-hub-cache", "/hf_hub_cache")

@@ -9,8 +9,11 @@ from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
+from needs import corpus
 
 from .recipe_helpers import BAD_INPUT, CORPUS, SHARED_RECIPES
+
+pytestmark = corpus
 
 # What runs for each `frontend.type` when the plan says nothing about it: the frontend it
 # names (srt-slurm v1's `sglang` is the SGLang router, whose successor is smg).

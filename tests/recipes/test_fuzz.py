@@ -19,11 +19,21 @@ from disagg.recipe.limits import MAX_DEPTH, MAX_NODES, expanded_size
 from disagg.recipe.lint import lint_paths
 from disagg.recipe.load import parse_yaml
 from disagg.recipe.variants import load_variants
+from needs import corpus
 
 from .recipe_helpers import CORPUS, MINIMAL, alias_bomb, deep_block, deep_flow
 
 MEMORY_BOUND = 96 * 2**20  # everything a file within MAX_NODES may build, with margin
 
+TESTS = Path(__file__).resolve().parents[1]
+# The recipes written in this repository (examples and test inputs), and the team's corpus.
+OWN_SEEDS = [
+    path
+    for path in sorted([*TESTS.parent.glob("examples/*/*.yaml"), *TESTS.glob("*/data/**/*.yaml")])
+    if "clusters" not in path.parts
+    and "cluster-configs" not in path.parts
+    and "model:" in path.read_text()
+]
 SEEDS = [
     path
     for path in sorted(CORPUS.rglob("*.yaml"))
@@ -81,19 +91,7 @@ def _mutate(doc: Any, rnd: random.Random, value: Any, key: str) -> Any:
     return doc
 
 
-@settings(
-    max_examples=120,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-@given(
-    seed=st.sampled_from(SEEDS),
-    rnd=st.randoms(use_true_random=False),
-    value=VALUES,
-    key=st.text(max_size=10),
-    rounds=st.integers(1, 4),
-)
-def test_mutated_recipes_only_raise_disagg_errors(
+def _mutated_only_raise_disagg_errors(
     seed: Path, rnd: random.Random, value: Any, key: str, rounds: int
 ) -> None:
     doc = YAML(typ="safe", pure=False).load(seed.read_text())
@@ -109,6 +107,45 @@ def test_mutated_recipes_only_raise_disagg_errors(
                 place(variant)
         except DisaggError as exc:
             assert str(exc)
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    seed=st.sampled_from(OWN_SEEDS),
+    rnd=st.randoms(use_true_random=False),
+    value=VALUES,
+    key=st.text(max_size=10),
+    rounds=st.integers(1, 4),
+)
+def test_mutated_recipes_only_raise_disagg_errors(
+    seed: Path, rnd: random.Random, value: Any, key: str, rounds: int
+) -> None:
+    assert len(OWN_SEEDS) >= 30
+    _mutated_only_raise_disagg_errors(seed, rnd, value, key, rounds)
+
+
+@corpus
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    seed=st.sampled_from(SEEDS or [Path("missing")]),
+    rnd=st.randoms(use_true_random=False),
+    value=VALUES,
+    key=st.text(max_size=10),
+    rounds=st.integers(1, 4),
+)
+def test_mutated_corpus_recipes_only_raise_disagg_errors(
+    seed: Path, rnd: random.Random, value: Any, key: str, rounds: int
+) -> None:
+    assert len(SEEDS) == 40
+    _mutated_only_raise_disagg_errors(seed, rnd, value, key, rounds)
 
 
 @settings(max_examples=200, deadline=None)

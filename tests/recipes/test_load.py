@@ -12,6 +12,7 @@ import yaml
 
 from disagg.errors import DisaggError
 from disagg.recipe.load import load_yaml, parse_yaml
+from needs import corpus
 
 from .recipe_helpers import SHARED_RECIPES
 
@@ -24,6 +25,7 @@ def _dates_as_text(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime.date) else value
 
 
+@corpus
 def test_values_match_srt_slurms_pyyaml_loader_on_every_shared_recipe() -> None:
     """srt-slurm reads recipes with PyYAML's safe_load: same values, file by file."""
     files = sorted(SHARED_RECIPES.rglob("*.yaml"))

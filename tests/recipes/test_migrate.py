@@ -12,6 +12,7 @@ from disagg.errors import DisaggError
 from disagg.recipe import migrate
 from disagg.recipe.migrate import migrate_file, plan_outcomes
 from disagg.recipe.variants import load_variants
+from needs import corpus
 
 from .recipe_helpers import CORPUS, invoke
 
@@ -125,6 +126,7 @@ def test_what_cannot_be_migrated_faithfully_is_refused(write: Write) -> None:
     assert path.read_text() == original
 
 
+@corpus
 @pytest.mark.timeout(1200)  # a round trip of 555 files: about 15 s of CPU, more when busy
 def test_every_v1_corpus_file_migrates_and_plans_identically() -> None:
     """migrate_file plans every variant before and after and raises on any difference."""

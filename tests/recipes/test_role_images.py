@@ -19,11 +19,11 @@ from disagg.plan.model import WORKER_KINDS, Plan, RoleKind
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 
-from .recipe_helpers import SHARED_RECIPES, invoke
+from .recipe_helpers import invoke
 from .test_schema2 import SCHEMA2
 
 Write = Callable[..., Path]
-TILERT = SHARED_RECIPES / "srt-slurm-2.x" / "examples" / "tilert" / "glm5-rocm-mooncake-disagg.yaml"
+TILERT = Path(__file__).parent / "data" / "schema2-role-engines-and-images.yaml"
 PREFILL = "  prefill:\n    nodes: 1\n    workers: 1\n"
 OWN = PREFILL + "    container: sglang-prefill\n    srun_options:\n      mem: 10G\n"
 
@@ -159,15 +159,15 @@ def test_plan_output_names_each_roles_own_image(write: Write) -> None:
     assert "/sq/sglang.sqsh; prefill in /sq/prefill.sqsh" in row
 
 
-def test_the_tilert_example_runs_each_role_in_its_image() -> None:
-    """srt-slurm 2.x's TileRT example: prefill and decode each name an image (and an engine
-    of their own, run as TileRT's layout); each role runs in its image, the router in the
-    model's."""
+def test_roles_with_engines_of_their_own_run_each_in_its_image() -> None:
+    """As srt-slurm 2.x's TileRT example: prefill and decode each name an image (and an
+    engine of their own, run as TileRT's layout); each role runs in its image, the router
+    in the model's."""
     (variant,) = load_variants(TILERT)
     plan = place(variant)
     assert _images(plan) == {
-        "prefill-0": "ghcr.io/tile-ai/tilert-rocm-prefill:0.1.6",
-        "decode-0": "ghcr.io/tile-ai/tilert-rocm-decode:0.1.6",
+        "prefill-0": "registry.example/tilert-rocm-prefill:0.2",
+        "decode-0": "registry.example/tilert-rocm-decode:0.2",
     }
     router = next(role for role in plan.roles if role.kind is RoleKind.ROUTER)
-    assert router.container_image == "ghcr.io/tile-ai/tilert-rocm-decode:0.1.6"  # model's
+    assert router.container_image == "registry.example/tilert-rocm-decode:0.2"  # model's

@@ -16,9 +16,10 @@ from ruamel.yaml import YAML
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
+from needs import corpus
 
 from .recipe_helpers import MINIMAL, SHARED_RECIPES
-from .test_fuzz import VALUES, _mutate
+from .test_fuzz import OWN_SEEDS, VALUES, _mutate
 
 Write = Callable[..., Path]
 
@@ -132,29 +133,19 @@ def test_a_role_engine_beside_the_top_level_engine_is_bad_input(write: Write) ->
     assert not isinstance(caught.value, UnsupportedRecipe)
 
 
-SEEDS = [
-    path
-    for path in sorted(SHARED_RECIPES.rglob("*.yaml"))
-    if path.read_text().lstrip("# \n").startswith("schema: 2") or "\nschema: 2" in path.read_text()
-]
+def _schema2(path: Path) -> bool:
+    text = path.read_text()
+    return text.lstrip("# \n").startswith("schema: 2") or "\nschema: 2" in text
 
 
-@settings(
-    max_examples=120,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-@given(
-    seed=st.sampled_from(SEEDS or [Path("missing")]),
-    rnd=st.randoms(use_true_random=False),
-    value=VALUES,
-    key=st.text(max_size=10),
-    rounds=st.integers(1, 4),
-)
-def test_mutated_schema2_recipes_only_raise_disagg_errors(
+# The schema 2 recipes written in this repository, and the team's corpus's.
+OWN_SCHEMA2 = [path for path in OWN_SEEDS if _schema2(path)]
+SEEDS = [path for path in sorted(SHARED_RECIPES.rglob("*.yaml")) if _schema2(path)]
+
+
+def _mutated_only_raise_disagg_errors(
     seed: Path, rnd: random.Random, value: Any, key: str, rounds: int
 ) -> None:
-    assert len(SEEDS) >= 20
     doc = YAML(typ="safe", pure=True).load(seed.read_text())
     for _ in range(rounds):
         doc = _mutate(doc, rnd, value, key)
@@ -167,6 +158,45 @@ def test_mutated_schema2_recipes_only_raise_disagg_errors(
                 place(variant)
         except DisaggError as exc:
             assert str(exc)
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    seed=st.sampled_from(OWN_SCHEMA2),
+    rnd=st.randoms(use_true_random=False),
+    value=VALUES,
+    key=st.text(max_size=10),
+    rounds=st.integers(1, 4),
+)
+def test_mutated_schema2_recipes_only_raise_disagg_errors(
+    seed: Path, rnd: random.Random, value: Any, key: str, rounds: int
+) -> None:
+    assert len(OWN_SCHEMA2) >= 6
+    _mutated_only_raise_disagg_errors(seed, rnd, value, key, rounds)
+
+
+@corpus
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    seed=st.sampled_from(SEEDS or [Path("missing")]),
+    rnd=st.randoms(use_true_random=False),
+    value=VALUES,
+    key=st.text(max_size=10),
+    rounds=st.integers(1, 4),
+)
+def test_mutated_schema2_corpus_recipes_only_raise_disagg_errors(
+    seed: Path, rnd: random.Random, value: Any, key: str, rounds: int
+) -> None:
+    assert len(SEEDS) >= 20
+    _mutated_only_raise_disagg_errors(seed, rnd, value, key, rounds)
 
 
 def test_an_internal_only_key_is_unknown_in_a_v1_recipe(write: Write) -> None:

@@ -20,9 +20,8 @@ from disagg.workloads.accuracy import judge
 
 from .workload_support import disagg
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "recipes" / "srt-slurm-v1.0.68"
-NIXL = CORPUS / "qwen3.5" / "fp8" / "disagg" / "nixl" / "stp_prefix_off"
-SIM = Path(__file__).parent / "data" / "sim-custom.yaml"
+DATA = Path(__file__).parent / "data"  # recipes written for these tests
+SIM = DATA / "sim-custom.yaml"
 
 
 def bench_argv(plan: Plan) -> list[str]:
@@ -37,12 +36,12 @@ def harness_tail(argv: list[str]) -> list[str]:
 
 
 def test_gsm8k_renders_sglang_run_eval_with_the_recipes_fields() -> None:
-    plan = place(load_variants(NIXL / "1p1d-dep4-nixl-gsm8k.yaml")[0])
+    plan = place(load_variants(DATA / "accuracy-gsm8k.yaml")[0])
     url = f"${{{plan.serving_role}.url}}"
     assert harness_tail(bench_argv(plan)) == [
         *("python3", "-m", "sglang.test.run_eval", "--base-url", url),
-        *("--eval-name", "gsm8k", "--num-examples", "1319", "--max-tokens", "512"),
-        *("--num-threads", "256", "--num-shots", "8"),
+        *("--eval-name", "gsm8k", "--num-examples", "400", "--max-tokens", "1024"),
+        *("--num-threads", "64", "--num-shots", "8"),
     ]
     assert bench_argv(plan)[4] == "gsm8k"
     assert plan.bench.command is not None and plan.bench.command.accuracy == "gsm8k"
@@ -50,12 +49,12 @@ def test_gsm8k_renders_sglang_run_eval_with_the_recipes_fields() -> None:
 
 
 def test_gpqa_renders_its_harness_call_with_the_served_model_name() -> None:
-    plan = place(load_variants(NIXL / "1p1d-dep4-nixl-gpqa.yaml")[0])
+    plan = place(load_variants(DATA / "accuracy-gpqa.yaml")[0])
     tail = harness_tail(bench_argv(plan))
     assert tail[5:7] == ["--model", plan.bench.model_name]
     assert tail[7:] == [
-        *("--eval-name", "gpqa", "--num-examples", "198", "--max-tokens", "65536"),
-        *("--repeat", "8", "--num-threads", "128"),
+        *("--eval-name", "gpqa", "--num-examples", "198", "--max-tokens", "32768"),
+        *("--repeat", "4", "--num-threads", "32"),
     ]
 
 
@@ -125,7 +124,7 @@ def test_a_role_that_stopped_serving_makes_the_score_invalid(tmp_path: Path) -> 
 
 
 def test_manual_keeps_the_servers_up_and_lists_load_fields_as_ignored() -> None:
-    plan = place(load_variants(CORPUS / "gb200-fp4" / "1k1k" / "max-tpt-mtp.yaml")[0])
+    plan = place(load_variants(DATA / "manual-default.yaml")[0])
     assert plan.bench.type == "manual" and plan.bench.points == []
     assert plan.bench.command is not None and plan.bench.command.expects_results is False
     argv = bench_argv(plan)

@@ -16,12 +16,12 @@ from disagg.recipe.variants import load_variants
 
 from .workload_support import disagg
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "recipes" / "srt-slurm-v1.0.68"
 SIM = Path(__file__).parent / "data" / "sim-custom.yaml"
+RECIPE = Path(__file__).parent / "data" / "mooncake-router.yaml"
 
 
 def test_the_named_workload_renders_srtctls_aiperf_arguments() -> None:
-    plan = place(load_variants(CORPUS / "qwen3-32b" / "agg-kv-sglang.yaml")[0])
+    plan = place(load_variants(RECIPE)[0])
     role = next(r for r in plan.roles if r.kind is RoleKind.BENCH)
     assert role.argv[:2] == ["bash", "-c"]
     script = role.argv[2]
@@ -30,7 +30,7 @@ def test_the_named_workload_renders_srtctls_aiperf_arguments() -> None:
     url = f"${{{plan.serving_role}.url}}"
     # endpoint, served model, workload, TTFT and ITL thresholds, tokenizer: as srtctl passes them
     assert role.argv[3:] == [
-        *("mooncake-router", url, plan.bench.model_name, "conversation", "2000", "25"),
+        *("mooncake-router", url, plan.bench.model_name, "conversation", "1500", "30"),
         "${model.path}",
     ]
     assert role.env["AIPERF_HTTP_SO_RCVTIMEO"] == "120"
@@ -39,7 +39,7 @@ def test_the_named_workload_renders_srtctls_aiperf_arguments() -> None:
 
 
 def test_an_unknown_workload_is_a_positioned_error(tmp_path: Path) -> None:
-    text = (CORPUS / "qwen3-32b" / "agg-kv-sglang.yaml").read_text()
+    text = RECIPE.read_text()
     recipe = tmp_path / "r.yaml"
     recipe.write_text(
         text.replace('mooncake_workload: "conversation"', 'mooncake_workload: "chat"')

@@ -1,6 +1,6 @@
-"""Every `benchmark.type: custom` recipe of the shared corpora plans with its command and
-environment in the plan (or is refused for a reason that is not the benchmark's), and a
-variant the job would refuse is refused by `plan` first."""
+"""A `benchmark.type: custom` recipe plans with its command and environment in the plan
+(every one of the team's corpus too, or is refused for a reason that is not the
+benchmark's), and a variant the job would refuse is refused by `plan` first."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from disagg.errors import UnsupportedRecipe
 from disagg.plan.model import RoleKind
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
+from needs import SHARED_RECIPES, corpus
 from recipes.recipe_helpers import bad_input
 
 from .workload_support import disagg as run_cli
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "recipes"
-FIXED_SEQ = SHARED / "inferencex-schema2/dsr1/sglang/b200-fp4/8k1k"
-DSR1 = FIXED_SEQ / "disagg-1p1d-p-tp4-d-tp8-b512-c32-mtp.yaml"
+DATA = Path(__file__).parent / "data"  # recipes written for these tests
+FIXED_SEQ = DATA / "custom-fixed-seq.yaml"
+RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 MI355X = Path(__file__).resolve().parents[2] / "examples" / "mi355x" / "dsr1-fp4-disagg.yaml"
 
 
@@ -26,9 +27,10 @@ def disagg(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return run_cli(*args, env={"COLUMNS": "400", "PATH": "/usr/bin:/bin"})
 
 
-def test_custom_recipes_of_the_shared_corpora_plan_with_command_and_env() -> None:
+def custom_variants_plan_with_command_and_env(files: list[Path]) -> int:
+    """Plan every custom-benchmark variant of `files`; how many planned."""
     planned = 0
-    for path in sorted(SHARED.rglob("*.yaml")):
+    for path in files:
         if "cluster-configs" in path.parts or bad_input(path):
             continue  # bad_input: srtctl rejects it too (tests/recipes/test_corpus.py)
         for variant in load_variants(path):
@@ -49,17 +51,28 @@ def test_custom_recipes_of_the_shared_corpora_plan_with_command_and_env() -> Non
                 assert bench.env[key] == str(value), (variant.selector, key)
             assert bench.env["SRT_FRONTEND_URL"].endswith(".url}")
             assert bench.env["DISAGG_RESULTS_DIR"] == "${run.dir}/bench-results"
-    assert planned >= 9
+    return planned
+
+
+def test_custom_recipes_plan_with_command_and_env() -> None:
+    own = [FIXED_SEQ, DATA / "sim-custom.yaml", RECIPES / "data" / "schema2-agg-custom-bench.yaml"]
+    assert custom_variants_plan_with_command_and_env(own) >= 3
+
+
+@corpus
+def test_custom_recipes_of_the_shared_corpora_plan_with_command_and_env() -> None:
+    files = sorted(SHARED_RECIPES.rglob("*.yaml"))
+    assert custom_variants_plan_with_command_and_env(files) >= 9
 
 
 def test_plan_shows_the_custom_command_and_its_environment() -> None:
-    human = disagg("plan", DSR1)
+    human = disagg("plan", FIXED_SEQ)
     assert human.returncode == 0, human.stderr
     assert "srt_fixed_sequence.sh" in human.stdout
     assert "TOKENIZER=/model" in human.stdout and "SRT_FRONTEND_PORT=" in human.stdout
     assert "PREFILL_TP=4" in human.stdout and "DECODE_TP=8" in human.stdout
 
-    shown = disagg("plan", DSR1, "--json")
+    shown = disagg("plan", FIXED_SEQ, "--json")
     assert shown.returncode == 0, shown.stderr
     plan = json.loads(shown.stdout)["variants"][0]
     assert plan["bench"]["type"] == "custom"
@@ -131,9 +144,9 @@ def test_a_custom_variant_of_the_mi355x_family_runs_in_the_jobs_container(tmp_pa
 
 
 def test_a_benchmark_field_without_effect_is_listed_as_ignored_with_why() -> None:
-    recipe = SHARED / "srt-slurm-v1.0.68/dsv4-pro/sglang/gb300-fp4/1k1k/agg/mtp"
-    plan = place(load_variants(recipe / "agg-low-latency-chat.yaml")[0])
+    recipe = DATA / "sa-bench-custom-tokenizer.yaml"
+    plan = place(load_variants(recipe)[0])
     ignored = {item["field"]: item["why"] for item in plan.ignored}
     assert "tokenizer.json" in ignored["benchmark.custom_tokenizer"]
-    shown = disagg("plan", recipe / "agg-low-latency-chat.yaml")
+    shown = disagg("plan", recipe)
     assert "benchmark.custom_tokenizer" in shown.stdout

@@ -13,7 +13,7 @@ import pytest
 from .workload_support import disagg, one_measured_point
 
 RECIPE = Path(__file__).parent / "data" / "sim-slowdown.yaml"
-CORPUS = Path("/work/shared/recipes/srt-slurm-v1.0.68/qwen3.5/fp8/disagg/mooncake/profile")
+PROFILE = Path(__file__).parent / "data" / "slowdown-profile.yaml"  # a real-engine recipe
 FIELDS = ("benchmark.slow_down_sleep_time", "benchmark.slow_down_wait_time")
 
 
@@ -38,12 +38,11 @@ def _ignored(plan: dict[str, Any]) -> dict[str, str]:
     return {item["field"]: item["why"] for item in plan["ignored"]}
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared recipe corpus is not here")
-def test_the_corpus_slowdown_recipe_plans_posts_to_its_decode_worker() -> None:
-    plan = _plan(CORPUS / "1p1d-dep4-nsys-profile-slowdown.yaml")
+def test_a_profiled_slowdown_recipe_plans_posts_to_its_decode_worker() -> None:
+    plan = _plan(PROFILE)
     assert plan["bench"]["slow_down"] == {
-        "sleep_s": 30.0,
-        "wait_s": 120.0,
+        "sleep_s": 20.0,
+        "wait_s": 90.0,
         "urls": ["${decode-0.url}/slow_down"],
     }
     assert "slow-down-failure" in [row["id"] for row in plan["differs"]]
@@ -79,9 +78,8 @@ def test_where_srtctl_skips_the_slow_down_it_is_listed_as_ignored(
     assert "slow-down-failure" not in [row["id"] for row in plan["differs"]]
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared recipe corpus is not here")
 def test_behind_dynamos_frontend_it_is_skipped_as_srtctl_does(tmp_path: Path) -> None:
-    text = (CORPUS / "1p1d-dep4-nsys-profile-slowdown.yaml").read_text()
+    text = PROFILE.read_text()
     old = 'frontend:\n  type: "sglang"'
     assert old in text
     recipe = tmp_path / "dynamo.yaml"

@@ -17,14 +17,16 @@ from disagg.errors import DisaggError
 from disagg.launch.state import PointStatus, RunStatus, RunSummary
 from disagg.plan.model import Plan
 from disagg.workloads.trace import build_requests, read_trace, trace_offsets
-from recipes.recipe_helpers import CORPUS
 
 from .workload_support import disagg, one_measured_point
 
 DATA = Path(__file__).parent / "data"
 TRACE = DATA / "mini-trace.jsonl"
 RECIPE = DATA / "sim-trace.yaml"
-CORPUS_TRACE = CORPUS / "mocker" / "kimi-trace-agg.yaml"
+# a mocker recipe replaying a trace on the cluster filesystem, mounted into the job
+CLUSTER_TRACE = (
+    Path(__file__).resolve().parents[1] / "engines" / "data" / "mocker" / "trace-agg.yaml"
+)
 
 
 def test_shipped_trace_reads_with_its_timestamps_in_seconds() -> None:
@@ -139,12 +141,11 @@ def test_a_trace_under_a_host_side_that_is_here_is_still_read_when_planning(
     assert str(tmp_path / "traces" / "mini-trace.jsonl") in done.stderr
 
 
-@pytest.mark.skipif(not CORPUS_TRACE.is_file(), reason="srt-slurm v1.0.68 recipes not here")
-def test_the_corpus_trace_recipe_on_a_cluster_filesystem_plans() -> None:
-    variant = _planned(CORPUS_TRACE)
+def test_a_trace_recipe_on_a_cluster_filesystem_plans() -> None:
+    variant = _planned(CLUSTER_TRACE)
     trace = variant["bench"]["trace"]
     assert trace["at_run_time"] is True
-    assert trace["written"] == "/traces/together-ai-basic-no-delays_119k/dataset.jsonl"
+    assert trace["written"] == "/traces/chat-sessions/dataset.jsonl"
     assert trace["path"].startswith("/lustre/") and trace["path"].endswith("/dataset.jsonl")
     assert [p["label"] for p in variant["bench"]["points"]] == ["trace_conc4"]
 

@@ -206,6 +206,7 @@ def bench(
     from disagg.bench.metrics import parse_slo
     from disagg.bench.results import DETAILED_FIELDS, PointContext
     from disagg.bench.runner import ClientOptions, run_point
+    from disagg.commands.options import out_dir
     from disagg.plan.model import BenchPlan, PointPlan
 
     check_url(url)
@@ -217,8 +218,7 @@ def bench(
         raise DisaggError(f"--request-rate must be positive, got {request_rate:g}")
     if burstiness <= 0:
         raise DisaggError(f"--burstiness must be positive, got {burstiness:g}")
-    if out.exists() and not out.is_dir():
-        raise DisaggError(f"--out: {out} exists and is not a directory")
+    out_dir(str(out))
     try:
         point = PointPlan(
             concurrency=concurrency,

@@ -29,7 +29,9 @@ def register(app: typer.Typer) -> None:
         import yaml
 
         from disagg.cluster import load_profile
+        from disagg.commands.options import out_file
 
+        out_file(output)
         profile = load_profile(source)
         data = profile.model_dump(mode="json", exclude_defaults=True)
         header = f"# disagg cluster profile imported from {source}\n"

@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
         from rich.markup import escape
 
         from disagg.atomic import write_text
+        from disagg.commands.options import out_file
         from disagg.console import make_console
         from disagg.errors import DisaggError
         from disagg.plan.from_recipe import expand_targets, load_cluster
@@ -54,6 +55,7 @@ def register(app: typer.Typer) -> None:
                 "--out takes exactly one recipe and no --in-place",
                 hint="use --in-place for several files",
             )
+        out_file(output)
         profile = load_cluster(cluster)
         failed = changed = 0
         for path in files:

@@ -1,4 +1,5 @@
-"""What every command shares: the `--cluster` wording, and help that speaks the user's words.
+"""What every command shares: the `--cluster` wording, the checks on the paths it writes
+(`--out`, run directories), and help that speaks the user's words.
 
 Typer 0.2x prints each option's Python type in help (`<bool>`, `<str>`,
 `<list[Path]>`, `<int range>`) and a required argument as `{recipe}`.
@@ -15,6 +16,7 @@ from typing import Any, get_args
 
 from disagg.errors import DisaggError
 from disagg.probe import probe, shortened
+from disagg.writable import why_unwritable
 
 CLUSTER_HELP = (
     "cluster profile: a name (NAME.yaml in ./clusters, ./examples/clusters, "
@@ -86,5 +88,33 @@ def out_dir(text: str | None, *, option: str = "--out") -> Path | None:
         raise DisaggError(
             f"{option} {shortened(text)}: exists and is not a directory",
             hint=f"{option} names a directory to write into; pick another name",
+        )
+    writable_dir(path, what=option)
+    return path
+
+
+def writable_dir(path: Path, *, what: str) -> None:
+    """Refuse (bad input) a directory to be written that cannot be: one under a regular
+    file, or on a read-only file system, or not writable by this user."""
+    why = why_unwritable(path, directory=True)
+    if why is not None:
+        raise DisaggError(
+            f"{what} {shortened(path)}: {why}",
+            hint="name a directory this user can create and write into",
+        )
+
+
+def out_file(path: Path | None, *, option: str = "--out") -> Path | None:
+    """The file an `--out` option names, checked before anything is written: not empty,
+    not a directory, not under a regular file, in a directory this user can write."""
+    if path is None:
+        return None
+    if not str(path).strip():
+        raise DisaggError(f"{option} is empty", hint=f"name a file, e.g. {option} out.yaml")
+    why = why_unwritable(path, directory=False)
+    if why is not None:
+        raise DisaggError(
+            f"{option} {shortened(path)}: {why}",
+            hint=f"{option} names a file to write, in a directory this user can write",
         )
     return path

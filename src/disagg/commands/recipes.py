@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from disagg.commands.options import CLUSTER_HELP
+from disagg.commands.options import CLUSTER_HELP, out_file
 from disagg.console import styled
 
 
@@ -85,6 +85,7 @@ def register(app: typer.Typer) -> None:
         """Print the recipe JSON Schema (for editor completion and checking)."""
         from disagg.recipe.schema import recipe_file_json_schema
 
+        out_file(out)
         text = json.dumps(recipe_file_json_schema(), indent=2) + "\n"
         if out is None:
             typer.echo(text, nl=False)

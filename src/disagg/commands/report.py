@@ -2,7 +2,8 @@
 
 Exit status: 0 report written, 1 no valid point in any run (nothing written) or a
 report file that cannot be written, 2 bad input (missing directory, no run found,
-unreadable plan.json, an --out that is not a directory).
+unreadable plan.json, an --out or report directory that cannot be written: not a
+directory, under a regular file, read-only).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from disagg.commands.options import out_dir as checked_out
+from disagg.commands.options import writable_dir
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS
 from disagg.report.model import XMetric, YMetric
@@ -106,6 +108,8 @@ def report(
     target = checked_out(out)
     slo = parse_slo(goodput)
     runs = load_runs(run_dirs)
+    if target is None:
+        writable_dir(_default_out(run_dirs), what="report directory")
     filters = {"hw": hw, "framework": framework, "precision": precision}
     result = analyse(runs, y, x, filters=filters, slo=slo)
     if result.point_count == 0:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from disagg.commands.options import CLUSTER_HELP, out_dir
+from disagg.commands.options import CLUSTER_HELP, out_dir, writable_dir
 from disagg.console import make_console
 from disagg.errors import DisaggError
 from disagg.probe import probe, shortened
@@ -45,15 +45,16 @@ def run_dirs_for(plans: list[Any], out: Path | None, root: Path) -> list[Path]:
     whatever a recipe's name, its run directories stay below it.
     """
     if out is not None:
-        if len(plans) == 1:
-            return [out]
-        return [out / _slug(plan.variant) for plan in plans]
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    dirs = [root / _slug(plan.name) / f"{_slug(plan.variant)}-{stamp}" for plan in plans]
-    top = os.path.normpath(root)
-    for path in dirs:
-        if os.path.commonpath([top, os.path.normpath(path)]) != top:
-            raise DisaggError(f"run directory {path} would not be below {root}")
+        dirs = [out] if len(plans) == 1 else [out / _slug(plan.variant) for plan in plans]
+    else:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        dirs = [root / _slug(plan.name) / f"{_slug(plan.variant)}-{stamp}" for plan in plans]
+        top = os.path.normpath(root)
+        for path in dirs:
+            if os.path.commonpath([top, os.path.normpath(path)]) != top:
+                raise DisaggError(f"run directory {path} would not be below {root}")
+    for path in dirs:  # before any variant runs: none is left half-started
+        writable_dir(path, what="run directory")
     return dirs
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from disagg.commands.options import CLUSTER_HELP, out_dir
+from disagg.commands.options import CLUSTER_HELP, out_dir, writable_dir
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS, EXIT_USAGE, DisaggError
 
@@ -75,6 +75,7 @@ def submit_command(
         from disagg.plan.model import Plan
 
         plans = [Plan.read(run_dir)]
+        writable_dir(run_dir, what="--resume")
         _refuse_if_active(run_dir)
         run_dirs = [run_dir]
     elif recipe is None:
