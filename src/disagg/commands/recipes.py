@@ -33,6 +33,14 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[
             bool, typer.Option("--json", help='print {"variants": [plan, ...]} for scripts')
         ] = False,
+        bound: Annotated[
+            bool,
+            typer.Option(
+                "--bound",
+                help="also every process as it will start: argv, env, node and GPUs "
+                "(nodes node0..N-1, ports from the allocator); in JSON each variant's `bound`",
+            ),
+        ] = False,
     ) -> None:
         """Place each variant on nodes: roles, GPUs, ports, load points, models, commands.
 
@@ -50,8 +58,16 @@ def register(app: typer.Typer) -> None:
         ]
         errors = [{"selector": target, "error": str(exc)} for target, exc in planned.errors]
         if as_json:
+            variants = []
+            for p in planned.plans:
+                variant = p.model_dump(mode="json")
+                if bound:
+                    from disagg.launch.bound import bind_plan
+
+                    variant["bound"] = bind_plan(p).model_dump(mode="json")
+                variants.append(redact(variant))
             payload = {
-                "variants": [redact(p.model_dump(mode="json")) for p in planned.plans],
+                "variants": variants,
                 "unsupported": skipped,
                 "errors": errors,
                 "not_recipes": [{"file": f, "reason": why} for f, why in planned.skipped],
@@ -62,6 +78,11 @@ def register(app: typer.Typer) -> None:
             from disagg.plan.show import print_plans
 
             print_plans(planned.plans)
+            if bound:
+                from disagg.launch.bound import bind_plan, bound_lines
+
+                for p in planned.plans:
+                    typer.echo("\n".join(bound_lines(p, bind_plan(p))))
             for selector, exc in planned.unsupported:
                 where = f"{exc.location}: " if exc.location else f"{selector}: "
                 typer.echo(f"{where}{exc.message}", err=True)

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
+from typing import Protocol
 
 from disagg.errors import DisaggError
-from disagg.launch.base import RoleLauncher
 from disagg.plan.model import Plan
+
+
+class PortProbe(Protocol):
+    """What allocation asks of an executor (a `RoleLauncher`): is this port free there."""
+
+    def port_is_free(self, node_rank: int, port: int) -> bool: ...
+
 
 PORT_LOW = 10000
 PORT_HIGH = 32000  # below net.ipv4.ip_local_port_range (32768+), where clients bind
@@ -41,7 +48,7 @@ def choose_base(seed: int | str | None = None) -> int:
 
 
 def allocate_ports(
-    plan: Plan, launcher: RoleLauncher, *, base: int | None = None
+    plan: Plan, launcher: PortProbe, *, base: int | None = None
 ) -> dict[str, dict[str, int]]:
     """Role name -> {port field -> number}; every number free on every node of its role."""
     port = choose_base() if base is None else base
@@ -62,7 +69,7 @@ def allocate_ports(
 
 
 def _free_run(
-    start: int, width: int, taken: set[int], launcher: RoleLauncher, nodes: Iterable[int]
+    start: int, width: int, taken: set[int], launcher: PortProbe, nodes: Iterable[int]
 ) -> bool:
     """Whether `start` and the `width - 1` ports after it are all free on every node."""
     ranks = list(nodes) or [0]
@@ -72,7 +79,7 @@ def _free_run(
     return all(launcher.port_is_free(rank, port) for port in block for rank in ranks)
 
 
-def _next_free(start: int, taken: set[int], launcher: RoleLauncher, nodes: Iterable[int]) -> int:
+def _next_free(start: int, taken: set[int], launcher: PortProbe, nodes: Iterable[int]) -> int:
     ranks = list(nodes) or [0]
     for port in range(start, min(start + 2000, 65535)):
         if port in taken:

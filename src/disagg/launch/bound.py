@@ -1,0 +1,165 @@
+"""Every process of a plan as it will start, bound without a cluster: `disagg plan --bound`.
+
+What srtctl's dry run shows, and what a user checks before booking the nodes: each task's
+argv and environment, its node and GPUs, and the files written for its role, with every
+`${...}` placeholder filled the way the orchestrator fills it at launch (the same
+`build_bindings`, `render_task` and `write_role_files`). Nodes are named and addressed
+`node0..N-1`; ports come from the allocator, every port taken as free, from
+`PORT_BASE`; the run directory stays `${run.dir}` for a role on the host (a container
+sees it at `/logs`); a hub model is its snapshot directory in the cluster's model cache
+under the revision the plan names.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from disagg.errors import DisaggError
+from disagg.launch.bindings import Bindings, build_bindings, render_task, write_role_files
+from disagg.launch.ports import allocate_ports
+from disagg.plan.container_paths import in_container, translate
+from disagg.plan.model import WORKER_KINDS, Plan
+
+PORT_BASE = 50000
+RUN_DIR = "${run.dir}"  # left for the job to fill: the run directory is made at submit
+
+
+class _Free:
+    """Every port is free on every node: the numbers the allocator hands out first."""
+
+    def port_is_free(self, node_rank: int, port: int) -> bool:
+        return True
+
+
+class BoundTask(BaseModel):
+    """One task of a role: what its node starts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node_rank: int
+    node: str
+    gpus: list[int] = Field(default_factory=list)
+    argv: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    error: str | None = None  # why this task could not be bound (the plan is inconsistent)
+
+
+class BoundRole(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    files: dict[str, str] = Field(default_factory=dict)  # run-dir relative path -> text
+    tasks: list[BoundTask] = Field(default_factory=list)
+
+
+class BoundPlan(BaseModel):
+    """A plan's processes, bound; `plan.json`'s `bound` key under `disagg plan --bound`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_path: str  # `${model.path}` on the host
+    draft_path: str
+    model_inside: str | None = None  # the same as the first worker's container sees it
+    draft_inside: str | None = None
+    ports: dict[str, dict[str, int]]  # role -> port field -> number
+    roles: dict[str, BoundRole]
+
+
+def _hub_snapshot(cache: str | None, repo_id: str, revision: str) -> str:
+    root = cache or "$HF_HOME"
+    return f"{root}/hub/models--{repo_id.replace('/', '--')}/snapshots/{revision}"
+
+
+def model_paths(plan: Plan) -> tuple[str, str]:
+    """(main, draft) model locations on the host, as staging would hand them over."""
+    staged = {model.purpose: model for model in plan.staging.models}
+    if plan.staging.skip:  # nothing is staged: the names themselves, as the job gives them
+        main = plan.staging.local_path or (
+            staged["main"].repo_id if "main" in staged else plan.bench.model_name
+        )
+        return main, staged["draft"].repo_id if "draft" in staged else ""
+    cache = plan.staging.hf_cache
+    main = plan.staging.local_path or ""
+    if not main and "main" in staged:
+        main = _hub_snapshot(cache, staged["main"].repo_id, staged["main"].revision)
+    if not main:
+        main = plan.bench.model_name
+    draft = ""
+    if "draft" in staged:
+        draft = _hub_snapshot(cache, staged["draft"].repo_id, staged["draft"].revision)
+    return main, draft
+
+
+def bind_plan(plan: Plan) -> BoundPlan:
+    """Every role's files and tasks of `plan`, bound on nodes `node0..N-1`."""
+    count = max(plan.nodes, plan.slurm.nodes, 1)
+    nodes = [f"node{rank}" for rank in range(count)]
+    ports = allocate_ports(plan, _Free(), base=PORT_BASE)
+    main, draft = model_paths(plan)
+    bindings = build_bindings(
+        plan,
+        addresses=nodes,
+        ports=ports,
+        model_path=main,
+        draft_path=draft,
+        run_dir=Path("/"),
+        names=nodes,
+    )
+    bindings["run"]["dir"] = RUN_DIR
+    bound = BoundPlan(model_path=main, draft_path=draft, ports=ports, roles={})
+    worker = next((role for role in plan.roles if role.kind in WORKER_KINDS), None)
+    if worker is not None and in_container(plan, worker):
+        bound.model_inside = translate(plan, worker, main) if main else None
+        bound.draft_inside = translate(plan, worker, draft) if draft else None
+    elif worker is not None:
+        bound.model_inside, bound.draft_inside = main, draft or None
+    for role in plan.roles:
+        bound.roles[role.name] = BoundRole(
+            files=_files(plan, role.name, bindings),
+            tasks=[_task(plan, role.name, rank, bindings, nodes) for rank in role.launch_ranks]
+            if role.argv
+            else [],
+        )
+    return bound
+
+
+def _files(plan: Plan, name: str, bindings: Bindings) -> dict[str, str]:
+    role = plan.role(name)
+    if not role.files:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        written = write_role_files(plan, role, bindings, Path(tmp))
+        return {str(path.relative_to(tmp)): path.read_text() for path in written}
+
+
+def _task(plan: Plan, name: str, rank: int, bindings: Bindings, nodes: list[str]) -> BoundTask:
+    role = plan.role(name)
+    task = BoundTask(node_rank=rank, node=nodes[rank], gpus=list(role.gpu_ids))
+    try:
+        task.argv, task.env = render_task(plan, role, rank, bindings)
+    except DisaggError as exc:
+        task.error = exc.message
+    return task
+
+
+def bound_lines(plan: Plan, bound: BoundPlan) -> list[str]:
+    """The human view: each task on one line, `node GPUs role: ENV=... argv`, shell-quoted
+    so that it pastes; the files written for a role after its tasks."""
+    import shlex
+
+    lines = [f"processes of {plan.selector} (nodes node0..N-1, ports from {PORT_BASE})"]
+    for name, role in bound.roles.items():
+        for task in role.tasks:
+            gpus = ",".join(map(str, task.gpus)) or "-"
+            head = f"  {task.node} gpus {gpus} {name}:"
+            if task.error is not None:
+                lines.append(f"{head} cannot be bound: {task.error}")
+                continue
+            env = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(task.env.items()))
+            lines.append(f"{head} {env} {shlex.join(task.argv)}".replace(":  ", ": "))
+        for relative, text in role.files.items():
+            lines.append(f"  {name} writes {RUN_DIR}/{relative}:")
+            lines += [f"    {line}" for line in text.splitlines()]
+    return lines
