@@ -226,3 +226,18 @@ def test_engine_wide_knobs_are_carried_out_refused_or_said_to_be_ignored(tmp_pat
     routed = recipe("vllm", dp, resources=ONE_NODE, backend="  dp_launch_mode: per_gpu\n")
     with pytest.raises(UnsupportedRecipe, match=r"backend\.dp_launch_mode per_gpu behind"):
         plan_text(tmp_path, routed)
+
+
+def test_vllm_port_is_the_workers_own_and_gone_over_several_nodes(tmp_path: Path) -> None:
+    """srtctl's VLLM_PORT (VLLMProtocol.get_process_environment) wins over the recipe's; a
+    worker over several nodes has it unset, the recipe's too (worker_stage.start_worker's
+    env_to_unset)."""
+    env = "environment:\n  VLLM_PORT: '1234'\n"
+    one = plan_text(tmp_path, recipe("vllm", TP8_PD, resources=PD) + env)
+    assert one.role("prefill-0").env["VLLM_PORT"] == "${self.vllm_port}"
+    resources = "  gpus_per_node: 4\n  agg_nodes: 2\n  agg_workers: 1\n"
+    roles = "    aggregated:\n      tensor-parallel-size: 8\n"
+    two = plan_text(tmp_path, recipe("vllm", roles, resources=resources) + env)
+    worker = two.role("aggregated-0")
+    assert worker.nnodes == 2 and "VLLM_PORT" not in worker.env
+    assert "vllm*50" not in worker.ports

@@ -141,3 +141,23 @@ def test_a_master_no_worker_uses_is_refused_as_srtctl_refuses_it(write: Write) -
     assert caught.value.exit_code == 2 and caught.value.hint is not None
     assert "disaggregation-transfer-backend: mooncake" in caught.value.hint
     assert caught.value.location is not None and caught.value.location.line == 14
+
+
+def test_each_node_of_a_worker_tells_mooncake_its_own_address(write: Write) -> None:
+    """srtctl's start_worker resolves MOONCAKE_LOCAL_HOSTNAME per process: each node of a
+    worker over several nodes runs a transfer engine of its own."""
+    from engines.engine_support import worker_tasks
+
+    store = "  mooncake_kv_store:\n    env:\n      MOONCAKE_PROTOCOL: rdma\n"
+    text = WIRED.replace("backend:\n", "backend:\n" + store).replace(
+        "  prefill_nodes: 1\n", "  prefill_nodes: 2\n"
+    )
+    text = text.replace("      tp-size: 8\n", "      tp-size: 16\n", 1)
+    plan = place(load_variants(write(text))[0])
+    assert plan.role("prefill-0").nnodes == 2
+    hosts = {
+        rank: env["MOONCAKE_LOCAL_HOSTNAME"]
+        for role, rank, _argv, env in worker_tasks(plan)
+        if role.name == "prefill-0"
+    }
+    assert hosts == {0: "10.0.0.1", 1: "10.0.0.2"}

@@ -204,6 +204,9 @@ class WorkerCommand:
     # Settings of the role this command does not pass on as written, besides `ignored()`'s
     # (those that depend on the worker's spec, such as its frontend).
     ignored: list[Ignored] = field(default_factory=list)
+    # Variables the launcher clears for this worker whoever set them (srtctl's
+    # `env_to_unset`: the recipe's own environment included).
+    unset_env: tuple[str, ...] = ()
 
 
 class EngineAdapter(ABC):

@@ -361,13 +361,22 @@ class VLLM(EngineAdapter):
         if not spec.multi_node:
             argv = flags + serve + placed[0]
             return WorkerCommand(argv=argv, ports=ports, env=env, differs=differs, ignored=derived)
+        # srtctl unsets VLLM_PORT, the recipe's too, for a worker over several nodes: its
+        # ranks would start their free-port scans from one base (worker_stage.start_worker)
+        unset = ("VLLM_PORT",)
         headless = flags
         if spec.frontend == DIRECT:
             headless = [program, "serve", "${model.path}"]
             headless += self.engine_flags(_without(args, _API_SERVER_ONLY), spec)
         nodes = [flags + placed[0] + serve, *(headless + node for node in placed[1:])]
         return WorkerCommand(
-            argv=nodes[0], ports=ports, env=env, node_argv=nodes, differs=differs, ignored=derived
+            argv=nodes[0],
+            ports=ports,
+            env=env,
+            node_argv=nodes,
+            differs=differs,
+            ignored=derived,
+            unset_env=unset,
         )
 
 

@@ -313,7 +313,11 @@ class _Placer:
                 gpus=par.gpus,
             ),
             speculative=reading.speculative_algorithm,
-            env={**self.role_env(kind), **command.env},
+            env={
+                key: value
+                for key, value in {**self.role_env(kind), **command.env}.items()
+                if key not in command.unset_env
+            },
             health=self.worker_health(),
             container_image=own or self.containers.worker_image(command, self.containers.image),
             srun_options=role_srun_options(self.config, kind),
