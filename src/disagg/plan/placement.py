@@ -452,12 +452,9 @@ class _Placer:
     # ---------------------------------------------------------------- all
 
     def plan(self) -> Plan:
-        try:
-            model = resolve_model(self.config.model.path, self.profile)
-        except DisaggError as exc:
-            raise DisaggError(
-                exc.message, location=self.variant.locate(("model", "path")), hint=exc.hint
-            ) from None
+        # A simulated plan reads no weights: its directory is kept as written.
+        cwd = None if self.simulated else Path.cwd()
+        model = resolve_model(self.config.model.path, self.profile, cwd=cwd)
         self.model = model
         from disagg.workloads import adapter_for
 
