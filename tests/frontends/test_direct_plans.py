@@ -104,3 +104,62 @@ def test_direct_vllm_over_another_engine_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(DisaggError) as caught:
         plan_text(tmp_path, text.replace("org/tiny\nbenchmark", "1\nbenchmark"))
     assert "serves a vllm worker directly, but the engine is sglang" in caught.value.message
+
+
+V1_VLLM_DIRECT = (
+    """\
+name: direct
+model: {path: hf:org/tiny, container: vllm, precision: bf16}
+resources: {gpu_type: h100, gpus_per_node: 8, agg_nodes: 2, agg_workers: 1}
+frontend: {type: vllm, enable_multiple_frontends: false}
+backend:
+  type: vllm
+  connector: nixl
+  vllm_config:
+    aggregated:
+      served-model-name: org/tiny
+      tensor-parallel-size: 8
+      pipeline-parallel-size: 2
+      api-server-count: 2
+"""
+    + SA_BENCH
+)
+
+
+def test_v1_vllm_is_the_same_direct_worker_as_schema2s(tmp_path: Path) -> None:
+    """srt-slurm v1.0.68's `frontend.type: vllm` (srtctl/frontends/vllm.py `VLLMFrontend`,
+    `build_worker_command` for `frontend_type == "vllm"` in backends/vllm.py): no router, the
+    one aggregated `vllm serve` worker owns the API port, vLLM's own multi-node serve over
+    its nodes, no KV connector (popped), and no etcd/NATS (`do_sweep` skips them)."""
+    v1 = plan_text(tmp_path, V1_VLLM_DIRECT)
+    args = "      tensor-parallel-size: 8\n      pipeline-parallel-size: 2\n"
+    schema2 = _direct(tmp_path, nodes=2, args=args + "      api-server-count: 2\n")
+    assert v1.frontend == schema2.frontend == "vllm (direct)"
+    assert [r.name for r in v1.roles] == [r.name for r in schema2.roles]
+    head = v1.role("aggregated-0")
+    assert head.node_argv == schema2.role("aggregated-0").node_argv
+    assert head.argv[:3] == ["vllm", "serve", "${model.path}"] and v1.nodes == 2
+    assert "--kv-transfer-config" not in head.argv and "--api-server-count" in head.argv
+    assert "--headless" in head.argv_on(1) and "--api-server-count" not in head.argv_on(1)
+    assert "direct-frontend" in [row["id"] for row in v1.differs]
+
+
+def test_v1_vllm_keeps_srtctls_checks_and_its_internal_name_is_no_spelling(
+    tmp_path: Path,
+) -> None:
+    """`SrtConfig._validate_vllm_frontend` (srtctl core/schema.py): one public endpoint, a
+    vLLM backend, one aggregated worker."""
+    with pytest.raises(DisaggError) as caught:
+        plan_text(
+            tmp_path,
+            V1_VLLM_DIRECT.replace(
+                "enable_multiple_frontends: false", "num_additional_frontends: 1"
+            ),
+        )
+    assert caught.value.hint == "set frontend.enable_multiple_frontends: false"
+    with pytest.raises(DisaggError) as two:
+        plan_text(tmp_path, V1_VLLM_DIRECT.replace("agg_workers: 1", "agg_workers: 2"))
+    assert "needs exactly one aggregated worker, the recipe has 2" in two.value.message
+    with pytest.raises(DisaggError) as internal:
+        plan_text(tmp_path, V1_VLLM_DIRECT.replace("type: vllm,", "type: vllm-direct,"))
+    assert internal.value.hint == "v1 spells the directly serving vllm worker `vllm`"
