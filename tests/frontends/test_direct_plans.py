@@ -163,3 +163,8 @@ def test_v1_vllm_keeps_srtctls_checks_and_its_internal_name_is_no_spelling(
     with pytest.raises(DisaggError) as internal:
         plan_text(tmp_path, V1_VLLM_DIRECT.replace("type: vllm,", "type: vllm-direct,"))
     assert internal.value.hint == "v1 spells the directly serving vllm worker `vllm`"
+
+
+def test_a_v1_frontend_type_that_is_not_text_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(DisaggError, match=r"frontend\.type"):
+        plan_text(tmp_path, V1_VLLM_DIRECT.replace("type: vllm,", "type: [vllm],"))

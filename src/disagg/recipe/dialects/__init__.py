@@ -143,7 +143,9 @@ def v1_internal(written: dict[str, Any]) -> dict[str, Any]:
     """A v1 variant in the internal shape: the same map, a renamed frontend type aside."""
     frontend = written.get("frontend")
     kind = frontend.get("type") if isinstance(frontend, Mapping) else None
-    if not isinstance(frontend, Mapping) or kind not in V1_FRONTEND_TYPES:
+    if not isinstance(frontend, Mapping) or not isinstance(kind, str):
+        return written  # a type that is not text: validation names it
+    if kind not in V1_FRONTEND_TYPES:
         return written
     return {**written, "frontend": {**frontend, "type": V1_FRONTEND_TYPES[kind]}}
 
