@@ -175,8 +175,16 @@ class VLLM(EngineAdapter):
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     # `kv_events_config`: the plan adds each worker's KV event publisher (plan.kv_events).
+    # The colocation knobs are read by the node layout (`disagg.plan.node_layout.Colocation`).
     backend_fields: ClassVar[frozenset[str]] = frozenset(
-        {"connector", "vllm_serve_binary", "kv_events_config", "dp_launch_mode"}
+        {
+            "connector",
+            "vllm_serve_binary",
+            "kv_events_config",
+            "dp_launch_mode",
+            "allow_prefill_decode_colocation",
+            "allow_prefill_decode_colocation_across_nodes",
+        }
     )
     # A role's own `connector` wins over `backend.connector` (`role_args`, `kv_transfer`).
     role_knobs: ClassVar[Mapping[str, str]] = {"connector": "connector"}
