@@ -78,6 +78,15 @@ def test_a_multi_node_direct_vllm_worker_is_vllms_own_multi_node_serve(tmp_path:
     assert "--headless" in other and "--port" not in other and "--api-server-count" not in other
 
 
+def test_data_parallel_ranks_need_not_divide_a_direct_workers_nodes(tmp_path: Path) -> None:
+    """srtctl passes TP16 x DP2 over four 8-GPU nodes to `vllm serve` as written, with
+    --nnodes 4 and each node's --node-rank: vLLM's multi-node serve places the ranks."""
+    args = "      tensor-parallel-size: 16\n      data-parallel-size: 2\n"
+    role = _direct(tmp_path, nodes=4, args=args).role("aggregated-0")
+    assert [argv[argv.index("--node-rank") + 1] for argv in role.node_argv] == list("0123")
+    assert all("--data-parallel-size-local" not in argv for argv in role.node_argv)
+
+
 def test_a_direct_vllm_worker_takes_no_connector_from_its_role(tmp_path: Path) -> None:
     """srtctl pops `connector` from a direct worker's settings: no KV transfer is set up."""
     argv = _direct(tmp_path, args="      connector: nixl\n").role("aggregated-0").argv

@@ -265,7 +265,10 @@ class VLLM(EngineAdapter):
                 "per node; Dynamo's frontend registers them: frontend.type dynamo)"
             )
         par = self.parallelism(args)
-        if spec.multi_node and par.dp > 1 and par.dp % spec.nnodes:
+        # A direct worker leaves the ranks to vLLM's own multi-node serve (no per-node DP
+        # flags), as srtctl renders it; the others split DP ranks evenly over their nodes.
+        spread = spec.multi_node and spec.frontend != DIRECT
+        if spread and par.dp > 1 and par.dp % spec.nnodes:
             what = f"data-parallel-size {par.dp} over {spec.nnodes} nodes (unequal ranks per node)"
             return "data-parallel-size", what
         return None
