@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from disagg.cluster import ClusterProfile
 from disagg.launch.slurm_preflight import check_models
 from disagg.plan.placement import place
 from disagg.recipe.lint import Severity, lint_paths
@@ -43,8 +44,20 @@ def test_a_repo_shaped_path_is_a_directory_plan_and_lint_say_it_is_missing(
     assert "refuses it)" in shown and "staged-hf-model" not in shown  # nothing from the hub
     [finding] = [f for f in lint_paths([recipe]).findings if f.rule == "DA015"]
     assert finding.severity is Severity.WARNING and str(directory) in finding.message
+    assert "`hf:org/tiny` is one" in finding.message
     assert finding.locations[0].line == 3  # `path:` under `model:`
     assert "hf:org/name" in (finding.hint or "")
+
+
+def test_a_missing_directory_an_alias_names_is_only_a_lint_note(recipe: Path) -> None:
+    """Off the cluster its directories are missing as a rule: lint notes it, submit's
+    pre-flight still refuses it there."""
+    profile = ClusterProfile(models={"org/tiny": "/cluster/models/tiny"})
+    [finding] = [f for f in lint_paths([recipe], profile).findings if f.rule == "DA015"]
+    assert finding.severity is Severity.INFO and "/cluster/models/tiny" in finding.message
+    [variant] = load_variants(recipe)
+    [error] = check_models(place(variant, profile)).errors
+    assert "model directory /cluster/models/tiny does not exist" in error
 
 
 def test_submit_refuses_a_missing_model_directory_and_checks_one_that_exists(

@@ -7,7 +7,7 @@ cluster profile lint was given (`disagg lint` resolves it as `disagg plan` does)
 input is an error; a variant this project cannot run (`unsupported: ...`) a warning;
 fields a plan lists as ignored are info notes (engine settings excepted: DA010
 reports those). A planned job whose model directory is not on this machine is DA015's
-warning (`disagg.recipe.lint.model_dir`).
+(`disagg.recipe.lint.model_dir`).
 An srt-slurm cluster config is not a recipe and is left alone.
 """
 
@@ -55,7 +55,7 @@ def check(ctx: FileContext) -> list[Finding]:
         if isinstance(outcome, DisaggError):
             findings.append(_refusal(ctx.path, outcome))
             continue
-        missing = model_dir.check(ctx.path, variant, outcome)
+        missing = model_dir.check(ctx.path, variant, outcome, ctx.profile)
         if missing is not None:
             findings.append(missing)
         for item in outcome.ignored:
