@@ -12,6 +12,7 @@ shared Hugging Face cache and results live. One recipe, many clusters.
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
 # each field's annotation string when the class is made, a cost every command pays.
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +82,8 @@ class ClusterProfile(BaseModel):
     )
     models: dict[str, str] = Field(
         default_factory=empty_dict,
-        description="model alias -> directory, `hf:org/name` or `org/name`",
+        description="model alias -> `hf:org/name` (a hub repo) or a directory, as "
+        "srt-slurm's `model_paths`",
     )
     hf_cache: str | None = Field(default=None, description="shared HF_HOME-style cache root")
     legacy_cache_roots: list[str] = Field(
@@ -162,11 +164,12 @@ def load_profile(path: Path) -> ClusterProfile:
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A model after alias resolution: a hub repo, a directory, or an alias left as written."""
+    """A recipe's `model.path` as srtctl reads it: a hub repo (`hf:`) or a directory."""
 
-    kind: Literal["repo", "path", "alias"]
-    value: str  # repo id, path, or alias text
+    kind: Literal["repo", "path"]
+    value: str  # repo id, or the directory (absolute once resolved for a job)
     written: str  # what the recipe said
+    named: str = ""  # the cluster alias's target, else `written`: the served name's source
 
     @property
     def repo_id(self) -> str | None:
@@ -174,46 +177,48 @@ class ModelRef:
 
 
 def is_repo_id(text: str) -> bool:
-    """`org/name` (or `hf:org/name`), as opposed to a path or an alias."""
+    """`org/name` (or `hf:org/name`): how engine settings name a draft model on the hub,
+    as opposed to a path. `model.path` is read by `classify_model` instead."""
     if text.startswith(HF_PREFIX):
         return True
     return bool(_REPO_ID.fullmatch(text)) and not text.startswith((".", "/", "~", "$"))
 
 
 def classify_model(text: str) -> ModelRef:
-    """What a model string names, without any profile."""
+    """srtctl's reading of a `model.path` once aliases are resolved
+    (`RuntimeContext.from_config` in srt-slurm's core/runtime.py): `hf:org/name` is a hub
+    repo the engines fetch; anything else, `org/name` included, is a directory."""
     if text.startswith(HF_PREFIX):
-        return ModelRef("repo", text[len(HF_PREFIX) :], text)
-    if is_repo_id(text):
-        return ModelRef("repo", text, text)
-    if text.startswith(("/", ".", "~", "$")) or "/" in text:
-        return ModelRef("path", text, text)
-    return ModelRef("alias", text, text)
+        return ModelRef("repo", text[len(HF_PREFIX) :], text, text)
+    return ModelRef("path", text, text, text)
 
 
-def resolve_model(text: str, profile: ClusterProfile | None) -> ModelRef:
-    """Resolve a recipe's `model.path` through the profile's aliases.
+def resolve_model(
+    text: str, profile: ClusterProfile | None, *, cwd: Path | None = None
+) -> ModelRef:
+    """A recipe's `model.path` as srtctl resolves it.
 
-    Without a profile an alias is kept as written (plans still show it); with a
-    profile, an alias it does not define is an error, since nothing could run it.
+    A name the profile's `models` (srt-slurm's `model_paths`) holds is replaced by its
+    target, whatever it looks like (`resolve_config_with_defaults` in srt-slurm's
+    core/config.py); the result is then read by `classify_model`. With `cwd`, a
+    directory has its environment variables and `~` expanded and is made absolute
+    against `cwd`, symlinks resolved, as srtctl does at submit (`Path.resolve()` in the
+    working directory); whether it exists is for the pre-flight to judge.
     """
-    ref = classify_model(text)
-    if ref.kind != "alias":
-        return ref
-    if profile is None:
-        return ref
-    target = profile.models.get(text)
-    if target is None:
-        known = ", ".join(sorted(profile.models)) or "none"
-        raise DisaggError(
-            f"model alias {text!r} is not defined by the cluster profile",
-            hint=f"add it under `models:` in the profile (defined: {known}), "
-            "or write a path or `hf:org/name` in the recipe",
-        )
-    resolved = classify_model(target)
-    if resolved.kind == "alias":  # a bare word in the profile is a relative directory
-        resolved = ModelRef("path", target, text)
-    return ModelRef(resolved.kind, resolved.value, text)
+    target = profile.models.get(text) if profile is not None else None
+    named = text if target is None else target
+    ref = classify_model(named)
+    value = ref.value
+    if ref.kind == "path" and cwd is not None:
+        value = local_model_dir(named, cwd)
+    return ModelRef(ref.kind, value, text, named)
+
+
+def local_model_dir(text: str, cwd: Path) -> str:
+    """A directory `model.path` as the job reads it: variables and `~` expanded, absolute
+    against `cwd`, symlinks resolved (srtctl's `Path(os.path.expandvars(path)).resolve()`)."""
+    path = Path(os.path.expanduser(os.path.expandvars(text)))
+    return str((cwd / path).resolve())
 
 
 def resolve_container(text: str, profile: ClusterProfile | None) -> str:

@@ -122,7 +122,9 @@ def test_prefill_decode_without_a_connector_is_refused_at_plan_time(tmp_path: Pa
     text = recipe("vllm", roles, resources=PD, backend="  connector: null\n")
     with pytest.raises(UnsupportedRecipe) as caught:
         plan_text(tmp_path, text)
-    assert "vLLM prefill worker without a KV connector" in str(caught.value)
+    assert "`vllm serve` prefill worker without a KV connector behind frontend type smg" in str(
+        caught.value
+    )
     assert "\n" not in str(caught.value)
 
 

@@ -208,6 +208,41 @@ def test_aggregated_dynamo_workers_get_the_backend_connector(
     assert worker.argv.count("--kv-transfer-config") == 1
 
 
+PD_ROLES = "    prefill:\n      max-model-len: 4096\nOWN    decode:\n      max-model-len: 4096\n"
+PD_ONE_NODE = (
+    "  gpus_per_node: 8\n  prefill_nodes: 1\n  prefill_workers: 1\n  gpus_per_prefill: 4\n"
+    "  decode_nodes: 0\n  decode_workers: 1\n  gpus_per_decode: 4\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("backend", "own", "transfer"),
+    [
+        ("  connector: null\n", "", False),
+        ("  connector: none\n", "", False),
+        ("", "      connector: none\n", False),
+        ("", "      connector: 'null'\n", False),
+        ("", "      connector: null\n", True),  # None: the backend's (nixl by default)
+        ("  connector: null\n", "      connector: nixl\n", True),
+    ],
+)
+def test_prefill_without_a_connector_runs_without_kv_transfer_config(
+    tmp_path: Path, backend: str, own: str, transfer: bool
+) -> None:
+    """srt-slurm v1.0.68 `VLLMProtocol.build_worker_command` (backends/vllm.py): the mode's
+    `connector`, else `backend.connector` when the mode's is None; `--kv-transfer-config`
+    only `if connector and connector not in ("null", "none", None)`."""
+    roles = PD_ROLES.replace("OWN", own)
+    plan = plan_text(tmp_path, dynamo_vllm(roles, PD_ONE_NODE, backend))
+    prefill = plan.role("prefill-0")
+    assert ("--kv-transfer-config" in prefill.argv) is transfer
+    assert ("nixl" in prefill.ports) is transfer and "--connector" not in prefill.argv
+    assert value(prefill.argv, "--disaggregation-mode") == "prefill"
+    if transfer:
+        config = json.loads(value(prefill.argv, "--kv-transfer-config"))
+        assert config == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+
+
 def test_a_raw_json_connector_passes_through_unchanged(tmp_path: Path) -> None:
     """srt-slurm `test_connector_custom_json_passthrough`."""
     custom = '{"kv_connector":"MyCustomConnector","kv_role":"kv_both"}'

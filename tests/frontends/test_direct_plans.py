@@ -78,6 +78,15 @@ def test_a_multi_node_direct_vllm_worker_is_vllms_own_multi_node_serve(tmp_path:
     assert "--headless" in other and "--port" not in other and "--api-server-count" not in other
 
 
+def test_data_parallel_ranks_need_not_divide_a_direct_workers_nodes(tmp_path: Path) -> None:
+    """srtctl passes TP16 x DP2 over four 8-GPU nodes to `vllm serve` as written, with
+    --nnodes 4 and each node's --node-rank: vLLM's multi-node serve places the ranks."""
+    args = "      tensor-parallel-size: 16\n      data-parallel-size: 2\n"
+    role = _direct(tmp_path, nodes=4, args=args).role("aggregated-0")
+    assert [argv[argv.index("--node-rank") + 1] for argv in role.node_argv] == list("0123")
+    assert all("--data-parallel-size-local" not in argv for argv in role.node_argv)
+
+
 def test_a_direct_vllm_worker_takes_no_connector_from_its_role(tmp_path: Path) -> None:
     """srtctl pops `connector` from a direct worker's settings: no KV transfer is set up."""
     argv = _direct(tmp_path, args="      connector: nixl\n").role("aggregated-0").argv
@@ -104,3 +113,67 @@ def test_direct_vllm_over_another_engine_is_bad_input(tmp_path: Path) -> None:
     with pytest.raises(DisaggError) as caught:
         plan_text(tmp_path, text.replace("org/tiny\nbenchmark", "1\nbenchmark"))
     assert "serves a vllm worker directly, but the engine is sglang" in caught.value.message
+
+
+V1_VLLM_DIRECT = (
+    """\
+name: direct
+model: {path: hf:org/tiny, container: vllm, precision: bf16}
+resources: {gpu_type: h100, gpus_per_node: 8, agg_nodes: 2, agg_workers: 1}
+frontend: {type: vllm, enable_multiple_frontends: false}
+backend:
+  type: vllm
+  connector: nixl
+  vllm_config:
+    aggregated:
+      served-model-name: org/tiny
+      tensor-parallel-size: 8
+      pipeline-parallel-size: 2
+      api-server-count: 2
+"""
+    + SA_BENCH
+)
+
+
+def test_v1_vllm_is_the_same_direct_worker_as_schema2s(tmp_path: Path) -> None:
+    """srt-slurm v1.0.68's `frontend.type: vllm` (srtctl/frontends/vllm.py `VLLMFrontend`,
+    `build_worker_command` for `frontend_type == "vllm"` in backends/vllm.py): no router, the
+    one aggregated `vllm serve` worker owns the API port, vLLM's own multi-node serve over
+    its nodes, no KV connector (popped), and no etcd/NATS (`do_sweep` skips them)."""
+    v1 = plan_text(tmp_path, V1_VLLM_DIRECT)
+    args = "      tensor-parallel-size: 8\n      pipeline-parallel-size: 2\n"
+    schema2 = _direct(tmp_path, nodes=2, args=args + "      api-server-count: 2\n")
+    assert v1.frontend == schema2.frontend == "vllm (direct)"
+    assert [r.name for r in v1.roles] == [r.name for r in schema2.roles]
+    head = v1.role("aggregated-0")
+    assert head.node_argv == schema2.role("aggregated-0").node_argv
+    assert head.argv[:3] == ["vllm", "serve", "${model.path}"] and v1.nodes == 2
+    assert "--kv-transfer-config" not in head.argv and "--api-server-count" in head.argv
+    assert "--headless" in head.argv_on(1) and "--api-server-count" not in head.argv_on(1)
+    assert "direct-frontend" in [row["id"] for row in v1.differs]
+
+
+def test_v1_vllm_keeps_srtctls_checks_and_its_internal_name_is_no_spelling(
+    tmp_path: Path,
+) -> None:
+    """`SrtConfig._validate_vllm_frontend` (srtctl core/schema.py): one public endpoint, a
+    vLLM backend, one aggregated worker."""
+    with pytest.raises(DisaggError) as caught:
+        plan_text(
+            tmp_path,
+            V1_VLLM_DIRECT.replace(
+                "enable_multiple_frontends: false", "num_additional_frontends: 1"
+            ),
+        )
+    assert caught.value.hint == "set frontend.enable_multiple_frontends: false"
+    with pytest.raises(DisaggError) as two:
+        plan_text(tmp_path, V1_VLLM_DIRECT.replace("agg_workers: 1", "agg_workers: 2"))
+    assert "needs exactly one aggregated worker, the recipe has 2" in two.value.message
+    with pytest.raises(DisaggError) as internal:
+        plan_text(tmp_path, V1_VLLM_DIRECT.replace("type: vllm,", "type: vllm-direct,"))
+    assert internal.value.hint == "v1 spells the directly serving vllm worker `vllm`"
+
+
+def test_a_v1_frontend_type_that_is_not_text_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(DisaggError, match=r"frontend\.type"):
+        plan_text(tmp_path, V1_VLLM_DIRECT.replace("type: vllm,", "type: [vllm],"))

@@ -13,7 +13,7 @@ DATA = Path(__file__).parent / "data"
 BASE = """\
 base:
   name: t
-  model: {path: org/model, container: c, precision: fp8}
+  model: {path: hf:org/model, container: c, precision: fp8}
   resources:
     gpu_type: h100
     gpus_per_node: 8

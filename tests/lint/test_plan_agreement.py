@@ -41,7 +41,7 @@ def test_an_unsupported_variant_is_a_warning_and_ignored_fields_are_info(tmp_pat
 
 def test_a_schema2_override_file_lints_clean(tmp_path: Path) -> None:
     text = (
-        "schema: 2\nbase:\n  name: t\n  model: {path: org/m, container: c, precision: fp8}\n"
+        "schema: 2\nbase:\n  name: t\n  model: {path: hf:org/m, container: c, precision: fp8}\n"
         "  resources: {gpu_type: h100, gpus_per_node: 8}\n  engine: sglang\n  roles:\n"
         "    prefill: {nodes: 1, workers: 1, args: {tp-size: 8}}\n"
         "    decode: {nodes: 1, workers: 1, args: {tp-size: 8}}\n"
@@ -76,7 +76,7 @@ def test_lint_and_plan_agree_on_every_shared_recipe() -> None:
 
 def test_consistency_rules_read_schema2_and_point_at_its_lines(tmp_path: Path) -> None:
     text = (
-        "schema: 2\nname: t\nmodel: {path: org/m, container: c, precision: fp8}\n"
+        "schema: 2\nname: t\nmodel: {path: hf:org/m, container: c, precision: fp8}\n"
         "resources: {gpu_type: h100, gpus_per_node: 8}\nengine: sglang\nroles:\n"
         "  prefill:\n    nodes: 1\n    workers: 1\n    args: {tp-size: 4}\n"
         "  decode:\n    nodes: 1\n    workers: 1\n    args: {tp-size: 8}\n"
@@ -90,7 +90,7 @@ def test_consistency_rules_read_schema2_and_point_at_its_lines(tmp_path: Path) -
 
 def test_schema2_layout_without_the_marker_is_a_warning(tmp_path: Path) -> None:
     marked = (
-        "schema: 2\nname: t\nmodel: {path: org/m, container: c, precision: fp8}\n"
+        "schema: 2\nname: t\nmodel: {path: hf:org/m, container: c, precision: fp8}\n"
         "resources: {gpu_type: h100, gpus_per_node: 8}\nengine: sglang\nroles:\n"
         "  agg: {nodes: 1, workers: 1, args: {tp-size: 8}}\n"
         "benchmark: {type: sa-bench, isl: 8, osl: 8, concurrencies: [1]}\n"

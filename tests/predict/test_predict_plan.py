@@ -73,3 +73,17 @@ def test_predict_settings_of_a_recipe_that_is_not_predicted_are_listed_as_ignore
     plan = _plan(tmp_path, simulated.replace('type: "dynamo"', 'type: "smg"'))
     assert plan.predicted is None
     assert any(i["field"] == "backend.predict" for i in plan.ignored)
+
+
+def test_a_model_directory_named_like_a_repo_still_finds_its_performance_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`model.path: org/name` is a directory as srtctl reads it; a predicted plan reads no
+    weights, stages nothing, and finds AIConfigurator's model from the name as written."""
+    monkeypatch.chdir(tmp_path)  # no such directory here
+    text = RECIPE.replace('path: "dsr1"', 'path: "deepseek-ai/DeepSeek-R1"')
+    plan = _plan(tmp_path, text.replace(', model: "deepseek-ai/DeepSeek-R1"', ""))
+    assert plan.staging.skip and plan.staging.models == []
+    assert plan.staging.local_path == "deepseek-ai/DeepSeek-R1"  # kept as written
+    target = role_target(plan.role("decode-0").argv)
+    assert target is not None and target.model == "deepseek-ai/DeepSeek-R1"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from disagg.cluster import ModelRef, load_profile
+from disagg.cluster import ClusterProfile, load_profile, resolve_model
 from disagg.plan.model import Plan, RoleKind
 from disagg.plan.placement import place
 from disagg.plan.served_name import model_basename
@@ -42,16 +42,20 @@ def _names(plan: Plan) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    ("ref", "name"),
+    ("written", "name"),
     [
-        (ModelRef("path", "/models/Qwen3-32B", "/models/Qwen3-32B"), "Qwen3-32B"),
-        (ModelRef("path", "/models/Qwen3-32B/", "qwen"), "Qwen3-32B"),  # an alias's target
-        (ModelRef("repo", "Qwen/Qwen3-32B", "hf:Qwen/Qwen3-32B"), "Qwen3-32B"),
-        (ModelRef("alias", "qwen", "qwen"), "qwen"),  # no profile to resolve it
+        ("/models/Qwen3-32B", "Qwen3-32B"),
+        ("qwen", "Qwen3-32B"),  # an alias: its target's basename
+        ("hf:Qwen/Qwen3-32B", "Qwen3-32B"),
+        ("Qwen/Qwen3-8B", "Qwen3-8B"),  # a directory in the working directory
+        ("nope", "nope"),  # a name no alias defines is a directory too
     ],
 )
-def test_the_default_is_the_basename_of_the_resolved_model(ref: ModelRef, name: str) -> None:
-    assert model_basename(ref) == name
+def test_the_default_is_the_basename_of_the_resolved_model(
+    written: str, name: str, tmp_path: Path
+) -> None:
+    profile = ClusterProfile(models={"qwen": "/models/Qwen3-32B/"})
+    assert model_basename(resolve_model(written, profile, cwd=tmp_path)) == name
 
 
 def test_workers_and_load_generator_use_the_basename_for_a_repo_and_an_alias(

@@ -156,10 +156,11 @@ class TileRT(EngineAdapter):
         if spec.simulated:
             return None
         if spec.frontend != ROUTER:
+            from disagg.recipe.dialects import V1_FRONTEND_TYPES_BACK
             from disagg.recipe.dialects.schema2 import FRONTEND_TYPES_BACK
 
-            written = FRONTEND_TYPES_BACK.get(spec.frontend, spec.frontend)
-            shown = written if spec.schema2 else spec.frontend
+            back = FRONTEND_TYPES_BACK if spec.schema2 else V1_FRONTEND_TYPES_BACK
+            shown = back.get(spec.frontend, spec.frontend)
             return "engine", (
                 f"a TileRT {spec.mode} worker behind frontend type {shown} (only "
                 "TileRT's router drives its prefill-to-decode hand-over: "

@@ -5,12 +5,15 @@ Flags come from `backend.vllm_config.<role>` by the same rules as SGLang's (`key
 model, positional), `--host`/`--port` and everything multi-node.
 
 Prefill/decode KV transfer is `--kv-transfer-config`: the role's own
-`kv-transfer-config`, else its `connector`, else `backend.connector` (srt-slurm's
-default: nixl). Shorthands expand to their JSON (nixl, lmcache, kvbm); any other text
-passes through unchanged as the JSON it is; `null`/`none` means no connector, which a
-prefill or decode worker cannot do without. An aggregated worker takes its own
-connector, and under Dynamo `backend.connector` too, as srt-slurm's `dynamo.vllm`
-workers do (`VLLMProtocol.build_worker_command`); `vllm serve` behind smg needs none.
+`kv-transfer-config`, else its `connector` (a null one counts as unset), else
+`backend.connector` (srt-slurm's default: nixl). Shorthands expand to their JSON (nixl,
+lmcache, kvbm); any other text passes through unchanged as the JSON it is; `null`/`none`
+means no connector: a `dynamo.vllm` worker then gets no `--kv-transfer-config`, as
+srt-slurm renders it (`VLLMProtocol.build_worker_command`), while a `vllm serve`
+prefill or decode worker behind a router, which hands KV over only through one, is
+refused. An aggregated worker takes its own connector, and under Dynamo
+`backend.connector` too, as srt-slurm's `dynamo.vllm` workers do; `vllm serve` behind
+smg needs none.
 NIXL finds its peer through a side channel: `VLLM_NIXL_SIDE_CHANNEL_HOST/PORT`, a port
 of its own per worker.
 
@@ -176,18 +179,28 @@ class VLLM(EngineAdapter):
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     # `kv_events_config`: the plan adds each worker's KV event publisher (plan.kv_events).
+    # The colocation knobs are read by the node layout (`disagg.plan.node_layout.Colocation`).
     backend_fields: ClassVar[frozenset[str]] = frozenset(
-        {"connector", "vllm_serve_binary", "kv_events_config", "dp_launch_mode"}
+        {
+            "connector",
+            "vllm_serve_binary",
+            "kv_events_config",
+            "dp_launch_mode",
+            "allow_prefill_decode_colocation",
+            "allow_prefill_decode_colocation_across_nodes",
+        }
     )
     # A role's own `connector` wins over `backend.connector` (`role_args`, `kv_transfer`).
     role_knobs: ClassVar[Mapping[str, str]] = {"connector": "connector"}
 
     def role_args(self, backend: Mapping[str, Any], role: WorkerRole) -> Mapping[str, Any]:
-        """A prefill/decode role without a connector of its own takes `backend.connector`."""
+        """A prefill/decode role without a connector of its own (or a null one) takes
+        `backend.connector`."""
         args = dict(super().role_args(backend, role))
-        if role != "aggregated" and not any(
-            FLAGS.normalise(key) in _CONNECTOR_KEYS for key in args
-        ):
+        # srtctl pops the role's `connector` and falls back on the backend's when it is
+        # None (`mode_connector if mode_connector is not None else self.connector`)
+        own = [v for k, v in args.items() if FLAGS.normalise(k) in _CONNECTOR_KEYS]
+        if role != "aggregated" and all(value is None for value in own):
             args["connector"] = backend.get("connector", DEFAULT_CONNECTOR)
         return args
 
@@ -226,8 +239,15 @@ class VLLM(EngineAdapter):
         return kv_transfer_config(written)
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
-        if spec.mode is not None and self.kv_transfer(args, spec) is None:
-            return "connector", f"a vLLM {spec.mode} worker without a KV connector"
+        if (
+            spec.mode is not None
+            and spec.frontend != DYNAMO
+            and self.kv_transfer(args, spec) is None
+        ):
+            return "connector", (
+                f"a `vllm serve` {spec.mode} worker without a KV connector behind frontend "
+                f"type {spec.frontend} (its router hands KV over through the connector only)"
+            )
         shape = _shape(args)
         if dp.per_gpu(shape, spec):
             return None if spec.simulated else dp.per_gpu_problem(shape, spec)
@@ -249,7 +269,10 @@ class VLLM(EngineAdapter):
                 "per node; Dynamo's frontend registers them: frontend.type dynamo)"
             )
         par = self.parallelism(args)
-        if spec.multi_node and par.dp > 1 and par.dp % spec.nnodes:
+        # A direct worker leaves the ranks to vLLM's own multi-node serve (no per-node DP
+        # flags), as srtctl renders it; the others split DP ranks evenly over their nodes.
+        spread = spec.multi_node and spec.frontend != DIRECT
+        if spread and par.dp > 1 and par.dp % spec.nnodes:
             what = f"data-parallel-size {par.dp} over {spec.nnodes} nodes (unequal ranks per node)"
             return "data-parallel-size", what
         return None

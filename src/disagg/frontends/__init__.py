@@ -43,16 +43,22 @@ REFUSED: dict[str, str] = {
 
 
 def refusal(frontend_type: str, *, schema2: bool = False) -> str | None:
-    """`frontend type X (why)` for a type this project does not run, else None; `schema2`
-    names the types as schema 2 spells them (its `sglang` is the internal `sglang-direct`)."""
+    """`frontend type X (why)` for a type this project does not run, else None; the types
+    are named as the dialect spells them (schema 2's `sglang` is the internal
+    `sglang-direct`, v1's and schema 2's `vllm` the internal `vllm-direct`)."""
     if frontend_type in _TABLE:
         return None
+    from disagg.recipe.dialects import V1_FRONTEND_TYPES_BACK
     from disagg.recipe.dialects.schema2 import DIRECT_FRONTENDS, FRONTEND_TYPES_BACK
 
-    def shown(name: str) -> str:
-        return FRONTEND_TYPES_BACK.get(name, name) if schema2 else name
+    back = FRONTEND_TYPES_BACK if schema2 else V1_FRONTEND_TYPES_BACK
 
-    built = sorted({shown(name) for name in names() if schema2 or name not in DIRECT_FRONTENDS})
+    def shown(name: str) -> str:
+        return back.get(name, name)
+
+    built = sorted(
+        {shown(name) for name in names() if name not in DIRECT_FRONTENDS or name in back}
+    )
     why = REFUSED.get(frontend_type, f"built here: {', '.join(built)}")
     return f"frontend type {shown(frontend_type)} ({why})"
 

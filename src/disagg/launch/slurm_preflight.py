@@ -16,6 +16,7 @@ from pathlib import Path
 from disagg.cluster import ClusterProfile
 from disagg.launch import slurmctl
 from disagg.plan.model import Plan
+from disagg.plan.stage_list import MISSING_MODEL_HINT, missing_model_dir
 
 
 @dataclass
@@ -56,7 +57,10 @@ def check_models(plan: Plan) -> Preflight:
     if staging.skip:
         return result
     targets: list[tuple[str, str | None]] = []
-    if staging.local_path:
+    missing = missing_model_dir(staging)
+    if missing:  # srtctl fails alike: "Model path does not exist"
+        result.errors.append(f"model directory {missing} does not exist ({MISSING_MODEL_HINT})")
+    elif staging.local_path:
         targets.append((staging.local_path, None))
     elif not staging.allow_download:
         targets += [(m.repo_id, m.revision) for m in staging.models]

@@ -250,8 +250,8 @@ _ROWS = (
     ),
     Difference(
         "direct-frontend",
-        "binds the one aggregated worker of a direct frontend (schema 2 `frontend.type: "
-        "sglang`, `vllm`, aggregated `trtllm_serve`) to `0.0.0.0` on the public port 8000",
+        "binds the one aggregated worker of a direct frontend (`frontend.type: vllm`, "
+        "schema 2 `sglang`, aggregated `trtllm_serve`) to `0.0.0.0` on the public port 8000",
         "binds it to its node's own address on a port picked at run time, like every role's; "
         "the benchmark is given that address (`SRT_FRONTEND_HOST`, `SRT_FRONTEND_PORT`)",
         "a fixed port collides with another job or a leftover server on a shared node",

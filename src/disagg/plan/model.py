@@ -233,6 +233,9 @@ class BenchCommand(_Strict):
     accuracy: str | None = None
     # Where an evaluation disagg runs itself reads its data set (GSM8K on vLLM), for display.
     dataset: str | None = None
+    # benchmark.aiperf_server_metrics: the command gets the workers' /metrics URLs
+    # (AIPERF_SERVER_METRICS_URLS) for AIPerf's server-metrics scrape.
+    server_metrics: bool = False
 
 
 class BenchPlan(_Strict):

@@ -7,6 +7,10 @@ disjoint GPU subsets. GPUs per worker are `gpus_per_prefill` / `gpus_per_decode`
 `gpus_per_agg` when given, else nodes x GPUs-per-node / workers. With
 `resources.spread_workers`, each worker smaller than a node gets a node of its own
 (srtctl's `allocate_endpoints(spread_workers=True)`), the rest of its GPUs left idle.
+vLLM's `backend.allow_prefill_decode_colocation` packs decode workers straight after the
+prefill workers, on the GPUs they leave free, when all workers fit one node (or always,
+with `allow_prefill_decode_colocation_across_nodes`); the job then has as many worker
+nodes as the workers' GPUs fill, whatever the node counts say (`Colocation`).
 Kept apart from
 `disagg.plan.placement` (which builds each role's command) because it is pure
 arithmetic over the `resources` section, with its own refusals.
@@ -77,6 +81,26 @@ class GpuCursor:
         return self.node + (1 if self.gpu else 0)
 
 
+@dataclass(frozen=True)
+class Colocation:
+    """vLLM's prefill/decode packing, as srt-slurm v1.0.68 decides it
+    (`VLLMProtocol.should_colocate_prefill_decode` in backends/vllm.py) and sizes the job
+    (`SrtConfig.total_nodes` in core/schema.py: the workers' GPUs over GPUs per node)."""
+
+    allowed: bool = False  # backend.allow_prefill_decode_colocation (vLLM only)
+    across_nodes: bool = False  # backend.allow_prefill_decode_colocation_across_nodes
+
+    def applies(self, groups: list[WorkerGroup], gpus_per_node: int) -> bool:
+        kinds = {group.kind for group in groups if group.workers > 0}
+        if not self.allowed or not {RoleKind.PREFILL, RoleKind.DECODE} <= kinds:
+            return False
+        return total_gpus(groups) <= gpus_per_node or self.across_nodes
+
+
+def total_gpus(groups: list[WorkerGroup]) -> int:
+    return sum(group.workers * group.gpus_each for group in groups)
+
+
 class NodeLayout:
     """The `resources` section of one variant, laid out on nodes of a cluster."""
 
@@ -87,11 +111,13 @@ class NodeLayout:
         *,
         named: Named,
         fail: Fail,
+        colocation: Colocation | None = None,
     ) -> None:
         self.resources = resources
         self.profile = profile
         self.named = named
         self.fail = fail
+        self.colocation = colocation or Colocation()
 
     def gpus_per_node(self) -> int:
         """The recipe's GPUs per node, else the cluster profile's."""
@@ -150,10 +176,8 @@ class NodeLayout:
         self, gpn: int
     ) -> tuple[list[tuple[RoleKind, int, list[int], list[int]]], int]:
         """(kind, index, node ranks, gpu ids) per worker, and the number of nodes."""
-        cursor = GpuCursor(gpn, spread=self.resources.spread_workers)
-        placed: list[PlacedWorker] = []
-        end = 0  # one past the last declared node so far
-        for group in self.groups(gpn):
+        groups = self.groups(gpn)
+        for group in groups:
             if group.gpus_each > gpn and group.gpus_each % gpn:
                 raise self.fail(
                     f"{group.kind.value} workers need {group.gpus_each} GPUs each, more than "
@@ -161,6 +185,12 @@ class NodeLayout:
                     ("resources",),
                     "a worker either fits in one node or spans whole nodes",
                 )
+        if self.colocation.applies(groups, gpn):
+            return self.packed(groups, gpn)
+        cursor = GpuCursor(gpn, spread=self.resources.spread_workers)
+        placed: list[PlacedWorker] = []
+        end = 0  # one past the last declared node so far
+        for group in groups:
             first = end
             if group.nodes is not None:  # own nodes: start on a fresh node
                 cursor.node, cursor.gpu = first, 0
@@ -186,6 +216,37 @@ class NodeLayout:
                     f"give them their own nodes with {self.named('resources', group.field)} >= 1",
                 )
         return placed, max(end, 1)
+
+    def packed(self, groups: list[WorkerGroup], gpn: int) -> tuple[list[PlacedWorker], int]:
+        """Colocated prefill and decode: one walk over the GPUs, prefill first, on as many
+        nodes as the workers' GPUs fill (srtctl's `allocate_endpoints` with
+        `allow_prefill_decode_colocation`; the declared node counts only size workers)."""
+        nodes = -(-total_gpus(groups) // gpn)
+        cursor = GpuCursor(gpn, spread=self.resources.spread_workers)
+        placed: list[PlacedWorker] = []
+        for group in groups:
+            for index in range(group.workers):
+                if group.gpus_each >= gpn and cursor.gpu:
+                    # srtctl hands a whole-node worker the node a smaller one started on
+                    raise self.fail(
+                        f"{group.kind.value} worker {index} needs whole nodes but would start "
+                        f"on a node whose GPUs {list(range(cursor.gpu))} another worker holds "
+                        "(srt-slurm's colocated packing places it on the same GPUs)",
+                        ("backend", "allow_prefill_decode_colocation_across_nodes"),
+                        "give prefill and decode workers sizes that fill whole nodes, or "
+                        "drop the colocation",
+                    )
+                ranks, ids = cursor.take(group.gpus_each)
+                placed.append((group.kind, index, ranks, ids))
+        if cursor.used_nodes > nodes:
+            raise self.fail(
+                f"colocated workers ({' + '.join(f'{g.workers} x {g.gpus_each}' for g in groups)}"
+                f" GPUs) need {cursor.used_nodes} node(s) of {gpn} GPUs packed in order, but "
+                f"srt-slurm allocates {nodes} (their GPUs over GPUs per node)",
+                ("backend", "allow_prefill_decode_colocation"),
+                "use worker sizes that pack without gaps, or drop the colocation",
+            )
+        return placed, nodes
 
 
 def split_gpus(nodes: int, gpus_per_node: int, workers: int) -> int:

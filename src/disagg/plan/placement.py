@@ -63,7 +63,7 @@ from disagg.plan.model import (
     StagingPlan,
 )
 from disagg.plan.node_env import fill_node_fields
-from disagg.plan.node_layout import NodeLayout, PlacedWorker
+from disagg.plan.node_layout import Colocation, NodeLayout, PlacedWorker
 from disagg.plan.role_images import role_srun_options
 from disagg.plan.served_name import served_model_name
 from disagg.plan.stage_list import staging_plan
@@ -125,6 +125,17 @@ class _Placer:
         self.model: ModelRef | None = None  # `model.path` resolved (set first by `plan`)
         if predict is None and backend.predict is not None:
             self.ignored["backend.predict"] = "applies to predicted runs (--predict)"
+
+    def colocation(self) -> Colocation:
+        """vLLM's prefill/decode packing knobs; every other engine has none (srtctl asks
+        only a `VLLMProtocol` backend)."""
+        backend = self.config.backend
+        if backend.type != "vllm":
+            return Colocation()
+        return Colocation(
+            allowed=backend.allow_prefill_decode_colocation,
+            across_nodes=backend.allow_prefill_decode_colocation_across_nodes,
+        )
 
     def named(self, *path: str) -> str:
         """A field as this variant's file spells it (`resources.prefill_nodes` in v1,
@@ -477,19 +488,22 @@ class _Placer:
     # ---------------------------------------------------------------- all
 
     def plan(self) -> Plan:
-        try:
-            model = resolve_model(self.config.model.path, self.profile)
-        except DisaggError as exc:
-            raise DisaggError(
-                exc.message, location=self.variant.locate(("model", "path")), hint=exc.hint
-            ) from None
+        # A simulated plan reads no weights: its directory is kept as written.
+        cwd = None if self.simulated else Path.cwd()
+        model = resolve_model(self.config.model.path, self.profile, cwd=cwd)
         self.model = model
         from disagg.workloads import adapter_for
 
         self.checks.engine_matches()
         bench = self.bench()  # benchmark refusals first, as before the engine's own
         self.checks.backend_knobs()
-        layout = NodeLayout(self.config.resources, self.profile, named=self.named, fail=self.fail)
+        layout = NodeLayout(
+            self.config.resources,
+            self.profile,
+            named=self.named,
+            fail=self.fail,
+            colocation=self.colocation(),
+        )
         gpn = layout.gpus_per_node()
         placed, worker_nodes = layout.place_workers(gpn)
         check_dedicated(self.config, fail=self.fail, named=self.named)

@@ -4,10 +4,11 @@ srtctl computes one name per job (`SrtConfig.served_model_name` in srt-slurm's
 core/schema.py, and each backend's `get_served_model_name`): the first
 `served-model-name` the recipe writes in the prefill, then aggregated, then decode
 settings (SGLang and vLLM; TRT-LLM and the mocker have none), else the basename of the
-resolved model path: `Qwen3-32B` for `/models/Qwen3-32B`, for an alias naming it, and
-for `hf:Qwen/Qwen3-32B`. Every worker gets that one name (its own written name is
-replaced), and the benchmark sends it. Schema 2 adds an engine-wide
-`engine.served_model_name` for engines whose settings have no such key.
+model path an alias resolves to: `Qwen3-32B` for `/models/Qwen3-32B`, for an alias
+naming it, for `hf:Qwen/Qwen3-32B` and for a directory `Qwen/Qwen3-32B`. Every worker
+gets that one name (its own written name is replaced), and the benchmark sends it.
+Schema 2 adds an engine-wide `engine.served_model_name` for engines whose settings have
+no such key.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from disagg.cluster import ModelRef
 
 
 def model_basename(model: ModelRef) -> str:
-    """The last part of the resolved model path or repo id (trailing slashes ignored)."""
-    text = model.value if model.kind != "alias" else model.written
+    """The last part of `model.path` after alias resolution, before it is made absolute
+    (srtctl's `Path(model.path).name`; trailing slashes ignored)."""
+    text = (model.named or model.written).removeprefix("hf:")
     return posixpath.basename(posixpath.normpath(text)) or text
 
 

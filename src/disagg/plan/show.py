@@ -15,6 +15,7 @@ import typer
 
 from disagg.console import styled
 from disagg.plan.model import WORKER_KINDS, Plan, RoleKind, RolePlan
+from disagg.plan.stage_list import missing_model_dir
 from disagg.redact import redact
 
 MAX_RUN = 12  # values after one flag shown in full; longer runs are abridged
@@ -133,7 +134,9 @@ def _models(plan: Plan) -> str:
     staging = plan.staging
     listed = [f"{m.repo_id} ({m.purpose})" for m in staging.models]
     if staging.local_path:
-        listed.insert(0, f"{staging.local_path} (local)")
+        missing = "; no such directory on this machine: `disagg submit` refuses it"
+        note = missing if missing_model_dir(staging) else ""
+        listed.insert(0, f"{staging.local_path} (local{note})")
     text = ", ".join(listed) or "-"
     return f"{text} [not staged: simulated]" if staging.skip else text
 

@@ -1,9 +1,15 @@
 """What a job stages before it starts: the model (a hub repo id), one draft model the roles
 name, the recipe's extra repos, and the images (`disagg.plan.job_plan.containers_to_stage`).
+
+A `model.path` without `hf:` that no cluster alias names is a directory, as srtctl reads it;
+nothing stages it. A plan is made where the cluster's filesystem may not be, so a missing
+directory is said in the plan (`missing_model_dir`), by lint (DA015) and refused by the
+submit pre-flight, where srtctl fails too.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from disagg.cluster import ClusterProfile, ModelRef, is_repo_id
@@ -56,3 +62,18 @@ def staging_plan(
         skip=simulated,
         containers=containers_to_stage(images, profile, pyxis),
     )
+
+
+MISSING_MODEL_HINT = (
+    "a `model.path` without `hf:` that the cluster's model aliases (`models`, srt-slurm's "
+    "`model_paths`) do not name is a directory, as srt-slurm reads it: write "
+    "`hf:org/name` for a hub model, or add the name to the cluster's aliases"
+)
+
+
+def missing_model_dir(staging: StagingPlan) -> str | None:
+    """The model directory a real job reads, when this machine has no such directory."""
+    path = staging.local_path
+    if staging.skip or not path or os.path.isdir(path):
+        return None
+    return path

@@ -196,6 +196,11 @@ class TelemetrySection(Section):
     """DCGM power telemetry over the measurement windows."""
 
     enabled: bool = False
+    # Named by InferenceX's recipes (newer than srt-slurm v1.0.68, whose code calls its
+    # DCGM power collector the `dcgm-power` provider); no telemetry runs here either way.
+    provider: Literal["dcgm-power"] | None = Field(
+        default=None, description="the power collector: dcgm-power (the only one)"
+    )
     dcgm_exporter: ExporterSection | None = None
     default_frequency: float | None = Field(default=None, description="v1: seconds per sample")
     collect_interval_ms: int | None = Field(default=None, description="2.x: ms per sample")

@@ -44,7 +44,10 @@ from disagg.recipe.section_base import Section, WhenSet, omitted
 class ModelSection(Section):
     """What to serve. `path` and `container` may be cluster-profile aliases or `hf:org/name`."""
 
-    path: str = Field(description="model alias, local directory, `hf:org/name` or `org/name`")
+    path: str = Field(
+        description="`hf:org/name` (a hub repo), a cluster model alias, or a directory "
+        "(`org/name` included, as srtctl reads it)"
+    )
     container: str = Field(description="container alias or image reference")
     precision: str = Field(description="informational: fp4, fp8, bf16, ...")
     revision: str | None = Field(default=None, description="revision to stage for a repo id")

@@ -65,7 +65,8 @@ def stage_plan(
     """
     result = StagedModels()
     if staging.skip:
-        names = ", ".join(m.repo_id for m in staging.models) or "none"
+        local = [staging.local_path] if staging.local_path else []
+        names = ", ".join([*local, *(m.repo_id for m in staging.models)]) or "none"
         log(f"staging skipped: the simulated engine needs no weights (models: {names})")
         result.skipped = True
         return result

@@ -3,7 +3,8 @@
 It starts once every role is healthy and the canary passed, with the recipe's
 `benchmark.env` on top of the contract variables (docs/benchmarks.md): srt-slurm's
 `SRT_FRONTEND_*`, the topology names InferenceX's scripts read, the concurrency list,
-ISL/OSL, the job id and a results directory inside the run directory. Its exit status
+ISL/OSL, the job id and a results directory inside the run directory, and with
+`aiperf_server_metrics: true` the workers' metrics URLs for AIPerf. Its exit status
 decides the run, and so does a missing result: a command that ends well but wrote no
 point file fails the run unless the recipe says it writes none (`expect_results:
 false`). Its output goes to the bench role's log. Afterwards `collect` (in
@@ -13,7 +14,7 @@ false`). Its output goes to the bench role's log. Afterwards `collect` (in
 from __future__ import annotations
 
 from disagg.plan.job_plan import env_text
-from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
+from disagg.plan.model import WORKER_KINDS, BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter
 from disagg.workloads.sabench import concurrencies
 
@@ -97,6 +98,33 @@ def contract_env(plan: Plan) -> dict[str, str]:
     return env
 
 
+SERVER_METRICS = "AIPERF_SERVER_METRICS_URLS"
+KVBM_METRICS_PORT = "DYN_KVBM_METRICS_PORT"
+
+
+def server_metrics_urls(plan: Plan) -> list[str]:
+    """Every worker's Prometheus endpoint, as srt-slurm v1.0.68 hands a custom command
+    AIPerf's `AIPERF_SERVER_METRICS_URLS` (`_get_aiperf_server_metrics_env` with the
+    logical workers, cli/mixins/benchmark_stage.py): each worker's leader on the port that
+    serves its `/metrics` (the Dynamo system port under Dynamo, else its HTTP port; both
+    are its `http_port` here), then a prefill or aggregated leader's KVBM metrics port
+    when the recipe's environment names one."""
+    workers = [role for role in plan.roles if role.kind in WORKER_KINDS and "http" in role.ports]
+    urls = [f"http://${{{role.name}.host}}:${{{role.name}.http_port}}/metrics" for role in workers]
+    backend = plan.config.get("backend")
+    backend = backend if isinstance(backend, dict) else {}
+    kvbm = None
+    for mode in ("prefill", "aggregated"):
+        env = backend.get(f"{mode}_environment")
+        if isinstance(env, dict) and env.get(KVBM_METRICS_PORT):
+            kvbm = str(env[KVBM_METRICS_PORT])
+            break
+    if kvbm:
+        kinds = (RoleKind.PREFILL, RoleKind.AGGREGATED)
+        urls += [f"http://${{{r.name}.host}}:{kvbm}/metrics" for r in workers if r.kind in kinds]
+    return list(dict.fromkeys(urls))
+
+
 class Custom(BenchmarkAdapter):
     types = ("custom",)
     differs = ("custom-results",)
@@ -110,6 +138,7 @@ class Custom(BenchmarkAdapter):
             "isl",
             "osl",
             "random_range_ratio",
+            "aiperf_server_metrics",
             *LOAD_FIELDS,
         }
     )
@@ -144,6 +173,7 @@ class Custom(BenchmarkAdapter):
                 },
                 container_image=image,
                 expects_results=b.expect_results is not False,
+                server_metrics=b.aiperf_server_metrics is True,
             ),
             ignored=ignored,
         )
@@ -152,6 +182,8 @@ class Custom(BenchmarkAdapter):
         command = plan.bench.command
         assert command is not None
         env = contract_env(plan)
+        if command.server_metrics:
+            env[SERVER_METRICS] = ",".join(server_metrics_urls(plan))
         env.update(command.env)  # the recipe's own values win
         return RolePlan(
             name="bench",

@@ -88,7 +88,10 @@ class SaBench(BenchmarkAdapter):
     )
     ignores: ClassVar[dict[str, str]] = {
         "custom_tokenizer": TOKENIZER_IGNORED,
-        "tokenizer_mode": TOKENIZER_IGNORED,
+        # InferenceX's field, newer than srt-slurm v1.0.68: its sa-bench client's `--tokenizer-mode`
+        "tokenizer_mode": "how srt-slurm's own client loads the tokenizer (vLLM's tokenizer "
+        "modes); disagg builds prompts with the model's tokenizer.json and counts output "
+        "tokens from the server's usage",
     }
 
     def plan(self, inputs: BenchInputs) -> BenchPlan:

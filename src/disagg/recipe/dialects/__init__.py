@@ -117,6 +117,7 @@ def typed(
                     "srun options under `roles.<role>`",
                 )
         _check_frontend_spelling(dialect, written, locate, context)
+        internal = v1_internal(written)
         locate_internal = locate
     try:
         config = RecipeConfig.model_validate(internal)
@@ -132,6 +133,23 @@ def typed(
     return internal, config, translation
 
 
+# v1 frontend types whose internal name differs: srtctl v1.0.68's `vllm` is the one
+# aggregated `vllm serve` worker serving directly (srtctl/frontends/vllm.py), schema 2's too.
+V1_FRONTEND_TYPES = {"vllm": "vllm-direct"}
+V1_FRONTEND_TYPES_BACK = {internal: written for written, internal in V1_FRONTEND_TYPES.items()}
+
+
+def v1_internal(written: dict[str, Any]) -> dict[str, Any]:
+    """A v1 variant in the internal shape: the same map, a renamed frontend type aside."""
+    frontend = written.get("frontend")
+    kind = frontend.get("type") if isinstance(frontend, Mapping) else None
+    if not isinstance(frontend, Mapping) or not isinstance(kind, str):
+        return written  # a type that is not text: validation names it
+    if kind not in V1_FRONTEND_TYPES:
+        return written
+    return {**written, "frontend": {**frontend, "type": V1_FRONTEND_TYPES[kind]}}
+
+
 def _check_frontend_spelling(
     dialect: Dialect, written: Mapping[str, Any], locate: Locator, context: str | None
 ) -> None:
@@ -144,12 +162,15 @@ def _check_frontend_spelling(
     if kind not in DIRECT_FRONTENDS:
         return
     engine = str(kind).removesuffix("-direct")
-    hint = (
-        f"schema 2 spells the directly serving {engine} worker `{engine}`"
-        if dialect == "schema2"
-        else f"v1's `sglang` is the sglang-router; the directly serving {engine} worker is "
-        f"schema 2's `frontend.type: {engine}` (`disagg migrate` writes schema 2)"
-    )
+    if dialect == "schema2":
+        hint = f"schema 2 spells the directly serving {engine} worker `{engine}`"
+    elif engine in V1_FRONTEND_TYPES:
+        hint = f"v1 spells the directly serving {engine} worker `{engine}`"
+    else:
+        hint = (
+            f"v1's `sglang` is the sglang-router; the directly serving {engine} worker is "
+            f"schema 2's `frontend.type: {engine}` (`disagg migrate` writes schema 2)"
+        )
     raise DisaggError(
         f"unknown frontend type {kind!r}" + (f" (in {context})" if context else ""),
         location=locate(("frontend", "type"), False),

@@ -1,7 +1,8 @@
 """DA005-DA008: per-variant sanity of roles, GPUs, concurrency points and models to stage.
 
 These catch recipes that load but cannot run as written: an engine asked for more
-(or fewer) GPUs than its worker gets, workers that do not divide their nodes, a
+(or fewer) GPUs than its worker gets, workers that do not divide their nodes (unless
+vLLM packs prefill and decode together, which sizes the job by itself), a
 sweep with an empty, unsorted or repeated concurrency list, or roles naming different
 draft model repos (the plan stages one per variant). Engine settings are read through
 the engine adapters, the same reading the plan uses.
@@ -324,6 +325,43 @@ class _Checker:
         )
 
 
+def _colocated(config: Mapping[str, Any], roles: list[_Role]) -> dict[str, int] | None:
+    """GPUs per worker of each role when vLLM packs prefill and decode together, else None.
+
+    srt-slurm (`VLLMProtocol.should_colocate_prefill_decode`) then sizes the job from the
+    workers' GPUs alone, so the node counts only size the workers (`ResourceConfig.
+    gpus_per_prefill` / `gpus_per_decode`) and cannot be too small (the plan's layout,
+    `disagg.plan.node_layout.Colocation`, checks the packing itself)."""
+    backend = config.get("backend")
+    if _engine(config) != "vllm" or not isinstance(backend, Mapping):
+        return None
+    found = {r.name: r for r in roles}
+    prefill, decode = found.get("prefill"), found.get("decode")
+    if backend.get("allow_prefill_decode_colocation") is not True or not prefill or not decode:
+        return None
+    gpn = prefill.gpus_per_node
+    if gpn <= 0 or prefill.workers <= 0 or decode.workers <= 0:
+        return None
+    per = {"prefill": _srt_gpus_each(prefill)}
+    per["decode"] = (
+        per["prefill"]
+        if decode.nodes == 0 and decode.gpus_per_worker is None
+        else _srt_gpus_each(decode)
+    )
+    total = prefill.workers * per["prefill"] + decode.workers * per["decode"]
+    across = backend.get("allow_prefill_decode_colocation_across_nodes") is True
+    return per if total <= gpn or across else None
+
+
+def _srt_gpus_each(role: _Role) -> int:
+    """srt-slurm's GPUs per worker: the explicit count, else the role's GPUs shared out."""
+    if role.gpus_per_worker is not None:
+        return role.gpus_per_worker
+    if role.nodes and role.workers:
+        return max(role.nodes * role.gpus_per_node // role.workers, 1)
+    return role.gpus_per_node
+
+
 def _staged_draft(adapter: EngineAdapter, role: _Role) -> str | None:
     draft = adapter.draft_model(role.args)
     return draft.removeprefix("hf:") if draft and is_repo_id(draft) else None
@@ -367,10 +405,13 @@ def check(ctx: FileContext) -> list[Finding]:
         adapter = registry.get(engine)
         roles = [r for r in _roles(config) if r.workers or r.nodes]
         shared = any(r.nodes == 0 for r in roles) and any(r.nodes > 0 for r in roles)
+        packed = _colocated(config, roles)
         for role in roles:
-            gpus = checker.role_layout(variant, role, shared)
+            gpus = checker.role_layout(variant, role, shared or packed is not None)
+            if packed is not None:
+                gpus = packed[role.name]
             checker.parallelism(variant, engine, role, gpus)
-        if shared and roles:
+        if shared and roles and packed is None:
             checker.shared_pool(variant, engine, roles)
         if adapter is not None:
             checker.one_draft(variant, adapter, roles)

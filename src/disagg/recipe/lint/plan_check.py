@@ -6,7 +6,8 @@ way `plan` does it, through the same `disagg.plan.file_plans` outcomes (inside
 cluster profile lint was given (`disagg lint` resolves it as `disagg plan` does). Bad
 input is an error; a variant this project cannot run (`unsupported: ...`) a warning;
 fields a plan lists as ignored are info notes (engine settings excepted: DA010
-reports those).
+reports those). A planned job whose model directory is not on this machine is DA015's
+(`disagg.recipe.lint.model_dir`).
 An srt-slurm cluster config is not a recipe and is left alone.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
 from disagg.recipe.errors import undotted
+from disagg.recipe.lint import model_dir
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
 
@@ -53,6 +55,9 @@ def check(ctx: FileContext) -> list[Finding]:
         if isinstance(outcome, DisaggError):
             findings.append(_refusal(ctx.path, outcome))
             continue
+        missing = model_dir.check(ctx.path, variant, outcome, ctx.profile)
+        if missing is not None:
+            findings.append(missing)
         for item in outcome.ignored:
             written = undotted(item["field"])
             if variant.internal_path(written)[:1] == ("backend",):
