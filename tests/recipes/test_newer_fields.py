@@ -62,11 +62,11 @@ def test_aiperf_server_metrics_hands_a_custom_command_the_workers_metrics_urls(
     plan = _plan(write, text.replace("@METRICS@", "  aiperf_server_metrics: true\n"))
     urls = _bench_env(plan)["AIPERF_SERVER_METRICS_URLS"].split(",")
     assert urls == [
-        "http://${prefill-0.host}:${prefill-0.http_port}/metrics",
-        "http://${decode-0.host}:${decode-0.http_port}/metrics",
+        "http://${prefill-0.host}:${prefill-0.system_port}/metrics",
+        "http://${decode-0.host}:${decode-0.system_port}/metrics",
     ]
-    # under Dynamo a worker's system port (its /metrics) is the port the plan calls http
-    assert plan.role("prefill-0").env["DYN_SYSTEM_PORT"] == "${self.http_port}"
+    # under Dynamo a worker's /metrics is on its system port (DYN_SYSTEM_PORT)
+    assert plan.role("prefill-0").env["DYN_SYSTEM_PORT"] == "${self.system_port}"
     assert not [i for i in plan.ignored if "aiperf" in i["field"]]
     kvbm = CUSTOM.replace("{PREFILL_ENV}", "{DYN_KVBM_METRICS_PORT: '6880'}")
     plan = _plan(write, kvbm.replace("@METRICS@", "  aiperf_server_metrics: true\n"))
