@@ -408,3 +408,27 @@ def test_sim_examples_plan_and_round_trip(example: Path, tmp_path: Path) -> None
         plan.write(tmp_path)
         assert Plan.read(tmp_path) == plan
         assert {r.kind for r in plan.roles} >= {RoleKind.ROUTER, RoleKind.BENCH}
+
+
+def test_decode_starts_on_the_next_node_the_packed_prefill_workers_leave(write: Write) -> None:
+    """srtctl's allocate_endpoints (core/topology.py) packs the four 4-GPU prefill workers
+    onto two nodes and walks on: decode takes node 2, not node 4 (`prefill_nodes`); the job
+    still holds prefill_nodes + decode_nodes nodes, the last two idle."""
+    text = with_resources(
+        gpus_per_node=8,
+        prefill_nodes=4,
+        prefill_workers=4,
+        gpus_per_prefill=4,
+        decode_nodes=1,
+        decode_workers=1,
+    )
+    plan = plan_of(write, text)
+    workers = [entry for entry in layout(plan) if entry[0].startswith(("prefill", "decode"))]
+    assert workers == [
+        ("prefill-0", [0], [0, 1, 2, 3]),
+        ("prefill-1", [0], [4, 5, 6, 7]),
+        ("prefill-2", [1], [0, 1, 2, 3]),
+        ("prefill-3", [1], [4, 5, 6, 7]),
+        ("decode-0", [2], ALL8),
+    ]
+    assert plan.slurm.nodes == 5

@@ -1,7 +1,9 @@
 """Workers onto nodes and GPUs, as srt-slurm lays them out.
 
-Prefill workers first from node rank 0, then decode workers on their own `decode_nodes`
-(or, with `decode_nodes: 0`, on the GPUs the prefill workers leave free). A worker
+Prefill workers first from node rank 0, then decode workers from the next node the
+prefill workers leave untouched, within the job's `prefill_nodes + decode_nodes` (srtctl
+walks on; prefill workers packed onto fewer nodes than declared leave the job's last
+nodes idle), or, with `decode_nodes: 0`, on the GPUs the prefill workers leave free. A worker
 needing at least a node's GPUs spans whole nodes; smaller workers share a node on
 disjoint GPU subsets. GPUs per worker are `gpus_per_prefill` / `gpus_per_decode` /
 `gpus_per_agg` when given, else nodes x GPUs-per-node / workers. With
@@ -191,23 +193,25 @@ class NodeLayout:
         placed: list[PlacedWorker] = []
         end = 0  # one past the last declared node so far
         for group in groups:
-            first = end
-            if group.nodes is not None:  # own nodes: start on a fresh node
+            # own nodes: the next node nobody holds, as srtctl's `allocate_endpoints` walks
+            # on (prefill workers that pack onto fewer nodes than declared leave the rest
+            # of the job's nodes at its end idle, not between prefill and decode)
+            first = cursor.used_nodes if group.nodes is not None else end
+            if group.nodes is not None:
                 cursor.node, cursor.gpu = first, 0
             for index in range(group.workers):
                 ranks, ids = cursor.take(group.gpus_each)
                 placed.append((group.kind, index, ranks, ids))
             if group.nodes is not None:
-                used = cursor.used_nodes - first
-                if used > group.nodes:
+                end += group.nodes
+                if cursor.used_nodes > end:
                     raise self.fail(
                         f"{group.workers} {group.kind.value} worker(s) x {group.gpus_each} GPUs "
-                        f"need {used} node(s) of {gpn} GPUs, but "
+                        f"need {cursor.used_nodes - first} node(s) of {gpn} GPUs, but "
                         f"{self.named('resources', group.field)} is {group.nodes}",
                         ("resources", group.field),
                         "raise the node count, or lower the workers or GPUs per worker",
                     )
-                end = first + group.nodes
             elif cursor.used_nodes > end:
                 raise self.fail(
                     f"{group.workers} {group.kind.value} worker(s) x {group.gpus_each} GPUs do "
