@@ -261,6 +261,10 @@ def test_srt_slurm_default_mounts_translate_written_paths(write: Write) -> None:
     refused = text.replace("/lustre/models/d", "/home/me/d").replace("hf:org/tiny", "tiny")
     with pytest.raises(DisaggError, match="/home/me/d lies outside every container mount"):
         _plan(write, refused, cluster)
+    # a setup script runs in the container first and may make the path there (InferenceX's
+    # Kimi-K3 recipes write their draft model under /tmp): srtctl passes it as written
+    plan = _plan(write, refused + "setup_script: make-draft.sh\n", cluster)
+    assert _flag(plan.role("prefill-0").argv, "--speculative-draft-model-path") == "/home/me/d"
 
 
 def test_a_custom_benchmark_command_gets_mounted_host_paths_translated(write: Write) -> None:

@@ -104,12 +104,15 @@ class Containers:
         self, kind: RoleKind, name: str, args: Mapping[str, Any], image: str | None
     ) -> Mapping[str, Any]:
         """A worker's settings as its container sees them: host paths through the mounts; a
-        path-kind setting outside every mount is refused at its line."""
+        path-kind setting outside every mount is refused at its line, unless the recipe has
+        a `setup_script`, which runs in the container first and may make it there (as
+        InferenceX's Kimi-K3 recipes make their draft model under /tmp): then, as srtctl
+        does, it is passed as written."""
         if image is None or not self.pyxis:
             return args
         mounts = self.mounts
         translated, outside = translate_args(args, self.adapter.flags, mounts)
-        if outside:
+        if outside and not self.config.setup_script:
             key, path = outside[0]
             shown = ", ".join(f"{h}:{i}" for h, i in mount_pairs(mounts)) or "none"
             raise self.fail(
