@@ -28,7 +28,7 @@ from disagg.frontends.mooncake import (
     mooncake_plane,
     with_worker_env,
 )
-from disagg.plan import kv_events, role_engines, setup_script
+from disagg.plan import kv_events, profiling, role_engines, setup_script
 from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import check_container_paths, translate_roles
 from disagg.plan.containers import Containers
@@ -64,6 +64,7 @@ from disagg.plan.model import (
 )
 from disagg.plan.node_env import fill_node_fields
 from disagg.plan.node_layout import NodeLayout, PlacedWorker
+from disagg.plan.profiling_checks import check as check_profiling
 from disagg.plan.role_images import role_srun_options
 from disagg.plan.served_name import served_model_name
 from disagg.plan.stage_list import staging_plan
@@ -453,6 +454,37 @@ class _Placer:
             for stage in frontend.stages
         ]
 
+    def profiled(self, roles: list[RolePlan]) -> list[RolePlan]:
+        """Real workers with the recipe's `profiling:` (`disagg.plan.profiling`)."""
+        return profiling.with_profiling(
+            roles,
+            self.config.profiling,
+            frontend=(self.config.frontend or FrontendSection()).type,
+            backend=self.config.backend.type,
+        )
+
+    def profile_posts(self, bench: BenchPlan, plan: Plan) -> BenchPlan:
+        """The benchmark's profile start/stop POSTs (`disagg.workloads.profiling`); a
+        simulated run profiles nothing on a GPU, which the plan says."""
+        from disagg.workloads import profiling as posts
+
+        section = self.config.profiling
+        if not profiling.enabled(section):
+            return bench
+        plan.profile_dirs = profiling.dirs(section, plan.roles)
+        bench, rows, none = posts.with_targets(bench, plan, self.config, self.fail)
+        self.differs += rows
+        if section is not None and section.type == "torch" and not self.simulated:
+            self.differs.append(profiling.COMPAT_TORCH_DIR)
+        if self.simulated:
+            why = "simulated workers run no profiler and write no trace"
+            if bench.profiling is not None:
+                why += "; the benchmark's start/stop POSTs still reach them"
+            elif none is not None:
+                why += f"; {none}, so the benchmark POSTs no start/stop"
+            plan.ignored.append({"field": "profiling.type", "action": "ignored", "why": why})
+        return bench
+
     def staging(self, model: ModelRef, workers: list[RolePlan]) -> StagingPlan:
         staging = staging_plan(
             self.config,
@@ -485,6 +517,12 @@ class _Placer:
         self.checks.engine_matches()
         bench = self.bench()  # benchmark refusals first, as before the engine's own
         self.checks.backend_knobs()
+        check_profiling(
+            self.config,
+            lambda role: self.adapter.role_args(self.backend, role),
+            fail=self.fail,
+            refuse=self.refuse,
+        )
         layout = NodeLayout(self.config.resources, self.profile, named=self.named, fail=self.fail)
         gpn = layout.gpus_per_node()
         placed, worker_nodes = layout.place_workers(gpn)
@@ -525,7 +563,8 @@ class _Placer:
                 fixed_planes=frontend.frontend != "dynamo",
             )
             frontend.stages = [
-                with_launcher_env(stage, self.config, where) for stage in frontend.stages
+                self.profiled(with_launcher_env(stage, self.config, where))
+                for stage in frontend.stages
             ]
         frontend.stages = self.setup_script(frontend)
         nodes = job.total
@@ -599,7 +638,7 @@ class _Placer:
         bench_adapter = adapter_for(bench.type)
         completed = bench_adapter.complete(plan)
         plan.ignored += bench_completed_ignored(self.variant, plan.bench, completed)
-        plan.bench = completed
+        plan.bench = self.profile_posts(completed, plan)
         plan.roles.append(self.bench_role(bench_adapter.bench_role(plan), workers, job))
         served = [*self.differs, *frontend.differs, *bench_adapter.differs_for(plan.bench)]
         if any(role.ports for role in plan.roles):
