@@ -122,6 +122,27 @@ def test_where_srtctls_benchmark_posts_nothing_nothing_is_posted(
     assert plan.profile_dirs  # the workers are profiled all the same
 
 
+def test_a_benchmark_command_gets_srtctls_profiling_variables(tmp_path: Path) -> None:
+    """`_get_benchmark_profiling_env`, which every srtctl benchmark script gets."""
+    text = recipe("sglang", SGLANG_PD, resources=PD, frontend="dynamo") + profiled("torch")
+    text = text.replace("benchmark: {type: sa-bench,", "benchmark: {type: custom, command: 'true',")
+    plan = plan_text(tmp_path, text)
+    env = plan.role("bench").env
+    assert {k: v for k, v in env.items() if "PROFIL" in k} == {
+        "PROFILE_TYPE": "torch",
+        "PROFILE_PREFILL_START_STEP": "5",
+        "PROFILE_PREFILL_STOP_STEP": "15",
+        "PROFILE_DECODE_START_STEP": "20",
+        "SGLANG_TORCH_PROFILER_DIR": "${run.dir}/profiles",
+        "PROFILE_PREFILL_IPS": "${prefill-0.host}",
+        "PROFILE_PREFILL_ENDPOINTS": "${prefill-0.host}:${prefill-0.system_port}",
+        "PROFILE_DECODE_IPS": "${decode-0.host},${decode-1.host}",
+        "PROFILE_DECODE_ENDPOINTS": (
+            "${decode-0.host}:${decode-0.system_port},${decode-1.host}:${decode-1.system_port}"
+        ),
+    }
+
+
 def test_trtllm_workers_get_no_post(tmp_path: Path) -> None:
     roles = "    aggregated:\n      tensor_parallel_size: 8\n"
     resources = "  gpus_per_node: 8\n  agg_nodes: 1\n  agg_workers: 1\n"
@@ -130,6 +151,9 @@ def test_trtllm_workers_get_no_post(tmp_path: Path) -> None:
     plan = plan_text(tmp_path, text)
     assert plan.bench.profiling is None
     assert "profiling-trtllm" in _ids(plan)
+    text = text.replace("benchmark: {type: sa-bench,", "benchmark: {type: custom, command: 'true',")
+    env = plan_text(tmp_path, text).role("bench").env
+    assert env["PROFILING_BACKEND"] == "trtllm" and env["PROFILE_AGG_STOP_STEP"] == "15"
 
 
 def test_another_frontend_is_refused_as_srtctls_script_stops_there(tmp_path: Path) -> None:

@@ -44,7 +44,7 @@ from typing import Any, Literal
 from disagg.errors import Fail
 from disagg.plan.container_paths import RUN_DIR_INSIDE, in_container
 from disagg.plan.model import BenchPlan, Plan, ProfileTarget, ProfilingPlan, RoleKind
-from disagg.plan.profiling import MODES, enabled, phase, profiles_dir
+from disagg.plan.profiling import MODES, PROFILES, enabled, phase, profiles_dir
 from disagg.plan.templates import substitute
 from disagg.recipe.job_sections import ProfilingSection
 from disagg.recipe.schema import FrontendSection, RecipeConfig
@@ -123,6 +123,41 @@ def with_targets(
     planned = ProfilingPlan(type=kind_of, activities=ACTIVITIES[kind_of], targets=targets)
     rows = [COMPAT] if router else [COMPAT, COMPAT_DYNAMO]
     return bench.model_copy(update={"profiling": planned}), rows, None
+
+
+def command_env(plan: Plan) -> dict[str, str]:
+    """What srtctl gives every benchmark command of a profiled job (`_get_benchmark_
+    profiling_env`): the type, each phase's steps, torch's directory, each mode's worker
+    leaders (`PROFILE_<MODE>_IPS`, `PROFILE_<MODE>_ENDPOINTS`: `host:port`, the system
+    port under Dynamo) and `PROFILING_BACKEND=trtllm` for TRT-LLM; {} when not profiled."""
+    raw = plan.config.get("profiling")
+    section = ProfilingSection.model_validate(raw) if isinstance(raw, dict) else None
+    if section is None or not enabled(section):
+        return {}
+    env: dict[str, str] = {"PROFILE_TYPE": section.type}
+    for mode in ("prefill", "decode", "agg"):
+        steps = phase(section, mode)
+        if steps is None:
+            continue
+        for name, step in (("START", steps.start_step), ("STOP", steps.stop_step)):
+            if step is not None:
+                env[f"PROFILE_{mode.upper()}_{name}_STEP"] = str(step)
+    if section.type == "torch":
+        env["SGLANG_TORCH_PROFILER_DIR"] = f"${{run.dir}}/{PROFILES}"
+    for kind, mode in MODES.items():
+        leaders = [r for r in plan.roles_of(kind) if r.name == f"{kind.value}-{r.index}"]
+        if not leaders:
+            continue
+        port = "system" if plan.frontend == "dynamo" and not plan.simulated else "http"
+        hosts = [f"${{{r.name}.host}}" for r in leaders]
+        env[f"PROFILE_{mode.upper()}_IPS"] = ",".join(hosts)
+        ports = [f"${{{r.name}.{port}_port}}" for r in leaders]
+        env[f"PROFILE_{mode.upper()}_ENDPOINTS"] = ",".join(
+            f"{host}:{p}" for host, p in zip(hosts, ports, strict=True)
+        )
+    if plan.backend == "trtllm":
+        env["PROFILING_BACKEND"] = "trtllm"
+    return env
 
 
 def _steps(section: ProfilingSection, mode: str, fail: Fail) -> tuple[int, int]:
