@@ -464,25 +464,15 @@ class _Placer:
         )
 
     def profile_posts(self, bench: BenchPlan, plan: Plan) -> BenchPlan:
-        """The benchmark's profile start/stop POSTs (`disagg.workloads.profiling`); a
-        simulated run profiles nothing on a GPU, which the plan says."""
+        """The benchmark's profile start/stop POSTs (`disagg.workloads.profiling`)."""
         from disagg.workloads import profiling as posts
 
-        section = self.config.profiling
-        if not profiling.enabled(section):
+        if not profiling.enabled(self.config.profiling):
             return bench
-        plan.profile_dirs = profiling.dirs(section, plan.roles)
-        bench, rows, none = posts.with_targets(bench, plan, self.config, self.fail)
+        plan.profile_dirs = profiling.dirs(self.config.profiling, plan.roles)
+        bench, rows, ignored = posts.planned(bench, plan, self.config, self.fail)
         self.differs += rows
-        if section is not None and section.type == "torch" and not self.simulated:
-            self.differs.append(profiling.COMPAT_TORCH_DIR)
-        if self.simulated:
-            why = "simulated workers run no profiler and write no trace"
-            if bench.profiling is not None:
-                why += "; the benchmark's start/stop POSTs still reach them"
-            elif none is not None:
-                why += f"; {none}, so the benchmark POSTs no start/stop"
-            plan.ignored.append({"field": "profiling.type", "action": "ignored", "why": why})
+        plan.ignored += ignored
         return bench
 
     def staging(self, model: ModelRef, workers: list[RolePlan]) -> StagingPlan:

@@ -44,7 +44,14 @@ from typing import Any, Literal
 from disagg.errors import Fail
 from disagg.plan.container_paths import RUN_DIR_INSIDE, in_container
 from disagg.plan.model import BenchPlan, Plan, ProfileTarget, ProfilingPlan, RoleKind
-from disagg.plan.profiling import MODES, PROFILES, enabled, phase, profiles_dir
+from disagg.plan.profiling import (
+    COMPAT_TORCH_DIR,
+    MODES,
+    PROFILES,
+    enabled,
+    phase,
+    profiles_dir,
+)
 from disagg.plan.templates import substitute
 from disagg.recipe.job_sections import ProfilingSection
 from disagg.recipe.schema import FrontendSection, RecipeConfig
@@ -123,6 +130,25 @@ def with_targets(
     planned = ProfilingPlan(type=kind_of, activities=ACTIVITIES[kind_of], targets=targets)
     rows = [COMPAT] if router else [COMPAT, COMPAT_DYNAMO]
     return bench.model_copy(update={"profiling": planned}), rows, None
+
+
+def planned(
+    bench: BenchPlan, plan: Plan, config: RecipeConfig, fail: Fail
+) -> tuple[BenchPlan, list[str], list[dict[str, str]]]:
+    """A profiled variant's bench plan with its POSTs, the compat rows it hits, and the
+    plan's `ignored` entry of a simulated run, which profiles nothing on a GPU."""
+    bench, rows, none = with_targets(bench, plan, config, fail)
+    section = config.profiling
+    if section is not None and section.type == "torch" and not plan.simulated:
+        rows.append(COMPAT_TORCH_DIR)
+    if not plan.simulated:
+        return bench, rows, []
+    why = "simulated workers run no profiler and write no trace"
+    if bench.profiling is not None:
+        why += "; the benchmark's start/stop POSTs still reach them"
+    elif none is not None:
+        why += f"; {none}, so the benchmark POSTs no start/stop"
+    return bench, rows, [{"field": "profiling.type", "action": "ignored", "why": why}]
 
 
 def command_env(plan: Plan) -> dict[str, str]:
