@@ -21,20 +21,21 @@ def test_v1_fields_load_and_ignored_ones_are_listed_in_the_plan(write: Write) ->
     text = MINIMAL + (
         "infra:\n  nats_max_payload_mb: 64\n"
         "telemetry:\n  enabled: true\n"
-        "profiling:\n  type: nsys\n"
+        "observability:\n  enabled: true\n"
         "frontend:\n  nginx_session_affinity: true\n"
     )
     [variant] = load_variants(write(text))
     plan = place(variant)
     # The last `frontend:` block names no type: Dynamo's, whose NATS takes the payload limit
     # (see tests/frontends/test_discovery_plans.py), so it is not listed.
-    assert [item["field"] for item in plan.ignored] == ["profiling.type", "telemetry.enabled"]
+    fields = [item["field"] for item in plan.ignored]
+    assert fields == ["telemetry.enabled", "observability.enabled"]
     assert all(item["action"] == "ignored" and item["why"] for item in plan.ignored)
     code, out, _ = invoke("plan", str(write(text, "r.yaml")), "--json")
     assert code == 0
     assert json.loads(out)["variants"][0]["ignored"] == plan.ignored
     code, out, _ = invoke("plan", str(write(text, "r.yaml")))
-    assert "ignored" in out and "no profiler wraps the workers" in out
+    assert "ignored" in out and "no power telemetry is collected" in out
 
 
 def test_a_mooncake_store_without_the_master_is_bad_input(write: Write) -> None:

@@ -32,8 +32,9 @@ _BENCH_HASHED = frozenset({"command"})
 def measured_under(plan: Plan, point: PointPlan) -> dict[str, Any]:
     """The plan fields that determine this point's numbers, as plain JSON values."""
     bench = plan.bench.model_dump(mode="json", exclude=set(_BENCH_SKIP))
-    if bench.get("slow_down") is None:  # unset: results measured before it existed still match
-        bench.pop("slow_down", None)
+    for name in ("slow_down", "profiling"):  # unset: results measured before still match
+        if bench.get(name) is None:
+            bench.pop(name, None)
     for name in _BENCH_HASHED & set(bench):
         if bench[name] is not None:
             bench[name] = _digest(bench[name])

@@ -27,6 +27,7 @@ from disagg.plan.model import BenchPlan, PointPlan
 
 RESULT_VERSION = 1
 DEFAULT_MAX_FAILURE_RATIO = 0.01  # a run without a plan: the recipe default
+PROFILE_POSTS = "profile_posts"  # the profile start POSTs a point was measured under
 LENGTH_TOLERANCE = 0.10  # with ignore_eos, output within 10% (or 1 token) of the request
 INTVTY_STATS = tuple(s for s in STATS if s != "std")
 
@@ -173,8 +174,10 @@ def build_result(
     result.update(metrics)
     result.update(inferencex_fields(metrics, ctx, bench))
     result.update({name: ctx.setup.get(name) for name in SETUP_FIELDS})
-    # what the numbers were measured under, for resume (`disagg.bench.fingerprint`)
-    result.update({name: ctx.setup[name] for name in FINGERPRINT_KEYS if name in ctx.setup})
+    # what the numbers were measured under, for resume (`disagg.bench.fingerprint`), and
+    # the profile start POSTs made before the sweep (`disagg.workloads.profiling`)
+    recorded = (*FINGERPRINT_KEYS, PROFILE_POSTS)
+    result.update({name: ctx.setup[name] for name in recorded if name in ctx.setup})
     result.update(
         {
             "result_version": RESULT_VERSION,

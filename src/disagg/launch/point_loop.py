@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from disagg.errors import DisaggError
 from disagg.launch.health import canary
@@ -29,11 +29,11 @@ from disagg.launch.state import PointState, PointStatus, duration_text, sweep_et
 from disagg.launch.watch import Gap, LivenessWatch
 from disagg.plan.model import BenchPlan, PointPlan, RoleKind
 from disagg.plan.templates import substitute
-from disagg.workloads import slow_down
+from disagg.workloads import profiling, slow_down
 from disagg.workloads.base import MeasureFn
 
 if TYPE_CHECKING:
-    from disagg.bench.api import PointOutcome
+    from disagg.bench.api import GpuCounts, PointOutcome
 
 MEASURE_STOP_GRACE_S = 10.0  # the load generator promises to end within ~1 s of `stop`
 MAX_ATTEMPTS = 2  # a point a role stopped serving in is measured once more, not forever
@@ -154,9 +154,9 @@ class ServingGaps:
 
 def measure_points(run: RunContext, measure_point: MeasureFn, watch: LivenessWatch) -> None:
     """Measure every point not skipped; a point a role stopped serving in is measured once
-    more when every role answers again, and stays invalid if it happens again."""
+    more when every role answers again, and stays invalid if it happens again. The
+    recipe's profiles run from before the first point to after the last."""
     from disagg.bench.api import GpuCounts
-    from disagg.bench.fingerprint import fingerprint_fields
     from disagg.bench.identity import setup_fields
     from disagg.frontends.dynamo_install import with_installed_version
 
@@ -164,6 +164,31 @@ def measure_points(run: RunContext, measure_point: MeasureFn, watch: LivenessWat
     url = serving_url(run)
     bench = rendered_bench(run)
     gpus = GpuCounts(prefill=run.plan.prefill_gpus, decode=run.plan.decode_gpus)
+    profiles = profiling.Profiles(bench.profiling) if bench.profiling is not None else None
+    try:
+        profiled = start_profiles(run, profiles)
+        invalid = _measure_all(run, measure_point, watch, url, bench, gpus, setup, profiled)
+    finally:
+        stop_profiles(run, profiles)
+    run.check_stop()
+    if invalid:
+        _, first_reason, blamed = invalid[0]
+        run.fail_invalid_points([key for key, _, _ in invalid], first_reason, role=blamed)
+
+
+def _measure_all(
+    run: RunContext,
+    measure_point: MeasureFn,
+    watch: LivenessWatch,
+    url: str,
+    bench: BenchPlan,
+    gpus: GpuCounts,
+    setup: dict[str, Any],
+    profiled: dict[str, Any],
+) -> list[tuple[str, str | None, str | None]]:
+    """Every point not skipped, in order; (key, reason, role to blame) of the invalid ones."""
+    from disagg.bench.fingerprint import fingerprint_fields
+
     invalid: list[tuple[str, str | None, str | None]] = []  # key, reason, role to blame
     for point, point_state in zip(run.plan.bench.points, run.state.points, strict=True):
         run.check_stop()
@@ -184,7 +209,7 @@ def measure_points(run: RunContext, measure_point: MeasureFn, watch: LivenessWat
                 quiet=run.options.quiet_bench,
                 stop=run.stop,
                 limits=run.plan.limits,
-                setup={**setup, **fingerprint_fields(run.plan, point)},
+                setup={**setup, **fingerprint_fields(run.plan, point), **profiled},
                 serving=check,
             )
 
@@ -217,10 +242,52 @@ def measure_points(run: RunContext, measure_point: MeasureFn, watch: LivenessWat
                 invalid.append((point.key, outcome.reason, blamed))
         run.publish()
         run.log.info("point %s: %s %s", point.key, point_state.status.value, _brief(outcome))
-    run.check_stop()
-    if invalid:
-        _, first_reason, blamed = invalid[0]
-        run.fail_invalid_points([key for key, _, _ in invalid], first_reason, role=blamed)
+    return invalid
+
+
+def start_profiles(run: RunContext, profiles: profiling.Profiles | None) -> dict[str, Any]:
+    """Start the recipe's profiles on the workers before the first point (srtctl's
+    `start_all_profiling`); the result fields that record it. A start that fails fails
+    the run, naming the worker."""
+    from disagg.bench.results import PROFILE_POSTS
+
+    if profiles is None:
+        return {}
+    plan = profiles.plan
+    run.log.info(
+        "profiling (%s): starting a profile on %s",
+        plan.type,
+        ", ".join(f"{t.role} (steps {t.start_step}+{t.num_steps})" for t in plan.targets),
+    )
+    failed = profiles.start()
+    _record_posts(run, profiles)
+    if failed is not None:
+        target, why = failed
+        run.fail(
+            f"profiling: starting the profile on {target.role} failed: {why}", role=target.role
+        )
+        raise Stop
+    return {PROFILE_POSTS: profiles.start_posts}
+
+
+def stop_profiles(run: RunContext, profiles: profiling.Profiles | None) -> None:
+    """Stop every profile started (srtctl's `stop_all_profiling`); a failed stop is a
+    warning, or a note when the profile had ended itself after its steps."""
+    if profiles is None or not profiles.started:
+        return
+    for problem in profiles.stop():
+        if profiling.ENDED_ITSELF in problem:
+            run.log.info("profiling: %s (the profile had ended after its steps)", problem)
+        else:
+            run.log.warning("profiling: stopping the profile failed on %s", problem)
+    _record_posts(run, profiles)
+    run.log.info("profiling: stopped")
+
+
+def _record_posts(run: RunContext, profiles: profiling.Profiles) -> None:
+    with run.lock:
+        run.state.profile_posts = list(profiles.posts)
+    run.publish()
 
 
 def _attempt(
@@ -255,7 +322,8 @@ def _attempt(
 
 
 def rendered_bench(run: RunContext) -> BenchPlan:
-    """The bench plan with its placeholders (a tokenizer path, slow-down URLs) bound."""
+    """The bench plan with its placeholders (a tokenizer path, slow-down and profile
+    URLs) bound."""
     bench = run.plan.bench
     name = "bench"
     bindings = {**run.bindings, name: {}}
@@ -264,6 +332,8 @@ def rendered_bench(run: RunContext) -> BenchPlan:
         update["tokenizer"] = substitute(bench.tokenizer, bindings, self_name=name)
     if bench.slow_down is not None:
         update["slow_down"] = slow_down.rendered(bench, bindings).slow_down
+    if bench.profiling is not None:
+        update["profiling"] = profiling.rendered(bench, bindings).profiling
     return bench.model_copy(update=update) if update else bench
 
 

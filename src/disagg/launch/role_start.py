@@ -124,6 +124,8 @@ class RoleStarter:
             for rank in role.node_ranks:
                 run.render(role, rank)
             write_role_files(run.plan, role, bindings, run.run_dir)
+        for relative in run.plan.profile_dirs:  # where profiled workers write their traces
+            (run.run_dir / relative).mkdir(parents=True, exist_ok=True)
 
     def launch(self, roles: list[RolePlan]) -> None:
         run = self.run

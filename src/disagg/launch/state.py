@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
@@ -259,6 +259,8 @@ class RunState(BaseModel):
     points: list[PointState] = Field(default_factory=empty_list)
     roles: list[RoleState] = Field(default_factory=empty_list)
     failure: Failure | None = None
+    # The recipe's profiling: every start/stop POST to a worker and its answer
+    profile_posts: list[dict[str, Any]] = Field(default_factory=empty_list)
 
     @property
     def points_done(self) -> int:
@@ -317,6 +319,7 @@ class RunSummary(BaseModel):
     points_measured: int = 0
     points_skipped: int = 0
     points_invalid: int = 0
+    profile_posts: list[dict[str, Any]] = Field(default_factory=empty_list)
 
     def write(self, run_dir: Path) -> None:
         write_text(run_dir / SUMMARY_FILE, self.model_dump_json(indent=2) + "\n")

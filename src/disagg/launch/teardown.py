@@ -109,6 +109,7 @@ def finish(run: RunContext, error_code: int) -> RunSummary:
             points_measured=sum(p.status is PointStatus.MEASURED for p in points),
             points_skipped=sum(p.status is PointStatus.SKIPPED for p in points),
             points_invalid=sum(p.status is PointStatus.INVALID for p in points),
+            profile_posts=list(run.state.profile_posts),
         )
     try:
         summary.write(run.run_dir)

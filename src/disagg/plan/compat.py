@@ -303,6 +303,56 @@ _ROWS = (
         "slowed down) measures something else than the recipe says",
     ),
     Difference(
+        "profiling-failure",
+        "with `profiling.type` nsys or torch, sa-bench's and trace-replay's scripts POST each "
+        "worker leader's `/start_profile` (Dynamo: `/engine/start_profile` on its system "
+        "port) once before the first concurrency and `/stop_profile` after the last; a start "
+        "that fails or answers HTTP >= 400 is a printed warning and the benchmark runs "
+        "unprofiled; a phase whose stop_step is not after its start_step (unset: 0 and 50) "
+        "is skipped with a warning; the stop's answer is ignored",
+        "makes the same POSTs at the same moments around its own points (after the canary, "
+        "before the first point measured; after the last, or when the sweep ends early); a "
+        "start that fails or answers HTTP >= 400 fails the run before any point is measured, "
+        "naming the worker and the answer; such a step range is refused at plan time; a "
+        "failed stop is a warning in the log; every POST and its answer are recorded "
+        "(`profile_posts` in each point's result, and in `state.json` / `summary.json`)",
+        "a sweep measured without the profile the recipe asks for, or with none of the "
+        "traces it was run for, has to be found in a log afterwards; SGLang answers a stop "
+        "with HTTP 500 once a profile has taken its steps and ended itself, which is no "
+        "failure",
+    ),
+    Difference(
+        "profiling-trtllm",
+        "sa-bench POSTs `/engine/start_profile` and `/engine/stop_profile` to TRT-LLM "
+        "workers too, warning when they fail (trace-replay uses its no-op TRT-LLM library)",
+        "POSTs nothing to TRT-LLM workers for any benchmark; they are profiled as srtctl "
+        "starts them (`TLLM_PROFILE_START_STOP` under `nsys -c cudaProfilerApi`, or nsys's "
+        "time window)",
+        "TRT-LLM starts and stops its capture itself at the steps its environment names "
+        "(srtctl's `profiling_trtllm.sh`: no HTTP call is needed), and a POST its worker "
+        "does not serve would otherwise fail the run (`profiling-failure`)",
+    ),
+    Difference(
+        "profiling-dynamo-route",
+        "POSTs the profile start and stop to `/engine/start_profile` and "
+        "`/engine/stop_profile` on a Dynamo worker's system port",
+        "POSTs them there; a worker that answers HTTP 404 gets the same body at "
+        "`/engine/control/start_profile` (`.../stop_profile`), and both POSTs are recorded",
+        "Dynamo 1.x (1.6.1 is what a job installs when the recipe names none) serves its "
+        "engine routes under `/engine/control/`; the recipe's own Dynamo (0.8.0 in srt-slurm's"
+        " profiling recipes) answers at the first",
+    ),
+    Difference(
+        "torch-profiler-dir",
+        "sets `SGLANG_TORCH_PROFILER_DIR` to `<log dir>/profiles/<mode>` with its log "
+        "directory's path on the host, which a container sees only if a cluster mount puts "
+        "that path at the same place (srtctl mounts it at `/logs`)",
+        "sets it to `/logs/profiles/<mode>`: the same directory, by the path the container "
+        "mounts it at (the run directory's own path for a worker outside a container)",
+        "the traces land in the run directory on every cluster, as the nsys reports do "
+        "(srtctl writes those to `/logs/profiles/<mode>`)",
+    ),
+    Difference(
         "unknown-container-alias",
         "passes a `roles.<role>.container` that the cluster's `containers` map lacks to "
         "pyxis as written, so a bare name is pulled as an image of that name",

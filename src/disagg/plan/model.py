@@ -213,6 +213,32 @@ class SlowDownPlan(_Strict):
     urls: list[str] = Field(default_factory=empty_list)
 
 
+class ProfileTarget(_Strict):
+    """One worker leader the benchmark starts and stops a profile on (srtctl's
+    `profiling.sh`: `start_profile_on_worker` / `stop_profile_on_worker`)."""
+
+    role: str  # the worker role (`prefill-0`)
+    mode: Literal["prefill", "decode", "agg"]
+    # `${prefill-0.url}/start_profile` (SGLang's router), or the worker's system port's
+    # `/engine/start_profile` (Dynamo); bound at run time
+    start_url: str
+    stop_url: str
+    output_dir: str  # where the worker writes its trace, as the worker sees the run directory
+    start_step: int
+    num_steps: int
+
+
+class ProfilingPlan(_Strict):
+    """The recipe's `profiling:` on the benchmark side: before the first point measured, POST
+    `{"output_dir", "start_step", "num_steps", "activities"}` to every target; after the
+    last (or when the sweep ends early), POST `{}` to each stop URL
+    (`disagg.workloads.profiling`)."""
+
+    type: Literal["nsys", "torch"]
+    activities: list[str]  # torch: ["CPU", "GPU"]; nsys: ["CUDA_PROFILER"]
+    targets: list[ProfileTarget] = Field(default_factory=empty_list)
+
+
 class BenchCommand(_Strict):
     """`benchmark.type: custom`: the recipe's own client, run in the bench role.
 
@@ -265,6 +291,7 @@ class BenchPlan(_Strict):
     command: BenchCommand | None = None  # benchmark.type == custom
     trace: TracePlan | None = None  # trace replay types
     slow_down: SlowDownPlan | None = None  # sa-bench `benchmark.slow_down_*`
+    profiling: ProfilingPlan | None = None  # the recipe's `profiling:`, on the benchmark side
     ignored: dict[str, str] = Field(default_factory=empty_dict)  # benchmark.<field> -> why
     # Predicted runs whose engines run this many times faster than modelled: arrival
     # offsets are compressed and every measured time is stretched back by it.
@@ -385,6 +412,9 @@ class Plan(_Strict):
     # The recipe's `setup_script` (a name in the configs directory): run in each worker's
     # and Dynamo frontend's container before its program (`disagg.plan.setup_script`).
     setup_script: str | None = None
+    # Directories under the run directory made before any role starts: `profiles/<mode>`
+    # of a profiled job, where its workers write their traces (`disagg.plan.profiling`).
+    profile_dirs: list[str] = Field(default_factory=empty_list)
 
     @property
     def total_gpus(self) -> int:

@@ -28,7 +28,7 @@ from disagg.frontends.mooncake import (
     mooncake_plane,
     with_worker_env,
 )
-from disagg.plan import kv_events, role_engines, setup_script
+from disagg.plan import kv_events, profiling, role_engines, setup_script
 from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import check_container_paths, translate_roles
 from disagg.plan.containers import Containers
@@ -64,6 +64,7 @@ from disagg.plan.model import (
 )
 from disagg.plan.node_env import fill_node_fields
 from disagg.plan.node_layout import Colocation, NodeLayout, PlacedWorker
+from disagg.plan.profiling_checks import check as check_profiling
 from disagg.plan.role_images import role_srun_options
 from disagg.plan.served_name import served_model_name
 from disagg.plan.stage_list import staging_plan
@@ -468,6 +469,27 @@ class _Placer:
             for stage in frontend.stages
         ]
 
+    def profiled(self, roles: list[RolePlan]) -> list[RolePlan]:
+        """Real workers with the recipe's `profiling:` (`disagg.plan.profiling`)."""
+        return profiling.with_profiling(
+            roles,
+            self.config.profiling,
+            frontend=(self.config.frontend or FrontendSection()).type,
+            backend=self.config.backend.type,
+        )
+
+    def profile_posts(self, bench: BenchPlan, plan: Plan) -> BenchPlan:
+        """The benchmark's profile start/stop POSTs (`disagg.workloads.profiling`)."""
+        from disagg.workloads import profiling as posts
+
+        if not profiling.enabled(self.config.profiling):
+            return bench
+        plan.profile_dirs = profiling.dirs(self.config.profiling, plan.roles)
+        bench, rows, ignored = posts.planned(bench, plan, self.config, self.fail)
+        self.differs += rows
+        plan.ignored += ignored
+        return bench
+
     def staging(self, model: ModelRef, workers: list[RolePlan]) -> StagingPlan:
         staging = staging_plan(
             self.config,
@@ -497,6 +519,12 @@ class _Placer:
         self.checks.engine_matches()
         bench = self.bench()  # benchmark refusals first, as before the engine's own
         self.checks.backend_knobs()
+        check_profiling(
+            self.config,
+            lambda role: self.adapter.role_args(self.backend, role),
+            fail=self.fail,
+            refuse=self.refuse,
+        )
         layout = NodeLayout(
             self.config.resources,
             self.profile,
@@ -543,7 +571,8 @@ class _Placer:
                 fixed_planes=frontend.frontend != "dynamo",
             )
             frontend.stages = [
-                with_launcher_env(stage, self.config, where) for stage in frontend.stages
+                self.profiled(with_launcher_env(stage, self.config, where))
+                for stage in frontend.stages
             ]
         frontend.stages = self.setup_script(frontend)
         nodes = job.total
@@ -617,7 +646,7 @@ class _Placer:
         bench_adapter = adapter_for(bench.type)
         completed = bench_adapter.complete(plan)
         plan.ignored += bench_completed_ignored(self.variant, plan.bench, completed)
-        plan.bench = completed
+        plan.bench = self.profile_posts(completed, plan)
         plan.roles.append(self.bench_role(bench_adapter.bench_role(plan), workers, job))
         served = [*self.differs, *frontend.differs, *bench_adapter.differs_for(plan.bench)]
         if any(role.ports for role in plan.roles):

@@ -204,6 +204,7 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
                 "the point's end",
             )
         )
+    rows += _profiling(plan)
     if plan.slurm.het_nodes:
         parts = " + ".join(map(str, plan.slurm.het_nodes))
         rows.append(("slurm", f"heterogeneous job of {parts} nodes (#SBATCH hetjob)"))
@@ -218,6 +219,22 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
         listed = "; ".join(f"{item['field']} ({item['why']})" for item in plan.ignored)
         rows.append(("ignored", listed))
     return rows
+
+
+def _profiling(plan: Plan) -> list[tuple[str, str]]:
+    """The recipe's `profiling:`: where traces go, and the benchmark's start/stop POSTs."""
+    section = plan.config.get("profiling")
+    kind = section.get("type") if isinstance(section, dict) else None
+    if not plan.profile_dirs or not kind:
+        return []
+    text = f"{kind}, traces in {', '.join(plan.profile_dirs)}"
+    if plan.simulated:
+        text = f"{kind}, simulated: no profiler runs"
+    posts = plan.bench.profiling
+    if posts is not None:
+        shown = ", ".join(f"{t.role} (steps {t.start_step}+{t.num_steps})" for t in posts.targets)
+        text += f"; start POSTed to {shown} before the first point, stop after the last"
+    return [("profiling", text)]
 
 
 def _containers(plan: Plan, image: str) -> str:

@@ -40,7 +40,6 @@ EVEN_EMPTY = object()
 # (path, action, why). A field counts as set when it is present with a value other
 # than null, false, an empty map/list, or the neutral value given.
 _RULES: tuple[tuple[tuple[str, ...], Action, str, Any], ...] = (
-    (("profiling", "type"), "ignored", "no profiler wraps the workers", "none"),
     (("model", "stage_dir"), "ignored", "models are read from the profile's cache", None),
     (("infra", "nats_max_payload_mb"), "ignored", "no NATS server is started", None),
     # The node is reserved as srtctl reserves it; the Dynamo frontend runs etcd/NATS there.

@@ -16,6 +16,7 @@ from __future__ import annotations
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import WORKER_KINDS, BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter
+from disagg.workloads.profiling import command_env
 from disagg.workloads.sabench import concurrencies
 
 RESULTS_SUBDIR = "bench-results"
@@ -84,6 +85,7 @@ def contract_env(plan: Plan) -> dict[str, str]:
     if bench.command is not None:
         env.update(bench.command.load_env)
     results = bench.command.results_dir if bench.command else ""
+    env.update(command_env(plan))  # a profiled job's, as srtctl gives every benchmark
     env.update(
         {
             "DISAGG_RUN_NAME": plan.name,

@@ -4,8 +4,9 @@ Endpoints: `/v1/completions`, `/v1/chat/completions`, `/generate` (SGLang native
 `/health`, `/health_generate`, `/server_info` (`/get_server_info`), `/model_info`
 (`/get_model_info`), `/v1/models`, `/flush_cache`, SGLang's `/slow_down` (GET or POST
 `{"forward_sleep_time": seconds | null}`: every forward step sleeps that long until a
-null clears it), and `/sim/stats` (work counters, used by tests to see which worker
-did what).
+null clears it), SGLang's `/start_profile` and `/stop_profile` (`disagg.engines.sim.
+profile`: counted and logged; no trace is written), and `/sim/stats` (work counters,
+used by tests to see which worker did what).
 
 Modes: `aggregated` prefills and decodes; `prefill` prefills, publishes the room on
 its bootstrap server and answers with the first token; `decode` fetches the room's
@@ -29,6 +30,7 @@ from aiohttp.http_exceptions import BadHttpMessage
 
 from disagg.engines.sim.args import EngineArgs
 from disagg.engines.sim.handover import BootstrapServer, HandoverClient, HandoverError
+from disagg.engines.sim.profile import Profiler
 from disagg.engines.sim.protocol import BadRequest, GenRequest, Kind, Renderer, error_body, parse
 from disagg.engines.sim.scheduler import Scheduler, SimRequest, Stream
 from disagg.engines.sim.timing import TimingModel
@@ -79,6 +81,8 @@ class SimWorker:
         self.scheduler = Scheduler(self.timing, on_prefilled=self._publish)
         self.started = time.time()
         self.failed_handovers = 0
+        stats = self.scheduler.stats
+        self.profiler = Profiler(lambda: stats.prefill_steps + stats.decode_steps)
         self._task: asyncio.Task[None] | None = None
 
     def _publish(self, req: SimRequest) -> None:
@@ -103,6 +107,8 @@ class SimWorker:
         get("/v1/models", self._models)
         for add in (get, post):
             add("/slow_down", self._slow_down)
+            add("/start_profile", self._start_profile)
+            add("/stop_profile", self._stop_profile)
         get("/sim/stats", self._stats)
         app.on_startup.append(self._on_startup)
         app.on_cleanup.append(self._on_cleanup)
@@ -203,6 +209,7 @@ class SimWorker:
             "handovers_served": self.bootstrap.served if self.bootstrap else 0,
             "handovers_received": self.handover.received if self.handover else 0,
             "handovers_failed": self.failed_handovers,
+            **self.profiler.stats(),
         }
 
     async def _stats(self, _request: web.Request) -> web.Response:
@@ -224,6 +231,21 @@ class SimWorker:
         self.scheduler.forward_sleep_s = float(value) if value is not None else None
         log.info("slow_down: forward_sleep_time=%s", value)
         return web.json_response(None)
+
+    async def _start_profile(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json(loads=_loads) if request.can_read_body else {}
+        except ValueError as exc:
+            return web.json_response(error_body(f"invalid JSON: {exc}", 400), status=400)
+        status, text = self.profiler.start(body)
+        if status == 200:
+            log.info("start_profile: %s", _dumps(body))
+        return web.Response(status=status, text=text)
+
+    async def _stop_profile(self, _request: web.Request) -> web.Response:
+        status, text = self.profiler.stop()
+        log.info("stop_profile: HTTP %d %s", status, text.strip())
+        return web.Response(status=status, text=text)
 
     # -- generation ---------------------------------------------------------------
 
@@ -355,6 +377,12 @@ def _loads(text: str) -> Any:
     import json
 
     return json.loads(text)
+
+
+def _dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)
 
 
 async def serve(args: EngineArgs, *, ready: asyncio.Event | None = None) -> None:

@@ -1,0 +1,199 @@
+"""A recipe's `profiling:` on the workers, as srt-slurm v1.0.68 renders it.
+
+srtctl (`cli/mixins/worker_stage.py`: `start_worker` for a task per node,
+`start_endpoint_worker` for an MPI step; `core/schema.py`: `ProfilingConfig`), for
+`type` nsys, nsys-time or torch, on every worker:
+
+- makes `<log dir>/profiles/<mode>` (mode: prefill, decode, agg) before it starts;
+- sets, over the mode's and the recipe's environment, `PROFILING_MODE`, `PROFILE_TYPE`,
+  `PROFILE_<PHASE>_START_STEP` / `_STOP_STEP` from the mode's phase (PHASE: PREFILL,
+  DECODE, AGG), `SGLANG_TORCH_PROFILER_DIR=<log dir>/profiles/<mode>` (torch),
+  `PROFILE_BENCHMARK_DURATION_SECS` (nsys-time), and for nsys with both steps
+  `TLLM_PROFILE_START_STOP=<start>-<stop>` and `TLLM_LLMAPI_ENABLE_NVTX=1`
+  (`get_env_vars`);
+- for nsys and nsys-time starts the engine under `nsys profile ...` writing
+  `/logs/profiles/<mode>/<node>_<mode>_w<index>_profile_gpu<ids>` (an MPI step:
+  `..._profile_rank%q{SLURM_PROCID}`): TRT-LLM's flags (`_get_nsys_prefix_trtllm`), or
+  the others' with `--trace-fork-before-exec=true` under Dynamo (`get_nsys_prefix`);
+  `extra_nsys_args` before `-o`, the binary `$SRTCTL_NSYS_BIN` or `nsys`;
+- for vLLM with nsys and both steps passes `--profiler-config` (`{"profiler": "cuda",
+  "delay_iterations": start, "max_iterations": stop - start}`, `backends/vllm.py`).
+
+Here the log directory is the run directory, `${run.dir}` (`/logs` in a container), and
+`$SRTCTL_NSYS_BIN` is read where the plan is made (srtctl reads it where it renders the
+job, in the environment `sbatch` passed on from the submitting shell). The nsys prefix
+goes before the engine's program, inside the wrappers disagg adds in front of it
+(the Dynamo install's and the setup script's `bash -c ...`, which run first and exec
+their arguments). A simulated worker runs on no GPU: nothing of this applies to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
+from disagg.recipe.job_sections import ProfilingPhase, ProfilingSection
+
+PROFILES = "profiles"  # under the run directory
+MODES: dict[RoleKind, str] = {
+    RoleKind.PREFILL: "prefill",
+    RoleKind.DECODE: "decode",
+    RoleKind.AGGREGATED: "agg",
+}
+NSYS_BIN_VAR = "SRTCTL_NSYS_BIN"
+COMPAT_TORCH_DIR = "torch-profiler-dir"
+# disagg's own wrappers in front of an engine's program (`bash -c SCRIPT NAME ARGV...`,
+# which exec ARGV): the Dynamo install's and the setup script's.
+WRAPPER_NAMES = ("dynamo-install", "setup-script")
+
+
+def enabled(section: ProfilingSection | None) -> bool:
+    return section is not None and section.type != "none"
+
+
+def is_nsys(section: ProfilingSection) -> bool:
+    return section.type in ("nsys", "nsys-time")
+
+
+def phase(section: ProfilingSection, mode: str) -> ProfilingPhase | None:
+    """The phase settings of a worker mode (`_get_phase_config`)."""
+    return {"prefill": section.prefill, "decode": section.decode, "agg": section.aggregated}.get(
+        mode
+    )
+
+
+def profiles_dir(mode: str, run_dir: str = "${run.dir}") -> str:
+    return f"{run_dir}/{PROFILES}/{mode}"
+
+
+def worker_env(section: ProfilingSection, mode: str) -> dict[str, str]:
+    """The variables srtctl's `get_env_vars(mode, <log dir>/profiles)` gives a worker."""
+    env = {"PROFILING_MODE": mode, "PROFILE_TYPE": section.type}
+    steps = phase(section, mode)
+    if steps is not None:
+        key = mode.upper()
+        if steps.start_step is not None:
+            env[f"PROFILE_{key}_START_STEP"] = str(steps.start_step)
+        if steps.stop_step is not None:
+            env[f"PROFILE_{key}_STOP_STEP"] = str(steps.stop_step)
+    if section.type == "torch":
+        env["SGLANG_TORCH_PROFILER_DIR"] = profiles_dir(mode)
+    if section.type == "nsys-time":
+        env["PROFILE_BENCHMARK_DURATION_SECS"] = str(section.benchmark_duration_secs)
+    elif (
+        section.type == "nsys"
+        and steps is not None
+        and None not in (steps.start_step, steps.stop_step)
+    ):
+        env["TLLM_PROFILE_START_STOP"] = f"{steps.start_step}-{steps.stop_step}"
+        env["TLLM_LLMAPI_ENABLE_NVTX"] = "1"
+    return env
+
+
+def nsys_binary() -> str:
+    return os.environ.get(NSYS_BIN_VAR) or "nsys"
+
+
+def nsys_prefix(
+    section: ProfilingSection, output: str, *, frontend: str, backend: str
+) -> list[str]:
+    """`nsys profile ... -o OUTPUT` for a worker (`get_nsys_prefix`); [] unless nsys."""
+    if not is_nsys(section):
+        return []
+    timed = section.type == "nsys-time"
+    window = []
+    if timed:
+        if section.delay_secs is not None:
+            window += ["--delay", str(section.delay_secs)]
+        if section.duration_secs is not None:
+            window += ["--duration", str(section.duration_secs)]
+    extra = list(section.extra_nsys_args or [])
+    head = [nsys_binary(), "profile"]
+    if backend == "trtllm":
+        trigger = window if timed else ["-c", "cudaProfilerApi", "--capture-range-end", "stop"]
+        flags = ["-t", "cuda,nvtx,ucx", "--sample=none", "--cuda-graph-trace=node", *trigger]
+        tail = ["--kill", "none", "--wait", "all", "--force-overwrite", "true"]
+        return [*head, *flags, *extra, *tail, "-o", output]
+    flags = ["-t", "cuda,nvtx", "--cuda-graph-trace=node"]
+    if timed:
+        flags += ["--force-overwrite", "true", *window]
+    else:
+        flags += ["-c", "cudaProfilerApi", "--capture-range-end", "stop", "--force-overwrite"]
+        flags += ["true"]
+    fork = ["--trace-fork-before-exec=true"] if frontend == "dynamo" else []
+    return [*head, *flags, *extra, *fork, "-o", output]
+
+
+def nsys_output(role: RolePlan, mode: str) -> str:
+    """Where a worker's nsys report goes (without its extension): per node and GPUs, or
+    per MPI rank, which nsys fills in itself (`%q{SLURM_PROCID}`)."""
+    stem = f"{profiles_dir(mode)}/${{self.node}}_{mode}_w{role.index}_profile"
+    if role.mpi is not None:
+        return f"{stem}_rank%q{{SLURM_PROCID}}"
+    return f"{stem}_gpu{'-'.join(str(gpu) for gpu in role.gpu_ids)}"
+
+
+def vllm_profiler_config(section: ProfilingSection, mode: str) -> str | None:
+    """vLLM's `--profiler-config` for nsys with both steps of the mode's phase, else None."""
+    steps = phase(section, mode)
+    if section.type != "nsys" or steps is None:
+        return None
+    start, stop = steps.start_step, steps.stop_step
+    if start is None or stop is None:
+        return None
+    config = {"profiler": "cuda", "delay_iterations": start, "max_iterations": max(stop - start, 0)}
+    return json.dumps(config)
+
+
+def program_start(argv: list[str]) -> int:
+    """The index of the engine's program in `argv`: past disagg's own wrappers."""
+    at = 0
+    while argv[at : at + 2] == ["bash", "-c"] and len(argv) > at + 3:
+        if argv[at + 3] not in WRAPPER_NAMES:
+            break
+        at += 4
+    return at
+
+
+def profiled_argv(argv: list[str], prefix: list[str], extra: list[str]) -> list[str]:
+    """`argv` with `prefix` before the engine's program and `extra` flags after it all."""
+    if not argv:
+        return argv
+    at = program_start(argv)
+    return [*argv[:at], *prefix, *argv[at:], *extra]
+
+
+def with_profiling(
+    roles: list[RolePlan], section: ProfilingSection | None, *, frontend: str, backend: str
+) -> list[RolePlan]:
+    """Every real worker of `roles` profiled as the recipe asks; other roles as given.
+
+    The profiling variables go over the worker's own environment (srtctl sets them after
+    the mode's and the recipe's), the nsys prefix before its program on every node.
+    """
+    if section is None or not enabled(section):
+        return roles
+    out = []
+    for role in roles:
+        if role.kind not in WORKER_KINDS:
+            out.append(role)
+            continue
+        mode = MODES[role.kind]
+        prefix = nsys_prefix(section, nsys_output(role, mode), frontend=frontend, backend=backend)
+        config = vllm_profiler_config(section, mode) if backend == "vllm" else None
+        extra = ["--profiler-config", config] if config is not None else []
+        update: dict[str, object] = {"env": {**role.env, **worker_env(section, mode)}}
+        if prefix or extra:
+            update["argv"] = profiled_argv(role.argv, prefix, extra)
+            update["node_argv"] = [profiled_argv(a, prefix, extra) for a in role.node_argv]
+        out.append(role.model_copy(update=update))
+    return out
+
+
+def dirs(section: ProfilingSection | None, roles: list[RolePlan]) -> list[str]:
+    """`profiles/<mode>` of each worker mode, made before the workers start."""
+    if not enabled(section):
+        return []
+    modes = dict.fromkeys(MODES[role.kind] for role in roles if role.kind in WORKER_KINDS)
+    return [f"{PROFILES}/{mode}" for mode in modes]
