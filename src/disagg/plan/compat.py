@@ -28,7 +28,8 @@ _ROWS = (
         "`frontend.type: sglang` (v1) / `sglang-router`",
         "runs smg 1.13.0 (`smg.launch_router`, the same flags), unless the recipe sets "
         "`frontend.package: sglang-router` (then sglang-router 0.3.2), from disagg's own "
-        "environment on the host, adding `--tokenizer-path` (the model as the host sees it), "
+        "environment on the host, adding `--tokenizer-path` (the model as the host sees it; "
+        "for real workers), "
         "`--prometheus-port` / `--prometheus-host` (a port of its own on its node's address) "
         "and `--shutdown-grace-period-secs 1`",
         "sglang-router 0.3.2 is that package's last release; the project continues as smg. "
