@@ -39,14 +39,11 @@ from typing import Any, ClassVar
 from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
-    Parallelism,
-    SimReading,
     WorkerCommand,
-    WorkerSpec,
-    as_int,
     bootstrap_ports,
     listen_host,
 )
+from disagg.engines.worker import Parallelism, SimReading, WorkerSpec, as_int
 
 ATOM_MODULE = "atom.entrypoints.openai_server"
 FLAGS = FlagTable(

@@ -25,16 +25,9 @@ import difflib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from disagg.engines.base import (
-    EngineAdapter,
-    FlagTable,
-    Ignored,
-    Parallelism,
-    WorkerCommand,
-    WorkerRole,
-    WorkerSpec,
-)
+from disagg.engines.base import EngineAdapter, FlagTable, Ignored, WorkerCommand
 from disagg.engines.sglang import render_args
+from disagg.engines.worker import Parallelism, WorkerRole, WorkerSpec
 
 MOCKER_MODULE = "dynamo.mocker"
 ENGINE_TYPES = ("vllm", "sglang", "trtllm")

@@ -29,11 +29,11 @@ from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
     WorkerCommand,
-    WorkerSpec,
     bootstrap_ports,
     listen_host,
 )
 from disagg.engines.sim.command import SIM_PREFIX
+from disagg.engines.worker import WorkerSpec
 
 SGLANG_MODULE = "sglang.launch_server"
 NCCL_PORT = "nccl"  # the port name behind `--nccl-port ${self.nccl_port}`

@@ -41,13 +41,11 @@ from typing import Any, ClassVar
 from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
-    Parallelism,
     WorkerCommand,
-    WorkerSpec,
-    as_int,
     bootstrap_ports,
     listen_host,
 )
+from disagg.engines.worker import Parallelism, WorkerSpec, as_int
 from disagg.recipe.backend_section import ENGINE_KNOBS
 
 DECODE_MODULE = "tilert.pd_vllm.decode_server"

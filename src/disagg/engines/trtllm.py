@@ -43,17 +43,8 @@ from typing import Any, ClassVar
 
 import yaml
 
-from disagg.engines.base import (
-    EngineAdapter,
-    FlagTable,
-    Parallelism,
-    SimReading,
-    WorkerCommand,
-    WorkerRole,
-    WorkerSpec,
-    as_int,
-    listen_host,
-)
+from disagg.engines.base import EngineAdapter, FlagTable, WorkerCommand, listen_host
+from disagg.engines.worker import Parallelism, SimReading, WorkerRole, WorkerSpec, as_int
 
 FLAGS = FlagTable(
     {

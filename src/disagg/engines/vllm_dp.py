@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from disagg.engines.base import WorkerSpec
+from disagg.engines.worker import WorkerSpec
 
 DYNAMO = "dynamo"  # `frontend.type` whose workers are `python -m dynamo.vllm`
 PER_NODE, PER_GPU = "per_node", "per_gpu"  # `backend.dp_launch_mode`

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from disagg.engines.base import WorkerSpec
+from disagg.engines.worker import WorkerSpec
 from disagg.errors import Fail, Refuse, UnsupportedRecipe
 from disagg.plan.job_nodes import JobNodes, single
 from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan

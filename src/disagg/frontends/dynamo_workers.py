@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from disagg.engines.base import CONFIG_DUMP, WorkerSpec
+from disagg.engines.base import CONFIG_DUMP
+from disagg.engines.worker import WorkerSpec
 from disagg.frontends.base import FrontendContext, ignored
 from disagg.plan.model import RolePlan
 

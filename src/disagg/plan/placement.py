@@ -19,7 +19,8 @@ from typing import Any
 
 from disagg.cluster import ClusterProfile, ModelRef, resolve_container, resolve_model
 from disagg.engines import registry
-from disagg.engines.base import WorkerCommand, WorkerSpec
+from disagg.engines.base import WorkerCommand
+from disagg.engines.worker import WorkerSpec
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.frontends import FrontendContext, FrontendRoles, frontend_for
 from disagg.frontends.mooncake import (

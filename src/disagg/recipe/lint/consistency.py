@@ -16,7 +16,8 @@ from typing import Any
 
 from disagg.cluster import is_repo_id
 from disagg.engines import registry
-from disagg.engines.base import EngineAdapter, Parallelism, WorkerRole, WorkerSpec, as_int
+from disagg.engines.base import EngineAdapter
+from disagg.engines.worker import Parallelism, WorkerRole, WorkerSpec, as_int
 from disagg.recipe.benchmark_section import concurrency_points
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
