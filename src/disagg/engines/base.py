@@ -1,7 +1,7 @@
 """The engine seam: what placement, lint, staging and the simulator ask of an engine.
 
-One adapter per engine (`engines/sglang.py`, ...), registered by the recipe's own name
-for it (`backend.type`) in `engines/registry.py`. An adapter owns everything
+One adapter per engine: the module `engines/<backend.type>.py` with its `ADAPTER`, which
+registers it (`engines/registry.py`). An adapter owns everything
 engine-specific: where its per-role settings live in a recipe, its one flag table
 (every spelling of the parallel sizes, attention-DP, batch limits, speculative
 decoding), the GPUs a worker needs, the draft model it names, its worker command,

@@ -1,16 +1,20 @@
 """The `backend` section (v1) / `engine` + `roles.<role>.args` (schema 2): the serving
 engine, its per-mode flags and environments, and each engine's own knobs.
 
-Engine flag maps stay open maps because their keys are the engines' own flags.
+The engines are the registered adapters (`disagg.engines.registry`): each gets a type and
+its `<engine>_config` section here without a line of its own. Engine flag maps stay open
+maps because their keys are the engines' own flags. The knobs are srt-slurm's recipe
+fields: an engine that brings knobs of its own declares them below.
 """
 
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
 # each field's annotation string when the class is made, a cost every command pays.
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, create_model
 
+from disagg.engines import registry
 from disagg.model_defaults import empty_dict, empty_list
 from disagg.recipe.section_base import Section
 
@@ -20,7 +24,11 @@ EngineArg = str | int | float | bool | list[Any] | dict[str, Any] | None
 EngineArgs = dict[str, EngineArg]
 EnvMap = dict[str, Scalar]
 
-BackendType = Literal["sglang", "trtllm", "vllm", "mocker", "atom", "tilert"]
+# srt-slurm's engine types in its schema's order (messages list them so), then any other
+# registered engine; `registry.names()` reads the engine modules' names, importing none.
+ENGINES = tuple(
+    dict.fromkeys(("sglang", "trtllm", "vllm", "mocker", "atom", "tilert", *registry.names()))
+)
 
 
 class RoleArgs(Section):
@@ -40,12 +48,6 @@ class RoleKvEvents(Section):
     prefill: KvEvents = None
     decode: KvEvents = None
     aggregated: KvEvents = None
-
-
-class RoleExtraArgs(Section):
-    prefill: list[str] | None = None
-    decode: list[str] | None = None
-    aggregated: list[str] | None = None
 
 
 class MooncakeKvStore(Section):
@@ -72,11 +74,10 @@ class PredictSettings(Section):
     )
 
 
-class BackendSection(Section):
-    """The serving engine. `engine: sim` runs the simulated engine in place of `type`'s,
-    told what that engine's settings ask for (parallel sizes, batch limits, ...)."""
+class _EngineHead(Section):
+    """The fields before the engines' role sections (in the order recipes list them)."""
 
-    type: BackendType = "sglang"
+    type: str = "sglang"
     engine: Literal["sglang", "vllm", "trtllm", "sim", "predict"] | None = Field(
         default=None,
         description=(
@@ -88,12 +89,23 @@ class BackendSection(Section):
     prefill_environment: EnvMap = Field(default_factory=empty_dict)
     decode_environment: EnvMap = Field(default_factory=empty_dict)
     aggregated_environment: EnvMap = Field(default_factory=empty_dict)
-    sglang_config: RoleArgs | None = None
-    trtllm_config: RoleArgs | None = None
-    vllm_config: RoleArgs | None = None
-    mocker_config: RoleArgs | None = None
-    atom_config: RoleArgs | None = None
-    tilert_config: RoleArgs | None = None
+
+
+if TYPE_CHECKING:
+    _EngineSections = _EngineHead
+else:  # `type` one of the engines, and an `<engine>_config` section per engine
+    _EngineSections = create_model(
+        "_EngineSections",
+        __base__=_EngineHead,
+        type=(Literal[ENGINES], "sglang"),
+        **{f"{name}_config": (RoleArgs | None, None) for name in ENGINES},
+    )
+
+
+class BackendSection(_EngineSections):
+    """The serving engine. `engine: sim` runs the simulated engine in place of `type`'s,
+    told what that engine's settings ask for (parallel sizes, batch limits, ...)."""
+
     prefill_extra_args: list[str] = Field(default_factory=empty_list)
     decode_extra_args: list[str] = Field(default_factory=empty_list)
     aggregated_extra_args: list[str] = Field(default_factory=empty_list)
@@ -150,7 +162,7 @@ class BackendSection(Section):
 # Each engine's own engine-wide knobs: srt-slurm's per-engine backend classes (schema 2
 # writes them under `engine:` beside `type`; v1 flat under `backend`). A knob of one
 # engine written for another is refused in schema 2 (`dialects.schema2.check_engine_knobs`).
-ENGINE_KNOBS: dict[str, frozenset[str]] = {
+_KNOBS: dict[str, frozenset[str]] = {
     "sglang": frozenset({"gpu_type"}),
     "trtllm": frozenset(
         {
@@ -210,5 +222,6 @@ ENGINE_KNOBS: dict[str, frozenset[str]] = {
         }
     ),
 }
+ENGINE_KNOBS = {engine: _KNOBS.get(engine, frozenset()) for engine in ENGINES}
 # Keys every engine map takes: the engine and disagg's own `engine: sim`.
 ENGINE_COMMON = frozenset({"type", "engine", "predict"})
