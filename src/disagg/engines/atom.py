@@ -31,7 +31,6 @@ No ATOM runs on this machine: golden files and the simulated engine stand in.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -42,6 +41,7 @@ from disagg.engines.base import (
     WorkerCommand,
     bootstrap_ports,
     listen_host,
+    render_args,
 )
 from disagg.engines.worker import Parallelism, SimReading, WorkerSpec, as_int
 
@@ -180,7 +180,7 @@ class Atom(EngineAdapter):
             )
         elif own is not None:
             kept["kv-transfer-config"] = own
-        return render(kept)
+        return render_args(kept, flag=lambda key: f"-{key}" if key in _SHORT else f"--{key}")
 
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
         argv = ["python3", "-m", ATOM_MODULE, "--model", "${model.path}"]
@@ -194,29 +194,6 @@ class Atom(EngineAdapter):
             if spec.backend.get("mooncake_protocol") == "tcp":
                 env["MC_TCP_ENABLE_CONNECTION_POOL"] = "true"
         return WorkerCommand(argv=argv, ports=ports, env=env)
-
-
-def render(args: Mapping[str, Any]) -> list[str]:
-    """Settings -> ATOM flags, in the recipe's order, each key as written (`tp` -> `-tp`)."""
-    out: list[str] = []
-    for key, value in args.items():
-        flag = f"-{key}" if key in _SHORT else f"--{key}"
-        if value is None or value is False:
-            continue
-        if value is True:
-            out.append(flag)
-        elif isinstance(value, list):
-            if value:
-                out += [flag, *(_text(item) for item in value)]
-        else:
-            out += [flag, _text(value)]
-    return out
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, Mapping | list):
-        return json.dumps(value)
-    return str(value)
 
 
 def _largest(sizes: Any) -> int | None:

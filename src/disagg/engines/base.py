@@ -11,8 +11,9 @@ Nothing outside an adapter spells an engine flag.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -272,6 +273,33 @@ class EngineAdapter(ABC):
             speculative_num_steps=as_int(table.value(args, "speculative_steps")),
             context_length=as_int(table.value(args, "context_length")),
         )
+
+
+def render_args(args: Mapping[str, Any], flag: Callable[[str], str] | None = None) -> list[str]:
+    """Settings -> flags, in the recipe's order (DESIGN.md): `key: value` -> `--key value`
+    (`tp_size` -> `--tp-size`, or as `flag` spells a key), `true` -> `--key`, `false` and
+    `null` omitted, a list -> `--key v1 v2 ...` (an empty one omitted), a map -> JSON."""
+    out: list[str] = []
+    for key, value in args.items():
+        name = flag(str(key)) if flag else "--" + str(key).replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            out.append(name)
+        elif isinstance(value, list):
+            if value:
+                out += [name, *(_text(item) for item in value)]
+        else:
+            out += [name, _text(value)]
+    return out
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping | list):
+        return json.dumps(value)
+    return str(value)
 
 
 def listen_host(args: Mapping[str, Any]) -> str:

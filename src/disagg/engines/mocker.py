@@ -25,8 +25,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from disagg.engines.base import EngineAdapter, FlagTable, Ignored, WorkerCommand
-from disagg.engines.sglang import render_args
+from disagg.engines.base import EngineAdapter, FlagTable, Ignored, WorkerCommand, render_args
 from disagg.engines.worker import Parallelism, WorkerRole, WorkerSpec
 
 MOCKER_MODULE = "dynamo.mocker"

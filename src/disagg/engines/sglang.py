@@ -19,7 +19,6 @@ replacing the recipe's own). The plan pins one per worker too, a port of its own
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -31,6 +30,7 @@ from disagg.engines.base import (
     WorkerCommand,
     bootstrap_ports,
     listen_host,
+    render_args,
 )
 from disagg.engines.sim.command import SIM_PREFIX
 from disagg.engines.worker import WorkerSpec
@@ -89,44 +89,13 @@ PLACEMENT_FLAGS = frozenset(
 DRAFT_FLAGS = FLAGS.names("draft_model")
 
 
-def flag_name(key: str) -> str:
-    return FLAGS.normalise(key)
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Mapping | list):
-        return json.dumps(value)
-    return str(value)
-
-
-def render_args(args: Mapping[str, Any]) -> list[str]:
-    """Recipe engine args -> argv flags, in the recipe's order (vLLM renders the same way)."""
-    out: list[str] = []
-    for key, value in args.items():
-        flag = "--" + flag_name(key)
-        if value is None or value is False:
-            continue
-        if value is True:
-            out.append(flag)
-        elif isinstance(value, list):
-            if value:
-                out += [flag, *(_text(item) for item in value)]
-        elif isinstance(value, Mapping):
-            out += [flag, json.dumps(value)]
-        else:
-            out += [flag, _text(value)]
-    return out
-
-
 def _kept(args: Mapping[str, Any], mode: str | None, served_name: str) -> dict[str, Any]:
     """The recipe's settings less the placement flags, plus the ones the worker's mode needs."""
     from disagg.cluster import is_repo_id  # not at the top: the simulator reads FLAGS
 
     kept: dict[str, Any] = {}
     for key, value in args.items():
-        name = flag_name(key)
+        name = FLAGS.normalise(key)
         if name in PLACEMENT_FLAGS:  # `host` included: see `listen_host`
             continue
         if name in DRAFT_FLAGS and isinstance(value, str) and is_repo_id(value):

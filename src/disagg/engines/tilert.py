@@ -44,6 +44,7 @@ from disagg.engines.base import (
     WorkerCommand,
     bootstrap_ports,
     listen_host,
+    render_args,
 )
 from disagg.engines.worker import Parallelism, WorkerSpec, as_int
 from disagg.recipe.backend_section import ENGINE_KNOBS
@@ -221,7 +222,6 @@ class TileRT(EngineAdapter):
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
         from disagg.engines import vllm
-        from disagg.engines.sglang import render_args
 
         if spec.mode == "prefill":
             return vllm.ADAPTER.engine_flags(self.prefill_args(args, spec), spec)

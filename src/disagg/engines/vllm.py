@@ -49,8 +49,14 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from disagg.engines import vllm_dp as dp
-from disagg.engines.base import EngineAdapter, FlagTable, Ignored, WorkerCommand, listen_host
-from disagg.engines.sglang import render_args
+from disagg.engines.base import (
+    EngineAdapter,
+    FlagTable,
+    Ignored,
+    WorkerCommand,
+    listen_host,
+    render_args,
+)
 from disagg.engines.vllm_dp import DYNAMO, DpShape
 from disagg.engines.worker import Parallelism, SimReading, WorkerRole, WorkerSpec
 

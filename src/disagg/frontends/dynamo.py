@@ -34,14 +34,13 @@ Facts about ai-dynamo 1.6.1, observed on CPU with the mocker:
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 from disagg.engines import mocker as mocker_engine
-from disagg.engines import sglang as sglang_engine
-from disagg.engines.base import CONFIG_DUMP_ROW
+from disagg.engines.base import CONFIG_DUMP_ROW, render_args
 from disagg.errors import DisaggError
 from disagg.frontends import dynamo_install, dynamo_workers
-from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
+from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored, written_args
 from disagg.frontends.discovery import DiscoveryPlane, discovery_plane
 from disagg.frontends.nginx import nginx_role
 from disagg.frontends.topology import frontend_topology
@@ -67,8 +66,6 @@ SKIP_SGLANG_LOG_FORMATTING = {"DYN_SKIP_SGLANG_LOG_FORMATTING": "1"}
 
 class DynamoFrontend(Frontend):
     """Dynamo's frontend over Dynamo workers, with etcd/NATS or file discovery."""
-
-    types: ClassVar[tuple[str, ...]] = ("dynamo",)
 
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         mocked = ctx.simulated or ctx.engine == "mocker"
@@ -274,15 +271,8 @@ def _frontend(
 
 
 def _frontend_args(ctx: FrontendContext) -> list[str]:
-    args = dict(ctx.frontend.args or {})
-    for key in args:
-        if sglang_engine.flag_name(str(key)) in _MANAGED:
-            raise ctx.fail(
-                f"frontend.args.{key} is set by disagg and cannot be overridden",
-                ("frontend", "args", str(key)),
-                "disagg picks the frontend's address, port, discovery and request plane",
-            )
-    return sglang_engine.render_args(args)
+    hint = "disagg picks the frontend's address, port, discovery and request plane"
+    return render_args(written_args(ctx, _MANAGED, hint))
 
 
 def _ignored(ctx: FrontendContext, mocked: bool) -> list[dict[str, str]]:
@@ -335,7 +325,7 @@ def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:
     refused with the fix: a part the recipe names is never replaced by another. Only
     Dynamo as the default frontend of a recipe that names none gives way to smg, and the
     plan says why."""
-    from disagg.frontends.smg import RouterFrontend
+    from disagg.frontends.smg import ADAPTER as smg
 
     section = ctx.config.frontend
     if section is not None and "type" in section.model_fields_set:
@@ -351,7 +341,7 @@ def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:
             "name another frontend (sglang-router fronts any engine's workers)",
         )
 
-    planned = RouterFrontend().plan(ctx)
+    planned = smg.plan(ctx)
     args = " and frontend.args" if ctx.frontend.args else ""
     why = f"dynamo{args}: {reason}; {planned.frontend} fronts the workers instead"
     planned.ignored = [ignored("frontend.type", why), *planned.ignored]
@@ -367,3 +357,6 @@ def _create_hint(path: str) -> str:
         "point model.path at a local model directory with a tokenizer (a tiny one: "
         "`.venv/bin/python tests/tiny_model.py /tmp/tiny-llama`)"
     )
+
+
+ADAPTER = DynamoFrontend()

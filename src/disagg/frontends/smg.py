@@ -43,14 +43,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from disagg.engines import sglang
+from disagg.engines.base import render_args as render_flags
 from disagg.errors import DisaggError
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
 from disagg.frontends.topology import orchestrator_rank, router_roles
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
+TYPES = ("smg", "sglang-router", "sglang")
 Package = Literal["smg", "sglang-router"]
 MODULES: dict[str, str] = {
     "smg": "smg.launch_router",
@@ -186,13 +187,11 @@ def render_args(args: Mapping[str, Any], *, skip: set[str] | None = None) -> lis
                 hint="disagg picks the router's host, ports and worker list from the plan",
             )
         kept[key] = value
-    return sglang.render_args(kept)
+    return render_flags(kept)
 
 
 class RouterFrontend(Frontend):
     """smg / sglang-router in front of the workers: PD mode, or regular mode when aggregated."""
-
-    types: ClassVar[tuple[str, ...]] = ("smg", "sglang-router", "sglang")
 
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         if ctx.engine_router is not None:
@@ -204,7 +203,7 @@ class RouterFrontend(Frontend):
             prefill=ctx.names(RoleKind.PREFILL),
             decode=ctx.names(RoleKind.DECODE),
             aggregated=ctx.names(RoleKind.AGGREGATED),
-            extra=frontend.args if frontend.type in self.types else None,
+            extra=frontend.args if frontend.type in TYPES else None,
             tokenizer_path=None if ctx.simulated else "${model.path}",
             bootstrap=all(
                 "bootstrap" in role.ports for role in ctx.workers if role.kind is RoleKind.PREFILL
@@ -315,3 +314,6 @@ def _package(ctx: FrontendContext) -> Package:
             "use `type: sglang-router` to pin sglang-router 0.3.2, or drop `package`",
         )
     return chosen or DEFAULT_PACKAGE
+
+
+ADAPTER = RouterFrontend()

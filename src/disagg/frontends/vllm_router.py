@@ -28,13 +28,13 @@ engine:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
-from disagg.frontends.static import refuse_managed
+from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, written_args
 from disagg.frontends.topology import router_roles
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
+TYPES = ("vllm-router",)
 PROGRAM = "vllm-router"
 VERSION = "0.1.17"
 PORTS: tuple[str, ...] = ("http", "metrics")
@@ -129,12 +129,9 @@ def node_local_dp(role: RolePlan) -> int:
 class VllmRouterFrontend(Frontend):
     """The vLLM Router over vLLM workers: PD mode, or regular mode when aggregated."""
 
-    types: ClassVar[tuple[str, ...]] = ("vllm-router",)
-
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         self._check(ctx)
-        refuse_managed(ctx, MANAGED)
-        extra = dict(ctx.frontend.args or {})
+        extra = written_args(ctx, MANAGED)
         intra_dp = self._intra_dp(ctx, extra)
         check = ctx.config.health_check
         timeout = (
@@ -259,3 +256,6 @@ def _side_channel(role: RolePlan) -> str | None:
     if any(port.split("*")[0] == "nixl" for port in role.ports):
         return f"${{{role.name}.nixl_port}}"
     return None
+
+
+ADAPTER = VllmRouterFrontend()
