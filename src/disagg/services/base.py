@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from disagg.errors import Fail
 from disagg.plan.job_nodes import JobNodes
@@ -13,6 +15,9 @@ from disagg.recipe.job_sections import ServiceReadiness, ServiceSection
 from disagg.recipe.schema import RecipeConfig
 
 Start = Literal["after_frontend", "before_workers"]
+# (path, "refused" | "ignored", why): an entry's field its role does not carry out.
+Unhonoured = tuple[tuple[str, ...], Literal["refused", "ignored"], str]
+_SRUN = "a service's own srun options are not applied"
 # A service name names its role, its log file and `${service_<name>.host}` placeholders.
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -88,3 +93,52 @@ def readiness_plan(
         timeout_s=float(readiness.timeout_seconds),
         interval_s=float(max(readiness.interval_seconds, 0) or 0.2),
     )
+
+
+class ServiceKind(ABC):
+    """One `services:` type: the module `services/<type>.py` with its `ADAPTER`, which
+    registers it (`disagg.services`)."""
+
+    # Fields of an entry its role does not carry out: refused when running without them
+    # would change what runs, ignored when they only concern how Slurm pins or scrapes it.
+    refused: ClassVar[Mapping[str, str]] = {
+        "terminal": "a terminal service (the service is the run, no benchmark) is not run: "
+        "every disagg run measures its benchmark",
+        "source": "the service's git source is not cloned and built",
+        "build_command": "the service's git source is not cloned and built",
+        "nodes": "services owning node pools are not laid out (the job has only role nodes)",
+        "external": "`external` is for the discovery-plane kinds and the Mooncake master",
+        "options": "this kind takes no options",
+    }
+    ignored: ClassVar[Mapping[str, str]] = {
+        "cpus_per_task": _SRUN,
+        "cpu_bind": _SRUN,
+        "srun_options": _SRUN,
+        "metrics": "no metrics scraping",
+    }
+
+    @abstractmethod
+    def plan(self, entry: ServiceSection, ctx: ServiceContext) -> PlannedService:
+        """The entry's role and when it starts."""
+
+    def unhonoured(self, name: str, service: Mapping[str, Any]) -> list[Unhonoured]:
+        """The entry's fields (as written) its role does not carry out, in a fixed order."""
+        found: list[Unhonoured] = [
+            (("services", name, key), "refused", why)
+            for key, why in self.refused.items()
+            if service.get(key)
+        ]
+        placement = service.get("placement")
+        if isinstance(placement, Mapping):
+            if placement.get("pool"):
+                why = "services owning node pools are not laid out, so no pool to join"
+                found.append((("services", name, "placement", "pool"), "refused", why))
+            if placement.get("per") == "worker":
+                why = "one instance per worker (a sidecar on its GPUs) is not laid out"
+                found.append((("services", name, "placement", "per"), "refused", why))
+        found += [
+            (("services", name, key), "ignored", why)
+            for key, why in self.ignored.items()
+            if service.get(key)
+        ]
+        return found

@@ -17,6 +17,7 @@ from disagg.recipe.job_sections import ServiceSection
 from disagg.services.base import (
     PlannedService,
     ServiceContext,
+    ServiceKind,
     container,
     readiness_plan,
     role_name,
@@ -53,25 +54,31 @@ def placed_ranks(entry: ServiceSection, ctx: ServiceContext, default: str) -> li
     return ranks
 
 
-def generic_service(entry: ServiceSection, ctx: ServiceContext) -> PlannedService:
-    """The entry's role, as written."""
-    name = role_name(entry, ctx.fail)
-    if not entry.command:
-        raise ctx.fail(
-            f"service {entry.name}: a generic service needs `command` (its argv)",
-            ("services",),
-            "write the program and its arguments as a list under `command:`",
+class GenericService(ServiceKind):
+    def plan(self, entry: ServiceSection, ctx: ServiceContext) -> PlannedService:
+        """The entry's role, as written."""
+        name = role_name(entry, ctx.fail)
+        if not entry.command:
+            raise ctx.fail(
+                f"service {entry.name}: a generic service needs `command` (its argv)",
+                ("services",),
+                "write the program and its arguments as a list under `command:`",
+            )
+        env = dict(ctx.discovery_env) if entry.inherit_discovery_env else {}
+        env.update({key: env_text(value) for key, value in entry.env.items()})
+        role = RolePlan(
+            name=name,
+            kind=RoleKind.SERVICE,
+            node_ranks=placed_ranks(entry, ctx, "head"),
+            argv=with_preamble([*entry.command, *entry.args], entry.preamble, name),
+            env=env,
+            container_image=container(entry, ctx),
+            critical=bool(entry.critical),
+            readiness=readiness_plan(entry.readiness, entry.name, ctx.fail),
         )
-    env = dict(ctx.discovery_env) if entry.inherit_discovery_env else {}
-    env.update({key: env_text(value) for key, value in entry.env.items()})
-    role = RolePlan(
-        name=name,
-        kind=RoleKind.SERVICE,
-        node_ranks=placed_ranks(entry, ctx, "head"),
-        argv=with_preamble([*entry.command, *entry.args], entry.preamble, name),
-        env=env,
-        container_image=container(entry, ctx),
-        critical=bool(entry.critical),
-        readiness=readiness_plan(entry.readiness, entry.name, ctx.fail),
-    )
-    return PlannedService(role=role, start=entry.start or "after_frontend", differs=["service-log"])
+        return PlannedService(
+            role=role, start=entry.start or "after_frontend", differs=["service-log"]
+        )
+
+
+ADAPTER = GenericService()
