@@ -39,11 +39,11 @@ from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
     WorkerCommand,
-    bootstrap_ports,
     listen_host,
     render_args,
+    staged_draft,
 )
-from disagg.engines.worker import Parallelism, SimReading, WorkerSpec, as_int
+from disagg.engines.worker import Parallelism, SimReading, WorkerSpec
 
 ATOM_MODULE = "atom.entrypoints.openai_server"
 FLAGS = FlagTable(
@@ -95,14 +95,6 @@ class Atom(EngineAdapter):
     backend_fields: ClassVar[frozenset[str]] = frozenset({"connector", "mooncake_protocol"})
     health_deadline_s: ClassVar[float] = 1800.0  # large MoE checkpoints load for a long while
 
-    def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
-        tp, dp, pp = (FLAGS.size(args, s) for s in ("tp", "dp", "pp"))
-        dp_attention = FLAGS.value(args, "dp_attention") is True
-        expert = FLAGS.value(args, "expert_parallel") is True
-        return Parallelism(
-            tp=tp, dp=dp, pp=pp, ep=tp * dp if expert else 1, dp_attention=dp_attention
-        )
-
     def worker_parallelism(self, args: Mapping[str, Any], spec: WorkerSpec) -> Parallelism:
         """Without a written tensor-parallel size, a worker's ranks span all its GPUs."""
         par = self.parallelism(args)
@@ -110,34 +102,11 @@ class Atom(EngineAdapter):
             return par
         tp = max(1, _gpus(spec) // (par.pp * (1 if par.dp_attention else par.dp)))
         expert = FLAGS.value(args, "expert_parallel") is True
-        return Parallelism(
-            tp=tp,
-            dp=par.dp,
-            pp=par.pp,
-            ep=tp * par.dp if expert else 1,
-            dp_attention=par.dp_attention,
-        )
+        return replace(par, tp=tp, ep=tp * par.dp if expert else 1)
 
     def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
-        base = super().sim_reading(args)
         sizes = FLAGS.value(args, "cuda_graph_sizes")
-        return SimReading(
-            parallel=base.parallel,
-            max_running_requests=base.max_running_requests,
-            chunked_prefill_size=base.chunked_prefill_size,
-            cuda_graph_max_bs=_largest(sizes),
-            speculative_algorithm=base.speculative_algorithm,
-            speculative_num_steps=as_int(FLAGS.value(args, "speculative_steps")),
-            context_length=base.context_length,
-        )
-
-    def simulated_worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        from disagg.engines.sim.command import sim_worker_argv
-
-        reading = replace(self.sim_reading(args), parallel=self.worker_parallelism(args, spec))
-        served = self.served_model_name(args) or spec.served_name
-        argv = sim_worker_argv(reading, spec, served_name=served, host=listen_host(args))
-        return WorkerCommand(argv=argv, ports=bootstrap_ports(spec))
+        return replace(super().sim_reading(args), cuda_graph_max_bs=_largest(sizes))
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.simulated:
@@ -157,16 +126,12 @@ class Atom(EngineAdapter):
         return None
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
-        from disagg.cluster import is_repo_id
-
         kept: dict[str, Any] = {}
         for key, value in args.items():
             name = FLAGS.normalise(key)
             if name in PLACEMENT_FLAGS or name == "kv-transfer-config":
                 continue
-            if name == "draft-model" and isinstance(value, str) and is_repo_id(value):
-                value = "${model.draft}"
-            kept[str(key)] = value
+            kept[str(key)] = staged_draft(value) if name == "draft-model" else value
         if FLAGS.find(args, "served_model_name") is None:
             kept["served-model-name"] = spec.served_name
         if FLAGS.find(args, "tp") is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -184,11 +184,15 @@ class EngineAdapter(ABC):
         return args if isinstance(args, Mapping) else {}
 
     def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
+        """The settings' layout; with expert parallelism on (vLLM's, ATOM's switch) every
+        rank of the worker is an expert rank."""
         table = self.flags
+        tp, dp = table.size(args, "tp"), table.size(args, "dp")
+        expert = table.value(args, "expert_parallel") is True
         return Parallelism(
-            tp=table.size(args, "tp"),
-            dp=table.size(args, "dp"),
-            ep=table.size(args, "ep"),
+            tp=tp,
+            dp=dp,
+            ep=tp * dp if expert else table.size(args, "ep"),
             pp=table.size(args, "pp"),
             dp_attention=table.value(args, "dp_attention") is True,
         )
@@ -245,11 +249,16 @@ class EngineAdapter(ABC):
         return self.simulated_worker(args, spec) if spec.simulated else self.worker(args, spec)
 
     def simulated_worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        """The simulated engine, told what this engine would run (`sim_reading`)."""
-        reading = self.sim_reading(args)
+        """The simulated engine, told what this engine would run (`worker_reading`)."""
         served = self.served_model_name(args) or spec.served_name
-        argv = sim_worker_argv(reading, spec, served_name=served, host=listen_host(args))
+        argv = sim_worker_argv(
+            self.worker_reading(args, spec), spec, served_name=served, host=listen_host(args)
+        )
         return WorkerCommand(argv=argv, ports=bootstrap_ports(spec))
+
+    def worker_reading(self, args: Mapping[str, Any], spec: WorkerSpec) -> SimReading:
+        """`sim_reading` of one placed worker, on the GPUs it is given (`worker_parallelism`)."""
+        return replace(self.sim_reading(args), parallel=self.worker_parallelism(args, spec))
 
     @abstractmethod
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
@@ -300,6 +309,13 @@ def _text(value: Any) -> str:
     if isinstance(value, Mapping | list):
         return json.dumps(value)
     return str(value)
+
+
+def staged_draft(value: Any) -> Any:
+    """A draft model named by repo id as its staged copy (`${model.draft}`), else `value`."""
+    from disagg.cluster import is_repo_id  # not at the top: the simulator reads flag tables
+
+    return "${model.draft}" if isinstance(value, str) and is_repo_id(value) else value
 
 
 def listen_host(args: Mapping[str, Any]) -> str:

@@ -31,6 +31,7 @@ from disagg.engines.base import (
     bootstrap_ports,
     listen_host,
     render_args,
+    staged_draft,
 )
 from disagg.engines.sim.command import SIM_PREFIX
 from disagg.engines.worker import WorkerSpec
@@ -91,16 +92,11 @@ DRAFT_FLAGS = FLAGS.names("draft_model")
 
 def _kept(args: Mapping[str, Any], mode: str | None, served_name: str) -> dict[str, Any]:
     """The recipe's settings less the placement flags, plus the ones the worker's mode needs."""
-    from disagg.cluster import is_repo_id  # not at the top: the simulator reads FLAGS
-
     kept: dict[str, Any] = {}
     for key, value in args.items():
         name = FLAGS.normalise(key)
-        if name in PLACEMENT_FLAGS:  # `host` included: see `listen_host`
-            continue
-        if name in DRAFT_FLAGS and isinstance(value, str) and is_repo_id(value):
-            value = "${model.draft}"
-        kept[name] = value
+        if name not in PLACEMENT_FLAGS:  # `host` included: see `listen_host`
+            kept[name] = staged_draft(value) if name in DRAFT_FLAGS else value
     if mode is not None:
         kept["disaggregation-mode"] = mode
     kept.setdefault("served-model-name", served_name)

@@ -42,11 +42,9 @@ from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
     WorkerCommand,
-    bootstrap_ports,
-    listen_host,
     render_args,
 )
-from disagg.engines.worker import Parallelism, WorkerSpec, as_int
+from disagg.engines.worker import Parallelism, SimReading, WorkerSpec, as_int
 from disagg.recipe.backend_section import ENGINE_KNOBS
 
 DECODE_MODULE = "tilert.pd_vllm.decode_server"
@@ -112,9 +110,6 @@ class TileRT(EngineAdapter):
     backend_fields: ClassVar[frozenset[str]] = KNOBS
     health_deadline_s: ClassVar[float] = 3600.0  # TileRT compiles its kernels at start-up
 
-    def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
-        return Parallelism(tp=FLAGS.size(args, "tp"))
-
     def worker_parallelism(self, args: Mapping[str, Any], spec: WorkerSpec) -> Parallelism:
         """A decode server spans every GPU it is given (TileRT shards its weights per GPU)."""
         if _vllm_role(spec):
@@ -125,26 +120,18 @@ class TileRT(EngineAdapter):
             return Parallelism(tp=max(1, spec.gpus_per_node * spec.nnodes))
         return self.parallelism(args)
 
-    def served_model_name(self, args: Mapping[str, Any]) -> str | None:
-        value = FLAGS.value(args, "served_model_name")
-        return str(value) if value is not None else None
-
-    def simulated_worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        """The simulated engine with what each TileRT role would run: the GPUs it spans, the
-        decode server's MTP and the sequence limit the knobs set."""
-        from disagg.engines.sim.command import sim_worker_argv
-
+    def worker_reading(self, args: Mapping[str, Any], spec: WorkerSpec) -> SimReading:
+        """Besides the GPUs each TileRT role spans: the decode server's MTP and the sequence
+        limit the knobs set."""
         backend = spec.backend
-        reading = replace(self.sim_reading(args), parallel=self.worker_parallelism(args, spec))
+        reading = super().worker_reading(args, spec)
         if reading.context_length is None and as_int(backend.get("max_seq_len")) is not None:
             reading = replace(reading, context_length=as_int(backend["max_seq_len"]))
         mtp = FLAGS.value(args, "mtp") is True or bool(backend.get("with_mtp"))
         if spec.mode == "decode" and mtp:
             steps = as_int(args.get("num-mtp")) or as_int(backend.get("speculative_tokens")) or 1
             reading = replace(reading, speculative_algorithm="mtp", speculative_num_steps=steps)
-        served = self.served_model_name(args) or spec.served_name
-        argv = sim_worker_argv(reading, spec, served_name=served, host=listen_host(args))
-        return WorkerCommand(argv=argv, ports=bootstrap_ports(spec))
+        return reading
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.mode is None:

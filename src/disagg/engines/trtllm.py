@@ -39,11 +39,12 @@ No TRT-LLM runs on this machine: golden files and the simulated engine stand in.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import yaml
 
-from disagg.engines.base import EngineAdapter, FlagTable, WorkerCommand, listen_host
+from disagg.engines.base import EngineAdapter, FlagTable, WorkerCommand, listen_host, staged_draft
 from disagg.engines.worker import Parallelism, SimReading, WorkerRole, WorkerSpec, as_int
 
 FLAGS = FlagTable(
@@ -140,7 +141,6 @@ class TRTLLM(EngineAdapter):
         return None  # TRT-LLM's YAML has no such key
 
     def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
-        base = super().sim_reading(args)
         spec = _speculative(args)
         graphs = FLAGS.value(args, "cuda_graph")
         graph_max = None
@@ -149,33 +149,27 @@ class TRTLLM(EngineAdapter):
             graph_max = as_int(graphs.get("max_batch_size"))
             if graph_max is None and isinstance(sizes, list):
                 # only whole sizes count; a list of anything else reads as no limit
-                whole = [n for n in map(as_int, sizes) if n is not None]
-                graph_max = max(whole, default=None)
+                graph_max = max((n for n in map(as_int, sizes) if n is not None), default=None)
         steps = as_int(spec.get("num_nextn_predict_layers")) or as_int(spec.get("max_draft_len"))
-        return SimReading(
-            parallel=base.parallel,
-            max_running_requests=base.max_running_requests,
-            chunked_prefill_size=base.chunked_prefill_size,
+        return replace(
+            super().sim_reading(args),
             cuda_graph_max_bs=graph_max,
-            context_length=base.context_length,
             speculative_algorithm=str(spec["decoding_type"]) if spec.get("decoding_type") else None,
             speculative_num_steps=steps,
         )
 
     def engine_config(self, args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
         """The YAML the worker reads: the role's map, less placement, plus what its mode needs."""
-        from disagg.cluster import is_repo_id
-
         config: dict[str, Any] = {}
         for key, value in args.items():
             if key in PLACEMENT_KEYS:
                 continue
             if key == "speculative_config" and isinstance(value, Mapping):
                 draft = value.get("speculative_model_dir")
-                if isinstance(draft, str) and is_repo_id(draft):
-                    value = {**value, "speculative_model_dir": "${model.draft}"}
-            elif key in FLAGS.names("draft_model") and isinstance(value, str) and is_repo_id(value):
-                value = "${model.draft}"
+                if staged_draft(draft) != draft:
+                    value = {**value, "speculative_model_dir": staged_draft(draft)}
+            elif key in FLAGS.names("draft_model"):
+                value = staged_draft(value)
             config[key] = value
         if spec.mode is not None and FLAGS.value(config, "cache_transceiver") is None:
             config["cache_transceiver_config"] = dict(DEFAULT_TRANSCEIVER)

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from disagg.engines import vllm_dp as dp
@@ -56,9 +57,10 @@ from disagg.engines.base import (
     WorkerCommand,
     listen_host,
     render_args,
+    staged_draft,
 )
 from disagg.engines.vllm_dp import DYNAMO, DpShape
-from disagg.engines.worker import Parallelism, SimReading, WorkerRole, WorkerSpec
+from disagg.engines.worker import SimReading, WorkerRole, WorkerSpec
 
 FLAGS = FlagTable(
     {
@@ -201,25 +203,15 @@ class VLLM(EngineAdapter):
             args["connector"] = backend.get("connector", DEFAULT_CONNECTOR)
         return args
 
-    def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
-        tp, dp, pp = (FLAGS.size(args, s) for s in ("tp", "dp", "pp"))
-        expert = FLAGS.value(args, "expert_parallel") is True
-        return Parallelism(tp=tp, dp=dp, ep=tp * dp if expert else 1, pp=pp)
-
     def draft_model(self, args: Mapping[str, Any]) -> str | None:
         model = _speculative(args).get("model") or FLAGS.value(args, "draft_model")
         return model if isinstance(model, str) and model else None
 
     def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
-        base = super().sim_reading(args)
         spec = _speculative(args)
         steps = spec.get("num_speculative_tokens")
-        return SimReading(
-            parallel=base.parallel,
-            max_running_requests=base.max_running_requests,
-            chunked_prefill_size=base.chunked_prefill_size,
-            cuda_graph_max_bs=base.cuda_graph_max_bs,
-            context_length=base.context_length,
+        return replace(
+            super().sim_reading(args),
             speculative_algorithm=str(spec["method"]) if spec.get("method") else None,
             speculative_num_steps=steps if isinstance(steps, int) else None,
         )
@@ -278,8 +270,6 @@ class VLLM(EngineAdapter):
         return dp.per_gpu(_shape(args), spec)
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
-        from disagg.cluster import is_repo_id
-
         # Under Dynamo's per-node DP layout the plan derives hybrid load balancing itself.
         derived = _DP_DERIVED if dp.per_node(_shape(args), spec) else frozenset()
         kept: dict[str, Any] = {}
@@ -289,11 +279,11 @@ class VLLM(EngineAdapter):
                 continue
             if name == "speculative-config":
                 spec_map = _speculative(args)
-                model = spec_map.get("model")
-                if isinstance(model, str) and is_repo_id(model):
-                    value = json.dumps({**spec_map, "model": "${model.draft}"})
-            elif name == "speculative-model" and isinstance(value, str) and is_repo_id(value):
-                value = "${model.draft}"
+                model = staged_draft(spec_map.get("model"))
+                if model != spec_map.get("model"):
+                    value = json.dumps({**spec_map, "model": model})
+            elif name == "speculative-model":
+                value = staged_draft(value)
             kept[name] = value
         kept.setdefault("served-model-name", spec.served_name)
         transfer = self.kv_transfer(args, spec)
