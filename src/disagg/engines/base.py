@@ -164,6 +164,9 @@ class EngineAdapter(ABC):
     # False for an engine that emulates GPU workers on none (Dynamo's mocker): the GPUs a
     # recipe gives its workers are kept for the numbers, and no parallel layout must fit them.
     uses_gpus: ClassVar[bool] = True
+    # Whether prefill and decode workers may share nodes (the recipe's `allow_prefill_decode_
+    # colocation` knobs: srtctl reads them of a `VLLMProtocol` backend only).
+    colocates: ClassVar[bool] = False
     # False: workers run from disagg's own environment, not in the recipe's `model.container`
     # (Dynamo's mocker, pinned with disagg); the image is then neither staged nor used.
     in_image: ClassVar[bool] = True

@@ -189,6 +189,7 @@ class VLLM(EngineAdapter):
             "allow_prefill_decode_colocation_across_nodes",
         }
     )
+    colocates: ClassVar[bool] = True
     # A role's own `connector` wins over `backend.connector` (`role_args`, `kv_transfer`).
     role_knobs: ClassVar[Mapping[str, str]] = {"connector": "connector"}
 
