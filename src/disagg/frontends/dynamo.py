@@ -42,8 +42,7 @@ from disagg.errors import DisaggError
 from disagg.frontends import dynamo_install, dynamo_workers
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored, written_args
 from disagg.frontends.discovery import DiscoveryPlane, discovery_plane
-from disagg.frontends.nginx import nginx_role
-from disagg.frontends.topology import frontend_topology
+from disagg.frontends.topology import fronted, frontend_topology
 from disagg.plan.job_plan import env_text
 from disagg.plan.launcher_env import SYSTEM_PORT
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
@@ -118,11 +117,7 @@ class DynamoFrontend(Frontend):
             ]
             frontends = [role.model_copy(update={"container_image": image}) for role in frontends]
         stages = [stage for stage in (services, workers, frontends) if stage]
-        serving = frontends[0].name
-        if topology.nginx is not None:
-            proxy = nginx_role(ctx.frontend, [role.name for role in frontends], topology.nginx)
-            stages.append([proxy])
-            serving = proxy.name
+        stages, serving = fronted(ctx, stages, frontends, topology)
         return FrontendRoles(
             frontend="dynamo",
             stages=stages,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
-from disagg.frontends.topology import router_roles
+from disagg.frontends.topology import routed
 from disagg.plan.model import HealthPlan
 
 STAND_IN_ROW = "static-router-stand-in"  # the `disagg.plan.compat` row
@@ -49,15 +49,15 @@ class StaticRouter(Frontend):
         health = HealthPlan(path=self.health_path, deadline_s=ROUTER_HEALTH_DEADLINE_S)
         # the model's image (srtctl: "static routers use the model/backend image when
         # omitted"), also when a role names its own
-        stages, serving = router_roles(
-            ctx, argv, ports=ports, health=health, env=self.env, image=ctx.image
-        )
-        return FrontendRoles(
+        return routed(
+            ctx,
+            argv,
             frontend=name,
-            stages=stages,
-            serving_role=serving,
-            prompt_format="text",
+            ports=ports,
+            health=health,
             differs=[COMMAND_ROW],
+            env=self.env,
+            image=ctx.image,
         )
 
     def local_refusal(self, simulated: bool) -> str | None:

@@ -7,17 +7,21 @@ from __future__ import annotations
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
 from disagg.frontends.direct import DIRECT_ROW
 from disagg.frontends.smg import ADAPTER as smg
-from disagg.frontends.smg import engine_router_plan
+from disagg.frontends.topology import orchestrator_rank
 from disagg.plan.model import RoleKind
 
 
 class TrtllmServeFrontend(Frontend):
-    """`trtllm_serve`: `trtllm-serve disaggregated` over prefill/decode workers, or the one
-    aggregated `trtllm-serve` worker serving directly."""
-
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
-        if ctx.engine_router is not None:
-            return engine_router_plan(ctx, ctx.engine_router)
+        router = ctx.engine_router
+        if router is not None:  # where srtctl runs its orchestrator
+            router = router.model_copy(update={"node_ranks": [orchestrator_rank(ctx)]})
+            return FrontendRoles(
+                frontend=" ".join(router.argv[:2]),
+                stages=[ctx.workers, [router]],
+                serving_role=router.name,
+                prompt_format="text",
+            )
         aggregated = ctx.names(RoleKind.AGGREGATED)
         if len(ctx.workers) == 1 and aggregated:
             return FrontendRoles(

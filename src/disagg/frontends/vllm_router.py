@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, written_args
-from disagg.frontends.topology import router_roles
+from disagg.frontends.topology import routed
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
 TYPES = ("vllm-router",)
@@ -154,14 +154,8 @@ class VllmRouterFrontend(Frontend):
             extra=extra,
         )
         health = HealthPlan(path=HEALTH_PATH, deadline_s=HEALTH_DEADLINE_S)
-        stages, serving = router_roles(ctx, argv, ports=PORTS, health=health)
-        return FrontendRoles(
-            frontend=PROGRAM,
-            stages=stages,
-            serving_role=serving,
-            prompt_format="text",
-            simulator="disagg sim-engine" if ctx.simulated else None,
-            differs=[METRICS_ROW],
+        return routed(
+            ctx, argv, frontend=PROGRAM, ports=PORTS, health=health, differs=[METRICS_ROW]
         )
 
     def _check(self, ctx: FrontendContext) -> None:

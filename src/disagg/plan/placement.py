@@ -7,6 +7,7 @@ around them. The in-process bench sits on node rank 0, in the orchestrator.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from disagg.cluster import ClusterProfile, resolve_container, resolve_model
@@ -58,6 +59,7 @@ class _Placer:
     ) -> None:
         self.variant = variant
         self.config: RecipeConfig = variant.config
+        self.frontend_section = self.config.frontend or FrontendSection()  # defaults if none
         self.profile = profile
         backend = self.config.backend
         predict = options_for(backend.engine, backend.predict, predict)
@@ -124,7 +126,7 @@ class _Placer:
 
     def frontend(self, workers: list[RolePlan], nodes: JobNodes) -> FrontendRoles:
         """The frontend adapter of `frontend.type`: its services, roles and start order."""
-        section = self.config.frontend or FrontendSection()
+        section = self.frontend_section
         model = self.model
         local = model.kind == "path" and Path(model.value).expanduser().is_dir()
         context = FrontendContext(
@@ -166,7 +168,7 @@ class _Placer:
             resolve_container=lambda written: resolve_container(written, self.profile),
             mounts=self.containers.mounts,
             engine=self.config.backend.type,
-            frontend=(self.config.frontend or FrontendSection()).type,
+            frontend=self.frontend_section.type,
         )
         return adapter_for(section.type).plan(inputs)
 
@@ -375,15 +377,14 @@ class _Placer:
                 infra_rank=job.infra,
                 fixed_planes=frontend.frontend != "dynamo",
             )
-            section, backend = self.config.profiling, self.config.backend.type
+            profiled = partial(
+                profiling.with_profiling,
+                section=self.config.profiling,
+                frontend=self.frontend_section.type,
+                backend=self.config.backend.type,
+            )
             frontend.stages = [
-                profiling.with_profiling(
-                    with_launcher_env(stage, self.config, where),
-                    section,
-                    frontend=(self.config.frontend or FrontendSection()).type,
-                    backend=backend,
-                )
-                for stage in frontend.stages
+                profiled(with_launcher_env(stage, self.config, where)) for stage in frontend.stages
             ]
         frontend.stages = self.setup_script(frontend)
         return frontend
