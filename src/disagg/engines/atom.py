@@ -1,32 +1,25 @@
 """ATOM (AMD's engine for ROCm GPUs) behind the engine seam: `atom.entrypoints.openai_server`.
 
-srt-slurm's `atom` engine launches `python3 -m atom.entrypoints.openai_server` on ROCm
-workers (schema-reference AtomBackend). The flags are ATOM's own CLI
-(`atom/model_engine/arg_utils.py` and the server's `--host`/`--server-port`):
+srt-slurm's `atom` engine runs `python3 -m atom.entrypoints.openai_server`; the flags are
+ATOM's own CLI (`atom/model_engine/arg_utils.py`):
 
-- A role's `backend.atom_config.<role>` settings render as SGLang's do (`key: value` ->
-  `--key value`, `true` -> `--key`, `false`/`null` omitted), each key as written: ATOM
-  has spellings of its own (`--kv_cache_dtype`, `--no-enable_prefix_caching`); a
-  one-letter-group short name (`tp`, `dp`, `pp`, `pcp`, `dcp`) renders as `-tp`.
-- The plan owns the model location (`--model ${model.path}`), the served name, the API
-  address (`--host`, `--server-port`) and the engine's internal port (`--port`, 8006 by
-  default, which two workers on one node would share).
+- A role's settings render as SGLang's do, each key as written: ATOM has spellings of
+  its own (`--kv_cache_dtype`, `--no-enable_prefix_caching`), and one-letter-group sizes
+  (`tp`, `dp`, `pp`, `pcp`, `dcp`) are short flags (`-tp`).
+- The plan owns the model location, the served name, the API address (`--host`,
+  `--server-port`) and the engine's internal `--port` (8006 by default, which two workers
+  on one node would share).
 - A worker's tensor-parallel size is its GPU count unless the role sets one: the ATOM
   recipes give a worker 8 GPUs and no `-tp` ("each endpoint occupies one TP8 node").
-- Prefill/decode workers hand KV over through `--kv-transfer-config`:
-  `kv_role` kv_producer (prefill) or kv_consumer (decode), `kv_connector` from
-  `backend.connector` (srt-slurm's only one: mooncake), the connector's handshake port
-  (a port of the worker's own; its ranks use the ports after it) and, with
-  `backend.mooncake_protocol`, the transport (`tcp` also turns on Mooncake's TCP
-  connection pool, `MC_TCP_ENABLE_CONNECTION_POOL`, as ATOM's own P/D scripts do).
-- Speculative decoding: `--method` (mtp, eagle3, dspark) and
-  `--num-speculative-tokens`; a standalone draft is `--draft-model`.
+- Prefill/decode workers hand KV over through `--kv-transfer-config` (kv_producer /
+  kv_consumer, `backend.connector`: srt-slurm's only one is mooncake), on a handshake port
+  of their own (their ranks use the ports after it); `backend.mooncake_protocol: tcp` also
+  turns on Mooncake's TCP connection pool, as ATOM's own P/D scripts do.
 
-ATOM's P/D hand-over needs ATOM's own router (`frontend.type: atomesh`,
-`disagg.frontends.atomesh`): real prefill/decode workers behind any other frontend are
-refused; aggregated ones run behind any frontend. GPU
-pinning is the cluster profile's (`HIP_VISIBLE_DEVICES`/`ROCR_VISIBLE_DEVICES` on AMD).
-No ATOM runs on this machine: golden files and the simulated engine stand in.
+That hand-over needs ATOM's own router (`frontend.type: atomesh`): real prefill/decode
+workers behind any other frontend are refused, aggregated ones run behind any. GPU
+pinning is the cluster profile's (`HIP_VISIBLE_DEVICES` on AMD). No ATOM runs on this
+machine: golden files and the simulated engine stand in.
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """SGLang behind the engine seam: `python3 -m sglang.launch_server` workers.
 
-Rendering (DESIGN.md): `key: value` -> `--key value`; `true` -> `--key`; `false` and
-`null` -> omitted; a list -> `--key v1 v2 ...` (an empty list is omitted); a map ->
-one JSON string. Keys are written with dashes (`tp_size` -> `--tp-size`).
+Settings render as DESIGN.md says (`engines.base.render_args`). The plan owns the flags
+that depend on placement (`--host`, `--port`, the bootstrap port, `--nccl-port`,
+`--dist-init-addr`, `--nnodes`, `--node-rank`) and the model location (the staged model as
+the worker sees it, replacing a recipe's own `model-path` such as srt-slurm's `/model/`).
 
-The plan owns the flags that depend on placement (`--host`, `--port`, bootstrap
-port, `--nccl-port`, `--dist-init-addr`, `--nnodes`, `--node-rank`) and the model location
-(`--model-path ${model.path}`: the staged model as the worker sees it; a recipe's
-own `model-path`, e.g. srt-slurm's container mount `/model/`, is replaced). A draft
-model named by repo id becomes `${model.draft}`, the staged copy.
-
-`--nccl-port`: SGLang's default probes for a free port when it starts, and workers
-starting together on one node can race for the same one; srt-slurm pins one per worker
-process (`SGLangProtocol.build_worker_command`: 17500 + the process's index in the job,
-replacing the recipe's own). The plan pins one per worker too, a port of its own
-(`nccl`) that the orchestrator reserves with the worker's other ports.
+`--nccl-port`: SGLang's default probes for a free port at start, and workers starting
+together on one node can race for one; srt-slurm pins one per worker process
+(`SGLangProtocol.build_worker_command`), and so does the plan: a port of its own (`nccl`)
+the orchestrator reserves with the worker's others.
 """
 
 from __future__ import annotations

@@ -1,34 +1,26 @@
 """TileRT behind the engine seam: a vLLM prefill handing its KV to TileRT's decode server.
 
-srt-slurm 2.x's `tilert` engine (schema-reference TileRTBackend: "Launch TileRT's decode
-server with recipe-owned model and transport settings") runs TileRT's disaggregated
-layout, as TileRT's README (Topology A, `tilert.pd_vllm`) describes it:
+srt-slurm 2.x's `tilert` engine runs TileRT's disaggregated layout as TileRT's README
+(Topology A, `tilert.pd_vllm`) describes it:
 
-- prefill: stock `vllm serve` with TileRT's KV connector loaded as a plugin
-  (`kv_connector_module_path: tilert.pd_vllm.prefill_connector`, role kv_producer) and
+- prefill: stock `vllm serve` with TileRT's KV connector loaded as a plugin and
   `--return-tokens-as-token-ids` (the router reads the first token's id), its tensor
-  parallel over the worker's GPUs unless the role sets a size. The engine
-  knobs fill what the README's command line sets: `prefill_kv_cache_dtype` ->
-  `--kv-cache-dtype`, `with_mtp`/`speculative_tokens` -> `--speculative-config` (mtp),
-  `model_profile`/`max_seq_len`/`transport` -> the connector's `tilert_*` settings. A
-  role's own setting wins over the knob; a role's own `kv-transfer-config` is kept whole.
-  `prefill_container` is the image the prefill runs in.
+  parallel over the worker's GPUs unless the role sets a size. The engine knobs fill what
+  the README's command line sets (`prefill_kv_cache_dtype`, `with_mtp`, the connector's
+  `tilert_*` settings); a role's own setting wins, its own `kv-transfer-config` is kept
+  whole. `prefill_container` is the image the prefill runs in.
 - decode: `python3 -m tilert.pd_vllm.decode_server --engine tilert` with the knobs as its
-  flags (`--model` profile, `--model-weights-dir`, `--max-seq-len`, `--kv-cache-dtype`,
-  `--transport`, `--with-mtp`), then the role's own settings as written, then the plan's
-  two ports (`--ctrl-port`: the connector's RDMA control plane, `--http-port`).
+  flags, then the role's own settings as written, then the plan's two ports (`--ctrl-port`:
+  the connector's RDMA control plane, `--http-port`); it binds every interface.
 
-A schema-2 recipe may write the prefill as a role of its own engine instead (`roles.prefill.
-engine: vllm` beside `roles.decode.engine: tilert`, as srt-slurm's TileRT examples do;
-`WorkerSpec.engine` says so): that prefill is rendered as a vLLM prefill role is, from
-its own args and its own vLLM knobs, with nothing of TileRT's added (role engines do not
-inherit options from each other), so its `kv-transfer-config` must load TileRT's
-connector itself.
+A schema-2 recipe may write the prefill as a role of engine vllm instead (srt-slurm's
+TileRT examples; `WorkerSpec.engine` says so): it is rendered as any vLLM prefill role,
+from its own args and vLLM knobs alone (role engines inherit nothing from each other), so
+its `kv-transfer-config` must load TileRT's connector itself.
 
-The decode server serves no OpenAI API (`/pd/decode`, `/health`): only TileRT's router
-(`frontend.type: tilert-router`) reaches it, so an aggregated TileRT worker is refused.
-The decode server has no host flag (it binds every interface). No TileRT runs on this
-machine: golden files and the simulated engine stand in.
+The decode server serves no OpenAI API: only TileRT's router (`frontend.type:
+tilert-router`) reaches it, so an aggregated TileRT worker is refused. No TileRT runs on
+this machine: golden files and the simulated engine stand in.
 """
 
 from __future__ import annotations

@@ -1,45 +1,24 @@
 """vLLM behind the engine seam: `vllm serve MODEL` workers.
 
-Flags come from `backend.vllm_config.<role>` by the same rules as SGLang's (`key: value`
--> `--key value`, `true` -> `--key`, ...). The plan owns the model location (the staged
-model, positional), `--host`/`--port` and everything multi-node.
+Flags come from `backend.vllm_config.<role>` (SGLang's rendering); the plan owns the
+model location (the staged model, positional), `--host`/`--port` and everything
+multi-node.
 
-Prefill/decode KV transfer is `--kv-transfer-config`: the role's own
-`kv-transfer-config`, else its `connector` (a null one counts as unset), else
-`backend.connector` (srt-slurm's default: nixl). Shorthands expand to their JSON (nixl,
-lmcache, kvbm); any other text passes through unchanged as the JSON it is; `null`/`none`
-means no connector: a `dynamo.vllm` worker then gets no `--kv-transfer-config`, as
-srt-slurm renders it (`VLLMProtocol.build_worker_command`), while a `vllm serve`
-prefill or decode worker behind a router, which hands KV over only through one, is
-refused. An aggregated worker takes its own connector, and under Dynamo
-`backend.connector` too, as srt-slurm's `dynamo.vllm` workers do; `vllm serve` behind
-smg needs none.
-NIXL finds its peer through a side channel: `VLLM_NIXL_SIDE_CHANNEL_HOST/PORT`, a port
-of its own per worker.
+KV transfer is `--kv-transfer-config`: the role's own, else its `connector` (a null one
+counts as unset), else `backend.connector` (srt-slurm's default: nixl). Shorthands (nixl,
+lmcache, kvbm) expand to their JSON, other text is the JSON itself, `null`/`none` is no
+connector: a `dynamo.vllm` worker then gets none, as srt-slurm renders it, while a
+`vllm serve` prefill/decode worker behind a router, which hands KV over only through one,
+is refused. An aggregated worker takes its own connector, under Dynamo
+`backend.connector` too. NIXL finds its peer through `VLLM_NIXL_SIDE_CHANNEL_HOST/PORT`,
+a port per worker.
 
-Multi-node workers behind `vllm serve`: with data parallelism, each node runs its share
-of the DP ranks (`--data-parallel-size-local`); the head node serves the API and the
-others run `--headless` from `--data-parallel-start-rank`, all meeting at the head's
-`--data-parallel-address`/`--data-parallel-rpc-port`. Without it, tensor/pipeline
-ranks span the nodes (`--nnodes`, `--node-rank`, `--master-addr`, `--master-port`;
-`--headless` off the head node).
-
-Under Dynamo, a worker that sets `data-parallel-size` is laid out as srt-slurm v1.0.68's
-`dp_launch_mode: per_node` does (`VLLMProtocol._dp_per_node_endpoints_to_processes` and
-`build_worker_command`): when one TP x PP replica fits a node, every node runs its local
-replicas (`--data-parallel-size-local`, `--data-parallel-start-rank`) with
-`--data-parallel-hybrid-lb`, so that each node's Dynamo runtime registers with the
-frontend, and none runs `--headless`; when a replica spans nodes (DP2 x TP8 on 4-GPU
-nodes), the nodes meet at the head (`--master-addr`, `--nnodes`, `--node-rank`, and the
-data-parallel address and RPC port) and the others run `--headless`.
-
-`backend.dp_launch_mode: per_gpu` (srt-slurm's deprecated layout, `endpoints_to_processes`)
-runs such a worker as one process per GPU instead: each its own role with one GPU and
-its global `--data-parallel-rank` (node by node, GPU by GPU), all meeting at rank 0's
-`--data-parallel-address`/`--data-parallel-rpc-port` and sharing rank 0's block of NIXL
-side-channel ports; each registers with Dynamo on its own. The recipe's own flags pass
-through as written there, `--data-parallel-hybrid-lb` included. A direct `vllm serve`
-worker ignores the setting (one process per node), as srt-slurm does.
+A multi-node `vllm serve` worker shares its DP ranks out over its nodes (the head serves
+the API, the others run `--headless` from `--data-parallel-start-rank`), or without DP
+spans tensor/pipeline ranks over them (`--nnodes`, `--node-rank`, `--master-addr`).
+Under Dynamo, a worker that writes `data-parallel-size` takes srt-slurm's DP layouts
+(`disagg.engines.vllm_dp`); a direct `vllm serve` worker ignores `dp_launch_mode` (one
+process per node), as srt-slurm does.
 """
 
 from __future__ import annotations

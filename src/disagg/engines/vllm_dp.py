@@ -1,10 +1,13 @@
 """Where a vLLM worker's data-parallel ranks run: srt-slurm's two Dynamo layouts.
 
 `dp_launch_mode: per_node` (the default, `VLLMProtocol._dp_per_node_endpoints_to_processes`):
-one process per node runs that node's replicas, or, when a TP x PP replica spans nodes,
-the nodes meet at the head with the others `--headless`. `per_gpu` (deprecated,
-`endpoints_to_processes`): one process per GPU, each with its global rank. The sizes
-come from `disagg.engines.vllm`'s flag table (`DpShape`); this module only lays them out.
+when a TP x PP replica fits a node, every node runs its own replicas with
+`--data-parallel-hybrid-lb`, so that each node's Dynamo runtime registers with the
+frontend; when a replica spans nodes, the nodes meet at the head with the others
+`--headless`. `per_gpu` (deprecated, `endpoints_to_processes`): one process per GPU, each
+its own role with its global rank, all meeting at rank 0 and sharing its block of NIXL
+ports; the recipe's own rank flags pass through as written. The sizes come from
+`disagg.engines.vllm`'s flag table (`DpShape`); this module only lays them out.
 """
 
 from __future__ import annotations

@@ -1,33 +1,26 @@
 """NVIDIA Dynamo (`ai-dynamo` 1.6.1): `python -m dynamo.frontend` in front of Dynamo workers.
 
-Workers run each engine through Dynamo's own worker module (`python -m dynamo.sglang`
-with SGLang's flags; `dynamo.vllm` and `dynamo.trtllm` as `dynamo_workers` renders
-them), or `python -m dynamo.mocker`, Dynamo's CPU engine simulator, when
-the plan is simulated: the recipe's prefill/decode/aggregated layout is kept and each
-worker becomes a mocker in that mode. A `backend.type: mocker` recipe asks for the mocker
-itself (engines/mocker.py renders its command): not simulated, the same discovery.
-The frontend discovers the workers and routes prefill -> decode itself, so no worker
-URL is passed to it. Frontends and nginx run where srtctl runs them
-(`disagg.frontends.topology`): one frontend on a one-node job, else nginx on the head
-and a frontend on each other worker node, up to `1 + num_additional_frontends`.
+Workers run each engine under Dynamo's own worker module (`python -m dynamo.sglang` with
+SGLang's flags; `dynamo.vllm`, `dynamo.trtllm` as `dynamo_workers` renders them); a
+simulated plan keeps the recipe's layout with `python -m dynamo.mocker` in each worker's
+place, and a `backend.type: mocker` recipe asks for the mocker itself (not simulated, the
+same discovery). The frontend discovers the workers and routes prefill -> decode itself,
+so no worker URL is passed to it; frontends and nginx run where srtctl runs them
+(`disagg.frontends.topology`).
 
 Facts about ai-dynamo 1.6.1, observed on CPU with the mocker:
 
-- `--discovery-backend file` (a directory in `DYN_FILE_KV` shared by frontend and
-  workers) with `--request-plane tcp` needs neither etcd nor NATS; simulated plans use
-  it, with the directory in the run directory, unless the recipe names etcd or NATS.
-  On clusters, as srt-slurm does, etcd (discovery) and NATS start first as services of
-  their own (`disagg.frontends.discovery`).
+- `--discovery-backend file` (a directory in `DYN_FILE_KV`) with `--request-plane tcp`
+  needs neither etcd nor NATS: simulated plans use it unless the recipe names etcd or
+  NATS; on clusters both start first, as srt-slurm does (`disagg.frontends.discovery`).
 - Dynamo advertises the machine's interface address unless `DYN_TCP_RPC_HOST`,
   `DYN_TCP_RESPONSE_STREAM_HOST`, `DYN_EVENT_PLANE_HOST` and `DYN_SYSTEM_HOST` say
   otherwise: every role gets its node's own address in them.
-- A worker has no HTTP API; with `DYN_SYSTEM_PORT` it serves `/health`, which answers
-  503 `notready` unless `DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS` names an endpoint, but
-  lists each endpoint's own state all along: a worker is up once that list shows
-  `"generate":"ready"` (srtctl sets no such variable, so neither does disagg).
+- A worker has no HTTP API; with `DYN_SYSTEM_PORT` it serves `/health`, 503 `notready`
+  (unless `DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS` names an endpoint, which srtctl does
+  not set) but listing each endpoint's state: up once it shows `"generate":"ready"`.
 - The frontend's `/health` answers 200 with no worker at all; `/v1/models` lists the
-  model once a decode (or aggregated) worker has registered, so the frontend is gated
-  on the served name appearing there.
+  model once a decode (or aggregated) worker has registered: the frontend's gate.
 - Text and token-id prompts both work on `/v1/completions`.
 """
 

@@ -1,15 +1,11 @@
 """Where the frontends and nginx run, as srtctl places them.
 
-srtctl's rule (`FrontendStageMixin._compute_frontend_topology`, srtctl/cli/mixins/
-frontend_stage.py, the same in v1.0.68 and 2.x), for every frontend type:
-
-- one worker node, or `enable_multiple_frontends: false`: one frontend and no nginx, on
-  the head node, or where `frontend.orchestrator_placement` puts it (`first_decode` /
-  `last_decode`: the first / last decode worker's first node, `placed_node` in
-  srtctl/core/topology.py);
-- else nginx on the head node and one frontend on each other worker node, at most
-  `1 + num_additional_frontends` of them (the head is not a worker node when the
-  frontend has a dedicated node, so all worker nodes count then).
+srtctl's rule (`FrontendStageMixin._compute_frontend_topology`, the same in v1.0.68 and
+2.x), for every frontend type: on one worker node, or with `enable_multiple_frontends:
+false`, one frontend and no nginx, on the head node or where
+`frontend.orchestrator_placement` puts it (`first_decode` / `last_decode`); else nginx on
+the head node and one frontend on each other worker node, at most `1 +
+num_additional_frontends` (all worker nodes count when the frontend has a node of its own).
 """
 
 from __future__ import annotations
