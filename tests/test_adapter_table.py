@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,3 +57,39 @@ def test_an_adapter_is_imported_and_made_once_when_first_named(package: str) -> 
     assert isinstance(first, dict) and table.get("second") is first  # a class, made once
     assert f"{package}.plain" not in sys.modules  # only the named adapter was imported
     assert table.get("plain") == {"name": "plain"}
+
+
+_PLAN = """
+import json, sys
+from disagg.plan.placement import place
+from disagg.recipe.variants import load_variants
+[variant] = load_variants(sys.argv[1])
+place(variant)
+print(json.dumps(sorted(sys.modules)))
+"""
+RECIPE = """\
+name: tiny
+model: {path: /models/tiny, container: img, precision: bf16}
+resources: {gpu_type: h100, gpus_per_node: 8, agg_nodes: 1, agg_workers: 1}
+backend: {type: vllm, vllm_config: {aggregated: {tensor-parallel-size: 8}}}
+frontend: {type: sglang-router}
+benchmark: {type: sa-bench, isl: 128, osl: 16, concurrencies: "1"}
+"""
+
+
+def test_a_plan_imports_only_the_adapters_it_uses(tmp_path: Path) -> None:
+    """Registries stay lazy: every command's start-up pays for its own adapters only."""
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(RECIPE)
+    done = subprocess.run(
+        [sys.executable, "-c", _PLAN, str(recipe)], capture_output=True, text=True, check=True
+    )
+    modules = set(json.loads(done.stdout))
+    engines = {"atom", "mocker", "sglang", "tilert", "trtllm", "vllm"}
+    assert {m for m in modules if m.rpartition(".")[2] in engines and ".engines." in m} == {
+        "disagg.engines.vllm"
+    }
+    frontends = {"atomesh", "direct", "dynamo", "smg", "tilert_router", "trtllm_serve"}
+    found = {m.rpartition(".")[2] for m in modules if m.startswith("disagg.frontends.")}
+    assert found & (frontends | {"vllm_router"}) == {"smg"}
+    assert {m for m in modules if m.startswith("disagg.services.")} <= {"disagg.services.base"}
