@@ -82,7 +82,6 @@ def _gpus(spec: WorkerSpec) -> int:
 
 class Atom(EngineAdapter):
     name: ClassVar[str] = "atom"
-    label: ClassVar[str] = "ATOM"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     backend_fields: ClassVar[frozenset[str]] = frozenset({"connector", "mooncake_protocol"})

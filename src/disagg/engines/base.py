@@ -146,7 +146,6 @@ class EngineAdapter(ABC):
     """One engine behind the seam. Subclasses are stateless; one instance is registered."""
 
     name: ClassVar[str]  # `backend.type`
-    label: ClassVar[str]  # for messages: "SGLang"
     flags: ClassVar[FlagTable]
     health_path: ClassVar[str] = "/health"
     health_deadline_s: ClassVar[float] = 600.0
@@ -159,8 +158,6 @@ class EngineAdapter(ABC):
     # Engine knobs this engine also takes for one role, as that role's own setting
     # (knob -> the role's key): schema 2's knob on one role's engine only sets it there.
     role_knobs: ClassVar[Mapping[str, str]] = {}
-    # Whether a real prefill worker serves SGLang's bootstrap port (the router names it).
-    bootstrap: ClassVar[bool] = False
     # False for an engine that emulates GPU workers on none (Dynamo's mocker): the GPUs a
     # recipe gives its workers are kept for the numbers, and no parallel layout must fit them.
     uses_gpus: ClassVar[bool] = True

@@ -168,7 +168,6 @@ class Mocker(EngineAdapter):
     """`python -m dynamo.mocker` workers from this environment's ai-dynamo."""
 
     name: ClassVar[str] = "mocker"
-    label: ClassVar[str] = "Dynamo mocker"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLAN_FLAGS
     honoured_keys: ClassVar[frozenset[str]] = frozenset()

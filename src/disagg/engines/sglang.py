@@ -135,12 +135,10 @@ class SGLang(EngineAdapter):
     """SGLang workers; the simulated engine takes exactly the same flags."""
 
     name: ClassVar[str] = "sglang"
-    label: ClassVar[str] = "SGLang"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     # The plan adds each worker's KV event publisher (disagg.plan.kv_events).
     backend_fields: ClassVar[frozenset[str]] = frozenset({"kv_events_config"})
-    bootstrap: ClassVar[bool] = True
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
         return render_args(_kept(args, spec.mode, spec.served_name))

@@ -95,7 +95,6 @@ def connector_json(backend: Mapping[str, Any]) -> str:
 
 class TileRT(EngineAdapter):
     name: ClassVar[str] = "tilert"
-    label: ClassVar[str] = "TileRT"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     honoured_keys: ClassVar[frozenset[str]] = frozenset()

@@ -106,7 +106,6 @@ def _speculative(args: Mapping[str, Any]) -> Mapping[str, Any]:
 
 class TRTLLM(EngineAdapter):
     name: ClassVar[str] = "trtllm"
-    label: ClassVar[str] = "TensorRT-LLM"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_KEYS
     honoured_keys: ClassVar[frozenset[str]] = frozenset()

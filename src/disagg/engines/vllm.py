@@ -153,7 +153,6 @@ def _speculative(args: Mapping[str, Any]) -> dict[str, Any]:
 
 class VLLM(EngineAdapter):
     name: ClassVar[str] = "vllm"
-    label: ClassVar[str] = "vLLM"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     # `kv_events_config`: the plan adds each worker's KV event publisher (plan.kv_events).

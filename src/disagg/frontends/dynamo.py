@@ -91,14 +91,22 @@ class DynamoFrontend(Frontend):
             for i, rank in enumerate(topology.frontends)
         ]
         notes = [*discovery.notes, *_ignored(ctx, mocked)]
+        # compat rows: a real mocker's environment, or the job's Dynamo install
+        differs = [] if ctx.simulated else ["mocker-environment"]
         if not mocked:
             notes += dynamo_workers.serve_only_notes(ctx)
-            wanted, why_not = _requirement(ctx)
-            if wanted:  # once per job: the first Dynamo role installs, the others reuse it
-                workers = [_installed(role, wanted) for role in workers]
-                frontends = [_installed(role, wanted) for role in frontends]
-            if why_not:
-                notes.append(ignored("dynamo.hash", why_not))
+            try:
+                wanted = dynamo_install.install_of(ctx.config.dynamo)
+            except DisaggError as exc:
+                raise ctx.fail(exc.message, ("dynamo",), exc.hint) from None
+            differs = []
+            if wanted is not None:  # once per job: the first Dynamo role installs
+                workers = [_installed(role, wanted.commands()) for role in workers]
+                frontends = [_installed(role, wanted.commands()) for role in frontends]
+                named = ctx.config.dynamo.version or wanted.kind != "pypi"
+                differs = ["dynamo-install"] if named else ["dynamo-install", "dynamo-default"]
+            # dynamo.vllm dumps its config too (dynamo.sglang's row is its adapter's)
+            differs += [CONFIG_DUMP_ROW] if ctx.engine == "vllm" else []
         image = ctx.image
         # Dynamo, etcd and NATS come with the job's image (`model.container`, also when a
         # role names its own, as srtctl runs them); the mocker runs from this environment's
@@ -120,7 +128,7 @@ class DynamoFrontend(Frontend):
             tokenizer="${model.path}",
             ignored=notes,
             honoured=discovery.honoured,
-            differs=_differs(ctx, mocked),
+            differs=differs,
         )
 
 
@@ -274,30 +282,6 @@ def _ignored(ctx: FrontendContext, mocked: bool) -> list[dict[str, str]]:
     if mocked and not ctx.simulated and ctx.config.model.container:
         notes.append(ignored("model.container", f"{ours}, not the image's"))
     return notes
-
-
-def _requirement(ctx: FrontendContext) -> tuple[str | None, str | None]:
-    try:
-        return dynamo_install.requirement(ctx.config.dynamo)
-    except DisaggError as exc:
-        raise ctx.fail(exc.message, ("dynamo",), exc.hint) from None
-
-
-def _differs(ctx: FrontendContext, mocked: bool) -> list[str]:
-    """The compat rows a Dynamo job hits: its install, or a real mocker's environment."""
-    if not mocked:  # dynamo.vllm dumps its config too (dynamo.sglang's row is its adapter's)
-        dump = [CONFIG_DUMP_ROW] if ctx.engine == "vllm" else []
-        return [*_install_differs(ctx), *dump]
-    return [] if ctx.simulated else ["mocker-environment"]
-
-
-def _install_differs(ctx: FrontendContext) -> list[str]:
-    """The compat rows a job's Dynamo install hits (none when the image's Dynamo runs)."""
-    wanted = dynamo_install.install_of(ctx.config.dynamo)
-    if wanted is None:
-        return []
-    named = ctx.config.dynamo.version or wanted.kind != "pypi"
-    return ["dynamo-install"] if named else ["dynamo-install", "dynamo-default"]
 
 
 def _installed(role: RolePlan, wanted: str) -> RolePlan:

@@ -64,13 +64,6 @@ class Install:
         return _source_build(self)
 
 
-def requirement(dynamo: DynamoSection) -> tuple[str | None, str | None]:
-    """(the install's shell commands, or None when not asked to install; a note on what is
-    not installed, always None now: every source srtctl installs from is installed here)."""
-    wanted = install_of(dynamo)
-    return (None if wanted is None else wanted.commands()), None
-
-
 def install_of(dynamo: DynamoSection) -> Install | None:
     """The Dynamo a recipe asks for, validated as srtctl validates it; None: `install: false`."""
     if not dynamo.install:
