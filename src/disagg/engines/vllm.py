@@ -283,25 +283,7 @@ class VLLM(EngineAdapter):
             # vLLM's own multi-node serve, as srt-slurm's direct frontend renders it: every
             # node meets the head, DP ranks included; no rendezvous port of the plan's.
             return dp.node_ranks(spec, master_port=False)
-        par = self.parallelism(args)
-        if not spec.multi_node:
-            return [["--data-parallel-rpc-port", "${self.dp_rpc_port}"] if par.dp > 1 else []]
-        if par.dp > 1:
-            local = par.dp // spec.nnodes
-            shared = [
-                "--data-parallel-size-local",
-                str(local),
-                "--data-parallel-address",
-                "${self.host}",
-                "--data-parallel-rpc-port",
-                "${self.dp_rpc_port}",
-            ]
-            rest = [
-                [*shared, "--headless", "--data-parallel-start-rank", str(rank * local)]
-                for rank in range(1, spec.nnodes)
-            ]
-            return [shared, *rest]
-        return dp.node_ranks(spec, master_port=True)
+        return dp.serve_flags(self.parallelism(args).dp, spec)
 
     def worker_ports(
         self, args: Mapping[str, Any], spec: WorkerSpec

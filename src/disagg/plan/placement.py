@@ -7,7 +7,6 @@ around them. The in-process bench sits on node rank 0, in the orchestrator.
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 from disagg.cluster import ClusterProfile, resolve_container, resolve_model
@@ -86,17 +85,7 @@ class _Placer:
         self.containers = Containers(
             self.config, profile, self.adapter, self.model, simulated=self.simulated, fail=self.fail
         )
-        self.roles = WorkerRoles(
-            variant,
-            profile,
-            self.adapter,
-            self.checks,
-            self.containers,
-            self.model,
-            predict=predict,
-            fail=self.fail,
-            refuse=self.refuse,
-        )
+        self.roles = WorkerRoles(self.checks, self.containers, predict)
 
     def named(self, *path: str) -> str:
         """A field as this variant's file spells it (`resources.prefill_nodes` in v1,
@@ -173,8 +162,7 @@ class _Placer:
         return adapter_for(section.type).plan(inputs)
 
     def kv_events(self, frontend: FrontendRoles) -> list[RolePlan]:
-        """Workers with the KV-cache event publisher `backend.kv_events_config` asks for, as
-        srtctl renders it for SGLang and vLLM under any frontend (`disagg.plan.kv_events`)."""
+        """Workers with the KV-cache event publisher srtctl renders (`disagg.plan.kv_events`)."""
         setting = self.config.backend.kv_events_config
         if setting and self.simulated:  # the engine adapter honours it for real workers
             stand_in = frontend.simulator or "the simulated engine"
@@ -320,9 +308,8 @@ class _Placer:
         return plan
 
     def layout(self) -> tuple[int, list[PlacedWorker], JobNodes, list[int]]:
-        """(GPUs per node, the workers on the job's node ranks, the job's nodes, the
-        heterogeneous job's component sizes): srt-slurm's layout (`disagg.plan.node_layout`)
-        after the nodes dedicated roles reserve (`disagg.plan.job_nodes`)."""
+        """(GPUs per node, the workers on the job's node ranks, the job's nodes, the het job's
+        sizes): srt-slurm's layout after the nodes dedicated roles reserve (`job_nodes`)."""
         backend = self.config.backend  # the packing knobs, of an engine that reads them
         colocation = Colocation(
             allowed=backend.allow_prefill_decode_colocation and self.adapter.colocates,
@@ -377,21 +364,20 @@ class _Placer:
                 infra_rank=job.infra,
                 fixed_planes=frontend.frontend != "dynamo",
             )
-            profiled = partial(
-                profiling.with_profiling,
-                section=self.config.profiling,
-                frontend=self.frontend_section.type,
-                backend=self.config.backend.type,
-            )
             frontend.stages = [
-                profiled(with_launcher_env(stage, self.config, where)) for stage in frontend.stages
+                profiling.with_profiling(
+                    with_launcher_env(stage, self.config, where),
+                    self.config.profiling,
+                    frontend=self.frontend_section.type,
+                    backend=self.config.backend.type,
+                )
+                for stage in frontend.stages
             ]
         frontend.stages = self.setup_script(frontend)
         return frontend
 
     def fronted_bench(self, bench: BenchPlan, frontend: FrontendRoles) -> BenchPlan:
-        """The benchmark as the frontend takes it: the prompt form its API accepts, its
-        tokenizer, and a predicted run's time scale."""
+        """The benchmark as the frontend takes it (prompt form, tokenizer), predict's time scale."""
         update: dict[str, object] = {"prompt_format": frontend.prompt_format}
         if frontend.tokenizer is not None:
             update["tokenizer"] = frontend.tokenizer

@@ -13,10 +13,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from disagg.cluster import ClusterProfile, ModelRef
-from disagg.engines.base import EngineAdapter, WorkerCommand
+from disagg.engines.base import WorkerCommand
 from disagg.engines.worker import WorkerSpec
-from disagg.errors import Fail, Refuse
 from disagg.plan import role_engines
 from disagg.plan.containers import Containers
 from disagg.plan.engine_checks import EngineChecks
@@ -29,7 +27,6 @@ from disagg.plan.served_name import served_model_name
 from disagg.plan.worker_kinds import adapter_role
 from disagg.predict.mapping import PredictOptions, Unmappable, WorkerInputs, target_for
 from disagg.recipe.schema import FrontendSection
-from disagg.recipe.variants import Variant
 
 SIM_HEALTH_DEADLINE_S = 60.0
 ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
@@ -42,30 +39,20 @@ class WorkerRoles:
     assumptions of a predicted run)."""
 
     def __init__(
-        self,
-        variant: Variant,
-        profile: ClusterProfile | None,
-        adapter: EngineAdapter,
-        checks: EngineChecks,
-        containers: Containers,
-        model: ModelRef,
-        *,
-        predict: PredictOptions | None,
-        fail: Fail,
-        refuse: Refuse,
+        self, checks: EngineChecks, containers: Containers, predict: PredictOptions | None
     ) -> None:
-        self.variant = variant
-        self.config = variant.config
-        self.profile = profile
-        self.adapter = adapter
+        self.variant = checks.variant
+        self.config = checks.config
+        self.adapter = checks.adapter
         self.checks = checks
         self.backend = checks.backend
         self.containers = containers
-        self.model = model
-        self.predict = predict
+        self.profile = containers.profile
+        self.model = containers.model
         self.simulated = containers.simulated
-        self.fail = fail
-        self.refuse = refuse
+        self.predict = predict
+        self.fail = checks.fail
+        self.refuse = checks.refuse
         self.inputs: dict[str, tuple[Mapping[str, Any], WorkerSpec]] = {}
         self.differs: list[str] = []
         self.ignored = checks.ignored
