@@ -125,10 +125,17 @@ def _declared(ctx: FrontendContext) -> dict[str, ServiceSection]:
     return declared
 
 
+def _external(plane: DiscoveryPlane, entry: ServiceSection | None, variable: str) -> bool:
+    """Whether the entry points at a running server (`external: URL`): then it is found there."""
+    if entry is None or not entry.external:
+        return False
+    plane.env[variable] = entry.external
+    plane.honoured.add(f"services.{entry.name}")
+    return True
+
+
 def _add_etcd(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection | None) -> None:
-    if entry is not None and entry.external:
-        plane.env["ETCD_ENDPOINTS"] = entry.external
-        plane.honoured.add(f"services.{entry.name}")
+    if _external(plane, entry, "ETCD_ENDPOINTS"):
         return
     name = entry.name if entry else "etcd"
     role = RolePlan(
@@ -162,9 +169,7 @@ def _add_etcd(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection
 
 
 def _add_nats(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection | None) -> None:
-    if entry is not None and entry.external:
-        plane.env["NATS_SERVER"] = entry.external
-        plane.honoured.add(f"services.{entry.name}")
+    if _external(plane, entry, "NATS_SERVER"):
         return
     name = entry.name if entry else "nats"
     argv = ["nats-server", "-js", "--addr", "${self.bind_host}", "--port", "${self.client_port}"]
