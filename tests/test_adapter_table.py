@@ -52,6 +52,7 @@ def test_an_adapter_is_imported_and_made_once_when_first_named(package: str) -> 
     table: AdapterTable[dict[str, str]] = AdapterTable(dict, package=package)
     assert table.names() == ("first-name", "second", "plain")
     assert "helper" not in table and table.get("helper") is None
+    assert "_private" not in table and "aliased" not in table  # names it does not register
     assert f"{package}.plain" not in sys.modules
     first = table.get("first-name")
     assert isinstance(first, dict) and table.get("second") is first  # a class, made once
@@ -92,4 +93,5 @@ def test_a_plan_imports_only_the_adapters_it_uses(tmp_path: Path) -> None:
     frontends = {"atomesh", "direct", "dynamo", "smg", "tilert_router", "trtllm_serve"}
     found = {m.rpartition(".")[2] for m in modules if m.startswith("disagg.frontends.")}
     assert found & (frontends | {"vllm_router"}) == {"smg"}
-    assert {m for m in modules if m.startswith("disagg.services.")} <= {"disagg.services.base"}
+    kinds = {"disagg.services.generic", "disagg.services.mooncake_store"}
+    assert not kinds & modules  # a recipe without `services:` entries loads no service kind

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from functools import cached_property
 from importlib import import_module
@@ -14,7 +13,7 @@ T = TypeVar("T")
 # An adapter module's own lines, read from its text: `ADAPTER = ...` marks it; `TYPES =
 # ("a", "b")`, when present, lists the names it answers to instead of its module's name.
 _ADAPTER = b"\nADAPTER = "
-_TYPES = re.compile(rb"\nTYPES\b[^=\n]*=\s*\(([^)]*)\)")
+_MAX_SOURCE = 1 << 20  # an adapter module is far smaller
 
 
 def scan(package: str) -> dict[str, tuple[str, str]]:
@@ -24,18 +23,33 @@ def scan(package: str) -> dict[str, tuple[str, str]]:
     (folder,) = import_module(package).__path__
     for name in sorted(os.listdir(folder)):
         stem, dot, suffix = name.partition(".")
-        if suffix != "py" or not dot or stem.startswith("_"):
-            continue
-        with open(os.path.join(folder, name), "rb") as source:
-            text = source.read()
-        if _ADAPTER not in text:
-            continue
-        at = text.find(b"\nTYPES")
-        types = _TYPES.match(text, at) if at >= 0 else None
-        kinds = re.findall(rb'"([^"]+)"', types.group(1)) if types else [stem.encode()]
-        for kind in kinds:
-            found[kind.decode()] = (f"{package}.{stem}", "ADAPTER")
+        if suffix == "py" and dot and not stem.startswith("_"):
+            for kind in _registered(os.path.join(folder, name), stem):
+                found[kind] = (f"{package}.{stem}", "ADAPTER")
     return found
+
+
+def _registered(path: str, stem: str) -> list[str]:
+    """The names the module at `path` registers an adapter under (none for a helper)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)  # the cheapest read there is
+    except FileNotFoundError:
+        return []
+    try:
+        text = os.read(fd, _MAX_SOURCE)
+    finally:
+        os.close(fd)
+    return (_types(text) or [stem]) if _ADAPTER in text else []
+
+
+def _types(text: bytes) -> list[str]:
+    """The names of a module's `TYPES = ("a", "b")` line (plain strings, one line), if any;
+    read without a regular expression, which would cost more to compile than the scan."""
+    at = text.find(b"\nTYPES = (")
+    if at < 0:
+        return []
+    line = text[at + 1 : text.index(b")", at)]
+    return [name.decode() for name in line.split(b'"')[1::2]]
 
 
 class AdapterTable(Generic[T]):
@@ -71,12 +85,22 @@ class AdapterTable(Generic[T]):
     def names(self) -> tuple[str, ...]:
         return tuple(self.where)
 
+    def _find(self, name: str) -> tuple[str, str] | None:
+        """Where `name`'s adapter is: the module named after it when that one registers it
+        (one file read, the common case), else whatever the whole scan finds."""
+        direct = name.isidentifier() and not name.startswith("_")
+        if self._package is not None and "where" not in self.__dict__ and direct:
+            (folder,) = import_module(self._package).__path__
+            if name in _registered(os.path.join(folder, f"{name}.py"), name):
+                return (f"{self._package}.{name}", "ADAPTER")
+        return self.where.get(name)
+
     def __contains__(self, name: object) -> bool:
-        return name in self.where
+        return isinstance(name, str) and self._find(name) is not None
 
     def get(self, name: str) -> T | None:
         """The adapter registered as `name`, or None when none is."""
-        where = self.where.get(name)
+        where = self._find(name)
         if where is None:
             return None
         if where not in self._made:

@@ -1,10 +1,11 @@
 """The `backend` section (v1) / `engine` + `roles.<role>.args` (schema 2): the serving
 engine, its per-mode flags and environments, and each engine's own knobs.
 
-The engines are the registered adapters (`disagg.engines.registry`): each gets a type and
-its `<engine>_config` section here without a line of its own. Engine flag maps stay open
-maps because their keys are the engines' own flags. The knobs are srt-slurm's recipe
-fields: an engine that brings knobs of its own declares them below.
+The engines are the registered adapters (`disagg.engines.registry`): srt-slurm's are
+written out, any other gets its type and `<engine>_config` section without a line of its
+own. Engine flag maps stay open maps because their keys are the engines' own flags. The
+knobs are srt-slurm's recipe fields: an engine that brings knobs of its own declares them
+here too.
 """
 
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
@@ -26,9 +27,8 @@ EnvMap = dict[str, Scalar]
 
 # srt-slurm's engine types in its schema's order (messages list them so), then any other
 # registered engine; `registry.names()` reads the engine modules' names, importing none.
-ENGINES = tuple(
-    dict.fromkeys(("sglang", "trtllm", "vllm", "mocker", "atom", "tilert", *registry.names()))
-)
+SRT_SLURM_ENGINES = ("sglang", "trtllm", "vllm", "mocker", "atom", "tilert")
+ENGINES = tuple(dict.fromkeys((*SRT_SLURM_ENGINES, *registry.names())))
 
 
 class RoleArgs(Section):
@@ -74,10 +74,17 @@ class PredictSettings(Section):
     )
 
 
-class _EngineHead(Section):
-    """The fields before the engines' role sections (in the order recipes list them)."""
+if TYPE_CHECKING:
+    BackendType = str
+else:
+    BackendType = Literal[ENGINES]
 
-    type: str = "sglang"
+
+class BackendSection(Section):
+    """The serving engine. `engine: sim` runs the simulated engine in place of `type`'s,
+    told what that engine's settings ask for (parallel sizes, batch limits, ...)."""
+
+    type: BackendType = "sglang"
     engine: Literal["sglang", "vllm", "trtllm", "sim", "predict"] | None = Field(
         default=None,
         description=(
@@ -89,23 +96,13 @@ class _EngineHead(Section):
     prefill_environment: EnvMap = Field(default_factory=empty_dict)
     decode_environment: EnvMap = Field(default_factory=empty_dict)
     aggregated_environment: EnvMap = Field(default_factory=empty_dict)
-
-
-if TYPE_CHECKING:
-    _EngineSections = _EngineHead
-else:  # `type` one of the engines, and an `<engine>_config` section per engine
-    _EngineSections = create_model(
-        "_EngineSections",
-        __base__=_EngineHead,
-        type=(Literal[ENGINES], "sglang"),
-        **{f"{name}_config": (RoleArgs | None, None) for name in ENGINES},
-    )
-
-
-class BackendSection(_EngineSections):
-    """The serving engine. `engine: sim` runs the simulated engine in place of `type`'s,
-    told what that engine's settings ask for (parallel sizes, batch limits, ...)."""
-
+    # srt-slurm's engines' role sections; another registered engine's is added below
+    sglang_config: RoleArgs | None = None
+    trtllm_config: RoleArgs | None = None
+    vllm_config: RoleArgs | None = None
+    mocker_config: RoleArgs | None = None
+    atom_config: RoleArgs | None = None
+    tilert_config: RoleArgs | None = None
     prefill_extra_args: list[str] = Field(default_factory=empty_list)
     decode_extra_args: list[str] = Field(default_factory=empty_list)
     aggregated_extra_args: list[str] = Field(default_factory=empty_list)
@@ -223,5 +220,12 @@ _KNOBS: dict[str, frozenset[str]] = {
     ),
 }
 ENGINE_KNOBS = {engine: _KNOBS.get(engine, frozenset()) for engine in ENGINES}
+if ENGINES != SRT_SLURM_ENGINES and not TYPE_CHECKING:  # another engine's role section
+    BackendSection = create_model(
+        "BackendSection",
+        __base__=BackendSection,
+        __doc__=BackendSection.__doc__,
+        **{f"{name}_config": (RoleArgs | None, None) for name in ENGINES[len(SRT_SLURM_ENGINES) :]},
+    )
 # Keys every engine map takes: the engine and disagg's own `engine: sim`.
 ENGINE_COMMON = frozenset({"type", "engine", "predict"})
