@@ -7,7 +7,14 @@ CPU time spent emitting chunks do not slow the simulated GPU down.
 
 Policy (like SGLang's default): when requests wait for prefill and the running
 batch has room, run a prefill pass over up to one chunk of prompt tokens (decode
-pauses); otherwise run one decode step over the whole running batch.
+pauses); otherwise run one decode step over the whole running batch. With chunking
+off (`chunked-prefill-size -1`) a prompt is prefilled whole, however long:
+`max-prefill-tokens` only bounds what joins the first prompt in a pass, as in SGLang.
+
+A pipeline-parallel worker (`timing.prefill_stages` > 1) overlaps prefill passes across
+its stages: the next chunk (of the same prompt or another) enters the first stage once
+the previous one has left it, so a pass occupies the worker for its duration / stages,
+and a prompt is done when its last chunk has drained through the remaining stages.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from disagg.engines.sim.timing import TimingModel
+
+Later = Callable[[float, Callable[[], None]], None]
 
 # Timer oversleep and the CPU time of emitting a step's chunks are absorbed: the next
 # step starts at the previous step's deadline, not "now", so simulated time does not
@@ -123,12 +132,15 @@ class Scheduler:
         self.running: list[SimRequest] = []
         self.kv_tokens = 0
         self.kv_reserved = 0  # what running requests will hold by their end (KV admission)
+        self.draining = 0  # prompts whose last chunk is still in later pipeline stages
         self.stats = Stats()
         self._rng = random.Random(timing.args.sim.seed)
         self._wake = asyncio.Event()
         self._interval = max(1, timing.args.stream_interval)
         # SGLang's `/slow_down`: every forward step sleeps this much longer until cleared
         self.forward_sleep_s: float | None = None
+        # How a pipeline's drain is waited for: the event loop's timer, or a virtual clock's.
+        self.later: Later = _call_later
 
     # -- entry points -------------------------------------------------------------
 
@@ -187,7 +199,8 @@ class Scheduler:
             if batch:
                 chunks = [(take, req.prompt_tokens - req.remaining_prefill) for req, take in batch]
                 duration = self.timing.prefill_batch_time(chunks)
-                return duration, lambda: self._apply_prefill(batch)
+                busy = duration / max(1, self.timing.prefill_stages)
+                return busy, lambda: self._apply_prefill(batch, duration - busy)
         if self.running:
             duration = self.timing.decode_step_time(len(self.running), self.kv_tokens)
             return duration, self._apply_decode
@@ -196,27 +209,38 @@ class Scheduler:
     # -- prefill ------------------------------------------------------------------
 
     def _prefill_batch(self) -> list[tuple[SimRequest, int]]:
+        """What one prefill pass takes, as SGLang's prefill adder does: the first prompt
+        always goes, cut to one chunk (whole when chunking is off); the next ones join
+        while the chunk and `max-prefill-tokens` have room, the last of them cut to fit."""
         while self.waiting and self.waiting[0].cancelled:
             self.waiting.popleft()
-        budget = self.timing.chunk_budget()
+        chunk = self.args.chunked_prefill_size
+        chunk_left = chunk if chunk > 0 else 1 << 62
+        input_left = self.args.max_prefill_tokens
         room = self.limit - len(self.running) if self.mode == "aggregated" else len(self.waiting)
         batch: list[tuple[SimRequest, int]] = []
         reserved = self.kv_reserved
         for req in self.waiting:
-            if budget <= 0 or len(batch) >= room:
+            if len(batch) >= room or chunk_left <= 0:
                 break
             if req.cancelled:
                 continue
+            need = req.remaining_prefill
+            if batch and need > input_left:
+                break
             if self.mode == "aggregated":
                 if not self._kv_fits(reserved, req):
                     break
                 reserved += self._kv_need(req)
-            take = min(req.remaining_prefill, budget)
+            take = min(need, chunk_left)
             batch.append((req, take))
-            budget -= take
+            chunk_left -= take
+            input_left -= take
+            if take < need:
+                break  # a cut prompt ends the pass
         return batch
 
-    def _apply_prefill(self, batch: list[tuple[SimRequest, int]]) -> None:
+    def _apply_prefill(self, batch: list[tuple[SimRequest, int]], drain: float = 0.0) -> None:
         self.stats.prefill_steps += 1
         for req, take in batch:
             req.remaining_prefill -= take
@@ -227,16 +251,30 @@ class Scheduler:
             if req.remaining_prefill > 0:
                 keep.append(req)
                 continue
-            self._first_token(req)
-            if self.mode == "prefill":
-                self._finish(req)
-                if self.on_prefilled is not None:
-                    self.on_prefilled(req)
-            elif not req.done:
-                self.running.append(req)
-                self.kv_tokens += req.prompt_tokens + 1
-                self.kv_reserved += self._kv_need(req)
+            if drain > 0:  # its last chunk still passes through the later pipeline stages
+                self.draining += 1
+                self.later(drain, lambda r=req: self._drained(r))  # type: ignore[misc]
+            else:
+                self._prefilled(req)
         self.waiting = keep
+
+    def _drained(self, req: SimRequest) -> None:
+        self.draining -= 1
+        if not req.cancelled:
+            self._prefilled(req)
+        self._wake.set()
+
+    def _prefilled(self, req: SimRequest) -> None:
+        """A prompt's prefill is complete: its first token exists."""
+        self._first_token(req)
+        if self.mode == "prefill":
+            self._finish(req)
+            if self.on_prefilled is not None:
+                self.on_prefilled(req)
+        elif not req.done:
+            self.running.append(req)
+            self.kv_tokens += req.prompt_tokens + 1
+            self.kv_reserved += self._kv_need(req)
 
     # -- decode -------------------------------------------------------------------
 
@@ -317,3 +355,7 @@ class Scheduler:
         self.kv_tokens += kv_delta
         self.kv_reserved -= released
         stats.output_tokens += produced
+
+
+def _call_later(delay: float, callback: Callable[[], None]) -> None:
+    asyncio.get_running_loop().call_later(delay, callback)
