@@ -242,6 +242,11 @@ def predicted_fields(plan: Plan) -> dict[str, Any]:
         said.append(
             f"draft acceptance {info['accept_rate']:g} per token ({info.get('accept_source')})"
         )
+    elif info.get("tokens_per_step") is not None:
+        said.append(
+            f"{info['tokens_per_step']:g} tokens per speculative decode step "
+            f"({info.get('accept_source')})"
+        )
     if info.get("time_scale", 1.0) != 1.0:
         said.append(f"run {info['time_scale']:g}x faster than modelled, times stretched back")
     return {"predicted": info.get("label"), "predicted_assumptions": "; ".join(said) or None}
