@@ -1,8 +1,10 @@
 """One timer-driven continuous-batching loop per simulated worker.
 
 Every step advances every running request at once (one timer per step, not one
-sleep per token per request), which is what lets one process carry thousands of
-streams. Steps are scheduled on absolute deadlines so that timer jitter and the
+sleep per token per request), and the tokens of a stream are sent in one chunk per
+`N x stream_budget_us` of wall time when N streams run (the first and the last token
+at once), which is what lets one process carry thousands of streams with its event
+loop free. Steps are scheduled on absolute deadlines so that timer jitter and the
 CPU time spent emitting chunks do not slow the simulated GPU down.
 
 Policy (like SGLang's default): when requests wait for prefill and the running
@@ -33,6 +35,9 @@ Later = Callable[[float, Callable[[], None]], None]
 # step starts at the previous step's deadline, not "now", so simulated time does not
 # drift. A lag beyond this (a stall) is dropped rather than caught up in a burst.
 _MAX_CATCH_UP_S = 0.05
+# Streams are paced only once the gap between two chunks of a stream would exceed this:
+# with the default budget of 200 us per stream, from 25 running streams on.
+_PACING_FLOOR_S = 0.005
 
 
 class Stream:
@@ -82,7 +87,9 @@ class SimRequest:
     stream: Stream
     remaining_prefill: int = 0
     generated: int = 0
-    unsent: int = 0
+    reported: int = 0  # tokens the stream has been sent
+    sent_at: float = 0.0  # loop time of the stream's last chunk
+    start_step: int = 0  # the decode step count when it joined the batch
     cancelled: bool = False
     done: bool = False
     room: int | None = None
@@ -137,6 +144,11 @@ class Scheduler:
         self._rng = random.Random(timing.args.sim.seed)
         self._wake = asyncio.Event()
         self._interval = max(1, timing.args.stream_interval)
+        self._budget_s = timing.args.sim.stream_budget_us * 1e-6
+        self.now = 0.0  # the loop's time when a step is applied (streams are paced by it)
+        self.step_no = 0  # decode steps applied
+        self._due: dict[int, list[SimRequest]] = {}  # step -> requests that end at it
+        self._paced: deque[SimRequest] = deque()  # running streams, oldest chunk first
         # SGLang's `/slow_down`: every forward step sleeps this much longer until cleared
         self.forward_sleep_s: float | None = None
         # How a pipeline's drain is waited for: the event loop's timer, or a virtual clock's.
@@ -189,6 +201,7 @@ class Scheduler:
             if delay > 0:
                 await asyncio.sleep(delay)
             self.stats.busy_s += duration
+            self.now = loop.time()
             apply()
             t_next = end
             self.stats.last_step_at = loop.time()
@@ -244,19 +257,18 @@ class Scheduler:
         self.stats.prefill_steps += 1
         for req, take in batch:
             req.remaining_prefill -= take
-        keep: deque[SimRequest] = deque()
-        for req in self.waiting:
+        # The pass took prompts from the head of the queue, a cut one last: pop what is done
+        # (a long queue is never walked whole, however many prompts wait behind).
+        waiting = self.waiting
+        while waiting and (waiting[0].cancelled or waiting[0].remaining_prefill <= 0):
+            req = waiting.popleft()
             if req.cancelled:
-                continue
-            if req.remaining_prefill > 0:
-                keep.append(req)
                 continue
             if drain > 0:  # its last chunk still passes through the later pipeline stages
                 self.draining += 1
                 self.later(drain, lambda r=req: self._drained(r))  # type: ignore[misc]
             else:
                 self._prefilled(req)
-        self.waiting = keep
 
     def _drained(self, req: SimRequest) -> None:
         self.draining -= 1
@@ -272,9 +284,7 @@ class Scheduler:
             if self.on_prefilled is not None:
                 self.on_prefilled(req)
         elif not req.done:
-            self.running.append(req)
-            self.kv_tokens += req.prompt_tokens + 1
-            self.kv_reserved += self._kv_need(req)
+            self._start_running(req)
 
     # -- decode -------------------------------------------------------------------
 
@@ -298,12 +308,12 @@ class Scheduler:
             self.ready.popleft()
             self._first_token(req)  # computed by the prefill worker, sent with the KV
             if not req.done:
-                self.running.append(req)
-                self.kv_tokens += req.prompt_tokens + 1
-                self.kv_reserved += self._kv_need(req)
+                self._start_running(req)
 
     def _first_token(self, req: SimRequest) -> None:
-        req.generated = 1
+        req.generated = req.reported = 1
+        req.sent_at = self.now
+        req.start_step = self.step_no
         self.stats.output_tokens += 1
         if req.target <= 1:
             req.done = True
@@ -314,17 +324,101 @@ class Scheduler:
     def _finish(self, req: SimRequest) -> None:
         if not req.done:
             req.done = True
-            req.stream.push(Event(req.index, req.unsent, req.finish_reason))
-            req.unsent = 0
+            req.stream.push(Event(req.index, req.generated - req.reported, req.finish_reason))
+            req.reported = req.generated
+
+    def _start_running(self, req: SimRequest) -> None:
+        """A request with its first token joins the decode batch."""
+        self.running.append(req)
+        self.kv_tokens += req.prompt_tokens + 1
+        self.kv_reserved += self._kv_need(req)
+        if self.timing.draft_steps <= 0:  # one token a step: its last step is known now
+            self._due.setdefault(req.start_step + req.target - 1, []).append(req)
+            self._paced.append(req)
 
     def _apply_decode(self) -> None:
         stats = self.stats
         stats.decode_steps += 1
         if len(self.running) > stats.max_batch:
             stats.max_batch = len(self.running)
-        speculative = self.timing.draft_steps > 0
+        if self.timing.draft_steps > 0:
+            self._apply_speculative_step()
+            return
+        self.step_no += 1
+        # Chunks are paced in wall time: each stream gets one at most every `gap` seconds
+        # (a few streams get every token as it comes; pacing starts where it matters).
+        gap = len(self.running) * self._budget_s
+        active = len(self.running)
+        ended = 0
+        for req in self._due.pop(self.step_no, ()):  # the requests whose last token this is
+            if not req.done:
+                ended += self._end(req, req.target)
+        if gap < _PACING_FLOOR_S:
+            self._stream_all()
+        else:
+            ended += self._stream_paced(gap)
+        if ended:
+            self.running = [r for r in self.running if not r.done]
+        self.kv_tokens += active
+        stats.output_tokens += active
+
+    def _generated(self, req: SimRequest) -> int:
+        """Tokens a (non-speculative) request has: one per decode step since admission."""
+        return min(req.target, 1 + self.step_no - req.start_step)
+
+    def _end(self, req: SimRequest, generated: int) -> int:
+        """A running request leaves: its last chunk (finished) or nothing (cancelled)."""
+        req.done = True
+        if not req.cancelled:
+            req.generated = generated
+            req.stream.push(Event(req.index, generated - req.reported, req.finish_reason))
+            req.reported = generated
+        self.kv_tokens -= req.prompt_tokens + generated
+        self.kv_reserved -= self._kv_need(req)
+        return 1
+
+    def _stream_all(self) -> None:
+        """Few streams: each gets its tokens every `stream_interval` steps (every step)."""
+        interval = self._interval
+        for req in self.running:
+            if req.done:
+                continue
+            generated = self._generated(req)
+            if req.cancelled:
+                self._end(req, generated)
+            elif generated - req.reported >= interval:
+                req.stream.push(Event(req.index, generated - req.reported))
+                req.reported = req.generated = generated
+                req.sent_at = self.now
+        self._paced = deque(r for r in self.running if not r.done)
+
+    def _stream_paced(self, gap: float) -> int:
+        """Many streams: only those whose last chunk is `gap` old get one, oldest first, so
+        a step costs the streams it sends to and those that end, not all that run."""
+        paced, now, ended = self._paced, self.now, 0
+        while paced and now - paced[0].sent_at >= gap:
+            req = paced.popleft()
+            if req.done:
+                continue
+            generated = self._generated(req)
+            if req.cancelled:
+                ended += self._end(req, generated)
+                continue
+            if generated > req.reported:
+                req.stream.push(Event(req.index, generated - req.reported))
+                req.reported = req.generated = generated
+            req.sent_at = now
+            paced.append(req)
+        return ended
+
+    def _apply_speculative_step(self) -> None:
+        """Every running request draws its accepted drafts: one pass over the batch."""
         rng = self._rng
         interval = self._interval
+        now = self.now
+        gap = len(self.running) * self._budget_s
+        if gap < _PACING_FLOOR_S:
+            gap = 0.0
         survivors: list[SimRequest] = []
         kv_delta = 0
         released = 0
@@ -334,27 +428,26 @@ class Scheduler:
                 kv_delta -= req.prompt_tokens + req.generated
                 released += self._kv_need(req)
                 continue
-            step = self.timing.tokens_this_step(rng) if speculative else 1
-            step = min(step, req.target - req.generated)
+            step = min(self.timing.tokens_this_step(rng), req.target - req.generated)
             req.generated += step
             produced += step
             kv_delta += step
             if req.generated >= req.target:
                 req.done = True
-                req.stream.push(Event(req.index, req.unsent + step, req.finish_reason))
-                req.unsent = 0
+                req.stream.push(Event(req.index, req.generated - req.reported, req.finish_reason))
+                req.reported = req.generated
                 kv_delta -= req.prompt_tokens + req.generated
                 released += self._kv_need(req)
                 continue
-            req.unsent += step
-            if req.unsent >= interval:
-                req.stream.push(Event(req.index, req.unsent))
-                req.unsent = 0
+            if req.generated - req.reported >= interval and now - req.sent_at >= gap:
+                req.stream.push(Event(req.index, req.generated - req.reported))
+                req.reported = req.generated
+                req.sent_at = now
             survivors.append(req)
         self.running = survivors
         self.kv_tokens += kv_delta
         self.kv_reserved -= released
-        stats.output_tokens += produced
+        self.stats.output_tokens += produced
 
 
 def _call_later(delay: float, callback: Callable[[], None]) -> None:
