@@ -28,8 +28,16 @@ log = logging.getLogger("disagg.predict")
 _CTX_STEP = 16  # decode steps are looked up at the mean context rounded to this many tokens
 
 
+def compile_for(target: PredictTarget, fmha: str) -> Any:
+    """The target's engine: on AIConfigurator's large-EP graph where its data covers the
+    target's cross-node EP group (`wide_ep`), else on the fused MoE graph."""
+    from disagg.predict.wide_ep import compile_large_ep
+
+    return compile_large_ep(target, fmha) or compile_engine(target, fmha)
+
+
 def compile_engine(target: PredictTarget, fmha: str) -> Any:
-    """AIConfigurator's compiled engine for `target` with `fmha` attention."""
+    """AIConfigurator's compiled engine for `target` with `fmha` attention (fused MoE)."""
     from aiconfigurator_core.sdk.engine import EngineHandle
 
     return EngineHandle.compile(
@@ -60,7 +68,7 @@ class Engines:
 
         self.target = target
         try:
-            self.generation = compile_engine(target, target.fmha)
+            self.generation = compile_for(target, target.fmha)
             self.generation.decode_step_latency(1, 128, 2)
         except (PerfDataNotAvailableError, ValueError, KeyError, RuntimeError) as exc:
             raise DisaggError(f"{target.label()}: cannot model decode steps: {exc}") from None
@@ -71,7 +79,7 @@ class Engines:
             self.context.predict_prefill_latency(1, 128, 0)
         except PerfDataNotAvailableError:
             self.context_fmha = "bfloat16"
-            self.context = compile_engine(target, "bfloat16")
+            self.context = compile_for(target, "bfloat16")
             if target.fmha == "fp8":
                 self.fp8_context = fp8_context(target)
             if self.fp8_context is not None:
