@@ -20,7 +20,7 @@ import heapq
 import itertools
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from disagg.engines.sim.args import EngineArgs
 from disagg.engines.sim.scheduler import Event, Scheduler, SimRequest, Stream
@@ -264,4 +264,6 @@ def worker_args(argv: Sequence[str]) -> tuple[EngineArgs, PredictTarget]:
     args = parse_args(bound)
     if args.predict is None:
         raise ValueError("not a predicted worker's command (no --predict-model)")
-    return args, args.predict
+    # the virtual clock runs at the model's own speed, whatever the run's time scale
+    target = replace(args.predict, time_scale=1.0)
+    return replace(args, predict=target), target

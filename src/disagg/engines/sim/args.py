@@ -42,7 +42,7 @@ class SimConstants:
     # Wall time per running stream between two chunks of one stream: with N streams each
     # gets a chunk at most every N x this (first and last tokens go at once), so sending
     # chunks never takes over the event loop, however many streams run.
-    stream_budget_us: float = 200.0
+    stream_budget_us: float = 500.0
     default_max_tokens: int = 16  # OpenAI's default for /v1/completions
     seed: int = 0
 

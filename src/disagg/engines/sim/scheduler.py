@@ -36,8 +36,8 @@ Later = Callable[[float, Callable[[], None]], None]
 # drift. A lag beyond this (a stall) is dropped rather than caught up in a burst.
 _MAX_CATCH_UP_S = 0.05
 # Streams are paced only once the gap between two chunks of a stream would exceed this:
-# with the default budget of 200 us per stream, from 25 running streams on.
-_PACING_FLOOR_S = 0.005
+# with the default budget of 500 us per stream, from 20 running streams on.
+_PACING_FLOOR_S = 0.01
 
 
 class Stream:
