@@ -166,7 +166,20 @@ class Outcome:
             tokens / e2e for tokens, e2e in zip(self._tokens, self.e2el, strict=True) if e2e > 0
         )
 
+    def steady_throughput(self, isl: int, concurrency: int) -> float:
+        """Total tokens per second of a closed loop of `concurrency` requests in flight, by
+        Little's law over the requests after the first round (those sent as others ended):
+        in flight x tokens per request / mean end-to-end time. A run of two rounds then
+        stands for one of many, without the first round's all-at-once start."""
+        later = sorted(self._spans)[concurrency:]
+        if not later:
+            return self.total_throughput
+        e2e = statistics.fmean(end - sent for sent, end, _ in later)
+        tokens = statistics.fmean(isl + n for _, _, n in later)
+        return concurrency * tokens / e2e
+
     _tokens: list[int] = field(default_factory=list)
+    _spans: list[tuple[float, float, int]] = field(default_factory=list)  # sent, end, tokens
 
 
 class Run:
@@ -242,6 +255,7 @@ class Run:
         if stream.tokens > 1:
             o.tpot.append((stream.finished - stream.first) / (stream.tokens - 1))
         o._tokens.append(stream.tokens)
+        o._spans.append((stream.sent, stream.finished, stream.tokens))
         o.output_tokens += stream.tokens
         o.input_tokens += w.isl
         o.end = max(o.end, stream.finished)
