@@ -108,7 +108,9 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def cpu_loop(run_dir: Path, orchestrator: int, used: dict[str, float], stop: threading.Event):
+def cpu_loop(
+    run_dir: Path, orchestrator: int, used: dict[str, float], stop: threading.Event
+) -> None:
     """The CPU each role and the orchestrator with its load-generator processes have used."""
     pids: dict[str, int] = {}
     while not stop.is_set():
