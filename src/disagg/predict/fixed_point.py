@@ -64,21 +64,24 @@ def _request(index: int, isl: int, osl: int, stream: Stream) -> SimRequest:
     return SimRequest(index=index, prompt_tokens=isl, max_tokens=osl, stop_at=osl, stream=stream)
 
 
-def prefill_point(target: PredictTarget, isl: int, chunk: int = 16384) -> tuple[float, float]:
-    """(prefill ms, KV hand-over ms) of one prompt of `isl` tokens on an idle prefill worker."""
-    timing = PredictedTiming(engine_args(target, "prefill", running=1, chunk=chunk), target)
-    done: list[SimRequest] = []
-    scheduler = Scheduler(timing, on_prefilled=done.append)
-    scheduler.submit(_request(0, isl, 1, _Recorder()))
-    elapsed = 0.0
-    while not done:
-        step = scheduler._plan()
-        assert step is not None, "the prefill worker stopped with a prompt left"
-        duration, apply = step
-        elapsed += duration
-        apply()
-    transfer = timing.kv_transfer_us_per_token * isl * 1e-3
-    return elapsed * 1e3, transfer
+def prefill_point(
+    target: PredictTarget, isl: int, chunk: int = 16384, args: EngineArgs | None = None
+) -> tuple[float, float]:
+    """(prefill ms, KV hand-over ms) of one prompt of `isl` tokens on an idle prefill worker
+    (`args`: the worker's own engine args, else a chunk of `chunk` tokens)."""
+    from disagg.predict.virtual import Clock, Worker
+
+    clock = Clock()
+    args = args or engine_args(target, "prefill", running=1, chunk=chunk)
+    worker = Worker(clock, PredictedTiming(args, target))
+    done: list[float] = []
+    worker.scheduler.on_prefilled = lambda _req: done.append(clock.now)
+    worker.scheduler.submit(_request(0, isl, 1, _Recorder()))
+    worker.kick()
+    clock.run()
+    assert done, "the prefill worker stopped with a prompt left"
+    transfer = worker.timing.kv_transfer_us_per_token * isl * 1e-3
+    return done[0] * 1e3, transfer
 
 
 def decode_point(target: PredictTarget, batch: int, isl: int, osl: int) -> float:
