@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from disagg.errors import DisaggError
-from disagg.recipe.dialects import schema2_engines
+from disagg.recipe.dialects.schema2_engines import split as split_engines
 from disagg.recipe.source_map import Key, KeyPath
 
 ROLE_TO_MODE = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
@@ -154,7 +154,7 @@ def translate(raw: Mapping[str, Any]) -> Translation:
     with the origin of every moved field recorded on the way."""
     origins: Origins = {}
     out: dict[str, Any] = {k: v for k, v in raw.items() if k not in ("engine", "roles")}
-    engines = schema2_engines.split(raw)
+    engines = split_engines(raw)
     engine, where = engines.engine, engines.where
     kind = engine["type"]
     backend: dict[str, Any] = dict(engine)

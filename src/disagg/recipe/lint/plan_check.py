@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
 from disagg.recipe.errors import undotted
-from disagg.recipe.lint import model_dir
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model_dir import check as check_model_dir
 
 RULE = "DA013"
 NAME = "does-not-plan"
@@ -55,7 +55,7 @@ def check(ctx: FileContext) -> list[Finding]:
         if isinstance(outcome, DisaggError):
             findings.append(_refusal(ctx.path, outcome))
             continue
-        missing = model_dir.check(ctx.path, variant, outcome, ctx.profile)
+        missing = check_model_dir(ctx.path, variant, outcome, ctx.profile)
         if missing is not None:
             findings.append(missing)
         for item in outcome.ignored:
