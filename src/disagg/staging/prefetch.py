@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import disagg.staging.checkpoint as ck
+import disagg.staging.hfcache as hfcache
 from disagg.errors import EXIT_FINDINGS, DisaggError
 from disagg.plan.model import ModelToStage
-from disagg.staging import checkpoint as ck
-from disagg.staging import hfcache
 from disagg.staging.locks import DirLock
 from disagg.staging.progress import Reporter, tqdm_class_for
 
