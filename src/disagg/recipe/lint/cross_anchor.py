@@ -9,11 +9,10 @@ cause. Shared values belong in `base` or an `x-` block (`--fix` moves them).
 from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext, is_variant_block
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Location, Rule, Severity
 from disagg.recipe.lint.nodes import Alias, Anchor
 
-RULE = "DA001"
-NAME = "cross-variant-anchor"
+RULE = Rule("DA001", "cross-variant-anchor")
 
 
 def cross_variant_aliases(ctx: FileContext) -> dict[int, tuple[Anchor, list[Alias]]]:
@@ -39,10 +38,8 @@ def check(ctx: FileContext) -> list[Finding]:
             for block, group in groups.items()
         )
         findings.append(
-            Finding(
-                rule=RULE,
-                name=NAME,
-                severity=Severity.ERROR,
+            RULE.finding(
+                Severity.ERROR,
                 message=(
                     f"anchor &{anchor.name} is defined inside variant block {anchor.block} at "
                     f"{defined} but aliased from {len(groups)} other block(s): {described}; "

@@ -17,10 +17,9 @@ from disagg.engines import registry
 from disagg.engines.backend_fields import unhonoured
 from disagg.engines.base import WORKER_ROLES
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Location, Rule, Severity
 
-RULE = "DA010"
-NAME = "engine-setting-ignored"
+RULE = Rule("DA010", "engine-setting-ignored")
 
 
 def check(ctx: FileContext) -> list[Finding]:
@@ -64,10 +63,8 @@ def check(ctx: FileContext) -> list[Finding]:
                         else Location(ctx.path, role=item.key)
                     )
     return [
-        Finding(
-            rule=RULE,
-            name=NAME,
-            severity=Severity.WARNING if field in refused else Severity.INFO,
+        RULE.finding(
+            Severity.WARNING if field in refused else Severity.INFO,
             message=f"{ctx.written_name(names[0], field)} is "
             f"{'refused' if field in refused else 'ignored'}: {why} "
             f"[variants: {', '.join(names)}]",

@@ -80,6 +80,24 @@ class Finding:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A rule's code and name, which every finding of it carries."""
+
+    code: str  # DA001...
+    name: str  # cross-variant-anchor...
+
+    def finding(
+        self,
+        severity: Severity,
+        message: str,
+        locations: tuple[Location, ...],
+        hint: str | None = None,
+        fixable: bool = False,
+    ) -> Finding:
+        return Finding(self.code, self.name, severity, message, locations, hint, fixable)
+
+
 UNREADABLE = "DA000"
 
 

@@ -14,7 +14,7 @@ from disagg.recipe.lint.duplicate_key import check as check_duplicate_key
 from disagg.recipe.lint.engine_settings import check as check_engine_settings
 from disagg.recipe.lint.export_hazard import check as check_export_hazard
 from disagg.recipe.lint.literal_secret import check as check_literal_secret
-from disagg.recipe.lint.model import UNREADABLE, Finding, LintReport, Location, Severity
+from disagg.recipe.lint.model import UNREADABLE, Finding, LintReport, Location, Rule, Severity
 from disagg.recipe.lint.nodes import Anchor, ScannedFile, scan
 from disagg.recipe.lint.plan_check import check as check_plan
 from disagg.recipe.lint.repeated_literal import check as check_repeated_literal
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from disagg.cluster import ClusterProfile
 
 SUFFIXES = (".yaml", ".yml")
+_UNREADABLE = Rule(UNREADABLE, "unreadable")
 
 
 def _unreadable(
@@ -35,14 +36,7 @@ def _unreadable(
     *,
     hint: str | None = None,
 ) -> Finding:
-    return Finding(
-        rule=UNREADABLE,
-        name="unreadable",
-        severity=Severity.ERROR,
-        message=message,
-        locations=(Location(path, line, col, "input"),),
-        hint=hint,
-    )
+    return _UNREADABLE.finding(Severity.ERROR, message, (Location(path, line, col, "input"),), hint)
 
 
 def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[Finding]]:
