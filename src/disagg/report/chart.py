@@ -96,11 +96,6 @@ class Chart:
         return sum(len(series.points) for series in self.series)
 
     @property
-    def predictions(self) -> list[str]:
-        """The labels of the predicted series, each once."""
-        return list(dict.fromkeys(s.predicted for s in self.series if s.predicted))
-
-    @property
     def watermark(self) -> str:
         """`PREDICTED` when every simulated series is a prediction, else `SIMULATED`."""
         sims = [s for s in self.series if s.simulated]
@@ -250,10 +245,7 @@ def build_charts(
     runs: list[RunResults], y_metric: YMetric, x_metric: XMetric = XMetric.INTERACTIVITY
 ) -> list[Chart]:
     """One chart per workload found in the runs, in (model, ISL, OSL) order."""
-    workloads = sorted(
-        {w for run in runs for w in run.workloads},
-        key=lambda w: (w.model or "", w.isl or 0, w.osl or 0),
-    )
+    workloads = sorted({w for run in runs for w in run.workloads}, key=Workload.order)
     return [build_chart(runs, y_metric, x_metric, workload) for workload in workloads]
 
 
