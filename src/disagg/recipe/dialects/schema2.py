@@ -16,7 +16,7 @@ from typing import Any
 
 from disagg.errors import DisaggError
 from disagg.recipe.dialects.schema2_engines import split as split_engines
-from disagg.recipe.source_map import Key, KeyPath
+from disagg.recipe.source_map import Key, KeyPath, rewritten
 
 ROLE_TO_MODE = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
 MODE_TO_ROLE = {mode: role for role, mode in ROLE_TO_MODE.items()}
@@ -142,11 +142,8 @@ class Translation:
 
 
 def _rewrite(path: KeyPath, table: Origins) -> KeyPath:
-    for cut in range(len(path), 0, -1):
-        found = table.get(path[:cut])
-        if found is not None:
-            return (*found, *path[cut:])
-    return path
+    found = rewritten(path, table)
+    return path if found is None else found
 
 
 def translate(raw: Mapping[str, Any]) -> Translation:
