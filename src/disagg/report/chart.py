@@ -10,6 +10,7 @@ they do not collide, and a stable style per run so every chart and both files ag
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -231,9 +232,7 @@ def build_chart(
 
 def _disambiguate(series: list[Series]) -> None:
     """Series with the same name (same setup) get their run's label added."""
-    counts: dict[str, int] = {}
-    for item in series:
-        counts[item.label] = counts.get(item.label, 0) + 1
+    counts = Counter(item.label for item in series)
     for position, item in enumerate(series):
         if counts[item.label] > 1 and item.run.label and item.run.label != item.label:
             series[position] = Series(
