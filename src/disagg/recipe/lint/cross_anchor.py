@@ -32,7 +32,7 @@ def check(ctx: FileContext) -> list[Finding]:
         groups: dict[str | None, list[Alias]] = {}
         for alias in aliases:
             groups.setdefault(alias.block, []).append(alias)
-        defined = Location(ctx.path, anchor.line, anchor.col, "anchor", anchor.block)
+        defined = ctx.loc(anchor, "anchor")
         described = "; ".join(
             f"{block} ({', '.join(str(_alias_loc(ctx, a)) for a in group)})"
             for block, group in groups.items()
@@ -57,4 +57,4 @@ def check(ctx: FileContext) -> list[Finding]:
 
 
 def _alias_loc(ctx: FileContext, alias: Alias) -> Location:
-    return Location(ctx.path, alias.line, alias.col, "alias", alias.block)
+    return ctx.loc(alias, "alias")

@@ -45,9 +45,7 @@ def check(ctx: FileContext) -> list[Finding]:
             if key not in where:
                 node = ctx.locate(variant, tuple(field.split(".")))
                 where[key] = (
-                    Location(ctx.path, node.line, node.col, field, node.block)
-                    if node is not None
-                    else Location(ctx.path, role=field)
+                    ctx.loc(node, field) if node is not None else Location(ctx.path, role=field)
                 )
         for role in WORKER_ROLES:
             path = adapter.args_path(role)
@@ -58,7 +56,7 @@ def check(ctx: FileContext) -> list[Finding]:
                 if key not in where:
                     node = ctx.locate(variant, (*path, item.key))
                     where[key] = (
-                        Location(ctx.path, node.line, node.col, item.key, node.block)
+                        ctx.loc(node, item.key)
                         if node is not None
                         else Location(ctx.path, role=item.key)
                     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Location, Rule, Severity
+from disagg.recipe.lint.model import Finding, Rule, Severity
 from disagg.recipe.lint.nodes import Node
 
 RULE = Rule("DA004", "export-hazard")
@@ -63,7 +63,7 @@ def check(ctx: FileContext) -> list[Finding]:
 
 
 def _env_finding(ctx: FileContext, env: Node, name: str, text: Node) -> Finding:
-    where = Location(ctx.path, text.line, text.col, "value", text.block)
+    where = ctx.loc(text, "value")
     head = str(text.value).split(",")[0]
     # disagg itself never forwards environment maps through --export (roles get their
     # environment from plan.json), so this is only a hazard for copies of the value that
@@ -84,7 +84,7 @@ def _env_finding(ctx: FileContext, env: Node, name: str, text: Node) -> Finding:
 
 
 def _directive_finding(ctx: FileContext, owner: Node, text: Node, broken: list[str]) -> Finding:
-    where = Location(ctx.path, text.line, text.col, "value", text.block)
+    where = ctx.loc(text, "value")
     return RULE.finding(
         Severity.ERROR,
         message=(

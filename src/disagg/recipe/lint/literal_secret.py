@@ -12,7 +12,7 @@ a credential-like key holding a written value, or a value shaped like a known to
 from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Location, Rule, Severity
+from disagg.recipe.lint.model import Finding, Rule, Severity
 from disagg.recipe.lint.nodes import Node
 from disagg.redact import has_token, is_literal_secret, is_secret_name
 
@@ -67,7 +67,7 @@ def _argv_secrets(ctx: FileContext, seq: Node) -> list[Finding]:
 
 
 def _finding(ctx: FileContext, owner: Node, name: str, text: Node) -> Finding:
-    where = Location(ctx.path, text.line, text.col, "value", text.block)
+    where = ctx.loc(text, "value")
     last = owner.path[-1] if owner.path else ""
     in_env = last.endswith("environment") or last in ("env", "export_env")
     if in_env:

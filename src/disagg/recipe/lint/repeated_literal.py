@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from disagg.recipe.lint.context import FileContext, is_variant_block
-from disagg.recipe.lint.model import Finding, Location, Rule, Severity
+from disagg.recipe.lint.model import Finding, Rule, Severity
 from disagg.recipe.lint.nodes import Node, to_python, walk
 
 RULE = Rule("DA003", "repeated-literal")
@@ -42,7 +42,7 @@ def check(ctx: FileContext) -> list[Finding]:
         first = fresh[0]
         kind = "list" if first.kind == "seq" else "map"
         what = f"{kind} of {_size(first)} entries ({'.'.join(first.path[-2:])})"
-        locations = tuple(Location(ctx.path, n.line, n.col, "copy", n.block) for n in fresh)
+        locations = tuple(ctx.loc(n, "copy") for n in fresh)
         findings.append(
             RULE.finding(
                 Severity.WARNING,
