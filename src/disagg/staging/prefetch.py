@@ -62,9 +62,6 @@ class CacheSettings:
     legacy_roots: tuple[Path, ...] = ()
     allow_download: bool = True
     endpoint: str | None = None  # None: HF_ENDPOINT or the public default
-    lock_stale_s: float = 120.0
-    lock_timeout_s: float | None = None
-    max_workers: int = 8
 
     @property
     def hub(self) -> Path:
@@ -98,8 +95,6 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
 
     lock = DirLock(
         settings.hub / LOCKS_DIR / f"{ck.repo_folder_name(repo)}.lock",
-        stale_after_s=settings.lock_stale_s,
-        timeout_s=settings.lock_timeout_s,
         on_wait=lambda line: reporter.note(repo, line),
     )
     with lock:
@@ -165,7 +160,6 @@ def _download(model: ModelToStage, settings: CacheSettings, reporter: Reporter) 
             revision=rev,
             cache_dir=settings.hub,
             endpoint=endpoint,
-            max_workers=settings.max_workers,
             tqdm_class=tqdm_class_for(reporter, repo),
         )
     except GatedRepoError as exc:
