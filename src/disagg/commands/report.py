@@ -101,7 +101,8 @@ def report(
 
     from disagg.bench.metrics import parse_slo
     from disagg.report.aggregate import load_runs
-    from disagg.report.build import analyse, write_report
+    from disagg.report.build import analyse
+    from disagg.report.write import write_report
 
     console = make_console()
     err = make_console(stderr=True)

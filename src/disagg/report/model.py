@@ -31,11 +31,9 @@ class Workload:
             parts.append(f"OSL {self.osl}")
         return " · ".join(parts) or "unknown workload"
 
-    @property
-    def slug(self) -> str:
-        """A file- and id-safe name: `DeepSeek-R1_1024_1024`."""
-        text = f"{short_model(self.model) or 'model'}_{self.isl}_{self.osl}"
-        return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in text)
+    def order(self) -> tuple[str, int, int]:
+        """Charts in (model, ISL, OSL) order, unknown parts first."""
+        return (self.model or "", self.isl or 0, self.osl or 0)
 
 
 def short_model(model: str | None) -> str:
@@ -147,7 +145,7 @@ class RunResults:
 
     @property
     def workloads(self) -> list[Workload]:
-        return sorted({point.workload for point in self.points}, key=_workload_order)
+        return sorted({point.workload for point in self.points}, key=Workload.order)
 
     @property
     def variant(self) -> str:
@@ -161,10 +159,6 @@ class RunResults:
             return self.name
         file, sep, rest = self.selector.partition(":")
         return f"{Path(file).name}{sep}{rest}"
-
-
-def _workload_order(workload: Workload) -> tuple[str, int, int]:
-    return (workload.model or "", workload.isl or 0, workload.osl or 0)
 
 
 class YMetric(StrEnum):
