@@ -16,6 +16,14 @@ Client CPU is `getrusage` of the client's processes only (the server is separate
 
     .venv/bin/python benchmarks/client.py            # full run, a few minutes
     .venv/bin/python benchmarks/client.py --quick    # fewer requests on the instant rows
+    .venv/bin/python benchmarks/client.py --against /tmp/old/src   # this checkout vs another
+
+`--against SRC` compares this checkout's client with the one under SRC (another
+checkout's `src/`, e.g. a `git worktree` of an older commit) at the ceiling: each
+round runs both, one after the other in alternating order, in fresh processes against
+the same instant server (this checkout's), at concurrency 64 and 512, and prints CPU
+per request and requests/s of each run, then the medians and their ratio. CPU time,
+not wall time, is the figure to compare on a shared machine.
 
 Fixed concurrency against a deterministic server keeps all streams in lockstep:
 every wave of requests reaches the single-threaded test server at once and queues
@@ -28,6 +36,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -204,15 +216,79 @@ def _print_row(r: Row) -> None:
     )
 
 
+def _row_in(src: Path, url: str, conc: int, n: int, workers: int) -> Row:
+    """One disagg row measured in a fresh process that imports disagg from `src`."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    argv = [sys.executable, __file__, "--row", json.dumps([url, conc, n, workers])]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the client under {src} failed:\n{done.stderr[-2000:]}")
+    return Row(**json.loads(done.stdout.splitlines()[-1]))
+
+
+def _one_row(spec: str) -> None:
+    """`--row`: measure one instant-server row with whichever disagg this process imports."""
+    import disagg
+
+    url, conc, n, workers = json.loads(spec)
+    row = run_disagg(url, "instant", conc, n, workers, "fast")
+    row.client = str(Path(disagg.__file__).resolve().parents[1])
+    print(json.dumps(row.__dict__))
+
+
+def compare(other: Path, rounds: int, scale: float, workers: int) -> None:
+    """This checkout's client against the one under `other`, alternating, same server."""
+    ours = Path(__file__).resolve().parents[1] / "src"
+    sides = {"this": ours, "other": other.resolve()}
+    print(f"this:  {sides['this']}\nother: {sides['other']}")
+    print(
+        f"{'conc':>5} {'round':>5} {'side':<6} {'reqs':>6} {'fail':>4} {'req/s':>8}"
+        f" {'cpu ms/req':>10}"
+    )
+    for conc in (64, 512):
+        n = int(max(5000, 5 * conc) * scale)
+        cpu: dict[str, list[float]] = {"this": [], "other": []}
+        rate: dict[str, list[float]] = {"this": [], "other": []}
+        for k in range(rounds):
+            order = ("this", "other") if k % 2 == 0 else ("other", "this")
+            for side in order:
+                with serve_in_subprocess(ServerConfig()) as url:
+                    row = _row_in(sides[side], url, conc, n, workers)
+                cpu[side].append(row.cpu_ms_per_req)
+                rate[side].append(row.req_s)
+                print(
+                    f"{conc:>5} {k + 1:>5} {side:<6} {row.requests:>6} {row.failed:>4} "
+                    f"{row.req_s:>8.1f} {row.cpu_ms_per_req:>10.3f}",
+                    flush=True,
+                )
+        this_cpu, other_cpu = statistics.median(cpu["this"]), statistics.median(cpu["other"])
+        print(
+            f"{conc:>5} median: this {this_cpu:.3f} ms/req {statistics.median(rate['this']):.0f}"
+            f" req/s; other {other_cpu:.3f} ms/req {statistics.median(rate['other']):.0f} req/s;"
+            f" CPU this/other {this_cpu / other_cpu:.2f}x"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests per row")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
     parser.add_argument("--workers", type=int, default=0, help="disagg client processes (0=auto)")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    parser.add_argument("--against", type=Path, help="compare with the client under this src/")
+    parser.add_argument("--rounds", type=int, default=3, help="--against: rounds per side")
+    parser.add_argument("--row", help=argparse.SUPPRESS)  # one row, for --against
     args = parser.parse_args()
     raise_fd_limit()
+    if args.row:
+        _one_row(args.row)
+        return
     scale = 0.25 if args.quick else 1.0
+    if args.against is not None:
+        if not (args.against / "disagg" / "__init__.py").is_file():
+            raise SystemExit(f"--against {args.against}: no disagg package there (name a src/)")
+        compare(args.against, args.rounds, scale, args.workers)
+        return
     rows: list[Row] = []
     print("instant server (64 tokens/request): latency columns are absolute ms")
     print("50/10ms server: TTFT/TPOT/ITL p50 columns are errors against the truth (ms)\n")
