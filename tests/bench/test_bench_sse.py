@@ -211,3 +211,14 @@ def test_a_whole_answer_in_one_read_times_its_tokens_with_that_read() -> None:
     assert parser.chunks == 51 and parser.error is None
     assert (parser.first, parser.last) == (0.0, 1.0)
     assert parser.itls == [1.0] + [0.0] * 49  # one gap per event, not per read
+
+
+def test_a_chat_answer_in_one_read_after_its_role_chunk_counts_with_a_learnt_shape() -> None:
+    role = b'data: {"choices": [{"delta": {"role": "assistant", "content": ""}}]}\n\n'
+    answer = b"".join(token_event(f" t{i}", "chat-1", True) for i in range(40))
+    first = StreamParser(True)
+    first.feed(token_event(" x", "chat-1", True), 0.0)  # an earlier stream learnt the shape
+    parser = StreamParser(True, shape=first.shape)
+    parser.feed(role + answer + USAGE + DONE, 1.0)
+    assert (parser.chunks, parser.usage_tokens, parser.done, parser.error) == (40, 3, True, None)
+    assert parser.itls == [0.0] * 39

@@ -102,8 +102,13 @@ class StreamParser:
                 return
             shape = self._shape
             if shape is not None:
-                if last < 0 and end + 2 < size and data.startswith(shape.prefix, end + 2):
-                    last = data.rfind(b"\n\n") + 2  # the next event may have the shape too
+                if (
+                    last < 0
+                    and end + 2 < size
+                    and data.startswith(shape.prefix, end + 2)
+                    and data.startswith(shape.prefix, start)
+                ):  # this event and the next may be the start of a run of the shape
+                    last = data.rfind(b"\n\n") + 2
                     tokens, after = shape.run(data, start, last, limit)
                     if after > start:
                         if tokens:
