@@ -4,9 +4,10 @@ Stages: read + parse (with positions), expand + validate variants, place every
 supported variant (each through `disagg.plan.file_plans`, as `disagg plan` does), lint
 every file (`disagg.recipe.lint.lint_paths`; inside `file_plans.shared()` its DA013
 reads the plans just made instead of placing every variant again). Prints seconds per
-stage and files/s; the target is the whole corpus in under 2 s. The process runs with
-the collector thresholds `disagg` sets for itself (`disagg.gc_settings`). Then lint
-once more on its own, as `disagg lint DIR` runs (nothing planned before it).
+stage and files/s; the target is the whole corpus in under 1.5 s (figures:
+benchmarks/README.md). The process runs with the collector thresholds `disagg` sets
+for itself (`disagg.gc_settings`). Then lint once more on its own, as `disagg lint DIR`
+runs (nothing planned before it).
 `--compare` also times ruamel's own loaders on the same texts, the baseline this loader
 was chosen against.
 
