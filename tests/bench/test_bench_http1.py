@@ -99,3 +99,14 @@ def test_a_malformed_chunk_size_is_an_error(
     good = b"5\r\nhello\r\n" * (300 if many else 1)
     with pytest.raises(HttpError, match="malformed chunked encoding"):
         receive(loop, [HEAD + good + size + b"\r\nhello\r\n" + good + b"0\r\n\r\n"])
+
+
+@pytest.mark.parametrize("sizes", [[1], [5, 300, 2], [4000, 1, 70]])
+def test_one_chunk_per_read_as_a_server_writing_each_token_sends_them(
+    loop: asyncio.AbstractEventLoop, sizes: list[int]
+) -> None:
+    pieces = [bytes([65 + i]) * size for i, size in enumerate(sizes)]
+    framed = [b"%x\r\n%s\r\n" % (len(piece), piece) for piece in pieces]
+    body, taken = receive(loop, [HEAD, *framed, b"0\r\n\r\n"])
+    assert body == b"".join(pieces)
+    assert taken == len(HEAD) + sum(map(len, framed)) + 5

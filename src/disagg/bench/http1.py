@@ -153,6 +153,16 @@ class _Exchange:
             self.error_body.append(data)
 
     def _chunked(self, data: bytes, now: float) -> bool:
+        if not self.chunk_left and not self.crlf_left:  # exactly one whole chunk: one step
+            eol = data.find(b"\r\n")
+            if eol > 0:
+                try:
+                    end = eol + 2 + int(data[:eol], 16)
+                except ValueError:
+                    end = -1
+                if eol + 2 < end == len(data) - 2:
+                    self._deliver(data[eol + 2 : end], now)
+                    return False
         out: list[bytes] = []
         pos = done = 0
         if len(data) >= _MANY_CHUNKS and not self.chunk_left and not self.crlf_left:

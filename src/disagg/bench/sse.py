@@ -28,6 +28,7 @@ _DONE = b"[DONE]"
 MAX_EVENT_BYTES = 4 * 1024 * 1024  # a streamed chunk is well under a kilobyte
 RAW_KEEP_LIMIT = 256 * 1024  # raw bytes kept per stream for the no-usage fallback
 _SNIPPET = 80  # bytes of a bad event quoted in the error
+_CR = 13  # b"\r": a byte value is looked for by memchr, a bytes needle by a search
 _SHAPE_TRIES = 3  # shapes learnt per stream at most (a server whose events all differ)
 
 
@@ -44,6 +45,7 @@ class StreamParser:
         "_raw_len",
         "_shape",
         "_shape_tries",
+        "abandoned",
         "chunks",
         "done",
         "error",
@@ -72,6 +74,7 @@ class StreamParser:
         # of this stream's content events, once learnt; or, to begin with, the shape an
         # earlier stream from the same server learnt (any event it matches is valid)
         self._shape = shape
+        self.abandoned = False  # an event outgrew the cap: the rest is not worth reading
         self._shape_tries = 0
         self.chunks = 0  # content events seen
         self.first = 0.0  # time of the first content event
@@ -87,7 +90,7 @@ class StreamParser:
             return  # an over-size event: the rest of the stream is not read
         if self._raw is not None:
             self._keep_raw(data)
-        if self._cr or b"\r" in data:
+        if self._cr or _CR in data:
             data = self._lf(data)
         start = self._finish_pending(data, now) if self._pending else 0
         if start < 0:
@@ -163,7 +166,7 @@ class StreamParser:
         if data.endswith(b"\r"):
             data = data[:-1]
             self._cr = True
-        return data.replace(b"\r\n", b"\n") if b"\r" in data else data
+        return data.replace(b"\r\n", b"\n") if _CR in data else data
 
     def _finish_pending(self, data: bytes, now: float) -> int:
         """End the event begun in earlier reads if `data` ends it; where the rest of
@@ -193,11 +196,6 @@ class StreamParser:
             self._token(now)
         return start
 
-    @property
-    def abandoned(self) -> bool:
-        """An event outgrew the cap: the rest of the stream is not worth reading."""
-        return self._max_event < 0
-
     def _keep(self, piece: bytes) -> None:
         self._pending.append(piece)
         self._pending_len += len(piece)
@@ -208,6 +206,7 @@ class StreamParser:
             return True
         self.error = self.error or f"server sent an SSE event over {self._max_event:,} bytes"
         self._max_event = -1  # ignore the rest of the stream
+        self.abandoned = True
         self._pending, self._pending_len = [], 0
         return False
 
