@@ -19,14 +19,15 @@ import asyncio
 import contextlib
 import socket
 import ssl
-from itertools import repeat
 from time import monotonic
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
+from disagg.bench.chunks import MALFORMED, chunk_size, whole_chunks
+
 MAX_ERROR_BODY = 64 * 1024
 MAX_HEAD = 64 * 1024  # response head, or one chunk-size line: a server past it is broken
-_MANY_CHUNKS = 1024  # a read this long is de-chunked in a few calls first (`_whole_chunks`)
+_MANY_CHUNKS = 1024  # a read this long is de-chunked in a few calls first (`whole_chunks`)
 
 
 class Sink(Protocol):
@@ -166,7 +167,7 @@ class _Exchange:
         out: list[bytes] = []
         pos = done = 0
         if len(data) >= _MANY_CHUNKS and not self.chunk_left and not self.crlf_left:
-            pos, done = _whole_chunks(data, out)
+            pos, done = whole_chunks(data, out)
         if not done:
             done = self._chunk_by_chunk(data, pos, out)
         if out:
@@ -194,9 +195,12 @@ class _Exchange:
                 if eol < 0:
                     self.buf = data[pos:]
                     if len(self.buf) > MAX_HEAD:
-                        raise HttpError("malformed chunked encoding from the server")
+                        raise HttpError(MALFORMED)
                     break
-                length = _chunk_size(data[pos:eol])
+                try:
+                    length = chunk_size(data[pos:eol])
+                except ValueError as exc:
+                    raise HttpError(str(exc)) from exc
                 pos = eol + 2
                 if length == 0:
                     return True  # trailers, if any, are ignored
@@ -211,46 +215,6 @@ class _Exchange:
     def error_text(self) -> str:
         body = b"".join(self.error_body or [])
         return f"HTTP {self.status}: {body[:300].decode('utf-8', 'replace').strip()}"
-
-
-def _whole_chunks(data: bytes, out: list[bytes]) -> tuple[int, bool]:
-    """The whole chunks at the start of `data` in a few calls, not a step per chunk:
-    (where they end, whether the last chunk was among them). Each chunk is `SIZE CRLF
-    PAYLOAD CRLF`, so splitting at CRLF gives sizes and payloads in turn where no
-    payload holds a CRLF; a size that is not that of its payload (a payload holding a
-    CRLF, a chunk extension) leaves every chunk to the step-by-step way."""
-    lines = data.split(b"\r\n")
-    pairs = (len(lines) - 1) // 2  # a size line and a payload, each followed by CRLF
-    if not pairs:
-        return 0, False
-    sizes = lines[0 : 2 * pairs : 2]
-    payloads = lines[1 : 2 * pairs : 2]
-    try:
-        lengths = list(map(int, sizes, repeat(16)))
-    except ValueError:
-        return 0, False
-    last = 0 in lengths
-    if last:  # the last chunk: what follows it (trailers) is ignored
-        pairs = lengths.index(0)
-        del lengths[pairs:], payloads[pairs:]
-    if lengths != list(map(len, payloads)) or (lengths and min(lengths) < 0):
-        return 0, False
-    out += payloads
-    return sum(map(len, lines[: 2 * pairs])) + 4 * pairs, last
-
-
-def _chunk_size(line: bytes) -> int:
-    """The size on a chunk-size line (hex digits, then optional `;extensions`)."""
-    try:
-        length = int(line, 16)
-    except ValueError:
-        try:
-            length = int(line.split(b";", 1)[0], 16)
-        except ValueError as exc:
-            raise HttpError("malformed chunked encoding from the server") from exc
-    if length < 0:  # `int` takes a sign; a chunk size has none
-        raise HttpError("malformed chunked encoding from the server")
-    return length
 
 
 class _Conn(asyncio.Protocol):
