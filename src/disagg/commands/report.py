@@ -18,7 +18,7 @@ from disagg.commands.options import out_dir as checked_out
 from disagg.commands.options import writable_dir
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS
-from disagg.report.model import XMetric, YMetric
+from disagg.report.axes import XMetric, YMetric
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -6,8 +6,8 @@ argv and environment, its node and GPUs, and the files written for its role, wit
 `build_bindings`, `render_task` and `write_role_files`). Nodes are named and addressed
 `node0..N-1`; ports come from the allocator, every port taken as free, from
 `PORT_BASE`; the run directory stays `${run.dir}` for a role on the host (a container
-sees it at `/logs`) and the job id `${run.job_id}`; a hub model is its snapshot directory in the cluster's model cache
-under the revision the plan names.
+sees it at `/logs`) and the job id `${run.job_id}`; a hub model is its snapshot
+directory in the cluster's model cache under the revision the plan names.
 """
 
 from __future__ import annotations
