@@ -24,7 +24,7 @@ import pytest
 
 from disagg.cluster import load_profile
 from disagg.engines.atom import ADAPTER, ATOM_MODULE
-from disagg.engines.base import WorkerRole, WorkerSpec
+from disagg.engines.worker import WorkerRole, WorkerSpec
 from disagg.errors import UnsupportedRecipe
 from disagg.plan.model import Plan
 from disagg.plan.placement import place

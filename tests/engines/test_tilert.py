@@ -23,7 +23,7 @@ import pytest
 
 from disagg.engines.tilert import ADAPTER, CONNECTOR_MODULE, DECODE_MODULE
 from disagg.errors import UnsupportedRecipe
-from disagg.frontends.static import local_refusal
+from disagg.frontends import local_refusal
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants
 from slurm.golden_support import check_golden

@@ -205,7 +205,7 @@ def test_simulated_vllm_worker_carries_what_vllm_would_run(tmp_path: Path) -> No
 
 def test_engine_flags_leave_out_program_model_and_placement() -> None:
     """What a frontend running vLLM under its own module (Dynamo) reuses."""
-    from disagg.engines.base import WorkerSpec
+    from disagg.engines.worker import WorkerSpec
 
     args = {"tensor-parallel-size": 4, "port": 9, "connector": "nixl"}
     flags = ADAPTER.engine_flags(args, WorkerSpec(role="decode", served_name="m"))

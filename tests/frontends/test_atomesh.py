@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from disagg.errors import DisaggError, UnsupportedRecipe
+from disagg.frontends import local_refusal
 from disagg.frontends.atomesh import ATOMESH_BINARY
-from disagg.frontends.static import local_refusal
 from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants

@@ -1,4 +1,4 @@
-"""The frontend table names each adapter by the types the adapter says it answers to."""
+"""The frontend registry names each adapter module by the types the adapter says it answers to."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from importlib import import_module
 import pytest
 
 from disagg import frontends
-from disagg.frontends import _ADAPTERS, frontend_for, names, refusal
+from disagg.frontends import _TABLE, frontend_for, names, refusal
+
+_ADAPTERS = _TABLE.where  # type -> (module, attribute), as the modules declare them
 
 
 @pytest.mark.parametrize("kind", names())

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("aiconfigurator_core", reason="the `predict` group is not installed")
 
-from disagg.engines.base import Parallelism
 from disagg.engines.registry import adapter
+from disagg.engines.worker import Parallelism
 from disagg.predict.mapping import (
     PredictOptions,
     Unmappable,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from disagg.engines.base import Parallelism
 from disagg.engines.sglang import ADAPTER, render_args, worker_args
+from disagg.engines.worker import Parallelism
 
 
 def test_render_rules() -> None:

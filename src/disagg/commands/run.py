@@ -160,7 +160,7 @@ def run_command(
 def _refuse_uninstalled_frontends(plans: list[Any]) -> None:
     """A real router that is not installed here (atomesh, tilert-router) is refused by name
     before any run directory is made, not started to fail."""
-    from disagg.frontends.static import local_refusal
+    from disagg.frontends import local_refusal
 
     for plan in plans:
         why = local_refusal(plan.frontend, plan.simulated)

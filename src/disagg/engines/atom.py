@@ -1,37 +1,29 @@
 """ATOM (AMD's engine for ROCm GPUs) behind the engine seam: `atom.entrypoints.openai_server`.
 
-srt-slurm's `atom` engine launches `python3 -m atom.entrypoints.openai_server` on ROCm
-workers (schema-reference AtomBackend). The flags are ATOM's own CLI
-(`atom/model_engine/arg_utils.py` and the server's `--host`/`--server-port`):
+srt-slurm's `atom` engine runs `python3 -m atom.entrypoints.openai_server`; the flags are
+ATOM's own CLI (`atom/model_engine/arg_utils.py`):
 
-- A role's `backend.atom_config.<role>` settings render as SGLang's do (`key: value` ->
-  `--key value`, `true` -> `--key`, `false`/`null` omitted), each key as written: ATOM
-  has spellings of its own (`--kv_cache_dtype`, `--no-enable_prefix_caching`); a
-  one-letter-group short name (`tp`, `dp`, `pp`, `pcp`, `dcp`) renders as `-tp`.
-- The plan owns the model location (`--model ${model.path}`), the served name, the API
-  address (`--host`, `--server-port`) and the engine's internal port (`--port`, 8006 by
-  default, which two workers on one node would share).
+- A role's settings render as SGLang's do, each key as written: ATOM has spellings of
+  its own (`--kv_cache_dtype`, `--no-enable_prefix_caching`), and one-letter-group sizes
+  (`tp`, `dp`, `pp`, `pcp`, `dcp`) are short flags (`-tp`).
+- The plan owns the model location, the served name, the API address (`--host`,
+  `--server-port`) and the engine's internal `--port` (8006 by default, which two workers
+  on one node would share).
 - A worker's tensor-parallel size is its GPU count unless the role sets one: the ATOM
   recipes give a worker 8 GPUs and no `-tp` ("each endpoint occupies one TP8 node").
-- Prefill/decode workers hand KV over through `--kv-transfer-config`:
-  `kv_role` kv_producer (prefill) or kv_consumer (decode), `kv_connector` from
-  `backend.connector` (srt-slurm's only one: mooncake), the connector's handshake port
-  (a port of the worker's own; its ranks use the ports after it) and, with
-  `backend.mooncake_protocol`, the transport (`tcp` also turns on Mooncake's TCP
-  connection pool, `MC_TCP_ENABLE_CONNECTION_POOL`, as ATOM's own P/D scripts do).
-- Speculative decoding: `--method` (mtp, eagle3, dspark) and
-  `--num-speculative-tokens`; a standalone draft is `--draft-model`.
+- Prefill/decode workers hand KV over through `--kv-transfer-config` (kv_producer /
+  kv_consumer, `backend.connector`: srt-slurm's only one is mooncake), on a handshake port
+  of their own (their ranks use the ports after it); `backend.mooncake_protocol: tcp` also
+  turns on Mooncake's TCP connection pool, as ATOM's own P/D scripts do.
 
-ATOM's P/D hand-over needs ATOM's own router (`frontend.type: atomesh`,
-`disagg.frontends.atomesh`): real prefill/decode workers behind any other frontend are
-refused; aggregated ones run behind any frontend. GPU
-pinning is the cluster profile's (`HIP_VISIBLE_DEVICES`/`ROCR_VISIBLE_DEVICES` on AMD).
-No ATOM runs on this machine: golden files and the simulated engine stand in.
+That hand-over needs ATOM's own router (`frontend.type: atomesh`): real prefill/decode
+workers behind any other frontend are refused, aggregated ones run behind any. GPU
+pinning is the cluster profile's (`HIP_VISIBLE_DEVICES` on AMD). No ATOM runs on this
+machine: golden files and the simulated engine stand in.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -39,14 +31,12 @@ from typing import Any, ClassVar
 from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
-    Parallelism,
-    SimReading,
     WorkerCommand,
-    WorkerSpec,
-    as_int,
-    bootstrap_ports,
     listen_host,
+    render_args,
+    staged_draft,
 )
+from disagg.engines.worker import Parallelism, SimReading, WorkerSpec
 
 ATOM_MODULE = "atom.entrypoints.openai_server"
 FLAGS = FlagTable(
@@ -92,19 +82,10 @@ def _gpus(spec: WorkerSpec) -> int:
 
 class Atom(EngineAdapter):
     name: ClassVar[str] = "atom"
-    label: ClassVar[str] = "ATOM"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     backend_fields: ClassVar[frozenset[str]] = frozenset({"connector", "mooncake_protocol"})
     health_deadline_s: ClassVar[float] = 1800.0  # large MoE checkpoints load for a long while
-
-    def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
-        tp, dp, pp = (FLAGS.size(args, s) for s in ("tp", "dp", "pp"))
-        dp_attention = FLAGS.value(args, "dp_attention") is True
-        expert = FLAGS.value(args, "expert_parallel") is True
-        return Parallelism(
-            tp=tp, dp=dp, pp=pp, ep=tp * dp if expert else 1, dp_attention=dp_attention
-        )
 
     def worker_parallelism(self, args: Mapping[str, Any], spec: WorkerSpec) -> Parallelism:
         """Without a written tensor-parallel size, a worker's ranks span all its GPUs."""
@@ -113,34 +94,11 @@ class Atom(EngineAdapter):
             return par
         tp = max(1, _gpus(spec) // (par.pp * (1 if par.dp_attention else par.dp)))
         expert = FLAGS.value(args, "expert_parallel") is True
-        return Parallelism(
-            tp=tp,
-            dp=par.dp,
-            pp=par.pp,
-            ep=tp * par.dp if expert else 1,
-            dp_attention=par.dp_attention,
-        )
+        return replace(par, tp=tp, ep=tp * par.dp if expert else 1)
 
     def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
-        base = super().sim_reading(args)
         sizes = FLAGS.value(args, "cuda_graph_sizes")
-        return SimReading(
-            parallel=base.parallel,
-            max_running_requests=base.max_running_requests,
-            chunked_prefill_size=base.chunked_prefill_size,
-            cuda_graph_max_bs=_largest(sizes),
-            speculative_algorithm=base.speculative_algorithm,
-            speculative_num_steps=as_int(FLAGS.value(args, "speculative_steps")),
-            context_length=base.context_length,
-        )
-
-    def simulated_worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        from disagg.engines.sim.command import sim_worker_argv
-
-        reading = replace(self.sim_reading(args), parallel=self.worker_parallelism(args, spec))
-        served = self.served_model_name(args) or spec.served_name
-        argv = sim_worker_argv(reading, spec, served_name=served, host=listen_host(args))
-        return WorkerCommand(argv=argv, ports=bootstrap_ports(spec))
+        return replace(super().sim_reading(args), cuda_graph_max_bs=_largest(sizes))
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.simulated:
@@ -160,16 +118,12 @@ class Atom(EngineAdapter):
         return None
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
-        from disagg.cluster import is_repo_id
-
         kept: dict[str, Any] = {}
         for key, value in args.items():
             name = FLAGS.normalise(key)
             if name in PLACEMENT_FLAGS or name == "kv-transfer-config":
                 continue
-            if name == "draft-model" and isinstance(value, str) and is_repo_id(value):
-                value = "${model.draft}"
-            kept[str(key)] = value
+            kept[str(key)] = staged_draft(value) if name == "draft-model" else value
         if FLAGS.find(args, "served_model_name") is None:
             kept["served-model-name"] = spec.served_name
         if FLAGS.find(args, "tp") is None:
@@ -183,7 +137,7 @@ class Atom(EngineAdapter):
             )
         elif own is not None:
             kept["kv-transfer-config"] = own
-        return render(kept)
+        return render_args(kept, flag=lambda key: f"-{key}" if key in _SHORT else f"--{key}")
 
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
         argv = ["python3", "-m", ATOM_MODULE, "--model", "${model.path}"]
@@ -197,29 +151,6 @@ class Atom(EngineAdapter):
             if spec.backend.get("mooncake_protocol") == "tcp":
                 env["MC_TCP_ENABLE_CONNECTION_POOL"] = "true"
         return WorkerCommand(argv=argv, ports=ports, env=env)
-
-
-def render(args: Mapping[str, Any]) -> list[str]:
-    """Settings -> ATOM flags, in the recipe's order, each key as written (`tp` -> `-tp`)."""
-    out: list[str] = []
-    for key, value in args.items():
-        flag = f"-{key}" if key in _SHORT else f"--{key}"
-        if value is None or value is False:
-            continue
-        if value is True:
-            out.append(flag)
-        elif isinstance(value, list):
-            if value:
-                out += [flag, *(_text(item) for item in value)]
-        else:
-            out += [flag, _text(value)]
-    return out
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, Mapping | list):
-        return json.dumps(value)
-    return str(value)
 
 
 def _largest(sizes: Any) -> int | None:

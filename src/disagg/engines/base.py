@@ -1,7 +1,7 @@
 """The engine seam: what placement, lint, staging and the simulator ask of an engine.
 
-One adapter per engine (`engines/sglang.py`, ...), registered by the recipe's own name
-for it (`backend.type`) in `engines/registry.py`. An adapter owns everything
+One adapter per engine: the module `engines/<backend.type>.py` with its `ADAPTER`, which
+registers it (`engines/registry.py`). An adapter owns everything
 engine-specific: where its per-role settings live in a recipe, its one flag table
 (every spelling of the parallel sizes, attention-DP, batch limits, speculative
 decoding), the GPUs a worker needs, the draft model it names, its worker command,
@@ -11,26 +11,27 @@ Nothing outside an adapter spells an engine flag.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-Mode = Literal["prefill", "decode"]
-# A worker role as resources and per-role settings name it.
-WorkerRole = Literal["prefill", "decode", "aggregated"]
-WORKER_ROLES: tuple[WorkerRole, ...] = ("prefill", "decode", "aggregated")
+from disagg.engines.sim.command import sim_worker_argv
+from disagg.engines.worker import (
+    Parallelism,
+    SimReading,
+    WorkerRole,
+    WorkerSpec,
+    as_int,
+)
+
 # Where a Dynamo worker dumps its resolved configuration (srtctl passes `--dump-config-to
 # <log dir>/<node>_config.json` to dynamo.sglang and dynamo.vllm): the run directory,
 # which every container mounts where srtctl mounts its log directory.
 CONFIG_DUMP = ["--dump-config-to", "${run.dir}/${self.node}_config.json"]
 CONFIG_DUMP_ROW = "config-dump-path"
-
-
-def as_int(value: Any) -> int | None:
-    """A setting's value when it is an integer (YAML's `true` is not one)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @lru_cache(maxsize=4096)
@@ -102,74 +103,6 @@ class FlagTable:
 
 
 @dataclass(frozen=True)
-class Parallelism:
-    """A worker's parallel layout as its engine reads its settings.
-
-    `replicas_use_gpus`: whether data-parallel ranks add GPUs (SGLang and vLLM without
-    attention-DP) or share the tensor-parallel ranks (attention-DP, TRT-LLM).
-    """
-
-    tp: int = 1
-    dp: int = 1
-    ep: int = 1
-    pp: int = 1
-    dp_attention: bool = False
-    replicas_use_gpus: bool = True
-
-    @property
-    def gpus(self) -> int:
-        """GPUs one worker's engine uses."""
-        replicas = self.dp if self.replicas_use_gpus and not self.dp_attention else 1
-        return self.tp * self.pp * replicas
-
-
-@dataclass(frozen=True)
-class SimReading:
-    """What the simulated engine needs to know about one worker, read by its adapter."""
-
-    parallel: Parallelism
-    max_running_requests: int | None = None
-    chunked_prefill_size: int | None = None
-    max_prefill_tokens: int | None = None
-    cuda_graph_max_bs: int | None = None
-    speculative_algorithm: str | None = None
-    speculative_num_steps: int | None = None
-    context_length: int | None = None
-
-
-@dataclass(frozen=True)
-class WorkerSpec:
-    """What the plan has decided about one worker when it asks for its command."""
-
-    role: WorkerRole
-    served_name: str
-    nnodes: int = 1
-    gpus_per_node: int = 1  # GPUs the worker has on each of its nodes
-    ib_devices: tuple[str, ...] = ()
-    simulated: bool = False
-    frontend: str = "sglang"  # the recipe's `frontend.type`
-    gpu_type: str | None = None  # the recipe's `resources.gpu_type` (TRT-LLM's numactl default)
-    schema2: bool = False  # written in srt-slurm 2.x's schema (its defaults where they differ)
-    # The recipe's `backend` map as written, for the engine-wide knobs an adapter honours.
-    backend: Mapping[str, Any] = field(default_factory=dict)
-    # Schema 2's `roles.<role>.engine` when it is not the variant's (a pair the variant's
-    # adapter runs, TileRT's vllm prefill); `backend` then holds that role's own knobs only.
-    engine: str | None = None
-    # One process of a worker launched a process per GPU (`rank_processes`): its global
-    # data-parallel rank, and the role of rank 0, whose address and ports the ranks share.
-    dp_rank: int | None = None
-    dp_head: str = "self"
-
-    @property
-    def mode(self) -> Mode | None:
-        return None if self.role == "aggregated" else self.role
-
-    @property
-    def multi_node(self) -> bool:
-        return self.nnodes > 1
-
-
-@dataclass(frozen=True)
 class Ignored:
     """A role setting the plan does not pass on as written, and why (shown by plan and lint)."""
 
@@ -213,7 +146,6 @@ class EngineAdapter(ABC):
     """One engine behind the seam. Subclasses are stateless; one instance is registered."""
 
     name: ClassVar[str]  # `backend.type`
-    label: ClassVar[str]  # for messages: "SGLang"
     flags: ClassVar[FlagTable]
     health_path: ClassVar[str] = "/health"
     health_deadline_s: ClassVar[float] = 600.0
@@ -226,11 +158,12 @@ class EngineAdapter(ABC):
     # Engine knobs this engine also takes for one role, as that role's own setting
     # (knob -> the role's key): schema 2's knob on one role's engine only sets it there.
     role_knobs: ClassVar[Mapping[str, str]] = {}
-    # Whether a real prefill worker serves SGLang's bootstrap port (the router names it).
-    bootstrap: ClassVar[bool] = False
     # False for an engine that emulates GPU workers on none (Dynamo's mocker): the GPUs a
     # recipe gives its workers are kept for the numbers, and no parallel layout must fit them.
     uses_gpus: ClassVar[bool] = True
+    # Whether prefill and decode workers may share nodes (the recipe's `allow_prefill_decode_
+    # colocation` knobs: srtctl reads them of a `VLLMProtocol` backend only).
+    colocates: ClassVar[bool] = False
     # False: workers run from disagg's own environment, not in the recipe's `model.container`
     # (Dynamo's mocker, pinned with disagg); the image is then neither staged nor used.
     in_image: ClassVar[bool] = True
@@ -251,11 +184,15 @@ class EngineAdapter(ABC):
         return args if isinstance(args, Mapping) else {}
 
     def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
+        """The settings' layout; with expert parallelism on (vLLM's, ATOM's switch) every
+        rank of the worker is an expert rank."""
         table = self.flags
+        tp, dp = table.size(args, "tp"), table.size(args, "dp")
+        expert = table.value(args, "expert_parallel") is True
         return Parallelism(
-            tp=table.size(args, "tp"),
-            dp=table.size(args, "dp"),
-            ep=table.size(args, "ep"),
+            tp=tp,
+            dp=dp,
+            ep=tp * dp if expert else table.size(args, "ep"),
             pp=table.size(args, "pp"),
             dp_attention=table.value(args, "dp_attention") is True,
         )
@@ -312,13 +249,16 @@ class EngineAdapter(ABC):
         return self.simulated_worker(args, spec) if spec.simulated else self.worker(args, spec)
 
     def simulated_worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        """The simulated engine, told what this engine would run (`sim_reading`)."""
-        from disagg.engines.sim.command import sim_worker_argv
-
-        reading = self.sim_reading(args)
+        """The simulated engine, told what this engine would run (`worker_reading`)."""
         served = self.served_model_name(args) or spec.served_name
-        argv = sim_worker_argv(reading, spec, served_name=served, host=listen_host(args))
+        argv = sim_worker_argv(
+            self.worker_reading(args, spec), spec, served_name=served, host=listen_host(args)
+        )
         return WorkerCommand(argv=argv, ports=bootstrap_ports(spec))
+
+    def worker_reading(self, args: Mapping[str, Any], spec: WorkerSpec) -> SimReading:
+        """`sim_reading` of one placed worker, on the GPUs it is given (`worker_parallelism`)."""
+        return replace(self.sim_reading(args), parallel=self.worker_parallelism(args, spec))
 
     @abstractmethod
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
@@ -342,6 +282,40 @@ class EngineAdapter(ABC):
             speculative_num_steps=as_int(table.value(args, "speculative_steps")),
             context_length=as_int(table.value(args, "context_length")),
         )
+
+
+def render_args(args: Mapping[str, Any], flag: Callable[[str], str] | None = None) -> list[str]:
+    """Settings -> flags, in the recipe's order (DESIGN.md): `key: value` -> `--key value`
+    (`tp_size` -> `--tp-size`, or as `flag` spells a key), `true` -> `--key`, `false` and
+    `null` omitted, a list -> `--key v1 v2 ...` (an empty one omitted), a map -> JSON."""
+    out: list[str] = []
+    for key, value in args.items():
+        name = flag(str(key)) if flag else "--" + str(key).replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            out.append(name)
+        elif isinstance(value, list):
+            if value:
+                out += [name, *(_text(item) for item in value)]
+        else:
+            out += [name, _text(value)]
+    return out
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping | list):
+        return json.dumps(value)
+    return str(value)
+
+
+def staged_draft(value: Any) -> Any:
+    """A draft model named by repo id as its staged copy (`${model.draft}`), else `value`."""
+    from disagg.cluster import is_repo_id  # not at the top: the simulator reads flag tables
+
+    return "${model.draft}" if isinstance(value, str) and is_repo_id(value) else value
 
 
 def listen_host(args: Mapping[str, Any]) -> str:

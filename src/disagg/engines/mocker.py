@@ -1,22 +1,16 @@
 """Dynamo's mocker as an engine (`backend.type: mocker`, schema 2 `engine: mocker`).
 
-`python -m dynamo.mocker` (ai-dynamo 1.6.1) is a real program: it loads the model's
-tokenizer (no weights), registers with Dynamo's discovery as a GPU worker would,
-schedules requests with the KV-cache, batching and timing model of the engine it
-emulates (`engine_type`: vllm, sglang or trtllm) and streams random token ids. It needs
-no GPU, and it has no HTTP API of its own: only Dynamo's frontend can front it, so any
-other frontend is refused. A mocker run is not simulated by disagg: the mocker is the
-engine the recipe asks for.
+`python -m dynamo.mocker` (ai-dynamo 1.6.1) loads the model's tokenizer (no weights),
+registers with Dynamo's discovery as a GPU worker would, schedules requests with the
+KV-cache, batching and timing model of the engine it emulates (`engine_type`) and streams
+random token ids. It needs no GPU and has no HTTP API: only Dynamo's frontend fronts it.
+A mocker run is not simulated by disagg: the mocker is the engine the recipe asks for.
 
-Flags follow srt-slurm's mocker backend. The engine-wide knobs (`backend.<knob>` in v1,
-`engine.<knob>` in schema 2) pass srt-slurm's values for the core ones when unset
-(engine vllm, speedup ratio 100, dp 1, 16384 GPU blocks, 256 sequences, 8192 batched
-tokens) and the others only when set. Then each role's `mocker_config.<role>` map, as
-flags (`key: value` -> `--key value`, `true` -> `--key`): a later flag wins, so a role
-overrides an engine-wide knob. `false` becomes the mocker's `--no-key` where it has one
-(srt-slurm drops it, which leaves a default-on feature on). Keys are checked against the
-mocker's own flags, so a typo is refused at plan time rather than at launch. The plan
-owns the model location, the worker's mode, its ports and Dynamo's discovery.
+Flags follow srt-slurm's mocker backend: the engine-wide knobs (srt-slurm's values for the
+core ones when unset), then the role's own settings, so that a role overrides a knob.
+`false` becomes the mocker's `--no-key` where it has one (srt-slurm drops it, which leaves
+a default-on feature on). Keys are checked against the mocker's own flags, so a typo is
+refused at plan time rather than at launch.
 """
 
 from __future__ import annotations
@@ -25,16 +19,8 @@ import difflib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from disagg.engines.base import (
-    EngineAdapter,
-    FlagTable,
-    Ignored,
-    Parallelism,
-    WorkerCommand,
-    WorkerRole,
-    WorkerSpec,
-)
-from disagg.engines.sglang import render_args
+from disagg.engines.base import EngineAdapter, FlagTable, Ignored, WorkerCommand, render_args
+from disagg.engines.worker import Parallelism, WorkerRole, WorkerSpec
 
 MOCKER_MODULE = "dynamo.mocker"
 ENGINE_TYPES = ("vllm", "sglang", "trtllm")
@@ -182,7 +168,6 @@ class Mocker(EngineAdapter):
     """`python -m dynamo.mocker` workers from this environment's ai-dynamo."""
 
     name: ClassVar[str] = "mocker"
-    label: ClassVar[str] = "Dynamo mocker"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLAN_FLAGS
     honoured_keys: ClassVar[frozenset[str]] = frozenset()

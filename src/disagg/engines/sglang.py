@@ -1,25 +1,18 @@
 """SGLang behind the engine seam: `python3 -m sglang.launch_server` workers.
 
-Rendering (DESIGN.md): `key: value` -> `--key value`; `true` -> `--key`; `false` and
-`null` -> omitted; a list -> `--key v1 v2 ...` (an empty list is omitted); a map ->
-one JSON string. Keys are written with dashes (`tp_size` -> `--tp-size`).
+Settings render as DESIGN.md says (`engines.base.render_args`). The plan owns the flags
+that depend on placement (`--host`, `--port`, the bootstrap port, `--nccl-port`,
+`--dist-init-addr`, `--nnodes`, `--node-rank`) and the model location (the staged model as
+the worker sees it, replacing a recipe's own `model-path` such as srt-slurm's `/model/`).
 
-The plan owns the flags that depend on placement (`--host`, `--port`, bootstrap
-port, `--nccl-port`, `--dist-init-addr`, `--nnodes`, `--node-rank`) and the model location
-(`--model-path ${model.path}`: the staged model as the worker sees it; a recipe's
-own `model-path`, e.g. srt-slurm's container mount `/model/`, is replaced). A draft
-model named by repo id becomes `${model.draft}`, the staged copy.
-
-`--nccl-port`: SGLang's default probes for a free port when it starts, and workers
-starting together on one node can race for the same one; srt-slurm pins one per worker
-process (`SGLangProtocol.build_worker_command`: 17500 + the process's index in the job,
-replacing the recipe's own). The plan pins one per worker too, a port of its own
-(`nccl`) that the orchestrator reserves with the worker's other ports.
+`--nccl-port`: SGLang's default probes for a free port at start, and workers starting
+together on one node can race for one; srt-slurm pins one per worker process
+(`SGLangProtocol.build_worker_command`), and so does the plan: a port of its own (`nccl`)
+the orchestrator reserves with the worker's others.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -29,11 +22,13 @@ from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
     WorkerCommand,
-    WorkerSpec,
     bootstrap_ports,
     listen_host,
+    render_args,
+    staged_draft,
 )
 from disagg.engines.sim.command import SIM_PREFIX
+from disagg.engines.worker import WorkerSpec
 
 SGLANG_MODULE = "sglang.launch_server"
 NCCL_PORT = "nccl"  # the port name behind `--nccl-port ${self.nccl_port}`
@@ -89,49 +84,13 @@ PLACEMENT_FLAGS = frozenset(
 DRAFT_FLAGS = FLAGS.names("draft_model")
 
 
-def flag_name(key: str) -> str:
-    return FLAGS.normalise(key)
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Mapping | list):
-        return json.dumps(value)
-    return str(value)
-
-
-def render_args(args: Mapping[str, Any]) -> list[str]:
-    """Recipe engine args -> argv flags, in the recipe's order (vLLM renders the same way)."""
-    out: list[str] = []
-    for key, value in args.items():
-        flag = "--" + flag_name(key)
-        if value is None or value is False:
-            continue
-        if value is True:
-            out.append(flag)
-        elif isinstance(value, list):
-            if value:
-                out += [flag, *(_text(item) for item in value)]
-        elif isinstance(value, Mapping):
-            out += [flag, json.dumps(value)]
-        else:
-            out += [flag, _text(value)]
-    return out
-
-
 def _kept(args: Mapping[str, Any], mode: str | None, served_name: str) -> dict[str, Any]:
     """The recipe's settings less the placement flags, plus the ones the worker's mode needs."""
-    from disagg.cluster import is_repo_id  # not at the top: the simulator reads FLAGS
-
     kept: dict[str, Any] = {}
     for key, value in args.items():
-        name = flag_name(key)
-        if name in PLACEMENT_FLAGS:  # `host` included: see `listen_host`
-            continue
-        if name in DRAFT_FLAGS and isinstance(value, str) and is_repo_id(value):
-            value = "${model.draft}"
-        kept[name] = value
+        name = FLAGS.normalise(key)
+        if name not in PLACEMENT_FLAGS:  # `host` included: see `listen_host`
+            kept[name] = staged_draft(value) if name in DRAFT_FLAGS else value
     if mode is not None:
         kept["disaggregation-mode"] = mode
     kept.setdefault("served-model-name", served_name)
@@ -176,12 +135,10 @@ class SGLang(EngineAdapter):
     """SGLang workers; the simulated engine takes exactly the same flags."""
 
     name: ClassVar[str] = "sglang"
-    label: ClassVar[str] = "SGLang"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     # The plan adds each worker's KV event publisher (disagg.plan.kv_events).
     backend_fields: ClassVar[frozenset[str]] = frozenset({"kv_events_config"})
-    bootstrap: ClassVar[bool] = True
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
         return render_args(_kept(args, spec.mode, spec.served_name))

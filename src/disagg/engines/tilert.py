@@ -1,34 +1,26 @@
 """TileRT behind the engine seam: a vLLM prefill handing its KV to TileRT's decode server.
 
-srt-slurm 2.x's `tilert` engine (schema-reference TileRTBackend: "Launch TileRT's decode
-server with recipe-owned model and transport settings") runs TileRT's disaggregated
-layout, as TileRT's README (Topology A, `tilert.pd_vllm`) describes it:
+srt-slurm 2.x's `tilert` engine runs TileRT's disaggregated layout as TileRT's README
+(Topology A, `tilert.pd_vllm`) describes it:
 
-- prefill: stock `vllm serve` with TileRT's KV connector loaded as a plugin
-  (`kv_connector_module_path: tilert.pd_vllm.prefill_connector`, role kv_producer) and
+- prefill: stock `vllm serve` with TileRT's KV connector loaded as a plugin and
   `--return-tokens-as-token-ids` (the router reads the first token's id), its tensor
-  parallel over the worker's GPUs unless the role sets a size. The engine
-  knobs fill what the README's command line sets: `prefill_kv_cache_dtype` ->
-  `--kv-cache-dtype`, `with_mtp`/`speculative_tokens` -> `--speculative-config` (mtp),
-  `model_profile`/`max_seq_len`/`transport` -> the connector's `tilert_*` settings. A
-  role's own setting wins over the knob; a role's own `kv-transfer-config` is kept whole.
-  `prefill_container` is the image the prefill runs in.
+  parallel over the worker's GPUs unless the role sets a size. The engine knobs fill what
+  the README's command line sets (`prefill_kv_cache_dtype`, `with_mtp`, the connector's
+  `tilert_*` settings); a role's own setting wins, its own `kv-transfer-config` is kept
+  whole. `prefill_container` is the image the prefill runs in.
 - decode: `python3 -m tilert.pd_vllm.decode_server --engine tilert` with the knobs as its
-  flags (`--model` profile, `--model-weights-dir`, `--max-seq-len`, `--kv-cache-dtype`,
-  `--transport`, `--with-mtp`), then the role's own settings as written, then the plan's
-  two ports (`--ctrl-port`: the connector's RDMA control plane, `--http-port`).
+  flags, then the role's own settings as written, then the plan's two ports (`--ctrl-port`:
+  the connector's RDMA control plane, `--http-port`); it binds every interface.
 
-A schema-2 recipe may write the prefill as a role of its own engine instead (`roles.prefill.
-engine: vllm` beside `roles.decode.engine: tilert`, as srt-slurm's TileRT examples do;
-`WorkerSpec.engine` says so): that prefill is rendered as a vLLM prefill role is, from
-its own args and its own vLLM knobs, with nothing of TileRT's added (role engines do not
-inherit options from each other), so its `kv-transfer-config` must load TileRT's
-connector itself.
+A schema-2 recipe may write the prefill as a role of engine vllm instead (srt-slurm's
+TileRT examples; `WorkerSpec.engine` says so): it is rendered as any vLLM prefill role,
+from its own args and vLLM knobs alone (role engines inherit nothing from each other), so
+its `kv-transfer-config` must load TileRT's connector itself.
 
-The decode server serves no OpenAI API (`/pd/decode`, `/health`): only TileRT's router
-(`frontend.type: tilert-router`) reaches it, so an aggregated TileRT worker is refused.
-The decode server has no host flag (it binds every interface). No TileRT runs on this
-machine: golden files and the simulated engine stand in.
+The decode server serves no OpenAI API: only TileRT's router (`frontend.type:
+tilert-router`) reaches it, so an aggregated TileRT worker is refused. No TileRT runs on
+this machine: golden files and the simulated engine stand in.
 """
 
 from __future__ import annotations
@@ -41,13 +33,10 @@ from typing import Any, ClassVar
 from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
-    Parallelism,
     WorkerCommand,
-    WorkerSpec,
-    as_int,
-    bootstrap_ports,
-    listen_host,
+    render_args,
 )
+from disagg.engines.worker import Parallelism, SimReading, WorkerSpec, as_int
 from disagg.recipe.backend_section import ENGINE_KNOBS
 
 DECODE_MODULE = "tilert.pd_vllm.decode_server"
@@ -106,15 +95,11 @@ def connector_json(backend: Mapping[str, Any]) -> str:
 
 class TileRT(EngineAdapter):
     name: ClassVar[str] = "tilert"
-    label: ClassVar[str] = "TileRT"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     honoured_keys: ClassVar[frozenset[str]] = frozenset()
     backend_fields: ClassVar[frozenset[str]] = KNOBS
     health_deadline_s: ClassVar[float] = 3600.0  # TileRT compiles its kernels at start-up
-
-    def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
-        return Parallelism(tp=FLAGS.size(args, "tp"))
 
     def worker_parallelism(self, args: Mapping[str, Any], spec: WorkerSpec) -> Parallelism:
         """A decode server spans every GPU it is given (TileRT shards its weights per GPU)."""
@@ -126,26 +111,18 @@ class TileRT(EngineAdapter):
             return Parallelism(tp=max(1, spec.gpus_per_node * spec.nnodes))
         return self.parallelism(args)
 
-    def served_model_name(self, args: Mapping[str, Any]) -> str | None:
-        value = FLAGS.value(args, "served_model_name")
-        return str(value) if value is not None else None
-
-    def simulated_worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        """The simulated engine with what each TileRT role would run: the GPUs it spans, the
-        decode server's MTP and the sequence limit the knobs set."""
-        from disagg.engines.sim.command import sim_worker_argv
-
+    def worker_reading(self, args: Mapping[str, Any], spec: WorkerSpec) -> SimReading:
+        """Besides the GPUs each TileRT role spans: the decode server's MTP and the sequence
+        limit the knobs set."""
         backend = spec.backend
-        reading = replace(self.sim_reading(args), parallel=self.worker_parallelism(args, spec))
+        reading = super().worker_reading(args, spec)
         if reading.context_length is None and as_int(backend.get("max_seq_len")) is not None:
             reading = replace(reading, context_length=as_int(backend["max_seq_len"]))
         mtp = FLAGS.value(args, "mtp") is True or bool(backend.get("with_mtp"))
         if spec.mode == "decode" and mtp:
             steps = as_int(args.get("num-mtp")) or as_int(backend.get("speculative_tokens")) or 1
             reading = replace(reading, speculative_algorithm="mtp", speculative_num_steps=steps)
-        served = self.served_model_name(args) or spec.served_name
-        argv = sim_worker_argv(reading, spec, served_name=served, host=listen_host(args))
-        return WorkerCommand(argv=argv, ports=bootstrap_ports(spec))
+        return reading
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.mode is None:
@@ -223,7 +200,6 @@ class TileRT(EngineAdapter):
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
         from disagg.engines import vllm
-        from disagg.engines.sglang import render_args
 
         if spec.mode == "prefill":
             return vllm.ADAPTER.engine_flags(self.prefill_args(args, spec), spec)

@@ -1,37 +1,26 @@
 """TensorRT-LLM behind the engine seam: `trtllm-serve` workers and their YAML configs.
 
-A role's `backend.trtllm_config.<role>` map is TRT-LLM's own engine configuration
-(LLM API options): it is written as one YAML file per role into the run directory
-(`trtllm/<role>.yaml`) and given to `trtllm-serve --extra_llm_api_options`; the
-parallel sizes are repeated on the command line, as `trtllm-serve` expects. Keys are
-taken as written (TRT-LLM's YAML keys are snake_case, no dash spellings).
-
-Prefill/decode workers exchange KV through the cache transceiver named in their YAML
-(`cache_transceiver_config`; `backend: DEFAULT` when the recipe sets none, which
-TRT-LLM needs to serve a context or generation role). The router in front of them is
-`trtllm-serve disaggregated -c trtllm/disagg.yaml`, whose context/generation server
-lists `disaggregated_config` writes (see `frontend.type: trtllm_serve`), or Dynamo's
-frontend over `python -m dynamo.trtllm` workers reading the same YAML
-(`frontend.type: dynamo`, frontends/dynamo_workers.py).
+A role's `backend.trtllm_config.<role>` map is TRT-LLM's own LLM API configuration,
+keys as written: one YAML file per role in the run directory (`trtllm/<role>.yaml`),
+given to `trtllm-serve --config` with the parallel sizes repeated on the command line, as
+`trtllm-serve` expects. Prefill/decode workers hand KV over through the cache transceiver
+their YAML names (`backend: DEFAULT` when the recipe names none: TRT-LLM needs one to
+serve a context or generation role), behind `trtllm-serve disaggregated` (`pd_router`,
+`frontend.type: trtllm_serve`) or Dynamo's frontend over `python -m dynamo.trtllm` workers
+reading the same YAML.
 
 Every worker runs as srt-slurm v1.0.68 starts it (`TRTLLMProtocol.get_srun_config`,
-`build_worker_command`; `worker_stage.start_endpoint_worker`): one MPI step of a rank per
-GPU over all its nodes, one node included (`srun --mpi=pmix --ntasks-per-node=G` from the
-Slurm executor; the local executor refuses it), each rank running
-`[numactl -m 0,1] trtllm-llmapi-launch <command>`. `numactl -m 0,1` binds prefill and
-decode workers' memory to NUMA nodes 0 and 1 on gb200/gb300 (and vrnvl72, srt-slurm
-2.x) unless `backend.numa_memory_bind` says otherwise (true: prefill and decode workers
-on any GPU, in 2.x's schema every worker; false: none).
+`build_worker_command`): one MPI step of a rank per GPU over all its nodes (the local
+executor refuses it), each rank running `[numactl -m 0,1] trtllm-llmapi-launch <command>`;
+`numactl` binds prefill and decode workers' memory on gb200/gb300/vrnvl72 unless
+`backend.numa_memory_bind` says otherwise (true: prefill and decode workers on any GPU,
+in 2.x's schema every worker; false: none).
 
-`trtllm-serve` flags are srtctl's spellings (`--tensor_parallel_size`,
-`--moe_expert_parallel_size`, `--pipeline_parallel_size` with the values the role writes,
-`--config` for the role's YAML; the router's `--config` too): TRT-LLM 1.3.0rc15 and later,
-the releases the corpus pins for `trtllm-serve` (1.3.0rc24, rc28), take them beside the
-older `--tp_size`/`--extra_llm_api_options`/`-c`. `trtllm-serve` has no served-name flag
-before srt-slurm 2.x's `backend.served_model_name`, which then adds `--served_model_name`.
-The router's `disagg.yaml` carries `frontend.ctx_router`/`gen_router` as the server
-lists' `router` and `frontend.server_config_extra` at its top level
-(`TRTLLMServeFrontend._build_ser`), and `frontend.args`/`env` reach its command.
+Flags are srtctl's spellings (`--tensor_parallel_size`, `--config`, ...), which the
+releases the corpus pins (1.3.0rc15 and later) take beside the older `--tp_size`/`-c`;
+`--served_model_name` only with srt-slurm 2.x's `backend.served_model_name`. The router's
+`disagg.yaml` carries `frontend.ctx_router`/`gen_router` as its server lists' `router` and
+`frontend.server_config_extra` at its top (`TRTLLMServeFrontend._build_ser`).
 
 No TRT-LLM runs on this machine: golden files and the simulated engine stand in.
 """
@@ -39,21 +28,13 @@ No TRT-LLM runs on this machine: golden files and the simulated engine stand in.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import yaml
 
-from disagg.engines.base import (
-    EngineAdapter,
-    FlagTable,
-    Parallelism,
-    SimReading,
-    WorkerCommand,
-    WorkerRole,
-    WorkerSpec,
-    as_int,
-    listen_host,
-)
+from disagg.engines.base import EngineAdapter, FlagTable, WorkerCommand, listen_host, staged_draft
+from disagg.engines.worker import Parallelism, SimReading, WorkerRole, WorkerSpec, as_int
 
 FLAGS = FlagTable(
     {
@@ -129,7 +110,6 @@ def _speculative(args: Mapping[str, Any]) -> Mapping[str, Any]:
 
 class TRTLLM(EngineAdapter):
     name: ClassVar[str] = "trtllm"
-    label: ClassVar[str] = "TensorRT-LLM"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_KEYS
     honoured_keys: ClassVar[frozenset[str]] = frozenset()
@@ -165,36 +145,32 @@ class TRTLLM(EngineAdapter):
             graph_max = as_int(graphs.get("max_batch_size"))
             if graph_max is None and isinstance(sizes, list):
                 # only whole sizes count; a list of anything else reads as no limit
-                whole = [n for n in map(as_int, sizes) if n is not None]
-                graph_max = max(whole, default=None)
+                graph_max = max((n for n in map(as_int, sizes) if n is not None), default=None)
         steps = as_int(spec.get("num_nextn_predict_layers")) or as_int(spec.get("max_draft_len"))
         ranks = base.parallel.dp if base.parallel.dp_attention else 1
-        return SimReading(
-            parallel=base.parallel,
+        return replace(
+            base,
             max_running_requests=_times(base.max_running_requests, ranks),
             chunked_prefill_size=_times(base.chunked_prefill_size, ranks),
             # one token budget per iteration: no separate cap on the prefill part
             max_prefill_tokens=_times(base.chunked_prefill_size, ranks),
             cuda_graph_max_bs=_times(graph_max, ranks),
-            context_length=base.context_length,
             speculative_algorithm=str(spec["decoding_type"]) if spec.get("decoding_type") else None,
             speculative_num_steps=steps,
         )
 
     def engine_config(self, args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
         """The YAML the worker reads: the role's map, less placement, plus what its mode needs."""
-        from disagg.cluster import is_repo_id
-
         config: dict[str, Any] = {}
         for key, value in args.items():
             if key in PLACEMENT_KEYS:
                 continue
             if key == "speculative_config" and isinstance(value, Mapping):
                 draft = value.get("speculative_model_dir")
-                if isinstance(draft, str) and is_repo_id(draft):
-                    value = {**value, "speculative_model_dir": "${model.draft}"}
-            elif key in FLAGS.names("draft_model") and isinstance(value, str) and is_repo_id(value):
-                value = "${model.draft}"
+                if staged_draft(draft) != draft:
+                    value = {**value, "speculative_model_dir": staged_draft(draft)}
+            elif key in FLAGS.names("draft_model"):
+                value = staged_draft(value)
             config[key] = value
         if spec.mode is not None and FLAGS.value(config, "cache_transceiver") is None:
             config["cache_transceiver_config"] = dict(DEFAULT_TRANSCEIVER)

@@ -1,51 +1,31 @@
 """vLLM behind the engine seam: `vllm serve MODEL` workers.
 
-Flags come from `backend.vllm_config.<role>` by the same rules as SGLang's (`key: value`
--> `--key value`, `true` -> `--key`, ...). The plan owns the model location (the staged
-model, positional), `--host`/`--port` and everything multi-node.
+Flags come from `backend.vllm_config.<role>` (SGLang's rendering); the plan owns the
+model location (the staged model, positional), `--host`/`--port` and everything
+multi-node.
 
-Prefill/decode KV transfer is `--kv-transfer-config`: the role's own
-`kv-transfer-config`, else its `connector` (a null one counts as unset), else
-`backend.connector` (srt-slurm's default: nixl). Shorthands expand to their JSON (nixl,
-lmcache, kvbm); any other text passes through unchanged as the JSON it is; `null`/`none`
-means no connector: a `dynamo.vllm` worker then gets no `--kv-transfer-config`, as
-srt-slurm renders it (`VLLMProtocol.build_worker_command`), while a `vllm serve`
-prefill or decode worker behind a router, which hands KV over only through one, is
-refused. An aggregated worker takes its own connector, and under Dynamo
-`backend.connector` too, as srt-slurm's `dynamo.vllm` workers do; `vllm serve` behind
-smg needs none.
-NIXL finds its peer through a side channel: `VLLM_NIXL_SIDE_CHANNEL_HOST/PORT`, a port
-of its own per worker.
+KV transfer is `--kv-transfer-config`: the role's own, else its `connector` (a null one
+counts as unset), else `backend.connector` (srt-slurm's default: nixl). Shorthands (nixl,
+lmcache, kvbm) expand to their JSON, other text is the JSON itself, `null`/`none` is no
+connector: a `dynamo.vllm` worker then gets none, as srt-slurm renders it, while a
+`vllm serve` prefill/decode worker behind a router, which hands KV over only through one,
+is refused. An aggregated worker takes its own connector, under Dynamo
+`backend.connector` too. NIXL finds its peer through `VLLM_NIXL_SIDE_CHANNEL_HOST/PORT`,
+a port per worker.
 
-Multi-node workers behind `vllm serve`: with data parallelism, each node runs its share
-of the DP ranks (`--data-parallel-size-local`); the head node serves the API and the
-others run `--headless` from `--data-parallel-start-rank`, all meeting at the head's
-`--data-parallel-address`/`--data-parallel-rpc-port`. Without it, tensor/pipeline
-ranks span the nodes (`--nnodes`, `--node-rank`, `--master-addr`, `--master-port`;
-`--headless` off the head node).
-
-Under Dynamo, a worker that sets `data-parallel-size` is laid out as srt-slurm v1.0.68's
-`dp_launch_mode: per_node` does (`VLLMProtocol._dp_per_node_endpoints_to_processes` and
-`build_worker_command`): when one TP x PP replica fits a node, every node runs its local
-replicas (`--data-parallel-size-local`, `--data-parallel-start-rank`) with
-`--data-parallel-hybrid-lb`, so that each node's Dynamo runtime registers with the
-frontend, and none runs `--headless`; when a replica spans nodes (DP2 x TP8 on 4-GPU
-nodes), the nodes meet at the head (`--master-addr`, `--nnodes`, `--node-rank`, and the
-data-parallel address and RPC port) and the others run `--headless`.
-
-`backend.dp_launch_mode: per_gpu` (srt-slurm's deprecated layout, `endpoints_to_processes`)
-runs such a worker as one process per GPU instead: each its own role with one GPU and
-its global `--data-parallel-rank` (node by node, GPU by GPU), all meeting at rank 0's
-`--data-parallel-address`/`--data-parallel-rpc-port` and sharing rank 0's block of NIXL
-side-channel ports; each registers with Dynamo on its own. The recipe's own flags pass
-through as written there, `--data-parallel-hybrid-lb` included. A direct `vllm serve`
-worker ignores the setting (one process per node), as srt-slurm does.
+A multi-node `vllm serve` worker shares its DP ranks out over its nodes (the head serves
+the API, the others run `--headless` from `--data-parallel-start-rank`), or without DP
+spans tensor/pipeline ranks over them (`--nnodes`, `--node-rank`, `--master-addr`).
+Under Dynamo, a worker that writes `data-parallel-size` takes srt-slurm's DP layouts
+(`disagg.engines.vllm_dp`); a direct `vllm serve` worker ignores `dp_launch_mode` (one
+process per node), as srt-slurm does.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from disagg.engines import vllm_dp as dp
@@ -53,15 +33,13 @@ from disagg.engines.base import (
     EngineAdapter,
     FlagTable,
     Ignored,
-    Parallelism,
-    SimReading,
     WorkerCommand,
-    WorkerRole,
-    WorkerSpec,
     listen_host,
+    render_args,
+    staged_draft,
 )
-from disagg.engines.sglang import render_args
 from disagg.engines.vllm_dp import DYNAMO, DpShape
+from disagg.engines.worker import SimReading, WorkerRole, WorkerSpec
 
 FLAGS = FlagTable(
     {
@@ -175,7 +153,6 @@ def _speculative(args: Mapping[str, Any]) -> dict[str, Any]:
 
 class VLLM(EngineAdapter):
     name: ClassVar[str] = "vllm"
-    label: ClassVar[str] = "vLLM"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
     # `kv_events_config`: the plan adds each worker's KV event publisher (plan.kv_events).
@@ -190,6 +167,7 @@ class VLLM(EngineAdapter):
             "allow_prefill_decode_colocation_across_nodes",
         }
     )
+    colocates: ClassVar[bool] = True
     # A role's own `connector` wins over `backend.connector` (`role_args`, `kv_transfer`).
     role_knobs: ClassVar[Mapping[str, str]] = {"connector": "connector"}
 
@@ -203,11 +181,6 @@ class VLLM(EngineAdapter):
         if role != "aggregated" and all(value is None for value in own):
             args["connector"] = backend.get("connector", DEFAULT_CONNECTOR)
         return args
-
-    def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
-        tp, dp, pp = (FLAGS.size(args, s) for s in ("tp", "dp", "pp"))
-        expert = FLAGS.value(args, "expert_parallel") is True
-        return Parallelism(tp=tp, dp=dp, ep=tp * dp if expert else 1, pp=pp)
 
     def draft_model(self, args: Mapping[str, Any]) -> str | None:
         model = _speculative(args).get("model") or FLAGS.value(args, "draft_model")
@@ -226,14 +199,13 @@ class VLLM(EngineAdapter):
         def times(limit: int | None) -> int | None:
             return None if limit is None else limit * ranks
 
-        return SimReading(
-            parallel=base.parallel,
+        return replace(
+            base,
             max_running_requests=times(base.max_running_requests),
             chunked_prefill_size=times(base.chunked_prefill_size),
             # one token budget per step: no separate cap on the prefill part
             max_prefill_tokens=times(base.chunked_prefill_size),
             cuda_graph_max_bs=times(base.cuda_graph_max_bs),
-            context_length=base.context_length,
             speculative_algorithm=str(spec["method"]) if spec.get("method") else None,
             speculative_num_steps=steps if isinstance(steps, int) else None,
         )
@@ -292,8 +264,6 @@ class VLLM(EngineAdapter):
         return dp.per_gpu(_shape(args), spec)
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
-        from disagg.cluster import is_repo_id
-
         # Under Dynamo's per-node DP layout the plan derives hybrid load balancing itself.
         derived = _DP_DERIVED if dp.per_node(_shape(args), spec) else frozenset()
         kept: dict[str, Any] = {}
@@ -303,11 +273,11 @@ class VLLM(EngineAdapter):
                 continue
             if name == "speculative-config":
                 spec_map = _speculative(args)
-                model = spec_map.get("model")
-                if isinstance(model, str) and is_repo_id(model):
-                    value = json.dumps({**spec_map, "model": "${model.draft}"})
-            elif name == "speculative-model" and isinstance(value, str) and is_repo_id(value):
-                value = "${model.draft}"
+                model = staged_draft(spec_map.get("model"))
+                if model != spec_map.get("model"):
+                    value = json.dumps({**spec_map, "model": model})
+            elif name == "speculative-model":
+                value = staged_draft(value)
             kept[name] = value
         kept.setdefault("served-model-name", spec.served_name)
         transfer = self.kv_transfer(args, spec)
@@ -328,25 +298,7 @@ class VLLM(EngineAdapter):
             # vLLM's own multi-node serve, as srt-slurm's direct frontend renders it: every
             # node meets the head, DP ranks included; no rendezvous port of the plan's.
             return dp.node_ranks(spec, master_port=False)
-        par = self.parallelism(args)
-        if not spec.multi_node:
-            return [["--data-parallel-rpc-port", "${self.dp_rpc_port}"] if par.dp > 1 else []]
-        if par.dp > 1:
-            local = par.dp // spec.nnodes
-            shared = [
-                "--data-parallel-size-local",
-                str(local),
-                "--data-parallel-address",
-                "${self.host}",
-                "--data-parallel-rpc-port",
-                "${self.dp_rpc_port}",
-            ]
-            rest = [
-                [*shared, "--headless", "--data-parallel-start-rank", str(rank * local)]
-                for rank in range(1, spec.nnodes)
-            ]
-            return [shared, *rest]
-        return dp.node_ranks(spec, master_port=True)
+        return dp.serve_flags(self.parallelism(args).dp, spec)
 
     def worker_ports(
         self, args: Mapping[str, Any], spec: WorkerSpec

@@ -1,17 +1,21 @@
-"""Where a vLLM worker's data-parallel ranks run: srt-slurm's two Dynamo layouts.
+"""Where a vLLM worker's data-parallel ranks run: srt-slurm's two Dynamo layouts, and a
+multi-node `vllm serve` worker's.
 
 `dp_launch_mode: per_node` (the default, `VLLMProtocol._dp_per_node_endpoints_to_processes`):
-one process per node runs that node's replicas, or, when a TP x PP replica spans nodes,
-the nodes meet at the head with the others `--headless`. `per_gpu` (deprecated,
-`endpoints_to_processes`): one process per GPU, each with its global rank. The sizes
-come from `disagg.engines.vllm`'s flag table (`DpShape`); this module only lays them out.
+when a TP x PP replica fits a node, every node runs its own replicas with
+`--data-parallel-hybrid-lb`, so that each node's Dynamo runtime registers with the
+frontend; when a replica spans nodes, the nodes meet at the head with the others
+`--headless`. `per_gpu` (deprecated, `endpoints_to_processes`): one process per GPU, each
+its own role with its global rank, all meeting at rank 0 and sharing its block of NIXL
+ports; the recipe's own rank flags pass through as written. The sizes come from
+`disagg.engines.vllm`'s flag table (`DpShape`); this module only lays them out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from disagg.engines.base import WorkerSpec
+from disagg.engines.worker import WorkerSpec
 
 DYNAMO = "dynamo"  # `frontend.type` whose workers are `python -m dynamo.vllm`
 PER_NODE, PER_GPU = "per_node", "per_gpu"  # `backend.dp_launch_mode`
@@ -115,6 +119,24 @@ def per_node_flags(shape: DpShape, spec: WorkerSpec) -> list[list[str]]:
         ]
         for rank in range(spec.nnodes)
     ]
+
+
+def serve_flags(dp: int, spec: WorkerSpec) -> list[list[str]]:
+    """Each node's flags of a `vllm serve` worker behind a router: its share of the DP
+    ranks, the head serving the API and the others `--headless`, all meeting at the head;
+    without DP, tensor/pipeline ranks over the nodes."""
+    if not spec.multi_node:
+        return [["--data-parallel-rpc-port", "${self.dp_rpc_port}"] if dp > 1 else []]
+    if dp <= 1:
+        return node_ranks(spec, master_port=True)
+    local = dp // spec.nnodes
+    shared = ["--data-parallel-size-local", str(local), "--data-parallel-address", "${self.host}"]
+    shared += ["--data-parallel-rpc-port", "${self.dp_rpc_port}"]
+    rest = [
+        [*shared, "--headless", "--data-parallel-start-rank", str(rank * local)]
+        for rank in range(1, spec.nnodes)
+    ]
+    return [shared, *rest]
 
 
 def rank_flags(spec: WorkerSpec) -> list[str]:

@@ -1,7 +1,9 @@
-"""Frontend adapters registered by `frontend.type`, and one-line refusals for the rest.
+"""Frontend adapters by `frontend.type`, and one-line refusals for the rest.
 
-Every srt-slurm frontend type is either built here or refused at plan time with the
-reason, so no recipe silently runs a frontend other than the one it names.
+A frontend is the module `frontends/<type>.py` with its `ADAPTER` (and `TYPES` when it
+answers to other spellings): adding one is adding that module. Every srt-slurm frontend
+type is either built here or refused at plan time with the reason, so no recipe silently
+runs a frontend other than the one it names.
 """
 
 from __future__ import annotations
@@ -9,24 +11,18 @@ from __future__ import annotations
 from disagg.adapter_table import AdapterTable
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
 
-__all__ = ["Frontend", "FrontendContext", "FrontendRoles", "frontend_for", "names", "refusal"]
+__all__ = [
+    "Frontend",
+    "FrontendContext",
+    "FrontendRoles",
+    "frontend_for",
+    "local_refusal",
+    "names",
+    "refusal",
+]
 
-# `frontend.type` -> (module, class) of its adapter, imported when a recipe names the type:
-# a plan loads its own frontend's module only. Adding a frontend: its module and its line
-# here; tests/frontends/test_registry.py checks each line against the class's `types`.
-_ADAPTERS: dict[str, tuple[str, str]] = {
-    "dynamo": ("disagg.frontends.dynamo", "DynamoFrontend"),
-    "smg": ("disagg.frontends.smg", "RouterFrontend"),
-    "sglang-router": ("disagg.frontends.smg", "RouterFrontend"),
-    "sglang": ("disagg.frontends.smg", "RouterFrontend"),
-    "sglang-direct": ("disagg.frontends.direct", "DirectFrontend"),
-    "vllm-direct": ("disagg.frontends.direct", "DirectFrontend"),
-    "trtllm_serve": ("disagg.frontends.direct", "TrtllmServeFrontend"),
-    "atomesh": ("disagg.frontends.atomesh", "AtomeshFrontend"),
-    "tilert-router": ("disagg.frontends.tilert_router", "TileRTRouterFrontend"),
-    "vllm-router": ("disagg.frontends.vllm_router", "VllmRouterFrontend"),
-}
-_TABLE: AdapterTable[Frontend] = AdapterTable(Frontend, _ADAPTERS)
+# Imported when a recipe names its type: a plan loads its own frontend's module only.
+_TABLE: AdapterTable[Frontend] = AdapterTable(Frontend, package="disagg.frontends")
 
 
 def names() -> tuple[str, ...]:
@@ -69,3 +65,9 @@ def frontend_for(frontend_type: str) -> Frontend:
     if adapter is None:
         raise KeyError(frontend_type)
     return adapter
+
+
+def local_refusal(frontend: str, simulated: bool) -> str | None:
+    """Why `disagg run --local` cannot run a plan's frontend (`Plan.frontend`), else None."""
+    adapter = _TABLE.get(frontend)
+    return None if adapter is None else adapter.local_refusal(simulated)

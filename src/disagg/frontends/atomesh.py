@@ -9,76 +9,56 @@ ATOM's own P/D jobs run (`.github/scripts/atomesh/pd_server_atom.sh`):
         --backend atom <frontend.args>
 
 aggregated workers as `--worker-urls URL ...`. The recipe's `frontend.args` follow as
-written (`policy`, `log-level`, `disable-circuit-breaker`, `prometheus-port`, ...); the
-plan owns the address, the port and the worker list. Without a `prometheus-port` of the
-recipe's, each router gets a port of its own (two on one node would share the default).
-ATOM prefill workers serve no SGLang bootstrap port, so `--prefill` names the URL only,
-as ATOM's jobs do. Not installed here: see `disagg.frontends.static`.
+written; the plan owns the address, the port and the worker list. Without a
+`prometheus-port` of the recipe's, each router gets a port of its own (two on one node
+would share the default). ATOM prefill workers serve no SGLang bootstrap port, so
+`--prefill` names the URL only, as ATOM's jobs do. Not installed here: see
+`disagg.frontends.static`.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
+from disagg.engines.base import render_args
+from disagg.frontends.base import FrontendContext, written_args
 from disagg.frontends.smg import worker_url
-from disagg.frontends.static import COMMAND_ROW, render_flags, stand_in, static_router_roles
+from disagg.frontends.static import StaticRouter
 from disagg.plan.model import RoleKind
 
 ATOMESH_BINARY = "/app/ATOM/atom/mesh/target/release/atomesh"
-HEALTH_PATH = "/readiness"  # 200 once every worker is registered (the gateway's probe)
 _MANAGED = frozenset({"host", "port", "pd-disaggregation", "prefill", "decode", "worker-urls"})
 
 
-def atomesh_argv(ctx: FrontendContext) -> tuple[list[str], list[str]]:
-    """(argv, named ports) of one atomesh router over the context's workers."""
-    prefill, decode = ctx.names(RoleKind.PREFILL), ctx.names(RoleKind.DECODE)
-    aggregated = ctx.names(RoleKind.AGGREGATED)
-    argv = [ATOMESH_BINARY, "launch", "--host", ctx.host, "--port", "${self.http_port}"]
-    if prefill or decode:
-        if not prefill or not decode or aggregated:
-            raise ctx.fail(
-                "atomesh routes prefill and decode workers together, or aggregated ones",
-                ("frontend", "type"),
-                f"got prefill={prefill} decode={decode} aggregated={aggregated}",
-            )
-        argv.append("--pd-disaggregation")
-        for name in prefill:
-            argv += ["--prefill", worker_url(name)]
-        for name in decode:
-            argv += ["--decode", worker_url(name)]
-    else:
-        argv += ["--worker-urls", *(worker_url(name) for name in aggregated)]
-    argv += ["--backend", "atom"]
-    argv += render_flags(ctx, _MANAGED)
-    written = ctx.frontend.args or {}
-    ports = ["http"]
-    if not any(str(key).replace("_", "-") == "prometheus-port" for key in written):
-        argv += ["--prometheus-port", "${self.metrics_port}"]
-        ports.append("metrics")
-    return argv, ports
+class AtomeshFrontend(StaticRouter):
+    engine: ClassVar[str] = "atom"
+    what: ClassVar[str] = "ATOM's router (atomesh)"
+    others: ClassVar[str] = (
+        "atomesh routes ATOM workers; `frontend.type: sglang-router` fronts the others"
+    )
+    health_path: ClassVar[str] = "/readiness"  # 200 once every worker is registered
+
+    def argv(self, ctx: FrontendContext) -> tuple[list[str], list[str]]:
+        prefill, decode = ctx.names(RoleKind.PREFILL), ctx.names(RoleKind.DECODE)
+        aggregated = ctx.names(RoleKind.AGGREGATED)
+        argv = [ATOMESH_BINARY, "launch", "--host", ctx.host, "--port", "${self.http_port}"]
+        if prefill or decode:
+            if not prefill or not decode or aggregated:
+                raise ctx.fail(
+                    "atomesh routes prefill and decode workers together, or aggregated ones",
+                    ("frontend", "type"),
+                    f"got prefill={prefill} decode={decode} aggregated={aggregated}",
+                )
+            argv.append("--pd-disaggregation")
+            argv += [w for name in prefill for w in ("--prefill", worker_url(name))]
+            argv += [w for name in decode for w in ("--decode", worker_url(name))]
+        else:
+            argv += ["--worker-urls", *(worker_url(name) for name in aggregated)]
+        written = written_args(ctx, _MANAGED)
+        argv += ["--backend", "atom", *render_args(written)]
+        if any(str(key).replace("_", "-") == "prometheus-port" for key in written):
+            return argv, ["http"]
+        return [*argv, "--prometheus-port", "${self.metrics_port}"], ["http", "metrics"]
 
 
-class AtomeshFrontend(Frontend):
-    """ATOM's router over ATOM workers; smg stands in over simulated ones."""
-
-    types: ClassVar[tuple[str, ...]] = ("atomesh",)
-
-    def plan(self, ctx: FrontendContext) -> FrontendRoles:
-        if ctx.simulated:
-            return stand_in(ctx)
-        if ctx.engine != "atom":
-            raise ctx.refuse(
-                f"frontend type atomesh over {ctx.engine} workers (atomesh routes ATOM "
-                "workers; `frontend.type: sglang-router` fronts the others)",
-                ("frontend", "type"),
-            )
-        argv, ports = atomesh_argv(ctx)
-        stages, serving = static_router_roles(ctx, argv, ports=ports, health_path=HEALTH_PATH)
-        return FrontendRoles(
-            frontend="atomesh",
-            stages=stages,
-            serving_role=serving,
-            prompt_format="text",
-            differs=[COMMAND_ROW],
-        )
+ADAPTER = AtomeshFrontend()

@@ -9,12 +9,13 @@ prompt form its HTTP API accepts, and the recipe fields it does not honour.
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from disagg.engines.base import WorkerSpec
+from disagg.engines.worker import WorkerSpec
 from disagg.errors import Fail, Refuse, UnsupportedRecipe
 from disagg.plan.job_nodes import JobNodes, single
 from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
@@ -83,16 +84,43 @@ class FrontendRoles:
         return [*workers, *(role for role in flat if role.kind not in WORKER_KINDS)]
 
 
+def written_args(
+    ctx: FrontendContext,
+    managed: frozenset[str],
+    hint: str = "disagg picks the router's address, ports and workers from the plan",
+) -> dict[str, Any]:
+    """The recipe's `frontend.args`; a flag in `managed` (dashed), which the plan sets
+    itself, is bad input."""
+    args = dict(ctx.frontend.args or {})
+    for key in args:
+        if str(key).replace("_", "-") in managed:
+            raise ctx.fail(
+                f"frontend.args.{key} is set by disagg and cannot be overridden",
+                ("frontend", "args", str(key)),
+                hint,
+            )
+    return args
+
+
 def ignored(field: str, why: str) -> dict[str, str]:
     """One entry of `Plan.ignored`: a recipe field this frontend does not carry out."""
     return {"field": field, "action": "ignored", "why": why}
 
 
 class Frontend(ABC):
-    """One `frontend.type`; registered by name in `disagg.frontends`."""
+    """One `frontend.type`: the module `frontends/<type>.py` with its `ADAPTER`, which
+    registers it (`disagg.frontends`; a module's `TYPES` lists other names it answers to)."""
 
-    types: ClassVar[tuple[str, ...]]  # the recipe spellings this adapter answers to
+    @property
+    def types(self) -> tuple[str, ...]:
+        """The recipe spellings this adapter answers to, its module's (`TYPES`, else its name)."""
+        module = sys.modules[type(self).__module__]
+        return tuple(getattr(module, "TYPES", (module.__name__.rpartition(".")[2],)))
 
     @abstractmethod
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         """Roles, stages and serving endpoint for the workers in `ctx`."""
+
+    def local_refusal(self, simulated: bool) -> str | None:
+        """Why `disagg run --local` cannot run this frontend, else None."""
+        return None

@@ -1,5 +1,5 @@
-"""Direct frontends (schema 2's `sglang`, `vllm`, aggregated `trtllm_serve`): the single
-aggregated worker serves.
+"""Direct frontends (schema 2's `sglang`, `vllm`; `trtllm_serve`'s aggregated worker too):
+the single aggregated worker serves.
 
 No router process runs; the load goes to the worker's own HTTP port, so the recipe must
 have exactly one aggregated worker. The worker's command is the engine adapter's (for
@@ -10,18 +10,15 @@ role's (compat row `direct-frontend`).
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
+from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
 from disagg.plan.model import RoleKind
 
+TYPES = ("sglang-direct", "vllm-direct")
 DIRECT_ROW = "direct-frontend"  # the `disagg.plan.compat` row on the served port
 
 
 class DirectFrontend(Frontend):
     """The one aggregated worker is the endpoint (srt-slurm's direct frontends)."""
-
-    types: ClassVar[tuple[str, ...]] = ("sglang-direct", "vllm-direct")
 
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         engine = ctx.frontend.type.removesuffix("-direct")
@@ -58,28 +55,4 @@ class DirectFrontend(Frontend):
         )
 
 
-class TrtllmServeFrontend(Frontend):
-    """`trtllm_serve`: `trtllm-serve disaggregated` over prefill/decode workers, or the one
-    aggregated `trtllm-serve` worker serving directly."""
-
-    types: ClassVar[tuple[str, ...]] = ("trtllm_serve",)
-
-    def plan(self, ctx: FrontendContext) -> FrontendRoles:
-        from disagg.frontends.smg import RouterFrontend, engine_router_plan
-
-        if ctx.engine_router is not None:
-            return engine_router_plan(ctx, ctx.engine_router)
-        aggregated = ctx.names(RoleKind.AGGREGATED)
-        if len(ctx.workers) == 1 and aggregated:
-            return FrontendRoles(
-                frontend="trtllm-serve (direct)",
-                stages=[ctx.workers],
-                serving_role=aggregated[0],
-                prompt_format="text",
-                simulator="disagg sim-engine" if ctx.simulated else None,
-                differs=[DIRECT_ROW],
-            )
-        planned = RouterFrontend().plan(ctx)  # simulated workers speak SGLang's protocol
-        why = f"trtllm_serve: the simulated workers are fronted by {planned.frontend}"
-        planned.ignored = [ignored("frontend.type", why), *planned.ignored]
-        return planned
+ADAPTER = DirectFrontend()

@@ -3,16 +3,15 @@ plane), started as service roles of their own, or file discovery in the run dire
 
 As srt-slurm does, a Dynamo job on a cluster runs both before the workers, each taken
 over by a `services:` entry of its type when the recipe has one (`external: URL` points
-at a running one and starts nothing, `enabled: false` starts none). A run of mocker
-workers (simulated, or `backend.type: mocker`) starts them when the recipe names them
-(a `services:` entry of type etcd or nats, or a Dynamo plane set to `nats`), so that its
-workers register exactly as they would on the cluster; otherwise Dynamo's file
-discovery in the run directory stands in, and the plan says so.
+at a running one, `enabled: false` starts none). A run of mocker workers starts them only
+when the recipe names them (an entry, or a Dynamo plane set to `nats`), so that its
+workers register as they would on the cluster; otherwise Dynamo's file discovery in the
+run directory stands in, and the plan says so.
 
 Facts about the Debian builds (etcd 3.4.23, nats-server 2.9.10): etcd answers
 `GET /health` on its client port with `{"health":"true"}`; nats-server answers
-`GET /healthz` on its monitoring port; nats-server takes `max_payload` only from a
-configuration file, and refuses one above `max_pending` (64 MB unless raised).
+`GET /healthz` on its monitoring port, and takes `max_payload` only from a configuration
+file, refusing one above `max_pending` (64 MB unless raised).
 """
 
 from __future__ import annotations
@@ -126,10 +125,17 @@ def _declared(ctx: FrontendContext) -> dict[str, ServiceSection]:
     return declared
 
 
+def _external(plane: DiscoveryPlane, entry: ServiceSection | None, variable: str) -> bool:
+    """Whether the entry points at a running server (`external: URL`): then it is found there."""
+    if entry is None or not entry.external:
+        return False
+    plane.env[variable] = entry.external
+    plane.honoured.add(f"services.{entry.name}")
+    return True
+
+
 def _add_etcd(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection | None) -> None:
-    if entry is not None and entry.external:
-        plane.env["ETCD_ENDPOINTS"] = entry.external
-        plane.honoured.add(f"services.{entry.name}")
+    if _external(plane, entry, "ETCD_ENDPOINTS"):
         return
     name = entry.name if entry else "etcd"
     role = RolePlan(
@@ -163,9 +169,7 @@ def _add_etcd(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection
 
 
 def _add_nats(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection | None) -> None:
-    if entry is not None and entry.external:
-        plane.env["NATS_SERVER"] = entry.external
-        plane.honoured.add(f"services.{entry.name}")
+    if _external(plane, entry, "NATS_SERVER"):
         return
     name = entry.name if entry else "nats"
     argv = ["nats-server", "-js", "--addr", "${self.bind_host}", "--port", "${self.client_port}"]

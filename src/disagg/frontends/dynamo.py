@@ -1,50 +1,41 @@
 """NVIDIA Dynamo (`ai-dynamo` 1.6.1): `python -m dynamo.frontend` in front of Dynamo workers.
 
-Workers run each engine through Dynamo's own worker module (`python -m dynamo.sglang`
-with SGLang's flags; `dynamo.vllm` and `dynamo.trtllm` as `dynamo_workers` renders
-them), or `python -m dynamo.mocker`, Dynamo's CPU engine simulator, when
-the plan is simulated: the recipe's prefill/decode/aggregated layout is kept and each
-worker becomes a mocker in that mode. A `backend.type: mocker` recipe asks for the mocker
-itself (engines/mocker.py renders its command): not simulated, the same discovery.
-The frontend discovers the workers and routes prefill -> decode itself, so no worker
-URL is passed to it. Frontends and nginx run where srtctl runs them
-(`disagg.frontends.topology`): one frontend on a one-node job, else nginx on the head
-and a frontend on each other worker node, up to `1 + num_additional_frontends`.
+Workers run each engine under Dynamo's own worker module (`python -m dynamo.sglang` with
+SGLang's flags; `dynamo.vllm`, `dynamo.trtllm` as `dynamo_workers` renders them); a
+simulated plan keeps the recipe's layout with `python -m dynamo.mocker` in each worker's
+place, and a `backend.type: mocker` recipe asks for the mocker itself (not simulated, the
+same discovery). The frontend discovers the workers and routes prefill -> decode itself,
+so no worker URL is passed to it; frontends and nginx run where srtctl runs them
+(`disagg.frontends.topology`).
 
 Facts about ai-dynamo 1.6.1, observed on CPU with the mocker:
 
-- `--discovery-backend file` (a directory in `DYN_FILE_KV` shared by frontend and
-  workers) with `--request-plane tcp` needs neither etcd nor NATS; simulated plans use
-  it, with the directory in the run directory, unless the recipe names etcd or NATS.
-  On clusters, as srt-slurm does, etcd (discovery) and NATS start first as services of
-  their own (`disagg.frontends.discovery`).
+- `--discovery-backend file` (a directory in `DYN_FILE_KV`) with `--request-plane tcp`
+  needs neither etcd nor NATS: simulated plans use it unless the recipe names etcd or
+  NATS; on clusters both start first, as srt-slurm does (`disagg.frontends.discovery`).
 - Dynamo advertises the machine's interface address unless `DYN_TCP_RPC_HOST`,
   `DYN_TCP_RESPONSE_STREAM_HOST`, `DYN_EVENT_PLANE_HOST` and `DYN_SYSTEM_HOST` say
   otherwise: every role gets its node's own address in them.
-- A worker has no HTTP API; with `DYN_SYSTEM_PORT` it serves `/health`, which answers
-  503 `notready` unless `DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS` names an endpoint, but
-  lists each endpoint's own state all along: a worker is up once that list shows
-  `"generate":"ready"` (srtctl sets no such variable, so neither does disagg).
+- A worker has no HTTP API; with `DYN_SYSTEM_PORT` it serves `/health`, 503 `notready`
+  (unless `DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS` names an endpoint, which srtctl does
+  not set) but listing each endpoint's state: up once it shows `"generate":"ready"`.
 - The frontend's `/health` answers 200 with no worker at all; `/v1/models` lists the
-  model once a decode (or aggregated) worker has registered, so the frontend is gated
-  on the served name appearing there.
+  model once a decode (or aggregated) worker has registered: the frontend's gate.
 - Text and token-id prompts both work on `/v1/completions`.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 from disagg.engines import mocker as mocker_engine
-from disagg.engines import sglang as sglang_engine
-from disagg.engines.base import CONFIG_DUMP_ROW
+from disagg.engines.base import CONFIG_DUMP_ROW, render_args
 from disagg.errors import DisaggError
 from disagg.frontends import dynamo_install, dynamo_workers
-from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
+from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored, written_args
 from disagg.frontends.discovery import DiscoveryPlane, discovery_plane
-from disagg.frontends.nginx import nginx_role
-from disagg.frontends.topology import frontend_topology
+from disagg.frontends.topology import fronted, frontend_topology
 from disagg.plan.job_plan import env_text
 from disagg.plan.launcher_env import SYSTEM_PORT
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
@@ -67,8 +58,6 @@ SKIP_SGLANG_LOG_FORMATTING = {"DYN_SKIP_SGLANG_LOG_FORMATTING": "1"}
 
 class DynamoFrontend(Frontend):
     """Dynamo's frontend over Dynamo workers, with etcd/NATS or file discovery."""
-
-    types: ClassVar[tuple[str, ...]] = ("dynamo",)
 
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         mocked = ctx.simulated or ctx.engine == "mocker"
@@ -102,14 +91,22 @@ class DynamoFrontend(Frontend):
             for i, rank in enumerate(topology.frontends)
         ]
         notes = [*discovery.notes, *_ignored(ctx, mocked)]
+        # compat rows: a real mocker's environment, or the job's Dynamo install
+        differs = [] if ctx.simulated else ["mocker-environment"]
         if not mocked:
             notes += dynamo_workers.serve_only_notes(ctx)
-            wanted, why_not = _requirement(ctx)
-            if wanted:  # once per job: the first Dynamo role installs, the others reuse it
-                workers = [_installed(role, wanted) for role in workers]
-                frontends = [_installed(role, wanted) for role in frontends]
-            if why_not:
-                notes.append(ignored("dynamo.hash", why_not))
+            try:
+                wanted = dynamo_install.install_of(ctx.config.dynamo)
+            except DisaggError as exc:
+                raise ctx.fail(exc.message, ("dynamo",), exc.hint) from None
+            differs = []
+            if wanted is not None:  # once per job: the first Dynamo role installs
+                workers = [_installed(role, wanted.commands()) for role in workers]
+                frontends = [_installed(role, wanted.commands()) for role in frontends]
+                named = ctx.config.dynamo.version or wanted.kind != "pypi"
+                differs = ["dynamo-install"] if named else ["dynamo-install", "dynamo-default"]
+            # dynamo.vllm dumps its config too (dynamo.sglang's row is its adapter's)
+            differs += [CONFIG_DUMP_ROW] if ctx.engine == "vllm" else []
         image = ctx.image
         # Dynamo, etcd and NATS come with the job's image (`model.container`, also when a
         # role names its own, as srtctl runs them); the mocker runs from this environment's
@@ -121,11 +118,7 @@ class DynamoFrontend(Frontend):
             ]
             frontends = [role.model_copy(update={"container_image": image}) for role in frontends]
         stages = [stage for stage in (services, workers, frontends) if stage]
-        serving = frontends[0].name
-        if topology.nginx is not None:
-            proxy = nginx_role(ctx.frontend, [role.name for role in frontends], topology.nginx)
-            stages.append([proxy])
-            serving = proxy.name
+        stages, serving = fronted(ctx, stages, frontends, topology)
         return FrontendRoles(
             frontend="dynamo",
             stages=stages,
@@ -135,7 +128,7 @@ class DynamoFrontend(Frontend):
             tokenizer="${model.path}",
             ignored=notes,
             honoured=discovery.honoured,
-            differs=_differs(ctx, mocked),
+            differs=differs,
         )
 
 
@@ -274,15 +267,8 @@ def _frontend(
 
 
 def _frontend_args(ctx: FrontendContext) -> list[str]:
-    args = dict(ctx.frontend.args or {})
-    for key in args:
-        if sglang_engine.flag_name(str(key)) in _MANAGED:
-            raise ctx.fail(
-                f"frontend.args.{key} is set by disagg and cannot be overridden",
-                ("frontend", "args", str(key)),
-                "disagg picks the frontend's address, port, discovery and request plane",
-            )
-    return sglang_engine.render_args(args)
+    hint = "disagg picks the frontend's address, port, discovery and request plane"
+    return render_args(written_args(ctx, _MANAGED, hint))
 
 
 def _ignored(ctx: FrontendContext, mocked: bool) -> list[dict[str, str]]:
@@ -298,30 +284,6 @@ def _ignored(ctx: FrontendContext, mocked: bool) -> list[dict[str, str]]:
     return notes
 
 
-def _requirement(ctx: FrontendContext) -> tuple[str | None, str | None]:
-    try:
-        return dynamo_install.requirement(ctx.config.dynamo)
-    except DisaggError as exc:
-        raise ctx.fail(exc.message, ("dynamo",), exc.hint) from None
-
-
-def _differs(ctx: FrontendContext, mocked: bool) -> list[str]:
-    """The compat rows a Dynamo job hits: its install, or a real mocker's environment."""
-    if not mocked:  # dynamo.vllm dumps its config too (dynamo.sglang's row is its adapter's)
-        dump = [CONFIG_DUMP_ROW] if ctx.engine == "vllm" else []
-        return [*_install_differs(ctx), *dump]
-    return [] if ctx.simulated else ["mocker-environment"]
-
-
-def _install_differs(ctx: FrontendContext) -> list[str]:
-    """The compat rows a job's Dynamo install hits (none when the image's Dynamo runs)."""
-    wanted = dynamo_install.install_of(ctx.config.dynamo)
-    if wanted is None:
-        return []
-    named = ctx.config.dynamo.version or wanted.kind != "pypi"
-    return ["dynamo-install"] if named else ["dynamo-install", "dynamo-default"]
-
-
 def _installed(role: RolePlan, wanted: str) -> RolePlan:
     argv = dynamo_install.installing(role.argv, wanted)
     node_argv = [dynamo_install.installing(a, wanted) for a in role.node_argv]
@@ -335,7 +297,7 @@ def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:
     refused with the fix: a part the recipe names is never replaced by another. Only
     Dynamo as the default frontend of a recipe that names none gives way to smg, and the
     plan says why."""
-    from disagg.frontends.smg import RouterFrontend
+    from disagg.frontends.smg import ADAPTER as smg
 
     section = ctx.config.frontend
     if section is not None and "type" in section.model_fields_set:
@@ -351,7 +313,7 @@ def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:
             "name another frontend (sglang-router fronts any engine's workers)",
         )
 
-    planned = RouterFrontend().plan(ctx)
+    planned = smg.plan(ctx)
     args = " and frontend.args" if ctx.frontend.args else ""
     why = f"dynamo{args}: {reason}; {planned.frontend} fronts the workers instead"
     planned.ignored = [ignored("frontend.type", why), *planned.ignored]
@@ -367,3 +329,6 @@ def _create_hint(path: str) -> str:
         "point model.path at a local model directory with a tokenizer (a tiny one: "
         "`.venv/bin/python tests/tiny_model.py /tmp/tiny-llama`)"
     )
+
+
+ADAPTER = DynamoFrontend()

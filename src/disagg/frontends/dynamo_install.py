@@ -1,28 +1,18 @@
 """`dynamo.source` / `dynamo.version` / `hash` / `wheel` / `top_of_tree`: the Dynamo a job runs.
 
-What srt-slurm installs (`srtctl/core/schema.py`, `DynamoConfig.get_install_commands`,
-v1.0.68; 2.x's `dynamo.source` spells the same fields `pypi`, `wheel`, `git` + `rev`,
-`patches`):
+What srt-slurm installs (`DynamoConfig.get_install_commands`, v1.0.68; 2.x's
+`dynamo.source` spells the same fields `pypi`, `wheel`, `git` + `rev`, `patches`): a
+release (the default), a staged nightly (`wheel`: a package version, `--pre --no-deps`),
+or a commit: cloned, each `cargo_patches` line put in place of that crate's declaration,
+built with maturin, cached by commit (and a digest of the patches) and built under a
+lock, so the first job to need a commit builds it and every later one installs the
+cached build; `top_of_tree` the same at HEAD, never cached.
 
-- a release (`version`, 2.x `source.pypi`; the default when nothing is named):
-  `pip install ai-dynamo-runtime==V ai-dynamo==V`;
-- a staged nightly (`wheel`, 2.x `source.wheel`: a package version, never a file name):
-  exactly `ai-dynamo-runtime==V ai-dynamo==V`, `--pre --no-deps`;
-- a commit (`hash`, 2.x `source.rev` with `source.git` or the upstream repository):
-  `git clone`, `git checkout REV`, each `cargo_patches` line put in place of that crate's
-  declaration in every Cargo.toml, `maturin build --release` of `lib/bindings/python`,
-  then the runtime wheel and `ai-dynamo` from the checkout; the wheel and the source are
-  cached by commit (plus a digest of the patches) and built under a lock, so the first
-  job to need a commit builds it and every later one installs the cached build;
-- `top_of_tree`: the same build at the repository's HEAD, never cached.
-
-Here the first Dynamo role to start installs it with pip into the run directory (on the
-shared filesystem) under a lock; every other role of the job, on any node, finds the
-marker and uses it through PYTHONPATH, so it happens once per job. The marker holds the
-installed ai-dynamo version, which the results record (`installed_version`). A failed
-install leaves no marker, so the role that tried exits non-zero and the run fails naming
-it. Where this differs from srtctl (where the install lands, which index pip reads) is
-the `dynamo-install` row of docs/compat.md.
+Here the first Dynamo role to start installs it with pip into the run directory under a
+lock; every other role of the job, on any node, finds the marker and uses it through
+PYTHONPATH, so it happens once per job. The marker holds the installed version, which the
+results record; a failed install leaves none, so the role that tried fails the run by
+name. Where this differs from srtctl is the `dynamo-install` row of docs/compat.md.
 """
 
 from __future__ import annotations
@@ -72,13 +62,6 @@ class Install:
         if self.kind == "wheel":
             return f"{pip} --pre --no-deps {_pair(self.version)}"
         return _source_build(self)
-
-
-def requirement(dynamo: DynamoSection) -> tuple[str | None, str | None]:
-    """(the install's shell commands, or None when not asked to install; a note on what is
-    not installed, always None now: every source srtctl installs from is installed here)."""
-    wanted = install_of(dynamo)
-    return (None if wanted is None else wanted.commands()), None
 
 
 def install_of(dynamo: DynamoSection) -> Install | None:

@@ -1,20 +1,12 @@
-"""vLLM and TRT-LLM workers under Dynamo: `python3 -m dynamo.vllm` / `python3 -m dynamo.trtllm`.
+"""vLLM and TRT-LLM workers under Dynamo: `python3 -m dynamo.vllm` / `python3 -m dynamo.trtllm`,
+as srt-slurm renders them (ai-dynamo 1.6.1's worker modules).
 
-As srt-slurm renders them on clusters (ai-dynamo 1.6.1's worker modules):
-
-- `dynamo.vllm --model PATH <vLLM engine flags>`: the engine adapter's own flags
-  (`engine_flags`: the recipe's settings, `--served-model-name`, `--kv-transfer-config`)
-  and its per-node placement flags (`node_flags`: data-parallel ranks, or tensor/pipeline
-  ranks over nodes with `--headless` off the head node); no `--host`/`--port`, since a
-  Dynamo worker has no HTTP API of its own. Dynamo 1.x took the connector shorthand
-  `--connector` away: the KV transfer is the engine's `--kv-transfer-config` as is.
-- `dynamo.trtllm --model-path PATH --served-model-name NAME --extra-engine-args YAML`: the
-  role's YAML the engine adapter writes (`trtllm/<role>.yaml`, parallel sizes and cache
-  transceiver included); the worker keeps its MPI step of a rank per GPU, each rank
-  wrapped in `trtllm-llmapi-launch` (after `numactl -m 0,1` where srt-slurm binds memory).
-- Both: `--disaggregation-mode prefill|decode` for prefill/decode workers (the frontend
-  routes prefill -> decode itself), and `--request-plane` (with `--discovery-backend`
-  where it is not etcd, Dynamo's default); `dynamo.vllm` also `--dump-config-to`.
+`dynamo.vllm` takes the engine adapter's own flags and per-node placement flags, with no
+`--host`/`--port` (a Dynamo worker has no HTTP API) and the KV transfer as the engine's
+`--kv-transfer-config` (Dynamo 1.x took the `--connector` shorthand away). `dynamo.trtllm`
+reads the role's YAML the engine adapter writes and keeps its MPI step, each rank under
+the engine's launch prefix. Both take `--disaggregation-mode` for prefill/decode workers
+(the frontend routes prefill -> decode itself) and the discovery and request planes.
 """
 
 from __future__ import annotations
@@ -22,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from disagg.engines.base import CONFIG_DUMP, WorkerSpec
+from disagg.engines.base import CONFIG_DUMP
+from disagg.engines.worker import WorkerSpec
 from disagg.frontends.base import FrontendContext, ignored
 from disagg.plan.model import RolePlan
 

@@ -1,21 +1,14 @@
 """Mooncake's KV store master as a service role, and what every worker is told about it.
 
 srt-slurm runs `mooncake_master` for `backend.mooncake_kv_store` (v1) or a `services:`
-entry of type `mooncake-master` (schema 2, which this project reads into the same
-field): once, on the infra node (node rank 0 here, where etcd and NATS run), before
-any worker, with its embedded HTTP metadata server and its admin/metrics server, and
-the run fails when it dies (srtctl marks it critical). Every prefill/decode/aggregated
-worker gets:
+entry of type `mooncake-master` (schema 2 reads it into the same field): once, on the
+infra node, before any worker, critical. Every worker gets its own address
+(`MOONCAKE_LOCAL_HOSTNAME`, which the recipe's `env` may set), the recipe's `env`, then
+the master's addresses (`MOONCAKE_MASTER`, `MOONCAKE_TE_META_DATA_SERVER`), and a vLLM
+worker `MOONCAKE_CONFIG_PATH`: a JSON file from `store_config` with the master's address
+written in (vLLM's MooncakeStoreConnector reads its settings from there, not from the
+environment). Its ports are picked at run time like every role's (srtctl fixes 8700-8702).
 
-- `MOONCAKE_LOCAL_HOSTNAME`: the worker's own address (the recipe's `env` may set it),
-- the recipe's `env`,
-- `MOONCAKE_MASTER` (`<master host>:<rpc port>`) and `MOONCAKE_TE_META_DATA_SERVER`
-  (`http://<master host>:<metadata port>/metadata`), which the recipe cannot override,
-- vLLM only: `MOONCAKE_CONFIG_PATH`, a JSON file written into the run directory from
-  `store_config` with `master_server_address` set to the master (vLLM's
-  MooncakeStoreConnector reads its settings from that file, not from the environment).
-
-The ports are picked at run time like every other role's (srtctl fixes 8700/8701/8702).
 Facts about `mooncake_master` 0.3.13 (the non-CUDA wheel): its admin server answers
 `GET /health` with `"service_ready":true` once it serves; it binds every interface.
 """

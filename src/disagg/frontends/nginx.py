@@ -1,18 +1,13 @@
 """nginx fanning requests out over several frontends (srt-slurm's `enable_multiple_frontends`).
 
-Where it runs and over which frontends is `disagg.frontends.topology` (srtctl's rule).
-The configuration is srtctl's `templates/nginx.conf.j2` (v1.0.68): `worker_processes
-auto`, 65535 connections per worker, a 45 MB request-body cap, upstream keep-alive
-(512 connections, `nginx_keepalive_timeout`), 24 h proxy timeouts and no buffering;
-rendered at plan time with `${frontend-i.host}` placeholders and written by the role
-itself once they are bound, so plan.json shows exactly what runs. nginx answers
-`/nginx-health` itself: the health gate for the proxy, started after the frontends it
-forwards to are healthy. With `nginx_session_affinity` the header's value is hashed
-consistently to one frontend; a request without it hashes its own request id, so such
-requests stay spread (srt-slurm's behaviour). Request bodies up to 16 MB stay in memory
-rather than in a temp file. `nginx_raise_ulimit` raises the open-file limit to 1048576
-(srtctl's `ulimit -n 1048576`; the hard limit where that is lower, where srtctl's nginx
-would not start) and sets `worker_rlimit_nofile` to it.
+The configuration is srtctl's `templates/nginx.conf.j2` (v1.0.68), rendered at plan time
+with `${frontend-i.host}` placeholders and written by the role itself once they are bound,
+so plan.json shows exactly what runs. nginx answers `/nginx-health` itself: the proxy's
+health gate, after the frontends it forwards to are healthy. With
+`nginx_session_affinity` the header's value picks one frontend consistently; a request
+without it hashes its own request id, so such requests stay spread (srt-slurm's
+behaviour). `nginx_raise_ulimit` raises the open-file limit to srtctl's 1048576 (to the
+hard limit where that is lower, where srtctl's nginx would not start).
 """
 
 from __future__ import annotations

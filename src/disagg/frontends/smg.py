@@ -1,41 +1,29 @@
 """The SGLang-style router frontend: `smg` (1.13.0, the default) or `sglang-router` 0.3.2.
 
-`frontend.type: smg`, `sglang-router` and v1's `sglang` all run this router; smg is the
-continuation of the sglang-router project and takes every flag rendered here (it
-lacks only `--mini-lb`, which disagg never renders). `frontend.package:
-sglang-router` keeps the last sglang-router release for recipes that pin it.
+`frontend.type: smg`, `sglang-router` and v1's `sglang` run it; smg continues the
+sglang-router project and takes every flag rendered here (it lacks only `--mini-lb`,
+never rendered). `frontend.package: sglang-router` keeps the last release for recipes
+that pin it.
 
-The plan renders the argv once with `${role.field}` placeholders (see
-`disagg.plan.templates`); the orchestrator binds them inside the allocation.
+Facts about sglang-router 0.3.2, observed in front of logging servers (smg 1.13.0 alike,
+answering 400 instead of 422 for token ids):
 
-Facts about sglang-router 0.3.2, observed by running it in front of logging servers
-(smg 1.13.0 behaves the same in each, answering 400 instead of 422 for token ids):
-
-- PD mode (`--pd-disaggregation --prefill URL BOOTSTRAP_PORT --decode URL`): each
-  worker is first probed for gRPC (an HTTP/2 prior-knowledge preface, which an
-  HTTP/1.1 server rejects; the router then falls back to HTTP), then `GET /health`,
-  `GET /server_info`, `GET /model_info`. Each request body goes unchanged to one
-  prefill and one decode worker with `bootstrap_host`, `bootstrap_port` and
-  `bootstrap_room` (a random u64) added, plus defaults such as `ignore_eos: false`
-  and `stream: false` when the client did not set them; the decode worker's
-  response is what the client gets.
-- `/health` and `/liveness` answer 200 as soon as the router listens, before any
-  worker is registered; `/readiness` answers 503 until every worker is registered
-  and healthy, so `/readiness` is the health path to gate on.
-- Workers that are not up when the router starts are retried every
-  `--worker-startup-check-interval` seconds (default 30); the router starts only once
-  every worker is healthy, so its first check finds them (srtctl passes no interval).
-- The Prometheus exporter always starts (default 0.0.0.0:29000) and a port already in
-  use makes the router panic at start, so every router gets its own `metrics` port
-  and `--prometheus-host`.
-- It loads a tokenizer for each worker's `model_path` (from `/server_info`); a name
-  that is not a local directory is fetched from the hub, which offline only logs a
-  warning. `--tokenizer-path DIR` points it at a local tokenizer instead.
-- Logging at `info` (its default, which srtctl keeps) writes two lines per request.
-- `/v1/completions` through the router needs `model`, and `prompt` must be a string
-  or a list of strings: token-id prompts are refused with 422 (`StringOrArray`).
-  For a list of prompts the added `bootstrap_*` fields are lists, one per prompt.
-  `/generate` with `input_ids` passes through.
+- PD mode (`--pd-disaggregation --prefill URL BOOTSTRAP_PORT --decode URL`): each worker
+  is probed for gRPC (an HTTP/2 preface; HTTP/1.1 servers reject it and HTTP is used),
+  then `GET /health`, `/server_info`, `/model_info`. A request body goes to one prefill
+  and one decode worker with `bootstrap_host`, `bootstrap_port` and `bootstrap_room` (a
+  random u64) added, plus defaults (`ignore_eos: false`, `stream: false`); the client
+  gets the decode worker's answer.
+- `/health` and `/liveness` answer 200 before any worker is registered; `/readiness` is
+  503 until every worker is registered and healthy: the health path to gate on.
+- Workers not up at start are retried every `--worker-startup-check-interval` (30 s);
+  the router starts once every worker is healthy, so its first check finds them.
+- The Prometheus exporter always starts (0.0.0.0:29000) and a port in use makes the
+  router panic: every router gets its own `metrics` port and `--prometheus-host`.
+- It loads a tokenizer for each worker's `model_path` (from `/server_info`), from the hub
+  unless local (offline: a warning only); `--tokenizer-path DIR` names a local one.
+- `/v1/completions` needs `model`, and `prompt` a string or list of strings: token-id
+  prompts get 422 (`StringOrArray`); `/generate` with `input_ids` passes through.
 - On SIGTERM it exits within a fraction of a second when idle.
 """
 
@@ -43,24 +31,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from disagg.engines import sglang
+from disagg.engines.base import render_args as render_flags
 from disagg.errors import DisaggError
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
-from disagg.frontends.topology import orchestrator_rank, router_roles
-from disagg.plan.model import HealthPlan, RoleKind, RolePlan
+from disagg.frontends.topology import routed
+from disagg.plan.model import HealthPlan, RoleKind
 
+TYPES = ("smg", "sglang-router", "sglang")
 Package = Literal["smg", "sglang-router"]
 MODULES: dict[str, str] = {
     "smg": "smg.launch_router",
     "sglang-router": "sglang_router.launch_router",
 }
-VERSIONS: dict[str, str] = {"smg": "1.13.0", "sglang-router": "0.3.2"}
 DEFAULT_PACKAGE: Package = "smg"
 REGISTER_MODULE = "disagg.frontends.register"
 ROUTER_HEALTH_DEADLINE_S = 120.0
-# Named ports the router role needs; bind them as `${self.http_port}`, `${self.metrics_port}`.
 ROUTER_PORTS: tuple[str, ...] = ("http", "metrics")
 # `/health` is liveness only; `/readiness` is 200 once every worker is registered.
 ROUTER_HEALTH_PATH = "/readiness"
@@ -96,23 +83,21 @@ def router_argv(
     package: Package = DEFAULT_PACKAGE,
     grpc: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """Render the router's argv for the given worker role names.
+    """The router's argv over the named worker roles: PD mode for `prefill` and `decode`
+    (both needed), regular mode for `aggregated`.
 
-    PD mode when `prefill`/`decode` are given (both required), regular mode when
-    `aggregated` is. `extra` is a recipe's `frontend.args` map, rendered like SGLang
-    args (`k: v` -> `--k v`, `true` -> `--k`, `false`/`null` -> omitted, list ->
-    `--k v1 v2`, map -> JSON); its `policy` is used when `policy` is not given, and with
-    neither no `--policy` is passed (srtctl passes none: the router's default applies).
-    `bootstrap`: whether prefill workers serve SGLang's bootstrap port (vLLM's do not:
-    the router is told `none`). `registered`: PD mode without worker URLs, the workers
-    being registered with `POST /workers` (see `disagg.frontends.register`). `grpc`: the
-    workers that serve gRPC, given as `grpc://` URLs.
+    `extra` is a recipe's `frontend.args` (SGLang's rendering); its `policy` applies when
+    `policy` is not given, and with neither none is passed (srtctl passes none).
+    `bootstrap`: whether prefill workers serve SGLang's bootstrap port (vLLM's do not: the
+    router is told `none`). `registered`: PD mode without worker URLs, the workers being
+    registered with `POST /workers` (`disagg.frontends.register`). `grpc`: the workers that
+    serve gRPC.
     """
     extra = dict(extra or {})
     if extra.get("host") is not None:  # the recipe asks for another address than the node's
         host = str(extra.pop("host"))
-    recipe_policy = _policy_from(extra)
-    chosen_policy = policy or recipe_policy  # neither: the router's own default applies
+    written = extra.pop("policy", None)
+    chosen_policy = policy or (None if written is None else str(written))
     argv = [python, "-m", MODULES[package]]
     if prefill or decode:
         if aggregated:
@@ -164,11 +149,6 @@ def worker_url(name: str, grpc: frozenset[str] = frozenset()) -> str:
     return f"${{{name}.url}}"
 
 
-def _policy_from(extra: dict[str, Any]) -> str | None:
-    value = extra.pop("policy", None)
-    return None if value is None else str(value)
-
-
 def _key(raw: object) -> str:
     return str(raw).replace("-", "_")
 
@@ -186,17 +166,13 @@ def render_args(args: Mapping[str, Any], *, skip: set[str] | None = None) -> lis
                 hint="disagg picks the router's host, ports and worker list from the plan",
             )
         kept[key] = value
-    return sglang.render_args(kept)
+    return render_flags(kept)
 
 
 class RouterFrontend(Frontend):
     """smg / sglang-router in front of the workers: PD mode, or regular mode when aggregated."""
 
-    types: ClassVar[tuple[str, ...]] = ("smg", "sglang-router", "sglang")
-
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
-        if ctx.engine_router is not None:
-            return engine_router_plan(ctx, ctx.engine_router)
         frontend = ctx.frontend
         package = _package(ctx)
         connectors = _kv_connectors(ctx)
@@ -204,7 +180,7 @@ class RouterFrontend(Frontend):
             prefill=ctx.names(RoleKind.PREFILL),
             decode=ctx.names(RoleKind.DECODE),
             aggregated=ctx.names(RoleKind.AGGREGATED),
-            extra=frontend.args if frontend.type in self.types else None,
+            extra=frontend.args if frontend.type in TYPES else None,
             tokenizer_path=None if ctx.simulated else "${model.path}",
             bootstrap=all(
                 "bootstrap" in role.ports for role in ctx.workers if role.kind is RoleKind.PREFILL
@@ -217,47 +193,10 @@ class RouterFrontend(Frontend):
         if connectors:
             argv = _registering(argv, ctx, connectors)
         health = HealthPlan(path=ROUTER_HEALTH_PATH, deadline_s=ROUTER_HEALTH_DEADLINE_S)
-        stages, serving = router_roles(ctx, argv, ports=ROUTER_PORTS, health=health)
-        return FrontendRoles(
-            frontend=package,
-            stages=stages,
-            serving_role=serving,
-            prompt_format="text",  # token-id prompts: HTTP 400 (smg) / 422 (sglang-router)
-            simulator="disagg sim-engine" if ctx.simulated else None,
-            differs=_differs(ctx, package),
-        )
-
-
-def _differs(ctx: FrontendContext, package: Package) -> list[str]:
-    """The compat rows a router job hits: smg for sglang-router; no etcd/NATS beside it."""
-    rows = ["smg-router"] if package == "smg" else []
-    return rows if ctx.simulated else [*rows, "router-infra"]
-
-
-def engine_router_plan(ctx: FrontendContext, router: RolePlan) -> FrontendRoles:
-    """Workers whose KV hand-over only their engine's own router does (TRT-LLM's), run
-    where srtctl runs its orchestrator (`frontend.orchestrator_placement`).
-
-    Only `frontend.type: trtllm_serve` runs that router. Under any other router type srtctl
-    starts TRT-LLM's prefill/decode workers as `dynamo.trtllm` (`TRTLLMProtocol.
-    build_worker_command`), which serve no HTTP a router could reach: such a variant is
-    refused, not run with another frontend than the one it names.
-    """
-    program = " ".join(router.argv[:2])
-    if ctx.frontend.type != "trtllm_serve":
-        raise ctx.refuse(
-            f"frontend type {ctx.frontend.type} over TRT-LLM prefill/decode workers (srtctl "
-            "starts them as dynamo.trtllm workers, which no router but Dynamo's reaches; "
-            f"`frontend.type: trtllm_serve` runs {program}, `dynamo` Dynamo's frontend)",
-            ("frontend", "type"),
-        )
-    router = router.model_copy(update={"node_ranks": [orchestrator_rank(ctx)]})
-    return FrontendRoles(
-        frontend=program,
-        stages=[ctx.workers, [router]],
-        serving_role=router.name,
-        prompt_format="text",
-    )
+        # smg / sglang-router and disagg's compat rows: no etcd/NATS beside a real one
+        rows = ["smg-router"] if package == "smg" else []
+        rows += [] if ctx.simulated else ["router-infra"]
+        return routed(ctx, argv, frontend=package, ports=ROUTER_PORTS, health=health, differs=rows)
 
 
 def grpc_workers(ctx: FrontendContext) -> frozenset[str]:
@@ -315,3 +254,6 @@ def _package(ctx: FrontendContext) -> Package:
             "use `type: sglang-router` to pin sglang-router 0.3.2, or drop `package`",
         )
     return chosen or DEFAULT_PACKAGE
+
+
+ADAPTER = RouterFrontend()

@@ -1,15 +1,11 @@
 """Where the frontends and nginx run, as srtctl places them.
 
-srtctl's rule (`FrontendStageMixin._compute_frontend_topology`, srtctl/cli/mixins/
-frontend_stage.py, the same in v1.0.68 and 2.x), for every frontend type:
-
-- one worker node, or `enable_multiple_frontends: false`: one frontend and no nginx, on
-  the head node, or where `frontend.orchestrator_placement` puts it (`first_decode` /
-  `last_decode`: the first / last decode worker's first node, `placed_node` in
-  srtctl/core/topology.py);
-- else nginx on the head node and one frontend on each other worker node, at most
-  `1 + num_additional_frontends` of them (the head is not a worker node when the
-  frontend has a dedicated node, so all worker nodes count then).
+srtctl's rule (`FrontendStageMixin._compute_frontend_topology`, the same in v1.0.68 and
+2.x), for every frontend type: on one worker node, or with `enable_multiple_frontends:
+false`, one frontend and no nginx, on the head node or where
+`frontend.orchestrator_placement` puts it (`first_decode` / `last_decode`); else nginx on
+the head node and one frontend on each other worker node, at most `1 +
+num_additional_frontends` (all worker nodes count when the frontend has a node of its own).
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from disagg.frontends.base import FrontendContext
+from disagg.frontends.base import FrontendContext, FrontendRoles
 from disagg.frontends.nginx import nginx_role
 from disagg.plan.job_nodes import PLACEMENTS, placed_rank
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
@@ -54,18 +50,20 @@ def frontend_topology(ctx: FrontendContext) -> FrontendTopology:
     return FrontendTopology(nginx=nodes.head, frontends=tuple(others[:count]))
 
 
-def router_roles(
+def routed(
     ctx: FrontendContext,
     argv: Sequence[str],
     *,
+    frontend: str,
     ports: Sequence[str],
     health: HealthPlan,
+    differs: list[str],
     env: Mapping[str, str] | None = None,
     image: str | None = None,
-) -> tuple[list[list[RolePlan]], str]:
-    """(stages, serving role) of a router running `argv`, placed by srtctl's topology: one
-    `router`, or nginx on the head over `router-<i>` on each other worker node. The
-    recipe's `frontend.env` goes over `env`."""
+) -> FrontendRoles:
+    """A router running `argv` over the workers, placed by srtctl's topology: one `router`,
+    or nginx on the head over `router-<i>` on each other worker node. The recipe's
+    `frontend.env` goes over `env`. Routers take text prompts only."""
     topology = frontend_topology(ctx)
     count = len(topology.frontends)
     written = {key: str(value) for key, value in (ctx.frontend.env or {}).items()}
@@ -82,10 +80,25 @@ def router_roles(
         )
         for i, rank in enumerate(topology.frontends)
     ]
-    stages = [ctx.workers, routers]
-    serving = routers[0].name
-    if topology.nginx is not None:
-        proxy = nginx_role(ctx.frontend, [role.name for role in routers], topology.nginx)
-        stages.append([proxy])
-        serving = proxy.name
-    return stages, serving
+    stages, serving = fronted(ctx, [ctx.workers, routers], routers, topology)
+    return FrontendRoles(
+        frontend=frontend,
+        stages=stages,
+        serving_role=serving,
+        prompt_format="text",
+        simulator="disagg sim-engine" if ctx.simulated else None,
+        differs=differs,
+    )
+
+
+def fronted(
+    ctx: FrontendContext,
+    stages: list[list[RolePlan]],
+    frontends: list[RolePlan],
+    topology: FrontendTopology,
+) -> tuple[list[list[RolePlan]], str]:
+    """(stages, serving role) with nginx last over `frontends` where the topology has it."""
+    if topology.nginx is None:
+        return stages, frontends[0].name
+    proxy = nginx_role(ctx.frontend, [role.name for role in frontends], topology.nginx)
+    return [*stages, [proxy]], proxy.name

@@ -1,40 +1,33 @@
 """srt-slurm's `vllm-router` frontend: the vLLM Router (the `vllm-router` package, 0.1.17)
-in front of `vllm serve` workers, as srtctl's `VLLMRouterFrontend` launches it.
+in front of `vllm serve` workers, as srtctl's `VLLMRouterFrontend` launches it: its argv
+in srtctl's order, the flags srtctl derives (`--intra-node-data-parallel-size` when each
+URL fronts several data-parallel ranks of one node, `--worker-startup-timeout-secs` from
+the health check), then `frontend.args` as written (a list repeats the flag).
 
-The argv, in srtctl's order: `vllm-router`, then `--worker-urls URL...` for aggregated
-workers, or `--vllm-pd-disaggregation`, one `--prefill URL [SIDE_CHANNEL_PORT]` per
-prefill worker (its NIXL side-channel port, when it has one) and one `--decode URL` per
-decode worker; `--host`, `--port`; the flags srtctl derives (`--intra-node-data-parallel-size`
-when each URL fronts several data-parallel ranks of one node,
-`--worker-startup-timeout-secs` = health_check.max_attempts x interval_seconds); then
-`frontend.args` as written (`k: v` -> `--k v`, `true` -> `--k`, a list repeats the flag).
+Facts about vllm-router 0.1.17, observed in front of disagg's simulated engine:
 
-Facts about vllm-router 0.1.17, observed by running it in front of disagg's simulated
-engine:
-
-- It does not listen until every worker answers `GET /health` (checked every
-  `--worker-startup-check-interval` seconds); then `/health`, `/readiness` (with the count
-  of healthy workers) and `/workers` answer 200. `/readiness` is the health path here.
-- The Prometheus exporter starts by default on 127.0.0.1:29000, so each router gets its own
-  `metrics` port, as smg's do (compat row `vllm-router-metrics`).
+- It listens only once every worker answers `GET /health`; then `/health`, `/readiness`
+  and `/workers` answer 200. `/readiness` is the health path here.
+- The Prometheus exporter starts on 127.0.0.1:29000 by default, so each router gets its
+  own `metrics` port, as smg's do (compat row `vllm-router-metrics`).
 - Aggregated mode forwards `/v1/completions` unchanged, token-id prompts included.
 - In PD mode it sends each request to a prefill worker with vLLM's `kv_transfer_params`
-  (`do_remote_decode`) and then to a decode worker with the `kv_transfer_params` the
-  prefill answered: vLLM's own NIXL hand-over, which the simulated engine (SGLang's
-  bootstrap hand-over) does not speak, so simulated prefill/decode workers are refused.
+  and then to a decode worker with those the prefill answered: vLLM's own NIXL hand-over,
+  which the simulated engine (SGLang's bootstrap hand-over) does not speak, so simulated
+  prefill/decode workers are refused.
 - On SIGTERM it exits within about a second when idle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
-from disagg.frontends.static import refuse_managed
-from disagg.frontends.topology import router_roles
+from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, written_args
+from disagg.frontends.topology import routed
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
+TYPES = ("vllm-router",)
 PROGRAM = "vllm-router"
 VERSION = "0.1.17"
 PORTS: tuple[str, ...] = ("http", "metrics")
@@ -129,12 +122,9 @@ def node_local_dp(role: RolePlan) -> int:
 class VllmRouterFrontend(Frontend):
     """The vLLM Router over vLLM workers: PD mode, or regular mode when aggregated."""
 
-    types: ClassVar[tuple[str, ...]] = ("vllm-router",)
-
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         self._check(ctx)
-        refuse_managed(ctx, MANAGED)
-        extra = dict(ctx.frontend.args or {})
+        extra = written_args(ctx, MANAGED)
         intra_dp = self._intra_dp(ctx, extra)
         check = ctx.config.health_check
         timeout = (
@@ -157,14 +147,8 @@ class VllmRouterFrontend(Frontend):
             extra=extra,
         )
         health = HealthPlan(path=HEALTH_PATH, deadline_s=HEALTH_DEADLINE_S)
-        stages, serving = router_roles(ctx, argv, ports=PORTS, health=health)
-        return FrontendRoles(
-            frontend=PROGRAM,
-            stages=stages,
-            serving_role=serving,
-            prompt_format="text",
-            simulator="disagg sim-engine" if ctx.simulated else None,
-            differs=[METRICS_ROW],
+        return routed(
+            ctx, argv, frontend=PROGRAM, ports=PORTS, health=health, differs=[METRICS_ROW]
         )
 
     def _check(self, ctx: FrontendContext) -> None:
@@ -259,3 +243,6 @@ def _side_channel(role: RolePlan) -> str | None:
     if any(port.split("*")[0] == "nixl" for port in role.ports):
         return f"${{{role.name}.nixl_port}}"
     return None
+
+
+ADAPTER = VllmRouterFrontend()

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
-from disagg.engines.base import EngineAdapter, WorkerSpec
+from disagg.engines.base import EngineAdapter
+from disagg.engines.worker import WorkerSpec
 from disagg.errors import Fail, Refuse
 from disagg.plan import role_engines
 from disagg.plan.model import RoleKind

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from disagg.engines.base import WorkerRole
+from disagg.engines.worker import WorkerRole
 from disagg.errors import Fail, Refuse
 from disagg.recipe.job_sections import ProfilingPhase, ProfilingSection
 from disagg.recipe.schema import RecipeConfig

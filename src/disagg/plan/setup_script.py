@@ -60,3 +60,14 @@ def takes_setup_script(role: RolePlan, frontend: str) -> bool:
     if role.kind in WORKER_KINDS:
         return True
     return frontend == "dynamo" and "dynamo.frontend" in role.argv
+
+
+def in_stages(stages: list[list[RolePlan]], name: str, frontend: str) -> list[list[RolePlan]]:
+    """`stages` with the setup script before every role srtctl runs it before."""
+    return [
+        [
+            with_setup_script(role, name) if takes_setup_script(role, frontend) else role
+            for role in stage
+        ]
+        for stage in stages
+    ]

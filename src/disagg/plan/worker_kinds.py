@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from disagg.engines.base import WorkerRole
+from disagg.engines.worker import WorkerRole
 from disagg.plan.model import RoleKind
 
 

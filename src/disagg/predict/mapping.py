@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from disagg.engines.base import Parallelism, SimReading
+from disagg.engines.worker import Parallelism, SimReading
 from disagg.predict.target import PredictTarget
 
 # resources.gpu_type (or the cluster profile's) -> AIConfigurator's system.

@@ -1,16 +1,21 @@
 """The `backend` section (v1) / `engine` + `roles.<role>.args` (schema 2): the serving
 engine, its per-mode flags and environments, and each engine's own knobs.
 
-Engine flag maps stay open maps because their keys are the engines' own flags.
+The engines are the registered adapters (`disagg.engines.registry`): srt-slurm's are
+written out, any other gets its type and `<engine>_config` section without a line of its
+own. Engine flag maps stay open maps because their keys are the engines' own flags. The
+knobs are srt-slurm's recipe fields: an engine that brings knobs of its own declares them
+here too.
 """
 
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
 # each field's annotation string when the class is made, a cost every command pays.
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, create_model
 
+from disagg.engines import registry
 from disagg.model_defaults import empty_dict, empty_list
 from disagg.recipe.section_base import Section
 
@@ -20,7 +25,10 @@ EngineArg = str | int | float | bool | list[Any] | dict[str, Any] | None
 EngineArgs = dict[str, EngineArg]
 EnvMap = dict[str, Scalar]
 
-BackendType = Literal["sglang", "trtllm", "vllm", "mocker", "atom", "tilert"]
+# srt-slurm's engine types in its schema's order (messages list them so), then any other
+# registered engine; `registry.names()` reads the engine modules' names, importing none.
+SRT_SLURM_ENGINES = ("sglang", "trtllm", "vllm", "mocker", "atom", "tilert")
+ENGINES = tuple(dict.fromkeys((*SRT_SLURM_ENGINES, *registry.names())))
 
 
 class RoleArgs(Section):
@@ -40,12 +48,6 @@ class RoleKvEvents(Section):
     prefill: KvEvents = None
     decode: KvEvents = None
     aggregated: KvEvents = None
-
-
-class RoleExtraArgs(Section):
-    prefill: list[str] | None = None
-    decode: list[str] | None = None
-    aggregated: list[str] | None = None
 
 
 class MooncakeKvStore(Section):
@@ -74,6 +76,12 @@ class PredictSettings(Section):
     )
 
 
+if TYPE_CHECKING:
+    BackendType = str
+else:
+    BackendType = Literal[ENGINES]
+
+
 class BackendSection(Section):
     """The serving engine. `engine: sim` runs the simulated engine in place of `type`'s,
     told what that engine's settings ask for (parallel sizes, batch limits, ...)."""
@@ -90,6 +98,7 @@ class BackendSection(Section):
     prefill_environment: EnvMap = Field(default_factory=empty_dict)
     decode_environment: EnvMap = Field(default_factory=empty_dict)
     aggregated_environment: EnvMap = Field(default_factory=empty_dict)
+    # srt-slurm's engines' role sections; another registered engine's is added below
     sglang_config: RoleArgs | None = None
     trtllm_config: RoleArgs | None = None
     vllm_config: RoleArgs | None = None
@@ -152,7 +161,7 @@ class BackendSection(Section):
 # Each engine's own engine-wide knobs: srt-slurm's per-engine backend classes (schema 2
 # writes them under `engine:` beside `type`; v1 flat under `backend`). A knob of one
 # engine written for another is refused in schema 2 (`dialects.schema2.check_engine_knobs`).
-ENGINE_KNOBS: dict[str, frozenset[str]] = {
+_KNOBS: dict[str, frozenset[str]] = {
     "sglang": frozenset({"gpu_type"}),
     "trtllm": frozenset(
         {
@@ -212,5 +221,13 @@ ENGINE_KNOBS: dict[str, frozenset[str]] = {
         }
     ),
 }
+ENGINE_KNOBS = {engine: _KNOBS.get(engine, frozenset()) for engine in ENGINES}
+if ENGINES != SRT_SLURM_ENGINES and not TYPE_CHECKING:  # another engine's role section
+    BackendSection = create_model(
+        "BackendSection",
+        __base__=BackendSection,
+        __doc__=BackendSection.__doc__,
+        **{f"{name}_config": (RoleArgs | None, None) for name in ENGINES[len(SRT_SLURM_ENGINES) :]},
+    )
 # Keys every engine map takes: the engine and disagg's own `engine: sim`.
 ENGINE_COMMON = frozenset({"type", "engine", "predict"})

@@ -113,12 +113,8 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
         name = str(service.get("name"))
         if kind == "mooncake-master":  # started as backend.mooncake_kv_store says
             found += _mooncake_master(name, service)
-        elif kind in ("generic", "mooncake-store"):  # started by disagg.services
-            from disagg.services.fields import unhonoured_service
-
-            found += unhonoured_service(name, service)
         elif kind not in ("etcd", "nats"):
-            found.append(_service(service, str(kind)))
+            found += _started(service, name, str(kind))
     # A role's own `container` and `srun_options` are applied to its worker steps
     # (disagg.plan.role_images); its own engine and knobs are judged here.
     found += _role_engines(raw)
@@ -165,6 +161,17 @@ def _role_engines(raw: Mapping[str, Any]) -> list[Unhonoured]:
             knob_path = ("role_overrides", str(role), "knobs", str(knob))
             found.append(Unhonoured(knob_path, "refused", why))
     return found
+
+
+def _started(service: Mapping[str, Any], name: str, kind: str) -> list[Unhonoured]:
+    """What the `disagg.services` kind that starts the entry does not carry out of it; an
+    entry of a kind none starts is judged by `_service`."""
+    from disagg.services import KINDS
+
+    adapter = KINDS.get(kind)
+    if adapter is None:
+        return [_service(service, kind)]
+    return [Unhonoured(*found) for found in adapter.unhonoured(name, service)]
 
 
 def _service(service: Mapping[str, Any], kind: str) -> Unhonoured:

@@ -1,24 +1,21 @@
 """`services:` kinds run as roles of their own: generic commands and the Mooncake store.
 
 The discovery plane (etcd, NATS) belongs to the Dynamo frontend and the Mooncake master
-to `disagg.frontends.mooncake`; every other kind a plan starts is one module here,
-registered by its `type`. Each entry becomes one service role (`service_<name>`), one
-task per placed node, started in a stage of its own: `before_workers` just before the
-workers (after the master), `after_frontend` once every other stage is up. Kinds not
-registered here are judged by `disagg.recipe.honoured` (refused when the run depends on
-them, else listed as not started).
+to `disagg.frontends.mooncake`; every other kind a plan starts is one module here with its
+`ADAPTER` (a `ServiceKind`), which registers it by its `type`. Each entry becomes one
+service role (`service_<name>`), one task per placed node, started in a stage of its own:
+`before_workers` just before the workers (after the master), `after_frontend` once every
+other stage is up. Kinds not registered here are judged by `disagg.recipe.honoured`
+(refused when the run depends on them, else listed as not started).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from disagg.adapter_table import AdapterTable
 from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
-from disagg.recipe.job_sections import ServiceSection
-from disagg.services.base import PlannedService, ServiceContext
-from disagg.services.generic import generic_service
-from disagg.services.mooncake_store import mooncake_store
+from disagg.services.base import ServiceContext, ServiceKind
 
 __all__ = [
     "KINDS",
@@ -29,10 +26,7 @@ __all__ = [
     "with_service_stages",
 ]
 
-KINDS: dict[str, Callable[[ServiceSection, ServiceContext], PlannedService]] = {
-    "generic": generic_service,
-    "mooncake-store": mooncake_store,
-}
+KINDS: AdapterTable[ServiceKind] = AdapterTable(ServiceKind, package="disagg.services")
 
 
 @dataclass
@@ -59,7 +53,7 @@ def service_plane(ctx: ServiceContext) -> ServicePlane:
         kind = KINDS.get(entry.type)
         if kind is None or not entry.enabled:
             continue
-        planned = kind(entry, ctx)
+        planned = kind.plan(entry, ctx)
         if planned.start == "before_workers":
             plane.before_workers.append(planned.role)
         else:

@@ -14,20 +14,14 @@ store and no mooncake-master entry (or v1 `mooncake_kv_store`) is bad input.
 
 from __future__ import annotations
 
-from disagg.frontends.mooncake import MASTER
-from disagg.plan.job_plan import env_text
-from disagg.plan.model import ReadinessPlan, RoleKind, RolePlan
-from disagg.recipe.job_sections import ServiceSection
-from disagg.services.base import (
-    PlannedService,
-    ServiceContext,
-    container,
-    readiness_plan,
-    role_name,
-)
-from disagg.services.generic import placed_ranks, with_preamble
+from typing import ClassVar
 
-READY_TIMEOUT_S = 120.0
+from disagg.frontends.mooncake import MASTER
+from disagg.plan.model import ReadinessPlan
+from disagg.recipe.job_sections import ServiceSection
+from disagg.services.base import ServiceContext, ServiceKind, Start
+
+TYPES = ("mooncake-store",)
 _FLAGS = (
     f"--master_server_address=${{{MASTER}.host}}:${{{MASTER}.rpc_port}}",
     f"--metadata_server=http://${{{MASTER}.host}}:${{{MASTER}.metadata_port}}/metadata",
@@ -38,34 +32,27 @@ _FLAGS = (
 )
 
 
-def mooncake_store(entry: ServiceSection, ctx: ServiceContext) -> PlannedService:
-    """The store's role, on the master's addresses."""
-    name = role_name(entry, ctx.fail)
-    if ctx.master is None:
-        raise ctx.fail(
-            f"service {entry.name}: a mooncake-store needs the job's Mooncake master",
-            ("services",),
-            "add a `type: mooncake-master` service (v1: backend.mooncake_kv_store)",
-        )
-    image = container(entry, ctx)
-    if entry.command:  # the recipe's own program: run as written, as a generic one is
-        argv = [*entry.command, *entry.args]
-    else:
-        program = ["mooncake_client"] if image else ["${run.python}", "-m", "mooncake.cli_client"]
-        argv = [*program, *_FLAGS, *entry.args]
-    readiness = readiness_plan(entry.readiness, entry.name, ctx.fail) or ReadinessPlan(
-        http_port="http", http_path="/health", timeout_s=READY_TIMEOUT_S, interval_s=0.2
+class MooncakeStore(ServiceKind):
+    node: ClassVar[str] = "workers"
+    start: ClassVar[Start] = "before_workers"
+    critical: ClassVar[bool] = True
+    ports: ClassVar[tuple[str, ...]] = ("rpc", "http")
+    differs: ClassVar[tuple[str, ...]] = ("service-log", "mooncake-store")
+    readiness: ClassVar[ReadinessPlan | None] = ReadinessPlan(
+        http_port="http", http_path="/health", timeout_s=120.0, interval_s=0.2
     )
-    role = RolePlan(
-        name=name,
-        kind=RoleKind.SERVICE,
-        node_ranks=placed_ranks(entry, ctx, "workers"),
-        ports=["rpc", "http"],
-        argv=with_preamble(argv, entry.preamble, name),
-        env={key: env_text(value) for key, value in entry.env.items()},
-        container_image=image,
-        critical=True if entry.critical is None else entry.critical,
-        readiness=readiness,
-    )
-    start = entry.start or "before_workers"
-    return PlannedService(role=role, start=start, differs=["service-log", "mooncake-store"])
+
+    def argv(self, entry: ServiceSection, ctx: ServiceContext, image: str | None) -> list[str]:
+        if ctx.master is None:
+            raise ctx.fail(
+                f"service {entry.name}: a mooncake-store needs the job's Mooncake master",
+                ("services",),
+                "add a `type: mooncake-master` service (v1: backend.mooncake_kv_store)",
+            )
+        if entry.command:  # the recipe's own program: run as written, as a generic one is
+            return [*entry.command, *entry.args]
+        own = ["${run.python}", "-m", "mooncake.cli_client"]  # disagg's environment's
+        return [*(["mooncake_client"] if image else own), *_FLAGS, *entry.args]
+
+
+ADAPTER = MooncakeStore()

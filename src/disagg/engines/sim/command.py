@@ -7,7 +7,7 @@ parallel sizes, batch limits, chunk size, speculative decoding, context length.
 
 from __future__ import annotations
 
-from disagg.engines.base import SimReading, WorkerSpec
+from disagg.engines.worker import SimReading, WorkerSpec
 
 SIM_PREFIX = ("${run.python}", "-m", "disagg", "sim-engine")
 

@@ -12,7 +12,7 @@ a field added to the internal config is not forgotten here.
 
 from collections.abc import Mapping
 from functools import cache
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import Field, create_model
 from pydantic.fields import FieldInfo
@@ -22,6 +22,7 @@ from disagg.recipe import job_sections as job
 from disagg.recipe.backend_section import (
     ENGINE_COMMON,
     ENGINE_KNOBS,
+    ENGINES,
     BackendSection,
     EngineArgs,
     EnvMap,
@@ -32,7 +33,14 @@ from disagg.recipe.schema import DynamoSection, FrontendSection, ModelSection
 from disagg.recipe.section_base import Section, WhenSet, omitted
 
 ROLE_NAMES = ("prefill", "decode", "agg")
-EngineType = Literal["atom", "sglang", "tilert", "trtllm", "vllm", "mocker"]
+# srt-slurm 2.x's engine types in its schema's order, then any other registered engine.
+ENGINE_TYPES = tuple(
+    dict.fromkeys(("atom", "sglang", "tilert", "trtllm", "vllm", "mocker", *ENGINES))
+)
+if TYPE_CHECKING:
+    EngineType = str
+else:
+    EngineType = Literal[ENGINE_TYPES]
 
 # Internal backend fields that schema 2 writes under `roles.<role>` instead of `engine`.
 PER_ROLE_BACKEND = frozenset(
@@ -80,9 +88,6 @@ class Resources2(Section):
     gpus_per_node: int | None = Field(default=None, ge=1)
     spread_workers: bool = False
     het_jobs: bool | None = None
-
-
-ENGINE_TYPES: tuple[str, ...] = get_args(EngineType)
 
 
 @cache

@@ -2,7 +2,7 @@
 
 These catch recipes that load but cannot run as written: an engine asked for more
 (or fewer) GPUs than its worker gets, workers that do not divide their nodes (unless
-vLLM packs prefill and decode together, which sizes the job by itself), a
+the engine packs prefill and decode together, which sizes the job by itself), a
 sweep with an empty, unsorted or repeated concurrency list, or roles naming different
 draft model repos (the plan stages one per variant). Engine settings are read through
 the engine adapters, the same reading the plan uses.
@@ -16,7 +16,8 @@ from typing import Any
 
 from disagg.cluster import is_repo_id
 from disagg.engines import registry
-from disagg.engines.base import EngineAdapter, Parallelism, WorkerRole, WorkerSpec, as_int
+from disagg.engines.base import EngineAdapter
+from disagg.engines.worker import Parallelism, WorkerRole, WorkerSpec, as_int
 from disagg.recipe.benchmark_section import concurrency_points
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Severity
@@ -203,14 +204,14 @@ class _Checker:
                 "lower the node count if the idle GPUs are not intended",
             )
 
-    def shared_pool(self, variant: str, engine: str, roles: list[_Role]) -> None:
+    def shared_pool(self, variant: str, adapter: EngineAdapter | None, roles: list[_Role]) -> None:
         """Co-located roles: per-worker GPUs from gpus_per_<role> or the engine's parallelism."""
         per: dict[str, int] = {}
         for role in roles:
             if role.gpus_per_worker is not None:
                 per[role.name] = role.gpus_per_worker
             else:
-                found = _parallel(engine, role)
+                found = _parallel(adapter, role)
                 if found is None:
                     return
                 per[role.name] = found[0].gpus
@@ -218,13 +219,16 @@ class _Checker:
         if roles[0].gpus_per_node > 0:
             self.capacity(variant, roles, per, where)
 
-    def parallelism(self, variant: str, engine: str, role: _Role, gpus: int | None) -> None:
-        found = _parallel(engine, role, gpus)
+    def parallelism(
+        self, variant: str, adapter: EngineAdapter, role: _Role, gpus: int | None
+    ) -> None:
+        found = _parallel(adapter, role, gpus)
         if found is None:
             return
         par, keys = found
+        engine = adapter.name
         tp_n, dp_n, pp_n, world = par.tp, par.dp, par.pp, par.gpus
-        ep_n = par.ep if _written(engine, role, "ep") else 1  # vLLM's EP spans every rank
+        ep_n = par.ep if adapter.flags.find(role.args, "ep") else 1  # vLLM's EP spans every rank
         where = [self.loc(variant, (*role.args_path, k), k) for k in keys]
         where.append(self.loc(variant, ("resources", f"{role.name}_nodes"), "nodes"))
         shown = ", ".join(f"{k}={role.args[k]}" for k in keys) or "no parallelism args (1 GPU)"
@@ -267,42 +271,25 @@ class _Checker:
             return
         raw = bench["concurrencies"]
         where = [self.loc(variant, ("benchmark", "concurrencies"), "concurrencies")]
-        hint = 'list each concurrency once, ascending, e.g. [1, 4, 16] or "1x4x16"'
+
+        def found(severity: Severity, message: str) -> None:
+            hint = 'list each concurrency once, ascending, e.g. [1, 4, 16] or "1x4x16"'
+            self.add(CONCURRENCY, severity, variant, message, where, hint)
+
         try:
             points = concurrency_points(raw)
         except ValueError as exc:
-            self.add(
-                CONCURRENCY,
-                Severity.ERROR,
-                variant,
-                f"benchmark.concurrencies {raw!r} is not a list of positive integers: {exc}",
-                where,
-                hint,
-            )
+            message = f"benchmark.concurrencies {raw!r} is not a list of positive integers: {exc}"
+            found(Severity.ERROR, message)
             return
         if not points:
-            empty = "benchmark.concurrencies is empty"
-            self.add(CONCURRENCY, Severity.ERROR, variant, empty, where, hint)
+            found(Severity.ERROR, "benchmark.concurrencies is empty")
             return
         if len(set(points)) != len(points):
             dups = sorted({p for p in points if points.count(p) > 1})
-            self.add(
-                CONCURRENCY,
-                Severity.WARNING,
-                variant,
-                f"benchmark.concurrencies {raw!r} repeats {dups}",
-                where,
-                hint,
-            )
+            found(Severity.WARNING, f"benchmark.concurrencies {raw!r} repeats {dups}")
         if points != sorted(points):
-            self.add(
-                CONCURRENCY,
-                Severity.WARNING,
-                variant,
-                f"benchmark.concurrencies {raw!r} is not in ascending order",
-                where,
-                hint,
-            )
+            found(Severity.WARNING, f"benchmark.concurrencies {raw!r} is not in ascending order")
 
     def one_draft(self, variant: str, adapter: EngineAdapter, roles: list[_Role]) -> None:
         """The plan stages one draft repo per variant (bound as ${model.draft})."""
@@ -325,15 +312,15 @@ class _Checker:
         )
 
 
-def _colocated(config: Mapping[str, Any], roles: list[_Role]) -> dict[str, int] | None:
-    """GPUs per worker of each role when vLLM packs prefill and decode together, else None.
-
-    srt-slurm (`VLLMProtocol.should_colocate_prefill_decode`) then sizes the job from the
-    workers' GPUs alone, so the node counts only size the workers (`ResourceConfig.
-    gpus_per_prefill` / `gpus_per_decode`) and cannot be too small (the plan's layout,
-    `disagg.plan.node_layout.Colocation`, checks the packing itself)."""
+def _colocated(
+    config: Mapping[str, Any], adapter: EngineAdapter | None, roles: list[_Role]
+) -> dict[str, int] | None:
+    """GPUs per worker of each role when an engine that colocates (vLLM) packs prefill and
+    decode together, else None: srt-slurm (`VLLMProtocol.should_colocate_prefill_decode`)
+    then sizes the job from the workers' GPUs alone, so the node counts only size the
+    workers and cannot be too small (`disagg.plan.node_layout.Colocation` checks it)."""
     backend = config.get("backend")
-    if _engine(config) != "vllm" or not isinstance(backend, Mapping):
+    if adapter is None or not adapter.colocates or not isinstance(backend, Mapping):
         return None
     found = {r.name: r for r in roles}
     prefill, decode = found.get("prefill"), found.get("decode")
@@ -368,11 +355,10 @@ def _staged_draft(adapter: EngineAdapter, role: _Role) -> str | None:
 
 
 def _parallel(
-    engine: str, role: _Role, gpus: int | None = None
+    adapter: EngineAdapter | None, role: _Role, gpus: int | None = None
 ) -> tuple[Parallelism, list[str]] | None:
     """The engine adapter's reading of a role's parallel layout, and the keys it read; with
     the worker's `gpus`, as the adapter lays out a worker given them (ATOM sizes TP so)."""
-    adapter = registry.get(engine)
     if adapter is None or not adapter.uses_gpus:
         return None
     keys = [hit[0] for s in _PARALLEL_SETTINGS if (hit := adapter.flags.find(role.args, s))]
@@ -381,12 +367,6 @@ def _parallel(
     kind: WorkerRole = "aggregated" if role.name == "agg" else role.name  # type: ignore[assignment]
     spec = WorkerSpec(role=kind, served_name="", gpus_per_node=gpus)
     return adapter.worker_parallelism(role.args, spec), keys
-
-
-def _written(engine: str, role: _Role, setting: str) -> tuple[str, ...]:
-    adapter = registry.get(engine)
-    hit = adapter.flags.find(role.args, setting) if adapter else None
-    return (hit[0],) if hit else ()
 
 
 def _draft_key(adapter: EngineAdapter, role: _Role) -> str:
@@ -401,18 +381,18 @@ def check(ctx: FileContext) -> list[Finding]:
         base = ctx.data.get("base")
         configs["base"] = base if isinstance(base, dict) else {}
     for variant, config in configs.items():
-        engine = _engine(config)
-        adapter = registry.get(engine)
+        adapter = registry.get(_engine(config))
         roles = [r for r in _roles(config) if r.workers or r.nodes]
         shared = any(r.nodes == 0 for r in roles) and any(r.nodes > 0 for r in roles)
-        packed = _colocated(config, roles)
+        packed = _colocated(config, adapter, roles)
         for role in roles:
             gpus = checker.role_layout(variant, role, shared or packed is not None)
             if packed is not None:
                 gpus = packed[role.name]
-            checker.parallelism(variant, engine, role, gpus)
+            if adapter is not None:
+                checker.parallelism(variant, adapter, role, gpus)
         if shared and roles and packed is None:
-            checker.shared_pool(variant, engine, roles)
+            checker.shared_pool(variant, adapter, roles)
         if adapter is not None:
             checker.one_draft(variant, adapter, roles)
         checker.concurrency(variant, config)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from disagg.engines import registry
 from disagg.engines.backend_fields import unhonoured
-from disagg.engines.base import WORKER_ROLES
+from disagg.engines.worker import WORKER_ROLES
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Location, Rule, Severity
 

@@ -1,0 +1,261 @@
+"""A variant's worker roles: each worker's command, environment, health and layout, as its
+engine adapter renders them on the nodes and GPUs `disagg.plan.node_layout` gives it.
+
+The adapter's verdicts on the settings are `disagg.plan.engine_checks`; images and mounts
+`disagg.plan.containers`; a predicted worker's timing flags `disagg.predict.mapping`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from disagg.engines.base import WorkerCommand
+from disagg.engines.worker import WorkerSpec
+from disagg.plan import role_engines
+from disagg.plan.containers import Containers
+from disagg.plan.engine_checks import EngineChecks
+from disagg.plan.job_plan import env_text
+from disagg.plan.model import HealthPlan, MpiPlan, ParallelPlan, RoleKind, RolePlan
+from disagg.plan.node_env import fill_node_fields
+from disagg.plan.node_layout import PlacedWorker
+from disagg.plan.role_images import role_srun_options
+from disagg.plan.served_name import served_model_name
+from disagg.plan.worker_kinds import adapter_role
+from disagg.predict.mapping import PredictOptions, Unmappable, WorkerInputs, target_for
+from disagg.recipe.schema import FrontendSection
+
+SIM_HEALTH_DEADLINE_S = 60.0
+ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
+
+
+class WorkerRoles:
+    """The workers of one variant. What they hit on the way collects here: `inputs` (worker
+    name -> the settings and spec its adapter was asked with), `differs` (compat rows),
+    `ignored` (field -> why, shared with the engine checks) and `predicted` (the label and
+    assumptions of a predicted run)."""
+
+    def __init__(
+        self, checks: EngineChecks, containers: Containers, predict: PredictOptions | None
+    ) -> None:
+        self.variant = checks.variant
+        self.config = checks.config
+        self.adapter = checks.adapter
+        self.checks = checks
+        self.backend = checks.backend
+        self.containers = containers
+        self.profile = containers.profile
+        self.model = containers.model
+        self.simulated = containers.simulated
+        self.predict = predict
+        self.fail = checks.fail
+        self.refuse = checks.refuse
+        self.inputs: dict[str, tuple[Mapping[str, Any], WorkerSpec]] = {}
+        self.differs: list[str] = []
+        self.ignored = checks.ignored
+        self.predicted: dict[str, Any] | None = None
+
+    def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
+        backend = role_engines.with_role_knobs(self.config, kind, self.backend)
+        return self.adapter.role_args(backend, adapter_role(kind))
+
+    @cached_property
+    def served(self) -> str:
+        """The one model name every worker serves, the frontend routes and the load
+        generator sends (see `disagg.plan.served_name`)."""
+        written = [
+            self.adapter.served_model_name(self.role_args(kind))
+            for kind in (RoleKind.PREFILL, RoleKind.AGGREGATED, RoleKind.DECODE)
+        ]
+        return served_model_name(self.model, written, self.config.backend.served_model_name)
+
+    def roles(self, placed: list[PlacedWorker]) -> list[RolePlan]:
+        """Every worker process, in placement order."""
+        roles = []
+        for kind, index, ranks, ids in placed:
+            args = self._one_served_name(self.role_args(kind))
+            self.checks.mode(kind, args)
+            own_engine = role_engines.own_engine(self.config, kind)
+            spec = WorkerSpec(
+                role=adapter_role(kind),
+                served_name=self.served,
+                nnodes=len(ranks),
+                gpus_per_node=len(ids),
+                ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
+                simulated=self.simulated,
+                # the section's default (dynamo) when the recipe has none, as `frontend` uses
+                frontend=(self.config.frontend or FrontendSection()).type,
+                gpu_type=self.config.resources.gpu_type,
+                schema2=self.variant.dialect == "schema2",
+                backend=own_engine[1] if own_engine else self.backend,
+                engine=own_engine[0] if own_engine else None,
+            )
+            self.checks.supported(kind, args, spec)
+            self.checks.note_ignored(kind, args)
+            name = f"{kind.value}-{index}"
+            own = self.containers.role_image(kind)
+            seen = self.containers.worker_args(kind, name, args, own or self.containers.image)
+            if not self.adapter.rank_processes(args, spec):
+                roles.append(self._role(kind, index, name, ranks, ids, args, seen, spec, own))
+                continue
+            # one process per GPU, node by node (srt-slurm's per-GPU DP launch)
+            pairs = [(rank, gpu) for rank in ranks for gpu in sorted(ids)]
+            for dp_rank, (rank, gpu) in enumerate(pairs):
+                one = replace(spec, nnodes=1, gpus_per_node=1, dp_rank=dp_rank, dp_head=name)
+                process = name if dp_rank == 0 else f"{name}-dp{dp_rank}"
+                roles.append(self._role(kind, index, process, [rank], [gpu], args, seen, one, own))
+        return roles
+
+    def _one_served_name(self, args: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A role's settings with its own served-model-name (if written) set to the one
+        name, as srtctl replaces each role's with it."""
+        found = self.adapter.flags.find(args, "served_model_name")
+        if found is None or found[1] == self.served:
+            return args
+        return {**args, found[0]: self.served}
+
+    def _role(
+        self,
+        kind: RoleKind,
+        index: int,
+        name: str,
+        ranks: list[int],
+        ids: list[int],
+        args: Mapping[str, Any],
+        seen: Mapping[str, Any],
+        spec: WorkerSpec,
+        own: str | None,
+    ) -> RolePlan:
+        """One worker process as a role: the engine adapter's command for `spec`, in the role's
+        own image `own` when it names one."""
+        command = self.adapter.command(seen, spec)
+        self.differs += command.differs
+        path = ".".join(self.adapter.args_path(adapter_role(kind)))
+        for item in command.ignored:
+            self.ignored.setdefault(f"{path}.{item.key}", item.reason)
+        if self.predict is not None:
+            command.argv += self._predict_argv(kind, args)
+        self.inputs[name] = (seen, spec)
+        par = self.adapter.worker_parallelism(args, spec)
+        env = {**self._env(kind), **command.env}
+        return RolePlan(
+            name=name,
+            kind=kind,
+            index=index,
+            node_ranks=ranks,
+            gpus_per_node=len(ids),
+            gpu_ids=ids,
+            ports=command.ports,
+            argv=command.argv,
+            node_argv=command.node_argv,
+            files=command.files,
+            mpi=mpi_plan(command),
+            parallel=ParallelPlan(
+                tp=par.tp,
+                dp=par.dp,
+                ep=par.ep,
+                pp=par.pp,
+                dp_attention=par.dp_attention,
+                gpus=par.gpus,
+            ),
+            speculative=self.adapter.sim_reading(args).speculative_algorithm,
+            env={key: value for key, value in env.items() if key not in command.unset_env},
+            health=self._health(),
+            container_image=own or self.containers.worker_image(command, self.containers.image),
+            srun_options=role_srun_options(self.config, kind),
+        )
+
+    def _env(self, kind: RoleKind) -> dict[str, str]:
+        """The profile's worker env, then the role's own and the recipe's `environment`
+        over it (srtctl sets the mode's env first, then the recipe's: cli/mixins/
+        worker_stage.py `start_worker`), with `{node}` / `{node_id}` filled per node."""
+        backend = self.config.backend
+        per_kind = {
+            RoleKind.PREFILL: backend.prefill_environment,
+            RoleKind.DECODE: backend.decode_environment,
+            RoleKind.AGGREGATED: backend.aggregated_environment,
+        }[kind]
+        env = self.profile.worker_env() if self.profile else {}
+        for path, values in (
+            (("backend", f"{kind.value}_environment"), per_kind),
+            (("environment",), self.config.environment),
+        ):
+            for key, value in values.items():
+                text = env_text(value)
+                try:
+                    env[key] = fill_node_fields(text)
+                except ValueError as exc:
+                    field = (*path, key)
+                    raise self.fail(
+                        f"{self.variant.written_name('.'.join(field))} {text!r} cannot be "
+                        f"filled as srtctl fills {{node}} and {{node_id}} ({exc})",
+                        field,
+                        "write a literal brace as {{ or }}",
+                    ) from None
+        return env
+
+    def _health(self) -> HealthPlan:
+        check = self.config.health_check
+        if check is not None:
+            deadline = float(check.max_attempts * check.interval_seconds)
+        else:
+            deadline = SIM_HEALTH_DEADLINE_S if self.simulated else self.adapter.health_deadline_s
+        path = "/health" if self.simulated else self.adapter.health_path
+        return HealthPlan(path=path, deadline_s=deadline, interval_s=0.2 if self.simulated else 1.0)
+
+    def _predict_argv(self, kind: RoleKind, args: Mapping[str, Any]) -> list[str]:
+        """The predicted worker's `--predict-*` flags; what cannot be mapped is refused."""
+        assert self.predict is not None
+        model = self.model
+        local = model.kind == "path" and Path(model.value).expanduser().is_dir()
+        names = (*filter(None, [self.predict.model]), self.served, model.value, model.written)
+        inputs = WorkerInputs(
+            engine=self.config.backend.type,
+            args=args,
+            reading=self.adapter.sim_reading(args),
+            gpu_type=self.config.resources.gpu_type,
+            precision=self.config.model.precision,
+            model_names=names,
+            model_dir=str(Path(model.value).expanduser()) if local else None,
+        )
+        try:
+            target = target_for(inputs, self.predict, self.adapter.args_path(adapter_role(kind)))
+        except Unmappable as exc:
+            raise self.refuse(exc.what, exc.path) from None
+        self.predicted = target.summary()
+        return target.argv()
+
+    def engine_router(self, workers: list[RolePlan]) -> RolePlan | None:
+        """The engine's own router for real prefill/decode workers, when its KV hand-over
+        needs one (TRT-LLM's `trtllm-serve disaggregated`)."""
+        prefill = [r.name for r in workers if r.kind is RoleKind.PREFILL]
+        decode = [r.name for r in workers if r.kind is RoleKind.DECODE]
+        if not prefill or self.simulated:
+            return None
+        section = (self.config.frontend or FrontendSection()).model_dump(exclude_none=True)
+        own = self.adapter.pd_router(prefill, decode, section)
+        if own is None:
+            return None
+        return RolePlan(
+            name="router",
+            kind=RoleKind.ROUTER,
+            node_ranks=[0],
+            ports=own.ports,
+            argv=own.argv,
+            env=own.env,
+            files=own.files,
+            mpi=mpi_plan(own),
+            health=HealthPlan(path="/health", deadline_s=ENGINE_ROUTER_HEALTH_DEADLINE_S),
+        )
+
+
+def mpi_plan(command: WorkerCommand) -> MpiPlan | None:
+    """The MPI step an engine's command asks for, if it asks for one."""
+    if not command.mpi_tasks_per_node:
+        return None
+    return MpiPlan(
+        tasks_per_node=command.mpi_tasks_per_node, srun_options=dict(command.mpi_srun_options)
+    )
