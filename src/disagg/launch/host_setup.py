@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from disagg.errors import DisaggError
-from disagg.launch.base import RoleProcess
+from disagg.launch.executor import RoleProcess, Task
 from disagg.launch.logs import tail, task_log_path
 from disagg.launch.run_context import RunContext, Stop
 
@@ -87,9 +87,7 @@ def _on_nodes(
     started: dict[int, RoleProcess] = {}
     try:
         for rank in ranks:
-            started[rank] = run.launcher.launch(
-                role=name, node_rank=rank, argv=argv, env={}, log_path=logs[rank]
-            )
+            started[rank] = run.launcher.launch(Task(name, rank, argv, {}, logs[rank]))
         return _wait(run, started, logs, timeout_s, stoppable)
     finally:
         for process in started.values():

@@ -25,9 +25,10 @@ from pathlib import Path
 from types import FrameType
 
 from disagg.errors import DisaggError
-from disagg.launch.base import RoleLauncher
 from disagg.launch.bench_command import run_bench_command
-from disagg.launch.point_loop import mark_done_points, measure_points, run_canary
+from disagg.launch.canary import run_canary
+from disagg.launch.executor import RoleLauncher
+from disagg.launch.point_loop import mark_done_points, measure_points
 from disagg.launch.role_start import RoleStarter
 from disagg.launch.run_context import (
     EXIT_BAD_PLAN,

@@ -1,4 +1,4 @@
-"""Measuring: the canary, then each point of the sweep through the load generator.
+"""Measuring each point of the sweep through the load generator.
 
 Resume is decided first (`mark_done_points`): a point whose result was measured
 under this same plan is skipped, any other is measured again with the reason said.
@@ -21,13 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from disagg.errors import DisaggError
-from disagg.launch.health import canary
-from disagg.launch.logs import first_error_line, log_sizes, task_log_path
+from disagg.launch.canary import serving_url
 from disagg.launch.run_context import RunContext, Stop
 from disagg.launch.state import PointState, PointStatus, duration_text, sweep_eta
 from disagg.launch.watch import Gap, LivenessWatch
-from disagg.plan.model import BenchPlan, PointPlan, RoleKind
+from disagg.plan.model import BenchPlan, PointPlan
 from disagg.plan.templates import substitute
 from disagg.workloads import profiling, slow_down
 from disagg.workloads.base import MeasureFn
@@ -37,8 +35,6 @@ if TYPE_CHECKING:
 
 MEASURE_STOP_GRACE_S = 10.0  # the load generator promises to end within ~1 s of `stop`
 MAX_ATTEMPTS = 2  # a point a role stopped serving in is measured once more, not forever
-CANARY_ATTEMPTS = 3
-CANARY_RETRY_WAIT_S = 2.0
 
 
 def mark_done_points(run: RunContext) -> bool:
@@ -63,74 +59,6 @@ def mark_done_points(run: RunContext) -> bool:
                 shown,
             )
     return done
-
-
-def serving_url(run: RunContext) -> str:
-    """Where load goes: the plan's serving role, else a router, aggregated or decode worker."""
-    if run.plan.serving_role is not None:
-        return run.bindings[run.plan.serving_role]["url"]
-    for kind in (RoleKind.ROUTER, RoleKind.AGGREGATED, RoleKind.DECODE):
-        for role in run.plan.roles_of(kind):
-            url = run.bindings.get(role.name, {}).get("url")
-            if url:
-                return url
-    raise DisaggError("the plan has no router or worker with an http port to send load to")
-
-
-def run_canary(run: RunContext) -> None:
-    """One request through the serving endpoint before any point. A server error or a
-    dropped connection is tried again (CANARY_ATTEMPTS in all): a cold disaggregated
-    deployment can fail its very first request once (vLLM's first NIXL handshake), and
-    the points' own failure limits still judge every measured request. A failure names
-    the first role whose log recorded an error meanwhile, with that log's last lines."""
-    url = serving_url(run)
-    logs = _role_logs(run)
-    sizes = log_sizes(list(logs))
-    attempt = 0
-    while True:
-        attempt += 1
-        result = run.interruptible(
-            lambda: canary(url, run.plan.bench, timeout_s=run.options.canary_timeout_s)
-        )
-        if result.ok:
-            tries = f" (attempt {attempt} of {CANARY_ATTEMPTS})" if attempt > 1 else ""
-            run.log.info("canary ok through %s%s: %r", url, tries, result.detail)
-            return
-        if not result.transient or attempt >= CANARY_ATTEMPTS:
-            break
-        run.log.warning(
-            "canary attempt %d of %d failed: %s; trying again in %.0f s",
-            attempt,
-            CANARY_ATTEMPTS,
-            result.detail,
-            CANARY_RETRY_WAIT_S,
-        )
-        if run.stop.wait(CANARY_RETRY_WAIT_S):
-            raise Stop
-    tries = f" ({attempt} attempts)" if attempt > 1 else ""
-    culprit = next(
-        ((*logs[path], line) for path in logs if (line := first_error_line(path, sizes[path]))),
-        None,
-    )
-    if culprit is None:
-        run.fail(f"canary request failed{tries}: {result.detail}")
-        raise Stop
-    role, rank, line = culprit
-    run.fail(
-        f"canary request failed{tries}: {result.detail}; {role} logged: {line[:300]}",
-        role=role,
-        node_rank=rank,
-    )
-    raise Stop
-
-
-def _role_logs(run: RunContext) -> dict[Path, tuple[str, int]]:
-    """Every role's task log (one per node it spans) -> (role, node rank), in plan order."""
-    found: dict[Path, tuple[str, int]] = {}
-    for role in run.plan.roles:
-        for rank in role.node_ranks or [0]:
-            found[task_log_path(run.run_dir, role.name, rank, role.nnodes)] = (role.name, rank)
-    return found
 
 
 class ServingGaps:

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from disagg.launch.base import RoleLauncher, RoleProcess
 from disagg.launch.bindings import Bindings, render_task
-from disagg.launch.liveness import host_id, start_ticks
+from disagg.launch.executor import RoleLauncher, RoleProcess
 from disagg.launch.logs import tail, task_log_path
+from disagg.launch.procs import host_id, start_ticks
 from disagg.launch.run_log import make_logger
 from disagg.launch.state import STATE_FILE, Failure, Phase, PointState, RunState
 from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
@@ -214,6 +214,19 @@ class RunContext:
             node_rank=node_rank,
             nodes_lost=[names[rank] for rank in ranks],
         )
+
+    def role_tasks(self, name: str) -> list[RoleProcess]:
+        with self.lock:
+            return [process for role, process in self.tasks if role.name == name]
+
+    def mark_healthy(self, name: str, after_s: float, word: str) -> None:
+        """The role passed its gate `after_s` seconds after its stage began."""
+        with self.lock:
+            state = self.state.role(name)
+            state.healthy = True
+            state.healthy_after_s = round(after_s, 3)
+        self.log.info("%s %s after %.2f s", name, word, after_s)
+        self.publish()
 
     def record_exit(
         self, role: str, node_rank: int, code: int | None, *, stopped: bool = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from disagg.launch.liveness import ProcessIdentity, stop_group
+from disagg.launch.procs import ProcessIdentity, stop_group
 from disagg.launch.state import RunState
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 from disagg.atomic import write_text
-from disagg.launch.liveness import ProcessIdentity
+from disagg.launch.procs import ProcessIdentity
 from disagg.model_defaults import empty_dict, empty_list
 from disagg.probe import MAX_RECORD_BYTES, UnreadableFile, probe, read_limited
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from disagg.launch.base import RoleProcess
+from disagg.launch.executor import RoleProcess
 from disagg.launch.host_setup import run_host_teardown
 from disagg.launch.run_context import (
     EXIT_CANCELLED,
