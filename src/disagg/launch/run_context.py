@@ -20,15 +20,13 @@ from typing import TypeVar
 
 from disagg.launch.bindings import Bindings, render_task
 from disagg.launch.executor import RoleLauncher, RoleProcess
-from disagg.launch.logs import tail, task_log_path
+from disagg.launch.logs import make_logger, tail, task_log_path
 from disagg.launch.procs import host_id, start_ticks
-from disagg.launch.run_log import make_logger
 from disagg.launch.state import STATE_FILE, Failure, Phase, PointState, RunState
 from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
 
 EXIT_COMPLETED = 0
 EXIT_FAILED = 1
-EXIT_BAD_PLAN = 2
 EXIT_CANCELLED = 3
 
 RESULTS_DIR = "results"
@@ -61,13 +59,11 @@ class RunContext:
         run_dir: Path,
         plan: Plan,
         launcher: RoleLauncher,
-        options: OrchestratorOptions,
-        on_update: UpdateHook | None,
+        options: OrchestratorOptions | None = None,
+        on_update: UpdateHook | None = None,
     ) -> None:
-        self.run_dir = run_dir
-        self.plan = plan
-        self.launcher = launcher
-        self.options = options
+        options = options or OrchestratorOptions()
+        self.run_dir, self.plan, self.launcher, self.options = run_dir, plan, launcher, options
         self.on_update = on_update
         self.results_dir = run_dir / RESULTS_DIR
         self.stop = threading.Event()
@@ -151,7 +147,8 @@ class RunContext:
                 self.timed_out = True
                 self.fail(reason)
 
-    def cancel(self, reason: str) -> None:
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop the run as cancelled (what SIGTERM/SIGINT do)."""
         with self.lock:
             if not self.stop.is_set():
                 self.cancelled = True
@@ -178,26 +175,23 @@ class RunContext:
                     continue
                 self.ended.add(key)
             self.record_exit(role.name, process.node_rank, code)
+            node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
             if not role.critical:  # a sidecar: its end costs its own log, not the run
-                node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
                 self.log.warning(
                     "service %s%s exited with code %s (not critical: the run goes on)",
                     role.name,
                     node,
                     code,
                 )
-                continue
-            if not self.stop.is_set():
-                lost = self.launcher.lost_nodes()
-                if lost:
+            elif not self.stop.is_set():
+                if lost := self.launcher.lost_nodes():
                     self._fail_lost_nodes(lost, role=role.name, node_rank=process.node_rank)
-                    continue
-                node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
-                self.fail(
-                    f"role {role.name}{node} exited with code {code}",
-                    role=role.name,
-                    node_rank=process.node_rank,
-                )
+                else:
+                    self.fail(
+                        f"role {role.name}{node} exited with code {code}",
+                        role=role.name,
+                        node_rank=process.node_rank,
+                    )
 
     def _fail_lost_nodes(self, lost: dict[int, str], *, role: str, node_rank: int) -> None:
         """A node left the job (Slurm saw it fail): name it and every role that ran there."""
@@ -262,13 +256,12 @@ class RunContext:
         self.publish()
 
     def publish(self) -> None:
+        write_error: OSError | None = None
         with self.lock:
             try:
                 self.state.write(self.run_dir)
             except OSError as exc:
-                write_error: OSError | None = exc
-            else:
-                write_error = None
+                write_error = exc
             # a copy for the hook alone (the live view); a run without one copies nothing
             hook = self.on_update
             snapshot = self.state.model_copy(deep=True) if hook is not None else None
@@ -278,11 +271,8 @@ class RunContext:
             hook(snapshot)
 
     def write_failed(self, name: str, exc: OSError) -> None:
-        """A full disk or read-only run directory: said once, fails the run, stops nothing else.
-
-        Teardown and the summary go on regardless: a write that fails must never leave
-        roles running.
-        """
+        """A full disk or read-only run directory: said once, fails the run, stops nothing
+        else (a write that fails must never leave roles running)."""
         with self.lock:
             if self.write_error is not None:
                 return

@@ -12,13 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from disagg.launch.executor import RoleProcess
 from disagg.launch.host_setup import run_host_teardown
+from disagg.launch.logs import close_log
 from disagg.launch.run_context import (
     EXIT_CANCELLED,
     EXIT_COMPLETED,
     EXIT_FAILED,
     RunContext,
 )
-from disagg.launch.run_log import close_log
 from disagg.launch.state import (
     SUMMARY_FILE,
     Failure,
