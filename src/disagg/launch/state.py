@@ -228,14 +228,19 @@ class Failure(BaseModel):
     nodes_lost: list[str] = Field(default_factory=empty_list)  # Slurm nodes that left the job
 
 
-class RunState(BaseModel):
-    """`state.json`: rewritten at each phase change and point."""
+class RunRecord(BaseModel):
+    """What both records say first: which run this is."""
 
     name: str
     selector: str
     run_dir: str
     simulated: bool
     executor: str
+
+
+class RunState(RunRecord):
+    """`state.json`: rewritten at each phase change and point."""
+
     orchestrator_pid: int
     # host/boot and start time of the orchestrator: `status` tells a dead one from a live one
     orchestrator_host: str | None = None
@@ -284,14 +289,9 @@ class RunState(BaseModel):
         return read_record(cls, run_dir / STATE_FILE)
 
 
-class RunSummary(BaseModel):
+class RunSummary(RunRecord):
     """`summary.json`: how the run ended; written once at the end, atomically."""
 
-    name: str
-    selector: str
-    run_dir: str
-    simulated: bool
-    executor: str
     status: RunStatus
     exit_code: int
     reason: str | None = None

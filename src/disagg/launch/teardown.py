@@ -24,6 +24,7 @@ from disagg.launch.state import (
     Failure,
     Phase,
     PointStatus,
+    RunRecord,
     RunStatus,
     RunSummary,
 )
@@ -81,12 +82,9 @@ def finish(run: RunContext, error_code: int) -> RunSummary:
         run.state.phase = Phase.DONE
         run.state.current_point = None
         points = [p.model_copy() for p in run.state.points]
+        started = {r.name: r.tasks for r in run.state.roles if any(t.pid for t in r.tasks)}
         summary = RunSummary(
-            name=run.plan.name,
-            selector=run.plan.selector,
-            run_dir=str(run.run_dir),
-            simulated=run.plan.simulated,
-            executor=run.options.executor,
+            **run.state.model_dump(include=set(RunRecord.model_fields)),
             status=status,
             exit_code=code,
             reason=failure.reason if failure else None,
@@ -95,16 +93,8 @@ def finish(run: RunContext, error_code: int) -> RunSummary:
             finished_at=time.time(),
             phase_seconds=dict(run.phase_seconds),
             timeline=dict(run.timeline),
-            role_exit_codes={
-                r.name: [t.exit_code for t in r.tasks]
-                for r in run.state.roles
-                if any(t.pid for t in r.tasks)
-            },
-            role_pids={
-                r.name: [t.pid for t in r.tasks if t.pid is not None]
-                for r in run.state.roles
-                if any(t.pid for t in r.tasks)
-            },
+            role_exit_codes={name: [t.exit_code for t in tasks] for name, tasks in started.items()},
+            role_pids={name: [t.pid for t in tasks if t.pid] for name, tasks in started.items()},
             points=points,
             points_measured=sum(p.status is PointStatus.MEASURED for p in points),
             points_skipped=sum(p.status is PointStatus.SKIPPED for p in points),
