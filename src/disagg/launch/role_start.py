@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from disagg.errors import DisaggError
 from disagg.launch import procs
 from disagg.launch.bindings import NODES, build_bindings, write_role_files
+from disagg.launch.bound import model_paths
 from disagg.launch.executor import RoleProcess, Task
 from disagg.launch.health import NodeTarget, node_ready, port_of, probe
 from disagg.launch.host_setup import run_host_setup
@@ -66,11 +67,8 @@ class RoleStarter:
         """(main model path, draft model path): staged snapshots, or names when skipped."""
         run = self.run
         staging = run.plan.staging
-        main = next((m for m in staging.models if m.purpose == "main"), None)
-        draft = next((m for m in staging.models if m.purpose == "draft"), None)
         if staging.skip:
-            name = staging.local_path or (main.repo_id if main else run.plan.bench.model_name)
-            return name, draft.repo_id if draft else ""
+            return model_paths(run.plan)
         from disagg.staging import stage_plan
 
         run.log.info("staging %d model(s)", len(staging.models))
