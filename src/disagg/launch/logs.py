@@ -29,6 +29,8 @@ LOG_DIR = "logs"
 ORCHESTRATOR_LOG = "orchestrator.log"
 LOG_MODE = 0o644
 POLL_S = 0.2
+TAIL_BYTES = 256 * 1024
+ERROR_SCAN_BYTES = 1024 * 1024
 
 
 def open_log(path: Path) -> BinaryIO:
@@ -80,14 +82,12 @@ def task_log_path(run_dir: Path, role: str, node_rank: int, nnodes: int) -> Path
     return log_dir(run_dir) / name
 
 
-def tail(
-    path: Path, lines: int = 30, *, end: int | None = None, max_bytes: int = 256 * 1024
-) -> list[str]:
-    """The last `lines` lines of a text file, up to byte `end` (reads at most `max_bytes`)."""
+def tail(path: Path, lines: int = 30, *, end: int | None = None) -> list[str]:
+    """The last `lines` lines of a text file, up to byte `end` (reads at most 256 KiB)."""
     try:
         with path.open("rb") as handle:
             size = handle.seek(0, 2) if end is None else end
-            handle.seek(max(0, size - max_bytes))
+            handle.seek(max(0, size - TAIL_BYTES))
             data = handle.read(size - handle.tell())
     except OSError:
         return []
@@ -127,12 +127,12 @@ def log_sizes(paths: list[Path]) -> dict[Path, int]:
     return sizes
 
 
-def first_error_line(path: Path, since: int, *, max_bytes: int = 1024 * 1024) -> str | None:
-    """The first error line `path` got after byte `since` (reads at most `max_bytes`)."""
+def first_error_line(path: Path, since: int) -> str | None:
+    """The first error line `path` got after byte `since` (reads at most 1 MiB)."""
     try:
         with path.open("rb") as handle:
             handle.seek(since)
-            data = handle.read(max_bytes)
+            data = handle.read(ERROR_SCAN_BYTES)
     except OSError:
         return None
     for line in data.decode("utf-8", errors="replace").splitlines():
@@ -162,13 +162,11 @@ class _LogFileHandler(logging.FileHandler):
 
 
 def make_logger(run_dir: Path, *, echo: bool) -> logging.Logger:
-    directory = log_dir(run_dir)
-    directory.mkdir(parents=True, exist_ok=True)
     logger = logging.getLogger(f"disagg.job.{id(run_dir)}.{time.monotonic_ns()}")
     logger.setLevel(logging.INFO)
     logger.propagate = False
     formatter = logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S")
-    file_handler = _LogFileHandler(directory / ORCHESTRATOR_LOG)
+    file_handler = _LogFileHandler(log_dir(run_dir) / ORCHESTRATOR_LOG)
     file_handler.setFormatter(formatter)
     logger.addHandler(file_handler)
     if echo:
@@ -232,16 +230,10 @@ def cursors_for(paths: Sequence[Path], *, prefixed: bool) -> list[Cursor]:
     return [Cursor(p, f"[{p.stem}] " if prefixed else "") for p in paths]
 
 
-def follow(
-    run_dir: Path,
-    cursors: Sequence[Cursor],
-    emit: Callable[[str], None],
-    *,
-    until_ended: bool = True,
-) -> None:
-    """Print what the files gain after each cursor until the run ends (or forever)."""
+def follow(run_dir: Path, cursors: Sequence[Cursor], emit: Callable[[str], None]) -> None:
+    """Print what the files gain after each cursor until the run ends."""
     while True:
-        ended = until_ended and run_ended(run_dir)
+        ended = run_ended(run_dir)
         for cursor in cursors:
             for line in cursor.read_new():
                 emit(line)
