@@ -1,16 +1,11 @@
 """The Slurm executor inside an allocation: every task is one `srun --overlap` step.
 
-The orchestrator (`python -m disagg.job RUN_DIR --executor slurm`) runs in the batch
-step on the first node and starts each task with `srun_step.srun_argv`. Node names come
-from `scontrol show hostnames $SLURM_JOB_NODELIST` and addresses from `scontrol show
-node` (NodeAddr), never from a step's output. In a heterogeneous job
-(`SlurmPlan.het_nodes`) the node ranks run through the components' node lists
-(`SLURM_JOB_NODELIST_HET_GROUP_<n>`, group 0 first), each step names its node's
-component, and the steps and nodes of every component (`SLURM_JOB_ID_HET_GROUP_<n>`) are
-watched. Teardown signals each step, then cancels it, and `close()` waits until none of
-this run's steps is left. A step's end stops only what Slurm still tracks as the step's;
-what a task left outside it (`setsid cmd &`) is found by its mark and stopped by a short
-sweep step on each of the task's nodes (`procs.py`).
+The orchestrator runs in the batch step on the first node. Node names and addresses
+come from `scontrol` (NodeAddr), never from a step's output. In a heterogeneous job
+(`SlurmPlan.het_nodes`) the node ranks run through the components' node lists, group 0
+first, and every component's steps and nodes are watched. A step's end stops only what
+Slurm still tracks as the step's; what a task left outside it (`setsid cmd &`) is found
+by its mark and stopped by a short sweep step on each of its nodes (`procs.py`).
 """
 
 from __future__ import annotations
