@@ -2,15 +2,17 @@
 
 Phases: stage models -> allocate ports -> start the plan's stages in order (services,
 workers, frontends: each launched, then health-gated) -> canary -> measure each point
--> teardown -> summary.json. Each phase is its own module (`role_start`, `canary`,
-`point_loop`, `bench_command`, `teardown`); they share the run's `RunContext`.
+-> teardown -> summary.json. Each phase before teardown is its own module (`role_start`,
+`canary`, `point_loop`, `bench_command`); they share the run's `RunContext`.
 
 A monitor thread polls every role task during all phases. The first task that
 exits, a health deadline or time limit that passes, SIGTERM/SIGINT, or (under Slurm)
 the SIGUSR1 that warns of the job's time limit sets one stop event that
 every phase waits on, so a broken run ends within seconds: results of points
 already measured stay, the failing role is named and the end of its log shown.
-The same code runs on a laptop (`LocalLauncher`) and inside a Slurm job
+Teardown never depends on a write succeeding: tasks are stopped first, and a summary
+that cannot be written turns a completed run into a failed one but leaves nothing
+running. The same code runs on a laptop (`LocalLauncher`) and inside a Slurm job
 (`SrunLauncher`); only the launcher (`make_launcher`) differs.
 """
 
@@ -20,6 +22,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -27,15 +30,31 @@ from types import FrameType
 from disagg.errors import DisaggError
 from disagg.launch.bench_command import run_bench_command
 from disagg.launch.canary import run_canary
-from disagg.launch.executor import RoleLauncher
+from disagg.launch.executor import RoleLauncher, RoleProcess
+from disagg.launch.host_setup import run_host_teardown
+from disagg.launch.logs import close_log
 from disagg.launch.point_loop import mark_done_points, measure_points
 from disagg.launch.role_start import RoleStarter
-from disagg.launch.run_context import EXIT_FAILED, OrchestratorOptions, RunContext, Stop
+from disagg.launch.run_context import (
+    EXIT_CANCELLED,
+    EXIT_COMPLETED,
+    EXIT_FAILED,
+    OrchestratorOptions,
+    RunContext,
+    Stop,
+)
 from disagg.launch.runlock import stop_stale_roles
 from disagg.launch.sbatch import TIME_LIMIT_SIGNAL, warning_signal
-from disagg.launch.state import Phase, RunSummary
-from disagg.launch.teardown import finish, teardown
-from disagg.plan.model import Plan
+from disagg.launch.state import (
+    SUMMARY_FILE,
+    Failure,
+    Phase,
+    PointStatus,
+    RunRecord,
+    RunStatus,
+    RunSummary,
+)
+from disagg.plan.model import Plan, RolePlan
 
 __all__ = ["Orchestrator", "OrchestratorOptions", "make_launcher"]
 
@@ -84,8 +103,8 @@ class Orchestrator(RunContext):
                 self.log.exception("internal error")
                 self.fail(f"internal error: {type(exc).__name__}: {exc}")
             finally:
-                teardown(self)
-        return finish(self, error_code)
+                self._teardown()
+        return self._finish(error_code)
 
     def _run_phases(self) -> None:
         plan = self.plan
@@ -170,3 +189,91 @@ class Orchestrator(RunContext):
         finally:
             for sig, old in previous.items():
                 signal.signal(sig, old)
+
+    def _teardown(self) -> None:
+        """Stop every task (in parallel, newest first), whatever ended the run."""
+        with self.phase(Phase.TEARDOWN, checked=False):
+            self.tearing_down = True
+            with self.lock:
+                tasks = list(reversed(self.tasks))
+            if tasks:
+                self._stop_tasks(tasks)
+            run_host_teardown(self)  # after every role has stopped, however the run ended
+            if not tasks and self.plan.host_setup is None:
+                return
+            try:
+                self.launcher.close()
+            except Exception:
+                self.log.exception("launcher close failed")
+
+    def _stop_tasks(self, tasks: list[tuple[RolePlan, RoleProcess]]) -> None:
+        self.log.info("stopping %d task(s)", len(tasks))
+        grace = self.options.stop_grace_s
+        with ThreadPoolExecutor(max_workers=min(32, len(tasks))) as pool:
+            codes = list(pool.map(lambda t: t[1].stop(grace), tasks))
+        for (role, process), code in zip(tasks, codes, strict=True):
+            self.note_swept(role.name, process)
+            key = (role.name, process.node_rank)
+            if key not in self.ended:
+                self.ended.add(key)
+                self.record_exit(role.name, process.node_rank, code, stopped=True)
+
+    def _finish(self, error_code: int) -> RunSummary:
+        """Decide the run's status and exit code, write summary.json, close the log."""
+        with self.lock:
+            failure = self.state.failure
+            if self.cancelled:
+                status, code = RunStatus.CANCELLED, EXIT_CANCELLED
+            elif self.timed_out:
+                status, code = RunStatus.TIMEOUT, EXIT_FAILED
+            elif failure is not None:
+                status, code = RunStatus.FAILED, error_code
+            elif self.write_error is not None:  # results may be fine; the record is not
+                failure = self.state.failure = Failure(reason=self.write_error)
+                status, code = RunStatus.FAILED, EXIT_FAILED
+            else:
+                status, code = RunStatus.COMPLETED, EXIT_COMPLETED
+            for point in self.state.points:
+                if point.status in (PointStatus.PENDING, PointStatus.RUNNING) and failure:
+                    point.status = PointStatus.ABORTED
+            self.state.status = status
+            self.state.phase = Phase.DONE
+            self.state.current_point = None
+            points = [p.model_copy() for p in self.state.points]
+            started = {r.name: r.tasks for r in self.state.roles if any(t.pid for t in r.tasks)}
+            summary = RunSummary(
+                **self.state.model_dump(include=set(RunRecord.model_fields)),
+                status=status,
+                exit_code=code,
+                reason=failure.reason if failure else None,
+                failure=failure if status in (RunStatus.FAILED, RunStatus.TIMEOUT) else None,
+                started_at=self.started,
+                finished_at=time.time(),
+                phase_seconds=dict(self.phase_seconds),
+                timeline=dict(self.timeline),
+                role_exit_codes={role: [t.exit_code for t in ts] for role, ts in started.items()},
+                role_pids={role: [t.pid for t in ts if t.pid] for role, ts in started.items()},
+                points=points,
+                points_measured=sum(p.status is PointStatus.MEASURED for p in points),
+                points_skipped=sum(p.status is PointStatus.SKIPPED for p in points),
+                points_invalid=sum(p.status is PointStatus.INVALID for p in points),
+                profile_posts=list(self.state.profile_posts),
+            )
+        try:
+            summary.write(self.run_dir)
+        except OSError as exc:
+            self.write_failed(SUMMARY_FILE, exc)
+            if summary.exit_code == EXIT_COMPLETED:
+                summary.status, summary.exit_code = RunStatus.FAILED, EXIT_FAILED
+                summary.reason = self.write_error
+        self.publish()
+        self.log.info(
+            "run %s: %d measured, %d skipped, %d invalid; %.1f s",
+            status.value,
+            summary.points_measured,
+            summary.points_skipped,
+            summary.points_invalid,
+            summary.finished_at - self.started,
+        )
+        close_log(self.log)
+        return summary
