@@ -13,9 +13,22 @@ Each row runs with disagg's default HTTP/1.1 protocol client (`disagg`), with
 disagg on aiohttp (`disagg-aio`), and with a naive single-process aiohttp client (line iteration and
 `json.loads` per event, the usual way such clients are written) as the baseline.
 Client CPU is `getrusage` of the client's processes only (the server is separate).
+Targets: at most 0.2 ms of client CPU per request against the instant server, and a
+median TTFT under 5 ms above the truth at concurrency 1024 (figures:
+benchmarks/README.md).
 
     .venv/bin/python benchmarks/client.py            # full run, a few minutes
     .venv/bin/python benchmarks/client.py --quick    # fewer requests on the instant rows
+    .venv/bin/python benchmarks/client.py --against /tmp/old/src   # this checkout vs another
+
+`--against SRC` compares this checkout's client with the one under SRC (another
+checkout's `src/`, e.g. a `git worktree` of an older commit): each round runs both,
+one after the other in alternating order, in fresh processes against the same server
+(this checkout's): the instant one at concurrency 64 and 512, then the 50/10 ms one at
+concurrency 1024; it prints CPU per request, requests/s and TTFT error of each run,
+then the medians and the ratio of CPU per request. CPU time, not wall time, is the
+figure to compare on a shared machine; TTFT error there moves with the machine's load
+(the server's own lateness is printed beside it).
 
 Fixed concurrency against a deterministic server keeps all streams in lockstep:
 every wave of requests reaches the single-threaded test server at once and queues
@@ -28,6 +41,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -204,15 +221,93 @@ def _print_row(r: Row) -> None:
     )
 
 
+def _row_in(src: Path, url: str, server: str, conc: int, n: int, workers: int) -> Row:
+    """One disagg row measured in a fresh process that imports disagg from `src`."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    argv = [sys.executable, __file__, "--row", json.dumps([url, server, conc, n, workers])]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the client under {src} failed:\n{done.stderr[-2000:]}")
+    return Row(**json.loads(done.stdout.splitlines()[-1]))
+
+
+def _one_row(spec: str) -> None:
+    """`--row`: measure one row with whichever disagg this process imports."""
+    import disagg
+
+    url, server, conc, n, workers = json.loads(spec)
+    row = run_disagg(url, server, conc, n, workers, "fast")
+    row.client = str(Path(disagg.__file__).resolve().parents[1])
+    print(json.dumps(row.__dict__))
+
+
+def compare(other: Path, rounds: int, scale: float, workers: int) -> None:
+    """This checkout's client against the one under `other`, alternating, same server:
+    CPU per request at the ceiling, and TTFT error at concurrency 1024."""
+    ours = Path(__file__).resolve().parents[1] / "src"
+    sides = {"this": ours, "other": other.resolve()}
+    print(f"this:  {sides['this']}\nother: {sides['other']}")
+    print(
+        f"{'server':<8} {'conc':>5} {'round':>5} {'side':<6} {'reqs':>6} {'fail':>4} {'req/s':>8}"
+        f" {'cpu ms/req':>10} {'TTFT err':>9} {'srv late':>8}"
+    )
+    timed = ServerConfig(ttft_ms=TTFT_MS, itl_ms=ITL_MS)
+    rows = [
+        ("instant", ServerConfig(), conc, int(max(5000, 5 * conc) * scale)) for conc in (64, 512)
+    ]
+    rows.append(("50/10ms", timed, 1024, 3 * 1024))
+    for server, config, conc, n in rows:
+        got: dict[str, list[Row]] = {"this": [], "other": []}
+        for k in range(rounds):
+            for side in ("this", "other") if k % 2 == 0 else ("other", "this"):
+                with serve_in_subprocess(config) as url:
+                    row = _row_in(sides[side], url, server, conc, n, workers)
+                    if server != "instant":
+                        row.server_late_ms = float(_server_stats(url)["first_chunk_lateness_ms"])
+                got[side].append(row)
+                ttft = f"{row.ttft_ms - TTFT_MS:+.2f}" if server != "instant" else "-"
+                print(
+                    f"{server:<8} {conc:>5} {k + 1:>5} {side:<6} {row.requests:>6} {row.failed:>4}"
+                    f" {row.req_s:>8.1f} {row.cpu_ms_per_req:>10.3f} {ttft:>9}"
+                    f" {row.server_late_ms:>8.2f}",
+                    flush=True,
+                )
+        med = {
+            side: (
+                statistics.median(r.cpu_ms_per_req for r in got[side]),
+                statistics.median(r.req_s for r in got[side]),
+                statistics.median(r.ttft_ms - TTFT_MS for r in got[side]),
+            )
+            for side in got
+        }
+        line = f"{server:<8} {conc:>5} median:" + "".join(
+            f" {side} {cpu:.3f} ms/req {rate:.0f} req/s"
+            + (f" TTFT {ttft:+.2f} ms;" if server != "instant" else ";")
+            for side, (cpu, rate, ttft) in med.items()
+        )
+        print(f"{line} CPU this/other {med['this'][0] / med['other'][0]:.2f}x", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer requests per row")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive baseline")
     parser.add_argument("--workers", type=int, default=0, help="disagg client processes (0=auto)")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    parser.add_argument("--against", type=Path, help="compare with the client under this src/")
+    parser.add_argument("--rounds", type=int, default=3, help="--against: rounds per side")
+    parser.add_argument("--row", help=argparse.SUPPRESS)  # one row, for --against
     args = parser.parse_args()
     raise_fd_limit()
+    if args.row:
+        _one_row(args.row)
+        return
     scale = 0.25 if args.quick else 1.0
+    if args.against is not None:
+        if not (args.against / "disagg" / "__init__.py").is_file():
+            raise SystemExit(f"--against {args.against}: no disagg package there (name a src/)")
+        compare(args.against, args.rounds, scale, args.workers)
+        return
     rows: list[Row] = []
     print("instant server (64 tokens/request): latency columns are absolute ms")
     print("50/10ms server: TTFT/TPOT/ITL p50 columns are errors against the truth (ms)\n")

@@ -4,18 +4,29 @@ Stages: read + parse (with positions), expand + validate variants, place every
 supported variant (each through `disagg.plan.file_plans`, as `disagg plan` does), lint
 every file (`disagg.recipe.lint.lint_paths`; inside `file_plans.shared()` its DA013
 reads the plans just made instead of placing every variant again). Prints seconds per
-stage and files/s; the target is the whole corpus in under 2 s. The process runs with
-the collector thresholds `disagg` sets for itself (`disagg.gc_settings`). Then lint
-once more on its own, as `disagg lint DIR` runs (nothing planned before it).
+stage and files/s; the target is the whole corpus in under 1.5 s (figures:
+benchmarks/README.md). The process runs with the collector thresholds `disagg` sets
+for itself (`disagg.gc_settings`). Then lint once more on its own, as `disagg lint DIR`
+runs (nothing planned before it).
 `--compare` also times ruamel's own loaders on the same texts, the baseline this loader
 was chosen against.
 
-    .venv/bin/python benchmarks/recipes.py [CORPUS_DIR] [--compare]
+`--against SRC` instead measures this checkout and the disagg under SRC (another
+checkout's `src/`), each in fresh processes taking turns (`--rounds` each), and prints
+the median of each stage for both, so that a before/after comparison shares the
+machine's load.
+
+    .venv/bin/python benchmarks/recipes.py [CORPUS_DIR] [--compare] [--against SRC]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -85,18 +96,64 @@ def _plan_then_lint(files: list[Path]) -> tuple[dict[str, tuple[float, float]], 
     return timings, counts, report
 
 
+def _side(src: Path, corpus: Path) -> dict[str, list[float]]:
+    """One measurement in a fresh process importing disagg from `src`: stage -> [wall, CPU]."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    argv = [sys.executable, __file__, str(corpus), "--stages-json"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the run with {src} failed:\n{done.stderr[-2000:]}")
+    stages: dict[str, list[float]] = json.loads(done.stdout.splitlines()[-1])
+    return stages
+
+
+def against(other: Path, corpus: Path, rounds: int) -> None:
+    """Median CPU and wall time of each stage, this checkout against the one under `other`."""
+    sides = {"this": Path(__file__).resolve().parents[1] / "src", "other": other.resolve()}
+    runs: dict[str, list[dict[str, list[float]]]] = {side: [] for side in sides}
+    for k in range(rounds):
+        for side in sides if k % 2 == 0 else reversed(sides):
+            runs[side].append(_side(sides[side], corpus))
+    for side, src in sides.items():
+        print(f"{side}: {src}")
+    print(
+        f"  {'stage (median of ' + str(rounds) + ')':<26} {'this CPU':>9} {'other CPU':>10}"
+        f" {'this wall':>10} {'other wall':>11}"
+    )
+    for stage in runs["this"][0]:
+        cells = [
+            statistics.median(run[stage][i] for run in runs[side]) for i in (1, 0) for side in sides
+        ]
+        print(f"  {stage:<26} {cells[0]:8.3f}s {cells[1]:9.3f}s {cells[2]:9.3f}s {cells[3]:10.3f}s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--compare", action="store_true", help="also time ruamel's loaders")
+    parser.add_argument("--against", type=Path, help="compare with the disagg under this src/")
+    parser.add_argument("--rounds", type=int, default=3, help="--against: runs of each side")
+    parser.add_argument("--stages-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     files = sorted(args.corpus.rglob("*.yaml"))
     if not files:
         raise SystemExit(f"no YAML files under {args.corpus}")
+    if args.against is not None:
+        if not (args.against / "disagg" / "__init__.py").is_file():
+            raise SystemExit(f"--against {args.against}: no disagg package there (name a src/)")
+        against(args.against, args.corpus, args.rounds)
+        return
 
     tune()  # the collector thresholds `disagg` itself runs with
     with shared():  # as one process that plans the corpus and then lints it
         timings, counts, report = _plan_then_lint(files)
+    if args.stages_json:  # one side of --against
+        timings["total"] = (
+            sum(t[0] for t in timings.values()),
+            sum(t[1] for t in timings.values()),
+        )
+        print(json.dumps(timings))
+        return
     print(f"lint: {len(report.findings)} finding(s)")
     print(f"{len(files)} files, {counts}")
     print(f"  {'stage':<26} {'wall':>7}   {'CPU':>7}")

@@ -2,7 +2,8 @@
 
 Runs each command N times in a fresh interpreter and prints the median wall time and
 the median CPU time of the child (user + system: steadier than wall time on a busy
-machine). Target: under 0.3 s each. `python -c pass` is printed as the floor.
+machine). Targets: `--help` under 0.1 s, `plan FILE` under 0.2 s, `lint FILE` under
+0.3 s (figures: benchmarks/README.md). `python -c pass` is printed as the floor.
 
 Two columns of CPU time, because most of a short command's time is reading Python
 modules: `cached` writes and reads bytecode in a private cache (the first, uncounted run
@@ -16,7 +17,11 @@ counts the instructions it executes (`cached` environment): unlike seconds, the 
 does not move with the machine's load, so before/after comparisons hold on a shared
 machine (there, about 5,000 M instructions took a CPU second).
 
-    .venv/bin/python benchmarks/startup.py [RECIPE] [-n 7] [--instructions]
+`--against SRC` runs every command also with the disagg under SRC (another checkout's
+`src/`, e.g. a `git worktree` of an earlier commit), the two alternating run by run, so
+that a before/after comparison shares the machine's load.
+
+    .venv/bin/python benchmarks/startup.py [RECIPE] [-n 7] [--instructions] [--against SRC]
 """
 
 from __future__ import annotations
@@ -49,13 +54,16 @@ def _once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def _environments(cache: str) -> dict[str, dict[str, str]]:
-    """`cached`: bytecode written to and read from `cache`; `no-write`: none written."""
+def _environments(cache: str, src: Path | None = None) -> dict[str, dict[str, str]]:
+    """`cached`: bytecode written to and read from `cache`; `no-write`: none written.
+    With `src`, disagg is imported from there."""
     base = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+        if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX", "PYTHONPATH")
     }
+    if src is not None:
+        base["PYTHONPATH"] = str(src)
     return {
         "cached": {**base, "PYTHONPYCACHEPREFIX": cache},
         "no-write": {**base, "PYTHONDONTWRITEBYTECODE": "1"},
@@ -86,6 +94,7 @@ def main() -> None:
     parser.add_argument(
         "--instructions", action="store_true", help="also count instructions (needs valgrind)"
     )
+    parser.add_argument("--against", type=Path, help="also run the disagg under this src/")
     args = parser.parse_args()
     if args.instructions and shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind on PATH")
@@ -96,23 +105,41 @@ def main() -> None:
         "disagg lint FILE": [python, "-m", "disagg", "lint", str(args.recipe)],
         "disagg plan FILE": [python, "-m", "disagg", "plan", str(args.recipe)],
     }
+    sides: dict[str, Path | None] = {"": None}
+    if args.against is not None:
+        if not (args.against / "disagg" / "__init__.py").is_file():
+            raise SystemExit(f"--against {args.against}: no disagg package there (name a src/)")
+        sides = {"this": Path(__file__).resolve().parents[1] / "src", "other": args.against}
+        for side, src in sides.items():
+            print(f"{side}: {src}")
     with tempfile.TemporaryDirectory() as cache:
-        envs = _environments(cache)
+        envs = {
+            side: _environments(f"{cache}/{side or 'this'}", src) for side, src in sides.items()
+        }
         count = f" {'instr.':>9}" if args.instructions else ""
-        print(f"{'command':<20} {'wall':>8} {'CPU':>8} {'CPU':>10}{count}   (median of {args.n})")
+        print(f"{'command':<26} {'wall':>8} {'CPU':>8} {'CPU':>10}{count}   (median of {args.n})")
         print(
-            f"{'':<20} {'cached':>8} {'cached':>8} {'no-write':>10}" + (" " * 10 if count else "")
+            f"{'':<26} {'cached':>8} {'cached':>8} {'no-write':>10}" + (" " * 10 if count else "")
         )
         for label, argv in commands.items():
-            _once(argv, envs["cached"])  # fills the bytecode cache; not counted
-            cached = [_once(argv, envs["cached"]) for _ in range(args.n)]
-            no_write = [_once(argv, envs["no-write"])[1] for _ in range(args.n)]
-            wall = statistics.median(r[0] for r in cached)
-            cpu = statistics.median(r[1] for r in cached)
-            line = f"{label:<20} {wall:7.3f}s {cpu:7.3f}s {statistics.median(no_write):9.3f}s"
-            if args.instructions:
-                line += f" {_instructions(argv, envs['cached']):8.0f}M"
-            print(line)
+            for env in envs.values():
+                _once(argv, env["cached"])  # fills the bytecode cache; not counted
+            cached: dict[str, list[tuple[float, float]]] = {side: [] for side in envs}
+            no_write: dict[str, list[float]] = {side: [] for side in envs}
+            for _ in range(args.n):  # the sides alternate, so they share the machine's load
+                for side, env in envs.items():
+                    cached[side].append(_once(argv, env["cached"]))
+                    no_write[side].append(_once(argv, env["no-write"])[1])
+            for side, env in envs.items():
+                wall = statistics.median(r[0] for r in cached[side])
+                cpu = statistics.median(r[1] for r in cached[side])
+                name = f"{label} ({side})" if side else label
+                line = (
+                    f"{name:<26} {wall:7.3f}s {cpu:7.3f}s {statistics.median(no_write[side]):9.3f}s"
+                )
+                if args.instructions:
+                    line += f" {_instructions(argv, env['cached']):8.0f}M"
+                print(line, flush=True)
 
 
 if __name__ == "__main__":

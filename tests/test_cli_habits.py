@@ -105,3 +105,36 @@ def test_plain_line_styles_honour_no_color(monkeypatch: pytest.MonkeyPatch) -> N
     assert styled("DA001", bold=True) != "DA001" and "DA001" in styled("DA001", bold=True)
     monkeypatch.setenv("NO_COLOR", "1")
     assert styled("DA001", bold=True, fg="red") == "DA001"
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (["--help"], "Commands:"),
+        ([], "Commands:"),
+        (["-h"], "Commands:"),
+        (["plann"], "No such command"),
+        (["--version"], __version__),
+    ],
+)
+def test_a_command_line_that_only_lists_prints_what_the_whole_app_prints(
+    args: list[str], shown: str
+) -> None:
+    """`disagg --help` lists commands without building each (`cli._register_listing`):
+    what it prints, and its exit status, are those of the app with every command."""
+    import subprocess
+    import sys
+
+    env = {"COLUMNS": "100", "NO_COLOR": "1", "PATH": ""}
+    full = (
+        "import sys; from disagg import cli; cli._register();"
+        "cli.app(args=sys.argv[1:], prog_name='disagg')"
+    )
+    listing = "import sys; sys.argv[0] = 'disagg'; from disagg import cli; cli.main()"
+    runs = [
+        subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env)
+        for code in (full, listing)
+    ]
+    assert runs[0].stdout == runs[1].stdout and runs[0].stderr == runs[1].stderr
+    assert runs[0].returncode == runs[1].returncode
+    assert shown in runs[0].stdout + runs[0].stderr

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import typer
 
@@ -55,6 +56,42 @@ def _register(argv: Sequence[str] = ()) -> None:
     _registered.update(wanted)
 
 
+def _register_listing() -> None:
+    """Hold every command, each with a stand-in callback that takes no parameters, for a
+    command line that can only list them (`disagg`, `--help`, `--version`, a name that is
+    no command): typer makes a click command of each before it parses, reading every
+    parameter's type, about a third of `disagg --help`; a listing needs only each
+    command's name and help, which the stand-ins keep. The real commands come back with
+    the next `_register`."""
+    from copy import copy
+
+    _register()
+    commands = []
+    for info in app.registered_commands:
+        stand_in = copy(info)
+        stand_in.callback = _stand_in(info.callback)
+        commands.append(stand_in)
+    app.registered_commands = commands
+    _registered.clear()  # what `app` holds is no longer the areas' own commands
+
+
+def _stand_in(callback: Callable[..., Any] | None) -> Callable[[], None]:
+    def listed() -> None:
+        raise AssertionError("a stand-in command never runs")  # pragma: no cover
+
+    if callback is not None:
+        listed.__name__, listed.__doc__ = callback.__name__, callback.__doc__
+    return listed
+
+
+def _lists_only(argv: Sequence[str]) -> bool:
+    """True when no word of `argv` names a command: nothing but help, the version or a
+    usage error can follow (a command named after `--` or an option still runs)."""
+    from disagg.commands import COMMANDS
+
+    return not any(arg in COMMANDS for arg in argv)
+
+
 def _print_version(value: bool) -> None:
     if value:
         version()
@@ -80,7 +117,10 @@ def main() -> None:
     from disagg.gc_settings import tune
 
     tune()
-    _register(sys.argv[1:])
+    if _lists_only(sys.argv[1:]):
+        _register_listing()
+    else:
+        _register(sys.argv[1:])
     try:
         app()
     except DisaggError as exc:

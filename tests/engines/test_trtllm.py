@@ -136,7 +136,8 @@ def test_simulated_trtllm_worker_counts_attention_dp_ranks_inside_tp(tmp_path: P
     decode = plan.role("decode-0")
     args = parse_args(["1" if "${" in a else a for a in decode.argv[4:]])
     assert (args.tp_size, args.dp_size, args.ep_size, args.gpus) == (4, 4, 4, 4)
-    assert args.enable_dp_attention and args.running_limit == 32
+    # max_batch_size 32 bounds each of the 4 attention-DP ranks (tests/predict/test_batch_limits)
+    assert args.enable_dp_attention and args.running_limit == 4 * 32
     assert args.speculative_algorithm == "MTP" and args.speculative_num_steps == 3
     assert decode.speculative == "MTP"
 

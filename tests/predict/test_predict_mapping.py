@@ -56,7 +56,10 @@ def test_a_deepseek_worker_maps_to_its_system_database_and_precision() -> None:
         "h200_sxm",
         "sglang",
     )
-    assert (target.gemm, target.moe, target.kvcache) == ("fp8_block", "fp8_block", "fp8")
+    # the engines' `auto` KV cache for this checkpoint (no KV quantisation in it) is BF16
+    assert (target.gemm, target.moe, target.kvcache) == ("fp8_block", "fp8_block", "bfloat16")
+    fp8_kv = _inputs(args={"tp-size": 8, "ep-size": 8, "kv-cache-dtype": "fp8_e4m3"})
+    assert target_for(fp8_kv, PredictOptions(), ()).kvcache == "fp8"
     assert (target.tp, target.moe_ep, target.moe_tp, target.gpus) == (8, 8, 1, 8)
     assert target.label() == (
         f"predicted (aiconfigurator-core 0.12.0, h200_sxm, sglang {target.version} database)"
@@ -122,9 +125,31 @@ def test_fp4_on_hopper_is_refused() -> None:
 def test_speculative_decoding_takes_the_published_acceptance_or_the_given_one() -> None:
     args = {"tp-size": 8, "speculative-algorithm": "EAGLE", "speculative-num-steps": 2}
     published = target_for(_inputs(args=args), PredictOptions(), ())
-    assert published.nextn == 2 and published.accept_rate == 0.85
-    assert "DeepSeek-V3 technical report" in published.accept_source
+    # TensorRT-LLM's published DeepSeek-R1 accepted length with 2 MTP layers: 2.58 tokens/step
+    assert published.nextn == 2 and published.tokens_per_step() == pytest.approx(2.58, abs=1e-3)
+    assert "TensorRT-LLM" in published.accept_source
+    three = target_for(_inputs(args={**args, "speculative-num-steps": 3}), PredictOptions(), ())
+    assert three.tokens_per_step() == pytest.approx(2.82, abs=1e-3)
     given = target_for(_inputs(args=args), PredictOptions(accept_rate=0.6), ())
     assert given.accept_rate == 0.6 and given.accept_source == "set on the command line"
     qwen = _inputs(args=args, precision="bf16", names=("Qwen/Qwen3-32B",))
     assert "no published acceptance rate" in _refusal(qwen).what
+
+
+@pytest.mark.parametrize("precision", ["mxfp4", "fp4"])
+def test_gpt_oss_mxfp4_on_hopper_runs_mxfp4_weights_with_bf16_activations(precision: str) -> None:
+    """gpt-oss ships MXFP4 experts (its config says so); Hopper runs them as W4A16, which
+    is what AIConfigurator's H100 vLLM database measured (`w4a16_mxfp4`)."""
+    inputs = _inputs(
+        engine="vllm",
+        args={"tensor-parallel-size": 2},
+        gpu="h100",
+        precision=precision,
+        names=("openai/gpt-oss-120b",),
+    )
+    target = target_for(inputs, PredictOptions(), ())
+    assert (target.system, target.moe, target.gemm) == ("h100_sxm", "w4a16_mxfp4", "bfloat16")
+    from disagg.predict.timing import Engines
+
+    engines = Engines(target)  # the database has what it needs: no refusal
+    assert engines.decode_ms(8, 2048) > 0 and engines.prefill_ms(1, 4000, 0) > 0

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from disagg.report.aggregate import load_runs
-from disagg.report.build import analyse, write_report
+from disagg.report.build import analyse
 from disagg.report.model import short_model
+from disagg.report.write import write_report
 
 from .report_fixtures import TP8_DECODE, RunFactory
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from disagg.report.aggregate import load_runs
-from disagg.report.build import ReportNotWritten, analyse, write_report
+from disagg.report.build import analyse
+from disagg.report.write import ReportNotWritten, write_report
 
 from .report_fixtures import RunFactory
 

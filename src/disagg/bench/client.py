@@ -20,6 +20,7 @@ import aiohttp
 from disagg.bench.http1 import HttpError, Pool, describe
 from disagg.bench.records import RequestRecord
 from disagg.bench.sse import StreamParser
+from disagg.bench.sse_shape import Shape
 
 _HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
 STOP_POLL_S = 0.1
@@ -151,10 +152,14 @@ class Client:
         self.count = TokenCounter(load.tokenizer)
         self.inflight: set[StreamParser] = set()
         self.last_progress = 0.0  # latest send or token of a finished request (monotonic)
+        self.shape: Shape | None = None  # of the content events of the latest response
 
     def parser(self) -> StreamParser:
-        """A parser for one response; it keeps the raw bytes only if a tokenizer can use them."""
-        return StreamParser(self.load.chat, keep_text=self.count.path is not None)
+        """A parser for one response; it keeps the raw bytes only if a tokenizer can use them.
+        It starts with the shape of the previous response's events: a server that sends
+        every response's events in the same shape has them checked without decoding."""
+        keep = self.count.path is not None
+        return StreamParser(self.load.chat, keep_text=keep, shape=self.shape)
 
     def began(self, parser: StreamParser, now: float) -> None:
         self.inflight.add(parser)
@@ -162,6 +167,8 @@ class Client:
 
     def ended(self, parser: StreamParser) -> None:
         self.inflight.discard(parser)
+        if parser.shape is not None:
+            self.shape = parser.shape
         if parser.last > self.last_progress:
             self.last_progress = parser.last
 

@@ -23,8 +23,11 @@ from time import monotonic
 from typing import Protocol, cast
 from urllib.parse import urlsplit
 
+from disagg.bench.chunks import MALFORMED, chunk_size, whole_chunks
+
 MAX_ERROR_BODY = 64 * 1024
 MAX_HEAD = 64 * 1024  # response head, or one chunk-size line: a server past it is broken
+_MANY_CHUNKS = 1024  # a read this long is de-chunked in a few calls first (`whole_chunks`)
 
 
 class Sink(Protocol):
@@ -151,10 +154,30 @@ class _Exchange:
             self.error_body.append(data)
 
     def _chunked(self, data: bytes, now: float) -> bool:
-        pos = 0
-        size = len(data)
+        if not self.chunk_left and not self.crlf_left:  # exactly one whole chunk: one step
+            eol = data.find(b"\r\n")
+            if eol > 0:
+                try:
+                    end = eol + 2 + int(data[:eol], 16)
+                except ValueError:
+                    end = -1
+                if eol + 2 < end == len(data) - 2:
+                    self._deliver(data[eol + 2 : end], now)
+                    return False
         out: list[bytes] = []
-        done = False
+        pos = done = 0
+        if len(data) >= _MANY_CHUNKS and not self.chunk_left and not self.crlf_left:
+            pos, done = whole_chunks(data, out)
+        if not done:
+            done = self._chunk_by_chunk(data, pos, out)
+        if out:
+            self._deliver(out[0] if len(out) == 1 else b"".join(out), now)
+        return bool(done)
+
+    def _chunk_by_chunk(self, data: bytes, pos: int, out: list[bytes]) -> bool:
+        """De-chunk `data[pos:]` one step at a time, with a chunk begun in an earlier read
+        and chunks that go on in the next; True when the last chunk came."""
+        size = len(data)
         while pos < size:
             if self.chunk_left:
                 take = min(self.chunk_left, size - pos)
@@ -172,20 +195,22 @@ class _Exchange:
                 if eol < 0:
                     self.buf = data[pos:]
                     if len(self.buf) > MAX_HEAD:
-                        raise HttpError("malformed chunked encoding from the server")
+                        raise HttpError(MALFORMED)
                     break
                 try:
-                    length = int(data[pos:eol].split(b";", 1)[0], 16)
+                    length = chunk_size(data[pos:eol])
                 except ValueError as exc:
-                    raise HttpError("malformed chunked encoding from the server") from exc
+                    raise HttpError(str(exc)) from exc
                 pos = eol + 2
                 if length == 0:
-                    done = True  # trailers, if any, are ignored
-                    break
-                self.chunk_left = length
-        if out:
-            self._deliver(out[0] if len(out) == 1 else b"".join(out), now)
-        return done
+                    return True  # trailers, if any, are ignored
+                end = pos + length
+                if end + 2 <= size:  # the whole chunk and its CRLF: one step
+                    out.append(data[pos:end])
+                    pos = end + 2
+                else:
+                    self.chunk_left = length
+        return False
 
     def error_text(self) -> str:
         body = b"".join(self.error_body or [])

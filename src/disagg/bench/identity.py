@@ -242,8 +242,16 @@ def predicted_fields(plan: Plan) -> dict[str, Any]:
         said.append(
             f"draft acceptance {info['accept_rate']:g} per token ({info.get('accept_source')})"
         )
-    if info.get("time_scale", 1.0) != 1.0:
-        said.append(f"run {info['time_scale']:g}x faster than modelled, times stretched back")
+    elif info.get("tokens_per_step") is not None:
+        said.append(
+            f"{info['tokens_per_step']:g} tokens per speculative decode step "
+            f"({info.get('accept_source')})"
+        )
+    scale = info.get("time_scale", 1.0)
+    if scale > 1.0:
+        said.append(f"run {scale:g}x faster than modelled, times stretched back")
+    elif scale < 1.0:
+        said.append(f"run {1 / scale:g}x slower than modelled, times compressed back")
     return {"predicted": info.get("label"), "predicted_assumptions": "; ".join(said) or None}
 
 

@@ -15,7 +15,6 @@ from typing import Annotated
 
 import typer
 
-from disagg.atomic import write_bytes, write_json
 from disagg.commands.options import out_dir
 from disagg.console import make_console
 from disagg.errors import DisaggError
@@ -32,6 +31,8 @@ def _write_once(dest: Path, data: bytes) -> None:
             f"{dest} already holds a different result of the same name",
             hint="collect runs of the same recipe name into separate directories",
         )
+    from disagg.atomic import write_bytes  # here: `disagg --help` lists this module
+
     write_bytes(dest, data)
 
 
@@ -109,6 +110,8 @@ def collect_command(
             dest = target / found.name
             _write_once(dest, found.read_bytes())
             agg = target / f"agg_{found.name}"
+            from disagg.atomic import write_json
+
             write_json(agg, row)
             written.append(
                 {"run_dir": str(run_dir), "point": key, "file": str(dest), "row": str(agg)}

@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Print the recipe JSON Schema (for editor completion and checking)."""
-        from disagg.recipe.schema import recipe_file_json_schema
+        from disagg.recipe.file_schema import recipe_file_json_schema
 
         out_file(out)
         text = json.dumps(recipe_file_json_schema(), indent=2) + "\n"

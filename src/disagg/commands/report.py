@@ -18,7 +18,7 @@ from disagg.commands.options import out_dir as checked_out
 from disagg.commands.options import writable_dir
 from disagg.console import make_console
 from disagg.errors import EXIT_FINDINGS
-from disagg.report.model import XMetric, YMetric
+from disagg.report.axes import XMetric, YMetric
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -101,7 +101,8 @@ def report(
 
     from disagg.bench.metrics import parse_slo
     from disagg.report.aggregate import load_runs
-    from disagg.report.build import analyse, write_report
+    from disagg.report.build import analyse
+    from disagg.report.write import write_report
 
     console = make_console()
     err = make_console(stderr=True)

@@ -87,10 +87,6 @@ def load_plans(target: str, cluster: str | None) -> list[Plan]:
         path = path / "plan.json"
     if path.suffix == ".json" and probe(path).is_file:
         return [Plan.read_file(path)]
-    return _plans_from_recipe(target, cluster)
-
-
-def _plans_from_recipe(target: str, cluster: str | None) -> list[Plan]:
     from disagg.plan.from_recipe import plans_for
 
     return plans_for([target], cluster)

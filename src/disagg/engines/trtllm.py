@@ -118,6 +118,10 @@ def config_file(role: WorkerRole) -> str:
     return f"trtllm/{role}.yaml"
 
 
+def _times(limit: int | None, ranks: int) -> int | None:
+    return None if limit is None else limit * ranks
+
+
 def _speculative(args: Mapping[str, Any]) -> Mapping[str, Any]:
     value = FLAGS.value(args, "speculative_config")
     return value if isinstance(value, Mapping) else {}
@@ -149,6 +153,9 @@ class TRTLLM(EngineAdapter):
         return None  # TRT-LLM's YAML has no such key
 
     def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
+        """`max_batch_size`, `max_num_tokens` and the CUDA-graph batch sizes bound each
+        attention-DP rank in TRT-LLM (every rank runs its own scheduler); the simulated
+        worker is told the worker's totals, the per-rank limit times the ranks."""
         base = super().sim_reading(args)
         spec = _speculative(args)
         graphs = FLAGS.value(args, "cuda_graph")
@@ -161,11 +168,14 @@ class TRTLLM(EngineAdapter):
                 whole = [n for n in map(as_int, sizes) if n is not None]
                 graph_max = max(whole, default=None)
         steps = as_int(spec.get("num_nextn_predict_layers")) or as_int(spec.get("max_draft_len"))
+        ranks = base.parallel.dp if base.parallel.dp_attention else 1
         return SimReading(
             parallel=base.parallel,
-            max_running_requests=base.max_running_requests,
-            chunked_prefill_size=base.chunked_prefill_size,
-            cuda_graph_max_bs=graph_max,
+            max_running_requests=_times(base.max_running_requests, ranks),
+            chunked_prefill_size=_times(base.chunked_prefill_size, ranks),
+            # one token budget per iteration: no separate cap on the prefill part
+            max_prefill_tokens=_times(base.chunked_prefill_size, ranks),
+            cuda_graph_max_bs=_times(graph_max, ranks),
             context_length=base.context_length,
             speculative_algorithm=str(spec["decoding_type"]) if spec.get("decoding_type") else None,
             speculative_num_steps=steps,

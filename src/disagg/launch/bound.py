@@ -6,8 +6,8 @@ argv and environment, its node and GPUs, and the files written for its role, wit
 `build_bindings`, `render_task` and `write_role_files`). Nodes are named and addressed
 `node0..N-1`; ports come from the allocator, every port taken as free, from
 `PORT_BASE`; the run directory stays `${run.dir}` for a role on the host (a container
-sees it at `/logs`); a hub model is its snapshot directory in the cluster's model cache
-under the revision the plan names.
+sees it at `/logs`) and the job id `${run.job_id}`; a hub model is its snapshot
+directory in the cluster's model cache under the revision the plan names.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from disagg.plan.model import WORKER_KINDS, Plan
 
 PORT_BASE = 50000
 RUN_DIR = "${run.dir}"  # left for the job to fill: the run directory is made at submit
+JOB_ID = "${run.job_id}"  # the Slurm job id, known once the job is queued
 
 
 class _Free:
@@ -103,7 +104,8 @@ def bind_plan(plan: Plan) -> BoundPlan:
         run_dir=Path("/"),
         names=nodes,
     )
-    bindings["run"]["dir"] = RUN_DIR
+    # the run directory and the job id are the job's own: left for it to fill
+    bindings["run"].update({"dir": RUN_DIR, "job_id": JOB_ID})
     bound = BoundPlan(model_path=main, draft_path=draft, ports=ports, roles={})
     worker = next((role for role in plan.roles if role.kind in WORKER_KINDS), None)
     if worker is not None and in_container(plan, worker):

@@ -103,7 +103,8 @@ def render_report(run_dirs: list[Path], out: Path, console: Console) -> Path | N
     """Render the report (tables, pareto.png, report.html) of `run_dirs` into `out`."""
     try:
         from disagg.report.aggregate import load_runs
-        from disagg.report.build import analyse, write_report
+        from disagg.report.build import analyse
+        from disagg.report.write import write_report
     except ImportError:
         return None
     try:

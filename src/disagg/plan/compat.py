@@ -8,7 +8,7 @@ the two in step), and a plan names the rows it hits in `Plan.differs`, which
 here is a bug.
 """
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 
 @dataclass(frozen=True)
@@ -397,7 +397,4 @@ def differs(*ids: str) -> list[str]:
 
 def rows(ids: list[str]) -> list[dict[str, str]]:
     """The table rows `ids` name, each once, in first-named order: what `Plan.differs` holds."""
-    return [
-        {"id": row.id, "srtctl": row.srtctl, "disagg": row.disagg, "why": row.why}
-        for row in (DIFFERENCES[name] for name in dict.fromkeys(differs(*ids)))
-    ]
+    return [asdict(DIFFERENCES[name]) for name in dict.fromkeys(differs(*ids))]

@@ -9,296 +9,66 @@ appear in `argv`/`env` as `${role.field}` placeholders; see `disagg.plan.templat
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
 # each field's annotation string when the class is made, a cost every command pays.
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from disagg.model_defaults import empty_dict, empty_list
+from disagg.plan.bench_model import (
+    BenchCommand,
+    BenchPlan,
+    PointPlan,
+    ProfileTarget,
+    ProfilingPlan,
+    SlowDownPlan,
+    TracePlan,
+)
 from disagg.plan.limits import LimitsPlan
+from disagg.plan.role_model import (
+    WORKER_KINDS,
+    GpuVendor,
+    HealthPlan,
+    HostSetupPlan,
+    MpiPlan,
+    ParallelPlan,
+    ReadinessPlan,
+    RoleKind,
+    RolePlan,
+)
+from disagg.plan.strict_model import Strict
+
+# The plan's parts, importable from here as one model.
+__all__ = [
+    "PLAN_FILE",
+    "WORKER_KINDS",
+    "BenchCommand",
+    "BenchPlan",
+    "ContainerToStage",
+    "GpuVendor",
+    "HealthPlan",
+    "HostSetupPlan",
+    "ModelToStage",
+    "MpiPlan",
+    "ParallelPlan",
+    "Plan",
+    "PointPlan",
+    "ProfileTarget",
+    "ProfilingPlan",
+    "ReadinessPlan",
+    "RoleKind",
+    "RolePlan",
+    "SlowDownPlan",
+    "SlurmPlan",
+    "StagingPlan",
+    "TracePlan",
+]
 
 PLAN_SCHEMA_VERSION = 1
 PLAN_FILE = "plan.json"
 
 
-class _Strict(BaseModel):
-    # Validators built on first use, as one piece with the plan that holds them.
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-class GpuVendor(StrEnum):
-    NVIDIA = "nvidia"
-    AMD = "amd"
-
-    @property
-    def visible_devices_vars(self) -> tuple[str, ...]:
-        """Environment variables that pin a process to a GPU subset on this vendor."""
-        if self is GpuVendor.AMD:
-            return ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-        return ("CUDA_VISIBLE_DEVICES",)
-
-
-class RoleKind(StrEnum):
-    PREFILL = "prefill"
-    DECODE = "decode"
-    AGGREGATED = "aggregated"
-    ROUTER = "router"  # the frontend: a router (smg, sglang-router) or Dynamo's frontend
-    SERVICE = "service"  # what a frontend needs first: etcd, NATS, nginx
-    BENCH = "bench"
-
-
-WORKER_KINDS = (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED)
-
-
-class HealthPlan(_Strict):
-    """How the orchestrator decides a role is up: a GET that answers 200 before the deadline."""
-
-    path: str = "/health"
-    deadline_s: float = 600.0
-    interval_s: float = 0.2
-    # When set, a 200 counts only if the body contains this text (e.g. a model name in
-    # Dynamo's `/v1/models`: the frontend answers 200 before any worker has registered).
-    expect: str | None = None
-    # The role's port the GET goes to (`system`: a Dynamo worker's system status server).
-    port: str = "http"
-    # A body holding `expect` counts whatever the status: Dynamo's system server answers
-    # 503 `notready` while listing each endpoint's own state (`"generate":"ready"`).
-    any_status: bool = False
-
-
-class ReadinessPlan(_Strict):
-    """A service's readiness gate (srt-slurm's `readiness:`), checked on each of its nodes:
-    every probe set must pass there before the next stage starts."""
-
-    # A port number, or the name of one of the role's own ports (`http`: `${self.http_port}`).
-    tcp_port: int | str | None = None  # ready when the port accepts a connection on the node
-    http_port: int | str | None = None  # ready when GET node:port{http_path} answers http_status
-    http_path: str = "/health"
-    http_status: int = 200
-    log_pattern: str | None = None  # ready when a line of the node's log matches (a regex)
-    timeout_s: float = 120.0  # per node, as srtctl waits
-    interval_s: float = 2.0
-
-
-class ParallelPlan(_Strict):
-    """A worker's parallel layout as its engine adapter reads the recipe (what it runs)."""
-
-    tp: int = 1
-    dp: int = 1
-    ep: int = 1
-    pp: int = 1
-    dp_attention: bool = False
-    gpus: int = 1  # GPUs the engine uses: tp x pp, times dp unless the ranks are shared
-
-
-class HostSetupPlan(_Strict):
-    """`host_setup`: shell commands run on each listed node's bare host (outside any
-    container) before any role starts, and `teardown` after every role has stopped."""
-
-    commands: list[str] = Field(default_factory=empty_list)  # joined with `&&`, as srtctl does
-    teardown: list[str] = Field(default_factory=empty_list)
-    node_ranks: list[int]
-    ignore_failure: bool = False  # a failing node is logged, and the run goes on
-    timeout_s: float = 300.0  # per node, for the commands and again for teardown
-
-
-class MpiPlan(_Strict):
-    """A worker started as one MPI step across all its nodes, one rank per GPU (TRT-LLM over
-    several nodes), instead of one task per node."""
-
-    tasks_per_node: int
-    mpi: str = "pmix"  # srun --mpi
-    # srun options of this step, over the cluster's (`--key=value`; "" for a bare `--key`):
-    # the engine's own launch needs (TRT-LLM: `cpu-bind=verbose,none`, `oversubscribe`).
-    srun_options: dict[str, str] = Field(default_factory=empty_dict)
-
-
-class RolePlan(_Strict):
-    """One process group. `argv` runs once per node in `node_ranks` (multi-node workers).
-
-    `node_ranks` index the allocation's node list (0 = the first node, where the
-    orchestrator runs). `gpu_ids` are the GPU indexes used on each of those nodes.
-    `ports` names the ports the role needs (`http`, `bootstrap`, `dist_init`; `nixl*8`:
-    8 consecutive ports named by the first); the orchestrator picks the numbers at run
-    time with a bind probe.
-    """
-
-    name: str  # "prefill-0", "decode-1", "aggregated-0", "router", "bench"
-    kind: RoleKind
-    index: int = 0
-    node_ranks: list[int]
-    gpus_per_node: int = 0
-    gpu_ids: list[int] = Field(default_factory=empty_list)
-    ports: list[str] = Field(default_factory=empty_list)
-    argv: list[str] = Field(default_factory=empty_list)  # empty for the in-process bench role
-    # One argv per node of a multi-node worker whose nodes run different commands (the
-    # head node first); empty: `argv` on every node.
-    node_argv: list[list[str]] = Field(default_factory=empty_list)
-    # Files the orchestrator writes into the run directory (relative path -> text, with
-    # `${...}` placeholders bound) before the role starts: configs an engine reads.
-    files: dict[str, str] = Field(default_factory=empty_dict)
-    env: dict[str, str] = Field(default_factory=empty_dict)
-    health: HealthPlan | None = None
-    container_image: str | None = None
-    # srun options of this role's steps over the job's (schema 2's `roles.<role>.srun_options`:
-    # `--key=value`; "" for a bare `--key`).
-    srun_options: dict[str, str] = Field(default_factory=empty_dict)
-    parallel: ParallelPlan | None = None  # workers only
-    mpi: MpiPlan | None = None  # one MPI step over `node_ranks`, started from the head node
-    speculative: str | None = None  # workers: the speculative decoding method, if any
-    # False for a sidecar service: a task of it that ends is logged, and the run goes on.
-    critical: bool = True
-    readiness: ReadinessPlan | None = None  # services: the recipe's own readiness gate
-
-    @property
-    def nnodes(self) -> int:
-        return len(self.node_ranks)
-
-    @property
-    def launch_ranks(self) -> list[int]:
-        """The node ranks a task is started on: each node, or the head node of an MPI step."""
-        return self.node_ranks[:1] if self.mpi is not None else self.node_ranks
-
-    def argv_on(self, index: int) -> list[str]:
-        """The argv of this role's `index`-th node (0 = its head node)."""
-        return self.node_argv[index] if self.node_argv else self.argv
-
-    @property
-    def total_gpus(self) -> int:
-        return self.gpus_per_node * len(self.node_ranks)
-
-
-class PointPlan(_Strict):
-    """One measured load level."""
-
-    concurrency: int | None = None
-    request_rate: float | None = None  # requests/s; None = as fast as concurrency allows
-    num_prompts: int
-    warmup_requests: int = 0
-    label: str | None = None  # a point that is not a load level (a trace replay): its key
-
-    @property
-    def key(self) -> str:
-        """Stable identifier used in result file names and for resume."""
-        if self.label is not None:
-            return self.label
-        if self.request_rate is not None:
-            rate = f"rate{self.request_rate:g}"
-            return f"{rate}_conc{self.concurrency}" if self.concurrency else rate
-        return f"conc{self.concurrency}" if self.concurrency else "concinf"
-
-
-class TracePlan(_Strict):
-    """A timestamped request trace to replay (Mooncake trace format, one JSON object a line)."""
-
-    path: str  # as resolved at plan time (a mount's host side); read inside the job
-    written: str | None = None  # `benchmark.trace_file` as the recipe gives it
-    # On the cluster, not on the planning machine: read and checked only inside the job,
-    # before any role starts; until then the points' `num_prompts` and isl/osl are 0.
-    at_run_time: bool = False
-    block_tokens: int = 512  # tokens each `hash_ids` entry stands for (Mooncake's block size)
-    speedup: float = 1.0  # >1 replays faster than recorded
-
-
-class SlowDownPlan(_Strict):
-    """sa-bench's SGLang `/slow_down` around each measured window (srtctl's
-    `benchmark.slow_down_*`): after the point's warm-up, POST `{"forward_sleep_time":
-    sleep_s}` to every target, then `{"forward_sleep_time": null}` after `wait_s`
-    seconds or when the point ends, whichever comes first."""
-
-    sleep_s: float = Field(gt=0)  # seconds each forward step of a target sleeps
-    wait_s: float = Field(gt=0)  # seconds until the slow-down is cleared
-    # `${decode-0.url}/slow_down`-style templates: one per decode worker's leader
-    urls: list[str] = Field(default_factory=empty_list)
-
-
-class ProfileTarget(_Strict):
-    """One worker leader the benchmark starts and stops a profile on (srtctl's
-    `profiling.sh`: `start_profile_on_worker` / `stop_profile_on_worker`)."""
-
-    role: str  # the worker role (`prefill-0`)
-    mode: Literal["prefill", "decode", "agg"]
-    # `${prefill-0.url}/start_profile` (SGLang's router), or the worker's system port's
-    # `/engine/start_profile` (Dynamo); bound at run time
-    start_url: str
-    stop_url: str
-    output_dir: str  # where the worker writes its trace, as the worker sees the run directory
-    start_step: int
-    num_steps: int
-
-
-class ProfilingPlan(_Strict):
-    """The recipe's `profiling:` on the benchmark side: before the first point measured, POST
-    `{"output_dir", "start_step", "num_steps", "activities"}` to every target; after the
-    last (or when the sweep ends early), POST `{}` to each stop URL
-    (`disagg.workloads.profiling`)."""
-
-    type: Literal["nsys", "torch"]
-    activities: list[str]  # torch: ["CPU", "GPU"]; nsys: ["CUDA_PROFILER"]
-    targets: list[ProfileTarget] = Field(default_factory=empty_list)
-
-
-class BenchCommand(_Strict):
-    """`benchmark.type: custom`: the recipe's own client, run in the bench role.
-
-    `argv` is `bash -lc COMMAND`; the bench role carries the environment (the recipe's
-    `benchmark.env` plus the documented contract variables, see docs/benchmarks.md).
-    """
-
-    argv: list[str]
-    results_dir: str  # `${run.dir}/...`: where the command is asked to write result files
-    env: dict[str, str] = Field(default_factory=empty_dict)  # benchmark.env as written
-    # sa-bench-style load fields the recipe set (REQ_RATE, NUM_PROMPTS_MULT, ...), for the command
-    load_env: dict[str, str] = Field(default_factory=empty_dict)
-    container_image: str | None = None  # benchmark.container_image, else the job's image
-    # benchmark.expect_results: a command that ends well but wrote no point file fails the run
-    expects_results: bool = True
-    # An accuracy evaluation (gsm8k, gpqa): the score file it wrote is its one result,
-    # judged by `disagg.workloads.accuracy` instead of as load points.
-    accuracy: str | None = None
-    # Where an evaluation disagg runs itself reads its data set (GSM8K on vLLM), for display.
-    dataset: str | None = None
-    # benchmark.aiperf_server_metrics: the command gets the workers' /metrics URLs
-    # (AIPERF_SERVER_METRICS_URLS) for AIPerf's server-metrics scrape.
-    server_metrics: bool = False
-
-
-class BenchPlan(_Strict):
-    """The load generator's settings shared by every point of the run."""
-
-    endpoint: Literal["completions", "chat"] = "completions"
-    # Chosen by the frontend adapter: smg and the sglang-router accept only text
-    # prompts (token-id lists get HTTP 400/422); Dynamo's frontend takes both.
-    prompt_format: Literal["text", "token_ids"] = "text"
-    model_name: str
-    isl: int
-    osl: int
-    # As sa-bench and InferenceX (and so the recipe corpus): lengths are uniform in
-    # [ratio * isl, isl]; 1.0 means every request has exactly isl/osl tokens.
-    random_range_ratio: float = Field(default=1.0, ge=0.0, le=1.0)
-    ignore_eos: bool = True
-    use_chat_template: bool = False
-    tokenizer: str | None = None  # path or `${model.path}`; needed for chat templates
-    arrival: Literal["constant", "poisson", "gamma"] = "poisson"
-    burstiness: float = 1.0
-    max_failure_ratio: float = 0.01
-    slo: dict[str, float] = Field(default_factory=empty_dict)  # ttft/tpot/e2el in ms
-    seed: int = 0
-    points: list[PointPlan]  # empty for a command benchmark: its results name their points
-    type: str = "sa-bench"  # benchmark.type; picks the adapter in disagg.workloads
-    concurrencies: list[int] = Field(default_factory=empty_list)  # as written, for command clients
-    command: BenchCommand | None = None  # benchmark.type == custom
-    trace: TracePlan | None = None  # trace replay types
-    slow_down: SlowDownPlan | None = None  # sa-bench `benchmark.slow_down_*`
-    profiling: ProfilingPlan | None = None  # the recipe's `profiling:`, on the benchmark side
-    ignored: dict[str, str] = Field(default_factory=empty_dict)  # benchmark.<field> -> why
-    # Predicted runs whose engines run this many times faster than modelled: arrival
-    # offsets are compressed and every measured time is stretched back by it.
-    time_scale: float = Field(default=1.0, ge=1.0)
-
-
-class ModelToStage(_Strict):
+class ModelToStage(Strict):
     """A model repo the job must find complete before any role starts."""
 
     repo_id: str
@@ -306,7 +76,7 @@ class ModelToStage(_Strict):
     purpose: Literal["main", "draft", "extra"] = "main"
 
 
-class ContainerToStage(_Strict):
+class ContainerToStage(Strict):
     """A squashfs image the job needs, and how to make it when it does not exist yet.
 
     `import_command` is an argv template: `{image}` is the source reference,
@@ -320,7 +90,7 @@ class ContainerToStage(_Strict):
     )
 
 
-class StagingPlan(_Strict):
+class StagingPlan(Strict):
     """Where models live. `local_path` set means the main model is a directory, not a repo."""
 
     models: list[ModelToStage] = Field(default_factory=empty_list)
@@ -332,7 +102,7 @@ class StagingPlan(_Strict):
     containers: list[ContainerToStage] = Field(default_factory=empty_list)
 
 
-class SlurmPlan(_Strict):
+class SlurmPlan(Strict):
     """What `job.sbatch` asks for. Rendered by the Slurm executor, ignored by the local one."""
 
     job_name: str
@@ -365,7 +135,7 @@ class SlurmPlan(_Strict):
         return None
 
 
-class Plan(_Strict):
+class Plan(Strict):
     """A variant placed on nodes. Pure data; `plan.json` in the run directory."""
 
     schema_version: int = PLAN_SCHEMA_VERSION

@@ -10,6 +10,7 @@ with the reason: a prediction for something else would be worse than none.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,15 +47,31 @@ SAME_ARCHITECTURE = {
     "deepseek-ai/deepseek-v3-0324": "deepseek-ai/DeepSeek-V3",
 }
 
-# Published draft-token acceptance (the chance each draft token is accepted), by family.
+# Published mean accepted length (tokens a decode step emits, the verified one included)
+# with 1, 2, 3, ... draft tokens, by model family. A deeper chain than published is taken
+# to accept no more than the deepest published one.
 PUBLISHED_ACCEPTANCE = {
     "deepseek": (
-        0.85,
-        "DeepSeek-V3 technical report: 85-90% acceptance of the second (MTP) token",
+        (1.92, 2.58, 2.82, 2.99, 3.01),
+        "TensorRT-LLM's DeepSeek-R1 B200 min-latency blog (blog1, 'Autoregressive MTP "
+        "Layers'): 1.92, 2.58, 2.82, 2.99, 3.01 tokens per step with 1-5 MTP layers",
     ),
 }
 
+# Checkpoints whose KV cache is FP8 by default, known by name where the plan has only the
+# name (TensorRT-LLM's DeepSeek-R1 guide: "the latest DeepSeek-R1-0528-FP4 checkpoint had
+# enabled FP8 KV cache by-default").
+FP8_KV_CHECKPOINTS = frozenset({"nvidia/deepseek-r1-0528-fp4", "nvidia/deepseek-r1-0528-fp4-v2"})
+
 MEM_FRACTION = {"sglang": 0.85, "vllm": 0.9, "trtllm": 0.9}  # the engines' defaults
+
+# Host time the kernel measurements leave out (docs/predict.md, "Host time"). Per
+# iteration, what the GPU waits for: TensorRT-LLM's overlap loop leaves about 580 us of its
+# host work exposed (its issue 13957, from nsys on B200); SGLang's overlap scheduler hides
+# it ("zero CPU overhead", its v0.4 release); vLLM's is not measured. Per request, the CPU
+# time of vLLM's API server (benchmarks/predict_host_overhead.py, vLLM 0.32 here).
+STEP_HOST_MS = {"trtllm": 0.58}
+REQUEST_HOST_MS = {"vllm": 1.9}
 
 
 class Unmappable(Exception):
@@ -148,20 +165,14 @@ def shipped_models() -> dict[str, str]:
 
 def model_for(inputs: WorkerInputs) -> tuple[str, dict[str, Any]]:
     """(what AIConfigurator loads, the model's config.json) for the worker's model."""
-    if inputs.model_dir is not None:
-        config = Path(inputs.model_dir) / "config.json"
-        if config.is_file():
-            return inputs.model_dir, _read_json(config)
+    if inputs.model_dir is not None and (Path(inputs.model_dir) / "config.json").is_file():
+        return inputs.model_dir, model_config(inputs.model_dir)
     shipped = shipped_models()
     for name in inputs.model_names:
         key = name.removeprefix("hf:").strip("/").lower()
         found = shipped.get(key) or SAME_ARCHITECTURE.get(key)
         if found is not None:
-            import aiconfigurator_core
-
-            file = found.replace("/", "--", 1) + "_config.json"
-            path = Path(aiconfigurator_core.__file__).parent / "model_configs" / file
-            return found, _read_json(path)
+            return found, model_config(found)
     raise Unmappable(
         f"--predict: no model config for {', '.join(dict.fromkeys(inputs.model_names))}: "
         "not a local checkpoint with config.json, and not among AIConfigurator's "
@@ -170,48 +181,84 @@ def model_for(inputs: WorkerInputs) -> tuple[str, dict[str, Any]]:
     )
 
 
+@cache
+def model_config(model: str) -> dict[str, Any]:
+    """The config.json of a target's model: a checkpoint directory or a shipped name."""
+    path = Path(model) / "config.json"
+    if path.is_file():
+        return _read_json(path)
+    import aiconfigurator_core
+
+    file = model.replace("/", "--", 1) + "_config.json"
+    shipped = Path(aiconfigurator_core.__file__).parent / "model_configs" / file
+    return _read_json(shipped) if shipped.is_file() else {}
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text())
     return data if isinstance(data, dict) else {}
 
 
 def quant_for(
-    precision: str, config: Mapping[str, Any], system: str, args: Mapping[str, Any]
+    precision: str,
+    config: Mapping[str, Any],
+    system: str,
+    args: Mapping[str, Any],
+    names: tuple[str, ...] = (),
 ) -> dict[str, str]:
-    """GEMM, MoE, KV-cache and attention modes: `model.precision`, else the checkpoint's."""
+    """GEMM, MoE, KV-cache and attention modes: `model.precision`, else the checkpoint's.
+
+    The KV cache is the role's `kv-cache-dtype` / `kv_cache_config.dtype`, else the
+    engines' `auto`: FP8 where the checkpoint quantises its KV cache, else BF16."""
     text = precision.strip().lower()
     quant = config.get("quantization_config")
     quant = quant if isinstance(quant, Mapping) else {}
+    method = str(quant.get("quant_method", "")).lower()
     if text in ("", "auto"):
-        method = str(quant.get("quant_method", "")).lower()
         algo = str(quant.get("quant_algo", "")).lower()
         text = "fp4" if "fp4" in algo or "fp4" in method else ("fp8" if "fp8" in method else "")
         text = text or str(config.get("torch_dtype", "bf16"))
-    if text in ("fp4", "nvfp4"):
+    if text == "mxfp4" or (text == "fp4" and method == "mxfp4"):
+        # MXFP4 experts (gpt-oss's native format): 4-bit weights, BF16 activations, as
+        # Hopper runs them and as every engine's database measured them; the rest is BF16
+        modes = {"gemm": "bfloat16", "moe": "w4a16_mxfp4", "kvcache": "bfloat16"}
+    elif text in ("fp4", "nvfp4"):
         if system not in FP4_SYSTEMS:
             raise Unmappable(
                 f"--predict: precision {precision!r} needs FP4 kernels, which {system} lacks",
                 ("model", "precision"),
             )
-        modes = {"gemm": "nvfp4", "moe": "nvfp4", "kvcache": "fp8", "fmha": "fp8"}
+        modes = {"gemm": "nvfp4", "moe": "nvfp4", "kvcache": "bfloat16"}
     elif text in ("fp8", "w8a8"):
-        block = "weight_block_size" in quant
-        mode = "fp8_block" if block else "fp8"
-        modes = {"gemm": mode, "moe": mode, "kvcache": "fp8", "fmha": "fp8"}
+        mode = "fp8_block" if "weight_block_size" in quant else "fp8"
+        modes = {"gemm": mode, "moe": mode, "kvcache": "bfloat16"}
     elif text in ("bf16", "bfloat16", "fp16", "float16"):
-        modes = {"gemm": "bfloat16", "moe": "bfloat16", "kvcache": "bfloat16", "fmha": "bfloat16"}
+        modes = {"gemm": "bfloat16", "moe": "bfloat16", "kvcache": "bfloat16"}
     else:
         raise Unmappable(
             f"--predict: precision {precision!r} has no AIConfigurator quantisation "
-            "(known: fp4, fp8, bf16)",
+            "(known: fp4, mxfp4, fp8, bf16)",
             ("model", "precision"),
         )
-    kv = _setting(args, "kv-cache-dtype", "kv_cache_config.dtype")
+    if _fp8_kv_checkpoint(quant, names):
+        modes["kvcache"] = "fp8"
+    kv = _setting(args, "kv-cache-dtype", "kv_cache_config.dtype", "kv_cache_dtype")
     if isinstance(kv, str) and kv.lower().startswith("fp8"):
-        modes["kvcache"] = modes["fmha"] = "fp8"
+        modes["kvcache"] = "fp8"
     elif isinstance(kv, str) and kv.lower() in ("bf16", "bfloat16", "float16", "fp16"):
-        modes["kvcache"] = modes["fmha"] = "bfloat16"
+        modes["kvcache"] = "bfloat16"
+    modes["fmha"] = modes["kvcache"]
     return modes
+
+
+def _fp8_kv_checkpoint(quant: Mapping[str, Any], names: tuple[str, ...]) -> bool:
+    """Whether the checkpoint stores an FP8 KV cache (what `auto` then runs)."""
+    algo = str(quant.get("kv_cache_quant_algo") or "").lower()
+    scheme = quant.get("kv_cache_scheme")
+    if "fp8" in algo or isinstance(scheme, Mapping):
+        return True
+    lowered = {n.removeprefix("hf:").strip("/").lower() for n in names}
+    return bool(lowered & FP8_KV_CHECKPOINTS)
 
 
 def _setting(args: Mapping[str, Any], *names: str) -> Any:
@@ -248,17 +295,40 @@ def layout_for(par: Parallelism, config: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
+@dataclass(frozen=True)
+class Acceptance:
+    """How many draft tokens a step keeps: one chance per draft token (a chain: draft k
+    counts only when drafts 1..k-1 did), constant or per position."""
+
+    rate: float | None  # the same chance for every draft (given on the command line)
+    rates: tuple[float, ...]  # per draft position (from a published accepted length)
+    source: str
+
+    def per_draft(self, nextn: int) -> tuple[float, ...]:
+        return self.rates[:nextn] if self.rate is None else (self.rate,) * nextn
+
+
+def chain_rates(lengths: tuple[float, ...], nextn: int) -> tuple[float, ...]:
+    """Per-draft chances whose chain gives the published mean accepted length at every
+    depth up to `nextn` (chance that drafts 1..k all hold = length(k) - length(k-1))."""
+    held = [1.0] + [max(0.0, b - a) for a, b in itertools.pairwise((1.0, *lengths))]
+    held += [0.0] * max(0, nextn + 1 - len(held))
+    return tuple(
+        min(1.0, held[k] / held[k - 1]) if held[k - 1] > 0 else 0.0 for k in range(1, nextn + 1)
+    )
+
+
 def acceptance_for(
     model: str, nextn: int, options: PredictOptions, path: tuple[str, ...]
-) -> tuple[float, str]:
+) -> Acceptance:
     if nextn <= 0:
-        return 0.0, ""
+        return Acceptance(0.0, (), "")
     if options.accept_rate is not None:
-        return options.accept_rate, "set on the command line"
+        return Acceptance(options.accept_rate, (), "set on the command line")
     lowered = model.lower()
-    for family, (rate, source) in PUBLISHED_ACCEPTANCE.items():
+    for family, (lengths, source) in PUBLISHED_ACCEPTANCE.items():
         if family in lowered:
-            return rate, source
+            return Acceptance(None, chain_rates(lengths, nextn), source)
     raise Unmappable(
         f"--predict: speculative decoding with {nextn} draft token(s), and no published "
         f"acceptance rate for {model}",
@@ -306,13 +376,13 @@ def target_for(
     system = system_for(inputs.gpu_type)
     model, config = model_for(inputs)
     version = database_version(system, inputs.engine)
-    modes = quant_for(inputs.precision, config, system, inputs.args)
+    modes = quant_for(inputs.precision, config, system, inputs.args, inputs.model_names)
     layout = layout_for(inputs.reading.parallel, config)
     nextn = 0
     if inputs.reading.speculative_algorithm:  # the simulated engine's default depth: 3
         steps = inputs.reading.speculative_num_steps
         nextn = 3 if steps is None else steps
-    accept, source = acceptance_for(model, nextn, options, spec_path)
+    accept = acceptance_for(model, nextn, options, spec_path)
     fraction = _setting(
         inputs.args,
         "mem-fraction-static",
@@ -325,13 +395,16 @@ def target_for(
         backend=inputs.engine,
         version=version,
         nextn=nextn,
-        accept_rate=accept,
-        accept_source=source,
+        accept_rate=accept.rate or 0.0,
+        accept_rates=",".join(f"{r:.4f}" for r in accept.rates),
+        accept_source=accept.source,
         link_bytes_per_s=link_for(system),
         mem_fraction=float(fraction)
         if isinstance(fraction, int | float)
         else MEM_FRACTION[inputs.engine],
         time_scale=options.time_scale,
+        step_host_ms=STEP_HOST_MS.get(inputs.engine, 0.0),
+        request_host_ms=REQUEST_HOST_MS.get(inputs.engine, 0.0),
         gemm=modes["gemm"],
         moe=modes["moe"],
         kvcache=modes["kvcache"],

@@ -37,12 +37,15 @@ class PredictTarget:
     kvcache: str = "bfloat16"
     fmha: str = "bfloat16"  # decode attention; context attention is resolved by the data
     nextn: int = 0  # draft depth (MTP / EAGLE steps)
-    accept_rate: float = 0.0  # chance each draft token is accepted (chain)
-    accept_source: str = ""  # where accept_rate came from, stated in the result
+    accept_rate: float = 0.0  # chance each draft token is accepted (chain), when constant
+    accept_rates: str = ""  # else the chance per draft position, comma-separated
+    accept_source: str = ""  # where the acceptance came from, stated in the result
     link_bytes_per_s: float = 50e9  # per GPU, the KV hand-over link of the GPU system
     mem_fraction: float = 0.85  # share of GPU memory (sglang/vllm: of total, trtllm: of free)
     gpus: int = 1  # GPUs of one replica
     time_scale: float = 1.0  # the engine runs this many times faster than modelled
+    step_host_ms: float = 0.0  # the engine's host time per iteration that the GPU waits for
+    request_host_ms: float = 0.0  # its API server's host time per request, one after another
 
     @property
     def database(self) -> str:
@@ -61,11 +64,27 @@ class PredictTarget:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def draft_rates(self) -> tuple[float, ...]:
+        """The chance that draft k is accepted given drafts 1..k-1 were, k = 1..nextn."""
+        if self.accept_rates:
+            return tuple(float(r) for r in self.accept_rates.split(","))[: self.nextn]
+        return (self.accept_rate,) * self.nextn
+
+    def tokens_per_step(self) -> float:
+        """Mean tokens one decode step emits: the verified token and the accepted drafts."""
+        total, held = 1.0, 1.0
+        for rate in self.draft_rates():
+            held *= rate
+            total += held
+        return total
+
     def summary(self) -> dict[str, Any]:
         """What plan.json's `predicted` records: the label and the assumptions."""
+        constant = self.nextn and not self.accept_rates
         return {
             "label": self.label(),
-            "accept_rate": self.accept_rate if self.nextn else None,
+            "accept_rate": self.accept_rate if constant else None,
+            "tokens_per_step": round(self.tokens_per_step(), 3) if self.nextn else None,
             "accept_source": self.accept_source or None,
             "time_scale": self.time_scale,
         }

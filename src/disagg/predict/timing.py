@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 from collections.abc import Sequence
 from functools import cache, lru_cache
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from disagg.engines.sim.args import EngineArgs
 from disagg.engines.sim.timing import TimingModel
 from disagg.errors import DisaggError
+from disagg.predict.context_fp8 import Fp8Context, fp8_context
 from disagg.predict.target import DECODE_CORRECTION, PREFILL_CORRECTION, PredictTarget
 
 log = logging.getLogger("disagg.predict")
@@ -26,8 +28,16 @@ log = logging.getLogger("disagg.predict")
 _CTX_STEP = 16  # decode steps are looked up at the mean context rounded to this many tokens
 
 
+def compile_for(target: PredictTarget, fmha: str) -> Any:
+    """The target's engine: on AIConfigurator's large-EP graph where its data covers the
+    target's cross-node EP group (`wide_ep`), else on the fused MoE graph."""
+    from disagg.predict.wide_ep import compile_large_ep
+
+    return compile_large_ep(target, fmha) or compile_engine(target, fmha)
+
+
 def compile_engine(target: PredictTarget, fmha: str) -> Any:
-    """AIConfigurator's compiled engine for `target` with `fmha` attention."""
+    """AIConfigurator's compiled engine for `target` with `fmha` attention (fused MoE)."""
     from aiconfigurator_core.sdk.engine import EngineHandle
 
     return EngineHandle.compile(
@@ -58,29 +68,57 @@ class Engines:
 
         self.target = target
         try:
-            self.generation = compile_engine(target, target.fmha)
+            self.generation = compile_for(target, target.fmha)
             self.generation.decode_step_latency(1, 128, 2)
         except (PerfDataNotAvailableError, ValueError, KeyError, RuntimeError) as exc:
             raise DisaggError(f"{target.label()}: cannot model decode steps: {exc}") from None
         self.context_fmha = target.fmha
         self.context = self.generation
+        self.fp8_context: Fp8Context | None = None
         try:
             self.context.predict_prefill_latency(1, 128, 0)
         except PerfDataNotAvailableError:
             self.context_fmha = "bfloat16"
-            self.context = compile_engine(target, "bfloat16")
+            self.context = compile_for(target, "bfloat16")
+            if target.fmha == "fp8":
+                self.fp8_context = fp8_context(target)
+            if self.fp8_context is not None:
+                self.context_fmha = (
+                    f"fp8 (BF16 x the FP8/BF16 ratio of the {self.fp8_context.source})"
+                )
         try:
             self.context.predict_prefill_latency(1, 128, 0)
         except (PerfDataNotAvailableError, ValueError, KeyError, RuntimeError) as exc:
             raise DisaggError(f"{target.label()}: cannot model prefill: {exc}") from None
+        self.dispatch_ms = dispatch_ms(target)
 
     def prefill_ms(self, batch: int, isl: int, prefix: int) -> float:
         """One prefill pass of `batch` requests of `isl` tokens, `prefix` of them cached."""
-        return float(self.context.predict_prefill_latency(batch, isl, prefix)) * PREFILL_CORRECTION
+        ms = float(self.context.predict_prefill_latency(batch, isl, prefix)) * PREFILL_CORRECTION
+        if self.fp8_context is not None:
+            ms *= self.fp8_context.ratio(batch, isl, prefix)
+        return ms
 
     def decode_ms(self, batch: int, context: int) -> float:
         """One decode step of `batch` sequences (per attention rank) at `context` tokens."""
         return float(self.generation.decode_step_latency(batch, context, 2)) * DECODE_CORRECTION
+
+
+def dispatch_ms(target: PredictTarget) -> float:
+    """AIConfigurator's fixed per-pass prefill cost for the target's engine (CPU-side
+    dispatch over every layer, calibrated by AIConfigurator; vLLM has one, the others
+    none), for the model's layer count."""
+    from types import SimpleNamespace
+
+    from aiconfigurator_core.sdk.backends.factory import get_backend
+
+    from disagg.predict.mapping import model_config
+
+    config = model_config(target.model)
+    layers = int(config.get("num_hidden_layers") or 0)
+    backend = get_backend(target.backend)
+    model: Any = SimpleNamespace(_num_layers=layers)  # all the term reads of the model
+    return float(backend._prefill_dispatch_overhead_ms(model))
 
 
 @cache
@@ -142,7 +180,14 @@ class PredictedTiming(TimingModel):
             self.kv_bytes_per_token / target.link_bytes_per_s * 1e6 * self.scale
         )
         self.draft_steps = target.nextn
-        self.step_factor = 1.0
+        self.draft_rates = target.draft_rates()
+        # A pipeline-parallel worker overlaps prefill passes over its stages (scheduler).
+        self.prefill_stages = max(1, target.pp)
+        # Host time kernel measurements miss: per prefill pass, AIConfigurator's own dispatch
+        # term (vLLM); per iteration, what the GPU waits for; per request, the API server's.
+        self.step_s = target.step_host_ms * 1e-3 * self.scale
+        self.dispatch_s = self.engines.dispatch_ms * 1e-3 * self.scale + self.step_s
+        self.request_s = target.request_host_ms * 1e-3 * self.scale
         self._prefill = lru_cache(maxsize=1 << 16)(self.engines.prefill_ms)
         self._decode = lru_cache(maxsize=1 << 16)(self.engines.decode_ms)
         log.info(
@@ -153,12 +198,20 @@ class PredictedTiming(TimingModel):
             self.engines.context_fmha,
         )
 
-    @property
-    def accept_rate(self) -> float:
-        return self.target.accept_rate
+    def tokens_this_step(self, rng: random.Random) -> int:
+        """1 + the drafts kept: draft k is kept with its own chance once 1..k-1 were."""
+        accepted = 0
+        for rate in self.draft_rates:
+            if rng.random() >= rate:
+                break
+            accepted += 1
+        return 1 + accepted
+
+    def expected_tokens_per_step(self) -> float:
+        return self.target.tokens_per_step()
 
     def prefill_time(self, tokens: int) -> float:
-        return self._prefill(1, max(1, tokens), 0) * 1e-3 * self.scale
+        return self._prefill(1, max(1, tokens), 0) * 1e-3 * self.scale + self.dispatch_s
 
     def prefill_batch_time(self, chunks: Sequence[tuple[int, int]]) -> float:
         """One prefill pass over (tokens this pass, tokens already prefilled) per request."""
@@ -167,13 +220,13 @@ class PredictedTiming(TimingModel):
         n = self._per_rank(len(chunks))
         take = sum(c for c, _ in chunks) // len(chunks)
         done = sum(d for _, d in chunks) // len(chunks)
-        return self._prefill(n, max(1, take + done), done) * 1e-3 * self.scale
+        return self._prefill(n, max(1, take + done), done) * 1e-3 * self.scale + self.dispatch_s
 
     def decode_step_time(self, batch: int, kv_tokens: int) -> float:
         if batch <= 0:
             return 0.0
         context = max(1, round(kv_tokens / batch / _CTX_STEP) * _CTX_STEP)
-        return self._decode(self._per_rank(batch), context) * 1e-3 * self.scale
+        return self._decode(self._per_rank(batch), context) * 1e-3 * self.scale + self.step_s
 
     def _per_rank(self, batch: int) -> int:
         """The batch one attention rank of one replica runs (the slowest rank's share)."""

@@ -65,7 +65,9 @@ class PredictSettings(Section):
         default=None, ge=0.0, le=1.0, description="chance each draft token is accepted"
     )
     time_scale: float | None = Field(
-        default=None, ge=1.0, description="run this many times faster; results stretched back"
+        default=None,
+        gt=0.0,
+        description="run this many times faster (below 1: slower); results stretched back",
     )
     model: str | None = Field(
         default=None, description="the model's org/name when model.path is an alias"

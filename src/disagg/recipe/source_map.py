@@ -7,7 +7,7 @@ without a second parse, following YAML aliases to where the value was written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,17 +41,10 @@ class SourceMap:
         for _ in range(MAX_DEPTH):
             if current in table:
                 return table[current]
-            rewritten = self._through_alias(current)
-            if rewritten is None:
+            through = rewritten(current, self.aliases)
+            if through is None:
                 return None
-            current = rewritten
-        return None
-
-    def _through_alias(self, path: KeyPath) -> KeyPath | None:
-        for cut in range(len(path), 0, -1):
-            target = self.aliases.get(path[:cut])
-            if target is not None:
-                return target + path[cut:]
+            current = through
         return None
 
     def locate(self, path: Sequence[Key], *, key: bool = False) -> SourceLocation:
@@ -64,6 +57,16 @@ class SourceMap:
             if not current:
                 return SourceLocation(self.file)
             current = current[:-1]
+
+
+def rewritten(path: KeyPath, table: Mapping[KeyPath, KeyPath]) -> KeyPath | None:
+    """`path` with its longest prefix that `table` holds replaced by what it maps to; None
+    when `table` holds no prefix of it."""
+    for cut in range(len(path), 0, -1):
+        target = table.get(path[:cut])
+        if target is not None:
+            return (*target, *path[cut:])
+    return None
 
 
 class LineCol:

@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from disagg.errors import DisaggError
-from disagg.plan.model import Plan
+from disagg.plan.model import PLAN_FILE, Plan
 from disagg.probe import probe, shortened
 from disagg.redact import redact
 from disagg.report.model import ResultPoint, RunResults, SkippedResult
 
 RESULTS_DIR = "results"
-PLAN_FILE = "plan.json"
 DEFAULT_MAX_FAILURE_RATIO = 0.01
 _MAX_SEARCH_DEPTH = 6
 _CONC_IN_NAME = re.compile(r"_conc(\d+)(?:_|\.json$)")
@@ -156,18 +156,14 @@ def iter_valid_results(run_dir: Path) -> Iterator[ResultPoint]:
 
 
 def _assign_labels(runs: list[RunResults]) -> None:
-    counts: dict[str, int] = {}
-    for run in runs:
-        counts[run.short_variant] = counts.get(run.short_variant, 0) + 1
+    counts = Counter(run.short_variant for run in runs)
     for run in runs:
         label = run.short_variant
         if counts[label] > 1 or label == run.name:
             label = run.name if label == run.name else f"{label} · {run.name}"
         run.label = label
     # Distinct run dirs with the same final name (a/x and b/x): add the parent.
-    seen: dict[str, int] = {}
-    for run in runs:
-        seen[run.label] = seen.get(run.label, 0) + 1
+    seen = Counter(run.label for run in runs)
     for run in runs:
         if seen[run.label] > 1:
             run.label = f"{run.label} ({run.run_dir.resolve().parent.name})"

@@ -10,6 +10,7 @@ they do not collide, and a stable style per run so every chart and both files ag
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -94,11 +95,6 @@ class Chart:
     @property
     def point_count(self) -> int:
         return sum(len(series.points) for series in self.series)
-
-    @property
-    def predictions(self) -> list[str]:
-        """The labels of the predicted series, each once."""
-        return list(dict.fromkeys(s.predicted for s in self.series if s.predicted))
 
     @property
     def watermark(self) -> str:
@@ -236,9 +232,7 @@ def build_chart(
 
 def _disambiguate(series: list[Series]) -> None:
     """Series with the same name (same setup) get their run's label added."""
-    counts: dict[str, int] = {}
-    for item in series:
-        counts[item.label] = counts.get(item.label, 0) + 1
+    counts = Counter(item.label for item in series)
     for position, item in enumerate(series):
         if counts[item.label] > 1 and item.run.label and item.run.label != item.label:
             series[position] = Series(
@@ -250,10 +244,7 @@ def build_charts(
     runs: list[RunResults], y_metric: YMetric, x_metric: XMetric = XMetric.INTERACTIVITY
 ) -> list[Chart]:
     """One chart per workload found in the runs, in (model, ISL, OSL) order."""
-    workloads = sorted(
-        {w for run in runs for w in run.workloads},
-        key=lambda w: (w.model or "", w.isl or 0, w.osl or 0),
-    )
+    workloads = sorted({w for run in runs for w in run.workloads}, key=Workload.order)
     return [build_chart(runs, y_metric, x_metric, workload) for workload in workloads]
 
 

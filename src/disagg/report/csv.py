@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from disagg.atomic import write_text
+from disagg.bench.identity import SETUP_FIELDS
 from disagg.report.chart import ChartSet, View
 from disagg.report.compare import Change
 from disagg.report.model import ResultPoint, RunResults, YMetric
@@ -21,23 +22,10 @@ LATENCY_FIELDS = tuple(
     for metric in ("ttft", "tpot", "itl", "e2el")
     for stat in ("mean", "median", "p90", "p99")
 )
+# The result's setup fields a row shows: what was run, then each side's layout.
 SETUP_COLUMNS = (
-    "hw",
-    "framework",
-    "engine",
-    "precision",
-    "spec_decoding",
-    "image",
-    "prefill_tp",
-    "prefill_ep",
-    "prefill_dp_attention",
-    "prefill_num_workers",
-    "decode_tp",
-    "decode_ep",
-    "decode_dp_attention",
-    "decode_num_workers",
-    "router",
-    "router_version",
+    *("hw", "framework", "engine", "precision", "spec_decoding", "image"),
+    *(name for name in SETUP_FIELDS if name.startswith(("prefill_", "decode_", "router"))),
     "recipe_fingerprint",
 )
 SUMMARY_COLUMNS = (

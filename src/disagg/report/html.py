@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -167,10 +167,7 @@ def _variants_table(chart: Chart, slo: Mapping[str, float]) -> str:
             )
             + "</tr>"
         )
-    return (
-        "<h3>Variants compared</h3><table><thead><tr>" + head + "</tr></thead><tbody>"
-        + "".join(body) + "</tbody></table>"
-    )  # fmt: skip
+    return "<h3>Variants compared</h3>" + _table(head, body)
 
 
 def _diff_table(runs: Sequence[RunResults]) -> str:
@@ -186,9 +183,9 @@ def _diff_table(runs: Sequence[RunResults]) -> str:
     )
     return (
         "<section><h2>Config differences</h2><p>Settings of the resolved configs that are not "
-        "the same in every run (— : not set).</p><table><thead><tr><th>setting</th>"
-        + head + "</tr></thead><tbody>" + body + "</tbody></table></section>"
-    )  # fmt: skip
+        f"the same in every run (— : not set).</p>{_table('<th>setting</th>' + head, body)}"
+        "</section>"
+    )
 
 
 def _summary_table(runs: Sequence[RunResults], chart: View, slo: Mapping[str, float]) -> str:
@@ -214,11 +211,7 @@ def _summary_table(runs: Sequence[RunResults], chart: View, slo: Mapping[str, fl
         body.append(f"<tr>{cells}<td>{escape(marks.strip())}</td></tr>")
     return (
         "<section><h2>Summary</h2><p>Latencies in ms; ★ marks points on the Pareto frontier.</p>"
-        "<table><thead><tr>"
-        + head
-        + "</tr></thead><tbody>"
-        + "".join(body)
-        + "</tbody></table></section>"
+        f"{_table(head, body)}</section>"
     )
 
 
@@ -242,12 +235,16 @@ def _compare_table(changes: Sequence[Change]) -> str:
             "<p>A predicted run is compared against a measured run of its variant: its "
             "change is the prediction's error (predicted - measured).</p>"
         )
+    names = ("variant", "point", "metric", "baseline run", "baseline", "run", "value", "change")
+    head = "".join(f"<th>{name}</th>" for name in names)
     return (
         "<section><h2>Runs compared</h2><p>Runs that share a variant, against the first run "
-        f"given (the baseline).</p>{note}<table><thead><tr><th>variant</th><th>point</th>"
-        "<th>metric</th><th>baseline run</th><th>baseline</th><th>run</th><th>value</th>"
-        "<th>change</th></tr></thead><tbody>" + "".join(body) + "</tbody></table></section>"
+        f"given (the baseline).</p>{note}{_table(head, body)}</section>"
     )
+
+
+def _table(head: str, body: Iterable[str]) -> str:
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _skipped(runs: Sequence[RunResults]) -> str:

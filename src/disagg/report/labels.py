@@ -71,7 +71,6 @@ def place(
     points: Sequence[tuple[float, float]],
     texts: Sequence[str],
     size_px: tuple[float, float],
-    font_px: float = 10.0,
 ) -> list[str | None]:
     """A position name per label (None: left out). `points` are axes fractions (0..1)."""
     width_px, height_px = size_px
@@ -91,7 +90,7 @@ def place(
         choice = None
         if text:
             for name, _, _ in _SPOTS:
-                box = box_at(name, px, py, text, font_px)
+                box = box_at(name, px, py, text)
                 inside = box.left >= 0 and box.bottom >= 0
                 inside = inside and box.right <= width_px and box.top <= height_px
                 if (

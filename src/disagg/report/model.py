@@ -9,9 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+# the chart's axes live apart (`disagg --help` lists `report` without this model)
+from disagg.report.axes import XMetric as XMetric
+from disagg.report.axes import YMetric as YMetric
 
 
 @dataclass(frozen=True, order=True)
@@ -31,11 +34,9 @@ class Workload:
             parts.append(f"OSL {self.osl}")
         return " · ".join(parts) or "unknown workload"
 
-    @property
-    def slug(self) -> str:
-        """A file- and id-safe name: `DeepSeek-R1_1024_1024`."""
-        text = f"{short_model(self.model) or 'model'}_{self.isl}_{self.osl}"
-        return "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in text)
+    def order(self) -> tuple[str, int, int]:
+        """Charts in (model, ISL, OSL) order, unknown parts first."""
+        return (self.model or "", self.isl or 0, self.osl or 0)
 
 
 def short_model(model: str | None) -> str:
@@ -147,7 +148,7 @@ class RunResults:
 
     @property
     def workloads(self) -> list[Workload]:
-        return sorted({point.workload for point in self.points}, key=_workload_order)
+        return sorted({point.workload for point in self.points}, key=Workload.order)
 
     @property
     def variant(self) -> str:
@@ -161,108 +162,3 @@ class RunResults:
             return self.name
         file, sep, rest = self.selector.partition(":")
         return f"{Path(file).name}{sep}{rest}"
-
-
-def _workload_order(workload: Workload) -> tuple[str, int, int]:
-    return (workload.model or "", workload.isl or 0, workload.osl or 0)
-
-
-class YMetric(StrEnum):
-    """The throughput axis of the Pareto chart.
-
-    `output` divides output tokens/s by every GPU the run used (prefill and decode),
-    so variants with different prefill/decode splits compare fairly. `output-decode`
-    is InferenceX's `output_tput_per_gpu` (decode GPUs only), `total` its
-    `tput_per_gpu` (input plus output tokens over all GPUs) and `input` its
-    `input_tput_per_gpu` (input tokens over prefill GPUs).
-    """
-
-    OUTPUT = "output"
-    OUTPUT_DECODE = "output-decode"
-    TOTAL = "total"
-    INPUT = "input"
-
-    @property
-    def label(self) -> str:
-        return {
-            YMetric.OUTPUT: "Output tokens/s per GPU (all GPUs)",
-            YMetric.OUTPUT_DECODE: "Output tokens/s per decode GPU",
-            YMetric.TOTAL: "Total tokens/s per GPU (input + output)",
-            YMetric.INPUT: "Input tokens/s per prefill GPU",
-        }[self]
-
-    @property
-    def header(self) -> str:
-        """The short column header of tables (terminal and HTML)."""
-        return {
-            YMetric.OUTPUT: "out tok/s/GPU",
-            YMetric.OUTPUT_DECODE: "out tok/s/decode GPU",
-            YMetric.TOTAL: "tok/s/GPU",
-            YMetric.INPUT: "in tok/s/prefill GPU",
-        }[self]
-
-    def of(self, point: ResultPoint) -> float | None:
-        if self is YMetric.OUTPUT:
-            output = point.metric("output_throughput")
-            gpus = point.total_gpus
-            return output / gpus if output is not None and gpus > 0 else None
-        if self is YMetric.OUTPUT_DECODE:
-            value = point.metric("output_tput_per_gpu")
-            output = point.metric("output_throughput")
-            if value is None and output is not None and point.decode_gpus > 0:
-                value = output / point.decode_gpus
-            return value
-        if self is YMetric.INPUT:
-            value = point.metric("input_tput_per_gpu")
-            total, output = (
-                point.metric("total_token_throughput"),
-                point.metric("output_throughput"),
-            )
-            gpus = point.prefill_gpus or point.total_gpus
-            if value is None and total is not None and output is not None and gpus > 0:
-                value = (total - output) / gpus
-            return value
-        value = point.metric("tput_per_gpu")
-        total = point.metric("total_token_throughput")
-        if value is None and total is not None and point.total_gpus > 0:
-            value = total / point.total_gpus
-        return value
-
-
-X_LABEL = "Interactivity: output tokens/s per user (1000 / median TPOT ms)"
-
-
-class XMetric(StrEnum):
-    """The per-user axis: interactivity (higher is better) or a latency (lower is better)."""
-
-    INTERACTIVITY = "interactivity"
-    E2EL = "e2el"
-    TTFT = "ttft"
-
-    @property
-    def label(self) -> str:
-        return {
-            XMetric.INTERACTIVITY: X_LABEL,
-            XMetric.E2EL: "Median end-to-end latency per request (s)",
-            XMetric.TTFT: "Median time to first token (ms)",
-        }[self]
-
-    @property
-    def short(self) -> str:
-        return {
-            XMetric.INTERACTIVITY: "tok/s/user",
-            XMetric.E2EL: "E2E s",
-            XMetric.TTFT: "TTFT ms",
-        }[self]
-
-    @property
-    def higher_is_better(self) -> bool:
-        return self is XMetric.INTERACTIVITY
-
-    def of(self, point: ResultPoint) -> float | None:
-        if self is XMetric.INTERACTIVITY:
-            return point.interactivity
-        if self is XMetric.E2EL:
-            value = point.metric("median_e2el_ms")
-            return value / 1000.0 if value is not None else None
-        return point.metric("median_ttft_ms")

@@ -27,8 +27,6 @@ class Requests:
     """Successful requests' latencies in ms (ITLs pooled over requests)."""
 
     ttft_ms: tuple[float, ...]
-    tpot_ms: tuple[float, ...]  # per request; requests with one output token have none
-    e2el_ms: tuple[float, ...]
     itl_ms: tuple[float, ...]
     good: tuple[tuple[float, float | None, float], ...]  # (ttft, tpot, e2el) per request
 
@@ -47,8 +45,6 @@ def _read(path: Path) -> Requests | None:
     except OSError:
         return None
     ttft: list[float] = []
-    tpot: list[float] = []
-    e2el: list[float] = []
     itl: list[float] = []
     per_request: list[tuple[float, float | None, float]] = []
     with handle:
@@ -66,16 +62,14 @@ def _read(path: Path) -> Requests | None:
             per_token = None
             if isinstance(tokens, int) and tokens > 1:
                 per_token = (last - first) / (tokens - 1)
-                tpot.append(per_token)
             ttft.append(float(first))
-            e2el.append(float(last))
             per_request.append((float(first), per_token, float(last)))
             gaps = record.get("itls_ms")
             if isinstance(gaps, list):
                 itl.extend(float(g) for g in gaps if isinstance(g, int | float))
     if not ttft:
         return None
-    return Requests(tuple(ttft), tuple(tpot), tuple(e2el), _thin(itl), tuple(per_request))
+    return Requests(tuple(ttft), _thin(itl), tuple(per_request))
 
 
 def requests_of(point: ResultPoint) -> Requests | None:
@@ -92,14 +86,13 @@ class BoxStats:
     median: float
     q3: float
     high: float
-    count: int
 
 
 def box(values: Sequence[float]) -> BoxStats | None:
     if not values:
         return None
     p1, q1, med, q3, p99 = np.percentile(np.asarray(values, dtype=float), [1, 25, 50, 75, 99])
-    return BoxStats(float(p1), float(q1), float(med), float(q3), float(p99), len(values))
+    return BoxStats(float(p1), float(q1), float(med), float(q3), float(p99))
 
 
 @dataclass(frozen=True)

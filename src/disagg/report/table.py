@@ -34,10 +34,6 @@ def _metric(name: str, digits: int) -> Callable[[RunResults, ResultPoint], str]:
     return lambda _run, point: number(point.metric(name), digits)
 
 
-def _count(name: str) -> Callable[[RunResults, ResultPoint], str]:
-    return lambda _run, point: number(point.metric(name), 0)
-
-
 def columns(chart: View, *, with_run: bool = True, terse: bool = False) -> tuple[Column, ...]:
     """The table's columns; `with_run=False` when each run gets its own table, `terse` for
     an 80-column terminal (no requests, failures or duration: the HTML and CSV have them)."""
@@ -52,8 +48,8 @@ def columns(chart: View, *, with_run: bool = True, terse: bool = False) -> tuple
             ()
             if terse
             else (
-                Column("reqs", _count("completed")),
-                Column("failed", _count("failed")),
+                Column("reqs", _metric("completed", 0)),
+                Column("failed", _metric("failed", 0)),
                 Column("dur s", _metric("duration", 1)),
             )
         ),

@@ -51,7 +51,6 @@ def ensure_container(
     spec: ContainerToStage,
     *,
     log: Callable[[str], None],
-    lock_timeout_s: float | None = None,
 ) -> Path:
     """Return the squashfs path, importing it first if it does not exist."""
     target = Path(spec.squashfs)
@@ -63,11 +62,7 @@ def ensure_container(
             f"container {target} exists but is not a squashfs image",
             hint="remove it so that it can be imported again",
         )
-    lock = DirLock(
-        target.with_name(target.name + ".lock"),
-        timeout_s=lock_timeout_s,
-        on_wait=log,
-    )
+    lock = DirLock(target.with_name(target.name + ".lock"), on_wait=log)
     with lock:
         if is_squashfs(target):  # another job imported it while we waited
             log(f"container {target}: imported by another job")

@@ -15,8 +15,8 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+import disagg.staging.checkpoint as ck
 from disagg.atomic import write_text
-from disagg.staging import checkpoint as ck
 
 
 def hub_dir(cache_root: Path) -> Path:

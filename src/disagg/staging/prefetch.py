@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+import disagg.staging.checkpoint as ck
+import disagg.staging.hfcache as hfcache
 from disagg.errors import EXIT_FINDINGS, DisaggError
 from disagg.plan.model import ModelToStage
-from disagg.staging import checkpoint as ck
-from disagg.staging import hfcache
 from disagg.staging.locks import DirLock
 from disagg.staging.progress import Reporter, tqdm_class_for
 
@@ -62,9 +62,6 @@ class CacheSettings:
     legacy_roots: tuple[Path, ...] = ()
     allow_download: bool = True
     endpoint: str | None = None  # None: HF_ENDPOINT or the public default
-    lock_stale_s: float = 120.0
-    lock_timeout_s: float | None = None
-    max_workers: int = 8
 
     @property
     def hub(self) -> Path:
@@ -98,8 +95,6 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
 
     lock = DirLock(
         settings.hub / LOCKS_DIR / f"{ck.repo_folder_name(repo)}.lock",
-        stale_after_s=settings.lock_stale_s,
-        timeout_s=settings.lock_timeout_s,
         on_wait=lambda line: reporter.note(repo, line),
     )
     with lock:
@@ -165,7 +160,6 @@ def _download(model: ModelToStage, settings: CacheSettings, reporter: Reporter) 
             revision=rev,
             cache_dir=settings.hub,
             endpoint=endpoint,
-            max_workers=settings.max_workers,
             tqdm_class=tqdm_class_for(reporter, repo),
         )
     except GatedRepoError as exc:

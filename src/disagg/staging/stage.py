@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import disagg.staging.checkpoint as ck
 from disagg.errors import DisaggError
 from disagg.plan.model import ModelToStage, StagingPlan
-from disagg.staging import checkpoint as ck
 from disagg.staging.container import ensure_container
 from disagg.staging.prefetch import CacheSettings, RepoOutcome, StagingError, prefetch
 from disagg.staging.progress import Reporter, default_reporter

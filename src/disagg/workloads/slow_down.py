@@ -18,8 +18,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -76,6 +74,9 @@ def rendered(bench: BenchPlan, bindings: Mapping[str, Mapping[str, str]]) -> Ben
 
 def post(url: str, forward_sleep_time: float | None) -> str | None:
     """POST SGLang's slow-down body to `url`; why it failed, or None."""
+    import urllib.error  # here: planning, which imports this module, posts nothing
+    import urllib.request
+
     body = json.dumps({"forward_sleep_time": forward_sleep_time}).encode()
     request = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": "application/json"}

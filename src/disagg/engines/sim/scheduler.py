@@ -1,13 +1,22 @@
 """One timer-driven continuous-batching loop per simulated worker.
 
 Every step advances every running request at once (one timer per step, not one
-sleep per token per request), which is what lets one process carry thousands of
-streams. Steps are scheduled on absolute deadlines so that timer jitter and the
+sleep per token per request), and the tokens of a stream are sent in one chunk per
+`N x stream_budget_us` of wall time when N streams run (the first and the last token
+at once), which is what lets one process carry thousands of streams with its event
+loop free. Steps are scheduled on absolute deadlines so that timer jitter and the
 CPU time spent emitting chunks do not slow the simulated GPU down.
 
 Policy (like SGLang's default): when requests wait for prefill and the running
 batch has room, run a prefill pass over up to one chunk of prompt tokens (decode
-pauses); otherwise run one decode step over the whole running batch.
+pauses); otherwise run one decode step over the whole running batch. With chunking
+off (`chunked-prefill-size -1`) a prompt is prefilled whole, however long:
+`max-prefill-tokens` only bounds what joins the first prompt in a pass, as in SGLang.
+
+A pipeline-parallel worker (`timing.prefill_stages` > 1) overlaps prefill passes across
+its stages: the next chunk (of the same prompt or another) enters the first stage once
+the previous one has left it, so a pass occupies the worker for its duration / stages,
+and a prompt is done when its last chunk has drained through the remaining stages.
 """
 
 from __future__ import annotations
@@ -16,92 +25,21 @@ import asyncio
 import random
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from disagg.engines.sim.requests import Event, SimRequest, Stats, Stream
 from disagg.engines.sim.timing import TimingModel
+
+__all__ = ["Event", "Scheduler", "SimRequest", "Stats", "Stream"]
+
+Later = Callable[[float, Callable[[], None]], None]
 
 # Timer oversleep and the CPU time of emitting a step's chunks are absorbed: the next
 # step starts at the previous step's deadline, not "now", so simulated time does not
 # drift. A lag beyond this (a stall) is dropped rather than caught up in a burst.
 _MAX_CATCH_UP_S = 0.05
-
-
-class Stream:
-    """Where one HTTP handler receives its requests' events: a list plus one wake-up future."""
-
-    __slots__ = ("_loop", "_waiter", "events")
-
-    def __init__(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._waiter: asyncio.Future[None] | None = None
-        self.events: list[Event] = []
-
-    def push(self, event: Event) -> None:
-        self.events.append(event)
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-    async def take(self) -> list[Event]:
-        """Every event since the last call; waits until there is at least one."""
-        if not self.events:
-            self._waiter = self._loop.create_future()
-            await self._waiter
-        events, self.events = self.events, []
-        return events
-
-
-@dataclass(slots=True)
-class Event:
-    """`tokens` new output tokens for choice `index`; `finish` set on the last one."""
-
-    index: int
-    tokens: int
-    finish: str | None = None
-
-
-@dataclass(slots=True, eq=False)
-class SimRequest:
-    """One sequence inside the engine."""
-
-    index: int
-    prompt_tokens: int
-    max_tokens: int  # the request's limit ("length")
-    stop_at: int  # where the pseudo-random EOS falls ("stop"), >= 1
-    stream: Stream
-    remaining_prefill: int = 0
-    generated: int = 0
-    unsent: int = 0
-    cancelled: bool = False
-    done: bool = False
-    room: int | None = None
-
-    @property
-    def target(self) -> int:
-        return min(self.max_tokens, self.stop_at)
-
-    @property
-    def finish_reason(self) -> str:
-        return "length" if self.max_tokens <= self.stop_at else "stop"
-
-
-@dataclass
-class Stats:
-    """Counters exposed on `/sim/stats`: how much work this worker actually did."""
-
-    requests: int = 0
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    prefill_steps: int = 0
-    decode_steps: int = 0
-    slowed_steps: int = 0  # steps that slept SGLang's `/slow_down` forward_sleep_time
-    busy_s: float = 0.0
-    max_batch: int = 0
-    first_step_at: float | None = None  # loop time the first step started
-    last_step_at: float = 0.0  # loop time the last step ended
-    extra: dict[str, int] = field(default_factory=dict)
+# Streams are paced only once the gap between two chunks of a stream would exceed this:
+# with the default budget of 500 us per stream, from 20 running streams on.
+_PACING_FLOOR_S = 0.01
 
 
 class Scheduler:
@@ -123,20 +61,40 @@ class Scheduler:
         self.running: list[SimRequest] = []
         self.kv_tokens = 0
         self.kv_reserved = 0  # what running requests will hold by their end (KV admission)
+        self.draining = 0  # prompts whose last chunk is still in later pipeline stages
         self.stats = Stats()
         self._rng = random.Random(timing.args.sim.seed)
         self._wake = asyncio.Event()
         self._interval = max(1, timing.args.stream_interval)
+        self._budget_s = timing.args.sim.stream_budget_us * 1e-6
+        self.now = 0.0  # the loop's time when a step is applied (streams are paced by it)
+        self.step_no = 0  # decode steps applied
+        self._due: dict[int, list[SimRequest]] = {}  # step -> requests that end at it
+        self._paced: deque[SimRequest] = deque()  # running streams, oldest chunk first
         # SGLang's `/slow_down`: every forward step sleeps this much longer until cleared
         self.forward_sleep_s: float | None = None
+        # How a pipeline's drain is waited for: the event loop's timer, or a virtual clock's.
+        self.later: Later = _call_later
+        self.clock: Callable[[], float] = _loop_time
+        self._front_free = 0.0  # when the API server is done with the requests it has
 
     # -- entry points -------------------------------------------------------------
 
     def submit(self, req: SimRequest) -> None:
-        """A new request that needs prefill (aggregated and prefill workers)."""
+        """A new request that needs prefill (aggregated and prefill workers). Where the
+        engine's API server spends host time on each request (`timing.request_s`), requests
+        reach the queue one such span after another, as from that server's one thread."""
         req.remaining_prefill = max(1, req.prompt_tokens)
         self.stats.requests += 1
         self.stats.prompt_tokens += req.prompt_tokens
+        if self.timing.request_s <= 0:
+            self._queue(req)
+            return
+        now = self.clock()
+        self._front_free = max(now, self._front_free) + self.timing.request_s
+        self.later(self._front_free - now, lambda: self._queue(req))
+
+    def _queue(self, req: SimRequest) -> None:
         self.waiting.append(req)
         self._wake.set()
 
@@ -177,6 +135,7 @@ class Scheduler:
             if delay > 0:
                 await asyncio.sleep(delay)
             self.stats.busy_s += duration
+            self.now = loop.time()
             apply()
             t_next = end
             self.stats.last_step_at = loop.time()
@@ -187,7 +146,8 @@ class Scheduler:
             if batch:
                 chunks = [(take, req.prompt_tokens - req.remaining_prefill) for req, take in batch]
                 duration = self.timing.prefill_batch_time(chunks)
-                return duration, lambda: self._apply_prefill(batch)
+                busy = duration / max(1, self.timing.prefill_stages)
+                return busy, lambda: self._apply_prefill(batch, duration - busy)
         if self.running:
             duration = self.timing.decode_step_time(len(self.running), self.kv_tokens)
             return duration, self._apply_decode
@@ -196,47 +156,69 @@ class Scheduler:
     # -- prefill ------------------------------------------------------------------
 
     def _prefill_batch(self) -> list[tuple[SimRequest, int]]:
+        """What one prefill pass takes, as SGLang's prefill adder does: the first prompt
+        always goes, cut to one chunk (whole when chunking is off); the next ones join
+        while the chunk and `max-prefill-tokens` have room, the last of them cut to fit."""
         while self.waiting and self.waiting[0].cancelled:
             self.waiting.popleft()
-        budget = self.timing.chunk_budget()
+        chunk = self.args.chunked_prefill_size
+        chunk_left = chunk if chunk > 0 else 1 << 62
+        input_left = self.args.max_prefill_tokens
         room = self.limit - len(self.running) if self.mode == "aggregated" else len(self.waiting)
         batch: list[tuple[SimRequest, int]] = []
         reserved = self.kv_reserved
         for req in self.waiting:
-            if budget <= 0 or len(batch) >= room:
+            if len(batch) >= room or chunk_left <= 0:
                 break
             if req.cancelled:
                 continue
+            need = req.remaining_prefill
+            if batch and need > input_left:
+                break
             if self.mode == "aggregated":
                 if not self._kv_fits(reserved, req):
                     break
                 reserved += self._kv_need(req)
-            take = min(req.remaining_prefill, budget)
+            take = min(need, chunk_left)
             batch.append((req, take))
-            budget -= take
+            chunk_left -= take
+            input_left -= take
+            if take < need:
+                break  # a cut prompt ends the pass
         return batch
 
-    def _apply_prefill(self, batch: list[tuple[SimRequest, int]]) -> None:
+    def _apply_prefill(self, batch: list[tuple[SimRequest, int]], drain: float = 0.0) -> None:
         self.stats.prefill_steps += 1
         for req, take in batch:
             req.remaining_prefill -= take
-        keep: deque[SimRequest] = deque()
-        for req in self.waiting:
+        # The pass took prompts from the head of the queue, a cut one last: pop what is done
+        # (a long queue is never walked whole, however many prompts wait behind).
+        waiting = self.waiting
+        while waiting and (waiting[0].cancelled or waiting[0].remaining_prefill <= 0):
+            req = waiting.popleft()
             if req.cancelled:
                 continue
-            if req.remaining_prefill > 0:
-                keep.append(req)
-                continue
-            self._first_token(req)
-            if self.mode == "prefill":
-                self._finish(req)
-                if self.on_prefilled is not None:
-                    self.on_prefilled(req)
-            elif not req.done:
-                self.running.append(req)
-                self.kv_tokens += req.prompt_tokens + 1
-                self.kv_reserved += self._kv_need(req)
-        self.waiting = keep
+            if drain > 0:  # its last chunk still passes through the later pipeline stages
+                self.draining += 1
+                self.later(drain, lambda r=req: self._drained(r))  # type: ignore[misc]
+            else:
+                self._prefilled(req)
+
+    def _drained(self, req: SimRequest) -> None:
+        self.draining -= 1
+        if not req.cancelled:
+            self._prefilled(req)
+        self._wake.set()
+
+    def _prefilled(self, req: SimRequest) -> None:
+        """A prompt's prefill is complete: its first token exists."""
+        self._first_token(req)
+        if self.mode == "prefill":
+            self._finish(req)
+            if self.on_prefilled is not None:
+                self.on_prefilled(req)
+        elif not req.done:
+            self._start_running(req)
 
     # -- decode -------------------------------------------------------------------
 
@@ -260,12 +242,12 @@ class Scheduler:
             self.ready.popleft()
             self._first_token(req)  # computed by the prefill worker, sent with the KV
             if not req.done:
-                self.running.append(req)
-                self.kv_tokens += req.prompt_tokens + 1
-                self.kv_reserved += self._kv_need(req)
+                self._start_running(req)
 
     def _first_token(self, req: SimRequest) -> None:
-        req.generated = 1
+        req.generated = req.reported = 1
+        req.sent_at = self.now
+        req.start_step = self.step_no
         self.stats.output_tokens += 1
         if req.target <= 1:
             req.done = True
@@ -276,17 +258,101 @@ class Scheduler:
     def _finish(self, req: SimRequest) -> None:
         if not req.done:
             req.done = True
-            req.stream.push(Event(req.index, req.unsent, req.finish_reason))
-            req.unsent = 0
+            req.stream.push(Event(req.index, req.generated - req.reported, req.finish_reason))
+            req.reported = req.generated
+
+    def _start_running(self, req: SimRequest) -> None:
+        """A request with its first token joins the decode batch."""
+        self.running.append(req)
+        self.kv_tokens += req.prompt_tokens + 1
+        self.kv_reserved += self._kv_need(req)
+        if self.timing.draft_steps <= 0:  # one token a step: its last step is known now
+            self._due.setdefault(req.start_step + req.target - 1, []).append(req)
+            self._paced.append(req)
 
     def _apply_decode(self) -> None:
         stats = self.stats
         stats.decode_steps += 1
         if len(self.running) > stats.max_batch:
             stats.max_batch = len(self.running)
-        speculative = self.timing.draft_steps > 0
+        if self.timing.draft_steps > 0:
+            self._apply_speculative_step()
+            return
+        self.step_no += 1
+        # Chunks are paced in wall time: each stream gets one at most every `gap` seconds
+        # (a few streams get every token as it comes; pacing starts where it matters).
+        gap = len(self.running) * self._budget_s
+        active = len(self.running)
+        ended = 0
+        for req in self._due.pop(self.step_no, ()):  # the requests whose last token this is
+            if not req.done:
+                ended += self._end(req, req.target)
+        if gap < _PACING_FLOOR_S:
+            self._stream_all()
+        else:
+            ended += self._stream_paced(gap)
+        if ended:
+            self.running = [r for r in self.running if not r.done]
+        self.kv_tokens += active
+        stats.output_tokens += active
+
+    def _generated(self, req: SimRequest) -> int:
+        """Tokens a (non-speculative) request has: one per decode step since admission."""
+        return min(req.target, 1 + self.step_no - req.start_step)
+
+    def _end(self, req: SimRequest, generated: int) -> int:
+        """A running request leaves: its last chunk (finished) or nothing (cancelled)."""
+        req.done = True
+        if not req.cancelled:
+            req.generated = generated
+            req.stream.push(Event(req.index, generated - req.reported, req.finish_reason))
+            req.reported = generated
+        self.kv_tokens -= req.prompt_tokens + generated
+        self.kv_reserved -= self._kv_need(req)
+        return 1
+
+    def _stream_all(self) -> None:
+        """Few streams: each gets its tokens every `stream_interval` steps (every step)."""
+        interval = self._interval
+        for req in self.running:
+            if req.done:
+                continue
+            generated = self._generated(req)
+            if req.cancelled:
+                self._end(req, generated)
+            elif generated - req.reported >= interval:
+                req.stream.push(Event(req.index, generated - req.reported))
+                req.reported = req.generated = generated
+                req.sent_at = self.now
+        self._paced = deque(r for r in self.running if not r.done)
+
+    def _stream_paced(self, gap: float) -> int:
+        """Many streams: only those whose last chunk is `gap` old get one, oldest first, so
+        a step costs the streams it sends to and those that end, not all that run."""
+        paced, now, ended = self._paced, self.now, 0
+        while paced and now - paced[0].sent_at >= gap:
+            req = paced.popleft()
+            if req.done:
+                continue
+            generated = self._generated(req)
+            if req.cancelled:
+                ended += self._end(req, generated)
+                continue
+            if generated > req.reported:
+                req.stream.push(Event(req.index, generated - req.reported))
+                req.reported = req.generated = generated
+            req.sent_at = now
+            paced.append(req)
+        return ended
+
+    def _apply_speculative_step(self) -> None:
+        """Every running request draws its accepted drafts: one pass over the batch."""
         rng = self._rng
         interval = self._interval
+        now = self.now
+        gap = len(self.running) * self._budget_s
+        if gap < _PACING_FLOOR_S:
+            gap = 0.0
         survivors: list[SimRequest] = []
         kv_delta = 0
         released = 0
@@ -296,24 +362,31 @@ class Scheduler:
                 kv_delta -= req.prompt_tokens + req.generated
                 released += self._kv_need(req)
                 continue
-            step = self.timing.tokens_this_step(rng) if speculative else 1
-            step = min(step, req.target - req.generated)
+            step = min(self.timing.tokens_this_step(rng), req.target - req.generated)
             req.generated += step
             produced += step
             kv_delta += step
             if req.generated >= req.target:
                 req.done = True
-                req.stream.push(Event(req.index, req.unsent + step, req.finish_reason))
-                req.unsent = 0
+                req.stream.push(Event(req.index, req.generated - req.reported, req.finish_reason))
+                req.reported = req.generated
                 kv_delta -= req.prompt_tokens + req.generated
                 released += self._kv_need(req)
                 continue
-            req.unsent += step
-            if req.unsent >= interval:
-                req.stream.push(Event(req.index, req.unsent))
-                req.unsent = 0
+            if req.generated - req.reported >= interval and now - req.sent_at >= gap:
+                req.stream.push(Event(req.index, req.generated - req.reported))
+                req.reported = req.generated
+                req.sent_at = now
             survivors.append(req)
         self.running = survivors
         self.kv_tokens += kv_delta
         self.kv_reserved -= released
-        stats.output_tokens += produced
+        self.stats.output_tokens += produced
+
+
+def _call_later(delay: float, callback: Callable[[], None]) -> None:
+    asyncio.get_running_loop().call_later(delay, callback)
+
+
+def _loop_time() -> float:
+    return asyncio.get_running_loop().time()

@@ -53,6 +53,9 @@ class TimingModel:
         self.step_factor = 1.0 + sim.draft_step_cost * steps
         self.kv_capacity: int | None = None  # KV tokens the worker holds; None: no limit
         self.kv_transfer_us_per_token = sim.kv_transfer_us_per_token
+        # Pipeline stages that overlap prefill passes (the made-up curve has none).
+        self.prefill_stages = 1
+        self.request_s = 0.0  # the API server's host time per request (the curve has none)
 
     @property
     def accept_rate(self) -> float:
@@ -138,17 +141,20 @@ class TimingModel:
         )
 
     def _prefill_request_time(self, isl: int) -> float:
-        chunk = self.chunk_budget()
-        full, rest = divmod(isl, chunk)
+        chunk = isl if self.whole_prompts() else self.chunk_budget()
+        full, rest = divmod(isl, max(1, chunk))
         passes = full + (1 if rest else 0)
         return passes * self.args.sim.prefill_base_ms * 1e-3 + (
             self.prefill_time(isl) - self.args.sim.prefill_base_ms * 1e-3
         )
 
     def chunk_budget(self) -> int:
-        """Prompt tokens one prefill pass may take (chunked prefill and max-prefill-tokens)."""
+        """Prompt tokens one prefill pass takes of a long prompt: one chunk (SGLang cuts the
+        first prompt of a pass to the chunk size, whatever `max-prefill-tokens` says)."""
         chunk = self.args.chunked_prefill_size
-        cap = self.args.max_prefill_tokens
-        if chunk <= 0:
-            return max(1, cap)
-        return max(1, min(chunk, cap))
+        return max(1, chunk if chunk > 0 else self.args.max_prefill_tokens)
+
+    def whole_prompts(self) -> bool:
+        """Chunking off (`chunked-prefill-size` -1 or 0): a prompt is never cut, whatever
+        its length; `max-prefill-tokens` only bounds what joins it in the same pass."""
+        return self.args.chunked_prefill_size <= 0

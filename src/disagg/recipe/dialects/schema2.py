@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from disagg.errors import DisaggError
-from disagg.recipe.dialects import schema2_engines
-from disagg.recipe.source_map import Key, KeyPath
+from disagg.recipe.dialects.schema2_engines import split as split_engines
+from disagg.recipe.source_map import Key, KeyPath, rewritten
 
 ROLE_TO_MODE = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
 MODE_TO_ROLE = {mode: role for role, mode in ROLE_TO_MODE.items()}
@@ -142,11 +142,8 @@ class Translation:
 
 
 def _rewrite(path: KeyPath, table: Origins) -> KeyPath:
-    for cut in range(len(path), 0, -1):
-        found = table.get(path[:cut])
-        if found is not None:
-            return (*found, *path[cut:])
-    return path
+    found = rewritten(path, table)
+    return path if found is None else found
 
 
 def translate(raw: Mapping[str, Any]) -> Translation:
@@ -154,7 +151,7 @@ def translate(raw: Mapping[str, Any]) -> Translation:
     with the origin of every moved field recorded on the way."""
     origins: Origins = {}
     out: dict[str, Any] = {k: v for k, v in raw.items() if k not in ("engine", "roles")}
-    engines = schema2_engines.split(raw)
+    engines = split_engines(raw)
     engine, where = engines.engine, engines.where
     kind = engine["type"]
     backend: dict[str, Any] = dict(engine)

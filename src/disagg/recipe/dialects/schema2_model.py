@@ -18,6 +18,7 @@ from pydantic import Field, create_model
 from pydantic.fields import FieldInfo
 
 from disagg.model_defaults import empty_dict, empty_list
+from disagg.recipe import job_sections as job
 from disagg.recipe.backend_section import (
     ENGINE_COMMON,
     ENGINE_KNOBS,
@@ -27,19 +28,6 @@ from disagg.recipe.backend_section import (
     Scalar,
 )
 from disagg.recipe.benchmark_section import BenchmarkSection
-from disagg.recipe.job_sections import (
-    HealthCheckSection,
-    HostSetupSection,
-    IdentitySection,
-    ObservabilitySection,
-    OutputSection,
-    PostEvalSection,
-    ProfilingSection,
-    ReportingSection,
-    ServiceSection,
-    SlurmSection,
-    TelemetrySection,
-)
 from disagg.recipe.schema import DynamoSection, FrontendSection, ModelSection
 from disagg.recipe.section_base import Section, WhenSet, omitted
 
@@ -178,17 +166,17 @@ class Schema2Recipe(Section):
     name: str
     model: ModelSection
     resources: Resources2
-    slurm: SlurmSection | None = None
+    slurm: job.SlurmSection | None = None
     engine: Engine2 = None
     roles: Roles2 = omitted()
     frontend: Frontend2 | None = None  # type: ignore[valid-type]
     dynamo: Dynamo2 | None = None  # type: ignore[valid-type]
     benchmark: Benchmark2 | None = None  # type: ignore[valid-type]
-    profiling: Annotated[ProfilingSection | None, WhenSet()] = None
-    output: Annotated[OutputSection | None, WhenSet()] = None
-    health_check: Annotated[HealthCheckSection | None, WhenSet()] = None
-    observability: Annotated[ObservabilitySection | None, WhenSet()] = None
-    telemetry: Annotated[TelemetrySection | None, WhenSet()] = None
+    profiling: Annotated[job.ProfilingSection | None, WhenSet()] = None
+    output: Annotated[job.OutputSection | None, WhenSet()] = None
+    health_check: Annotated[job.HealthCheckSection | None, WhenSet()] = None
+    observability: Annotated[job.ObservabilitySection | None, WhenSet()] = None
+    telemetry: Annotated[job.TelemetrySection | None, WhenSet()] = None
     environment: EnvMap = Field(default_factory=empty_dict)
     container_mounts: dict[str, str] = Field(default_factory=empty_dict)
     extra_mount: list[str] | None = None
@@ -196,8 +184,8 @@ class Schema2Recipe(Section):
     sbatch_directives: dict[str, Scalar] = Field(default_factory=empty_dict)
     enable_config_dump: bool = True
     setup_script: str | None = None
-    host_setup: Annotated[HostSetupSection | None, WhenSet()] = None
-    services: Annotated[list[ServiceSection], WhenSet()] = Field(default_factory=empty_list)
-    post_eval: Annotated[PostEvalSection | None, WhenSet()] = None
-    identity: Annotated[IdentitySection | None, WhenSet()] = None
-    reporting: Annotated[ReportingSection | None, WhenSet()] = None
+    host_setup: Annotated[job.HostSetupSection | None, WhenSet()] = None
+    services: Annotated[list[job.ServiceSection], WhenSet()] = Field(default_factory=empty_list)
+    post_eval: Annotated[job.PostEvalSection | None, WhenSet()] = None
+    identity: Annotated[job.IdentitySection | None, WhenSet()] = None
+    reporting: Annotated[job.ReportingSection | None, WhenSet()] = None

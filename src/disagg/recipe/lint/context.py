@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from disagg.errors import DisaggError
 from disagg.recipe.lint.model import Location
-from disagg.recipe.lint.nodes import Node, ScannedFile, to_python, walk
+from disagg.recipe.lint.nodes import Node, ScannedFile, Spot, to_python, walk
 from disagg.recipe.load import parse_yaml
 from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX, expand_variants
 
@@ -41,8 +41,8 @@ class FileContext:
     root: Node
     profile: ClusterProfile | None = None  # what DA013 plans on, as `disagg plan` would
 
-    def loc(self, node: Node, role: str = "") -> Location:
-        return Location(self.path, node.line, node.col, role, node.block)
+    def loc(self, at: Node | Spot, role: str = "") -> Location:
+        return Location(self.path, at.line, at.col, role, at.block)
 
     def block(self, name: str) -> Node | None:
         return self.root.get(name)

@@ -9,11 +9,10 @@ cause. Shared values belong in `base` or an `x-` block (`--fix` moves them).
 from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext, is_variant_block
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Location, Rule, Severity
 from disagg.recipe.lint.nodes import Alias, Anchor
 
-RULE = "DA001"
-NAME = "cross-variant-anchor"
+RULE = Rule("DA001", "cross-variant-anchor")
 
 
 def cross_variant_aliases(ctx: FileContext) -> dict[int, tuple[Anchor, list[Alias]]]:
@@ -33,16 +32,14 @@ def check(ctx: FileContext) -> list[Finding]:
         groups: dict[str | None, list[Alias]] = {}
         for alias in aliases:
             groups.setdefault(alias.block, []).append(alias)
-        defined = Location(ctx.path, anchor.line, anchor.col, "anchor", anchor.block)
+        defined = ctx.loc(anchor, "anchor")
         described = "; ".join(
             f"{block} ({', '.join(str(_alias_loc(ctx, a)) for a in group)})"
             for block, group in groups.items()
         )
         findings.append(
-            Finding(
-                rule=RULE,
-                name=NAME,
-                severity=Severity.ERROR,
+            RULE.finding(
+                Severity.ERROR,
                 message=(
                     f"anchor &{anchor.name} is defined inside variant block {anchor.block} at "
                     f"{defined} but aliased from {len(groups)} other block(s): {described}; "
@@ -60,4 +57,4 @@ def check(ctx: FileContext) -> list[Finding]:
 
 
 def _alias_loc(ctx: FileContext, alias: Alias) -> Location:
-    return Location(ctx.path, alias.line, alias.col, "alias", alias.block)
+    return ctx.loc(alias, "alias")

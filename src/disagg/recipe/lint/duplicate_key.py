@@ -7,11 +7,10 @@ to the first copy silently does nothing. The finding names both lines.
 from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Severity
+from disagg.recipe.lint.model import Finding, Rule, Severity
 from disagg.recipe.lint.nodes import Node
 
-RULE = "DA012"
-NAME = "duplicate-key"
+RULE = Rule("DA012", "duplicate-key")
 
 
 def _dotted(path: tuple[str, ...], key: object) -> str:
@@ -33,10 +32,8 @@ def check(ctx: FileContext) -> list[Finding]:
                 continue
             name = _dotted(node.path, key.value)
             findings.append(
-                Finding(
-                    rule=RULE,
-                    name=NAME,
-                    severity=Severity.WARNING,
+                RULE.finding(
+                    Severity.WARNING,
                     message=(
                         f"key `{name}` is written twice, at line {earlier.line} and line "
                         f"{key.line}; the value at line {key.line} wins and the one at line "

@@ -17,10 +17,9 @@ from disagg.engines import registry
 from disagg.engines.backend_fields import unhonoured
 from disagg.engines.base import WORKER_ROLES
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Location, Rule, Severity
 
-RULE = "DA010"
-NAME = "engine-setting-ignored"
+RULE = Rule("DA010", "engine-setting-ignored")
 
 
 def check(ctx: FileContext) -> list[Finding]:
@@ -46,9 +45,7 @@ def check(ctx: FileContext) -> list[Finding]:
             if key not in where:
                 node = ctx.locate(variant, tuple(field.split(".")))
                 where[key] = (
-                    Location(ctx.path, node.line, node.col, field, node.block)
-                    if node is not None
-                    else Location(ctx.path, role=field)
+                    ctx.loc(node, field) if node is not None else Location(ctx.path, role=field)
                 )
         for role in WORKER_ROLES:
             path = adapter.args_path(role)
@@ -59,15 +56,13 @@ def check(ctx: FileContext) -> list[Finding]:
                 if key not in where:
                     node = ctx.locate(variant, (*path, item.key))
                     where[key] = (
-                        Location(ctx.path, node.line, node.col, item.key, node.block)
+                        ctx.loc(node, item.key)
                         if node is not None
                         else Location(ctx.path, role=item.key)
                     )
     return [
-        Finding(
-            rule=RULE,
-            name=NAME,
-            severity=Severity.WARNING if field in refused else Severity.INFO,
+        RULE.finding(
+            Severity.WARNING if field in refused else Severity.INFO,
             message=f"{ctx.written_name(names[0], field)} is "
             f"{'refused' if field in refused else 'ignored'}: {why} "
             f"[variants: {', '.join(names)}]",

@@ -9,11 +9,10 @@ from __future__ import annotations
 import re
 
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Rule, Severity
 from disagg.recipe.lint.nodes import Node
 
-RULE = "DA004"
-NAME = "export-hazard"
+RULE = Rule("DA004", "export-hazard")
 _VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DIRECTIVE_BLOCKS = ("srun_options", "sbatch_directives")
 
@@ -64,15 +63,13 @@ def check(ctx: FileContext) -> list[Finding]:
 
 
 def _env_finding(ctx: FileContext, env: Node, name: str, text: Node) -> Finding:
-    where = Location(ctx.path, text.line, text.col, "value", text.block)
+    where = ctx.loc(text, "value")
     head = str(text.value).split(",")[0]
     # disagg itself never forwards environment maps through --export (roles get their
     # environment from plan.json), so this is only a hazard for copies of the value that
     # end up in an --export list elsewhere: informational, not a failure.
-    return Finding(
-        rule=RULE,
-        name=NAME,
-        severity=Severity.INFO,
+    return RULE.finding(
+        Severity.INFO,
         message=(
             f"{'.'.join(env.path)}.{name} = {text.value!r} at {where} contains a comma; "
             f"safe here, but passed through Slurm's comma-separated --export it would arrive "
@@ -87,11 +84,9 @@ def _env_finding(ctx: FileContext, env: Node, name: str, text: Node) -> Finding:
 
 
 def _directive_finding(ctx: FileContext, owner: Node, text: Node, broken: list[str]) -> Finding:
-    where = Location(ctx.path, text.line, text.col, "value", text.block)
-    return Finding(
-        rule=RULE,
-        name=NAME,
-        severity=Severity.ERROR,
+    where = ctx.loc(text, "value")
+    return RULE.finding(
+        Severity.ERROR,
         message=(
             f"{'.'.join(owner.path)}.export = {text.value!r} at {where}: Slurm splits it on "
             f"commas, so {', '.join(repr(p) for p in broken)} become separate entries instead "

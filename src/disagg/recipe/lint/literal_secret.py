@@ -12,12 +12,11 @@ a credential-like key holding a written value, or a value shaped like a known to
 from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Rule, Severity
 from disagg.recipe.lint.nodes import Node
 from disagg.redact import has_token, is_literal_secret, is_secret_name
 
-RULE = "DA009"
-NAME = "literal-secret"
+RULE = Rule("DA009", "literal-secret")
 
 
 def check(ctx: FileContext) -> list[Finding]:
@@ -68,7 +67,7 @@ def _argv_secrets(ctx: FileContext, seq: Node) -> list[Finding]:
 
 
 def _finding(ctx: FileContext, owner: Node, name: str, text: Node) -> Finding:
-    where = Location(ctx.path, text.line, text.col, "value", text.block)
+    where = ctx.loc(text, "value")
     last = owner.path[-1] if owner.path else ""
     in_env = last.endswith("environment") or last in ("env", "export_env")
     if in_env:
@@ -83,10 +82,8 @@ def _finding(ctx: FileContext, owner: Node, name: str, text: Node) -> Finding:
             "command line; if the program can read it from an environment variable, export "
             "that in the submitting shell instead"
         )
-    return Finding(
-        rule=RULE,
-        name=NAME,
-        severity=Severity.WARNING,
+    return RULE.finding(
+        Severity.WARNING,
         message=(
             f"{'.'.join(owner.path) or '<top level>'}: {name} holds a literal secret; "
             "it would be copied into every plan.json made from this recipe"

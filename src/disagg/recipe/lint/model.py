@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -80,6 +81,24 @@ class Finding:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A rule's code and name, which every finding of it carries."""
+
+    code: str  # DA001...
+    name: str  # cross-variant-anchor...
+
+    def finding(
+        self,
+        severity: Severity,
+        message: str,
+        locations: tuple[Location, ...],
+        hint: str | None = None,
+        fixable: bool = False,
+    ) -> Finding:
+        return Finding(self.code, self.name, severity, message, locations, hint, fixable)
+
+
 UNREADABLE = "DA000"
 
 
@@ -94,10 +113,7 @@ class LintReport:
         return sum(1 for finding in self.findings if finding.severity is severity)
 
     def by_rule(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for finding in self.findings:
-            counts[finding.rule] = counts.get(finding.rule, 0) + 1
-        return dict(sorted(counts.items()))
+        return dict(sorted(Counter(finding.rule for finding in self.findings).items()))
 
     @property
     def exit_code(self) -> int:

@@ -14,15 +14,14 @@ from typing import TYPE_CHECKING
 
 from disagg.cluster import is_repo_id
 from disagg.plan.stage_list import MISSING_MODEL_HINT, missing_model_dir
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Location, Rule, Severity
 
 if TYPE_CHECKING:
     from disagg.cluster import ClusterProfile
     from disagg.plan.model import Plan
     from disagg.recipe.variants import Variant
 
-RULE = "DA015"
-NAME = "model-directory-missing"
+RULE = Rule("DA015", "model-directory-missing")
 
 
 def check(
@@ -38,9 +37,7 @@ def check(
     where = variant.locate_written(("model", "path"))
     line, col = (where.line, where.column) if where else (None, None)
     looks = f" (written like a hub repo: `hf:{written}` is one)" if hub_like else ""
-    return Finding(
-        RULE,
-        NAME,
+    return RULE.finding(
         Severity.WARNING if hub_like else Severity.INFO,
         f"model.path {written!r} is the directory {missing}, which does not exist on this "
         f"machine{looks}; `disagg submit` refuses the variant until it does "

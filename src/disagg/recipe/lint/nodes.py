@@ -57,22 +57,23 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
-class Anchor:
+class Spot:
+    """Where an anchor or alias is written: its name, position and top-level block."""
+
     name: str
     line: int
     col: int
     block: str | None
     path: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor(Spot):
     node: Node
 
 
 @dataclass(frozen=True, slots=True)
-class Alias:
-    name: str
-    line: int
-    col: int
-    block: str | None
-    path: tuple[str, ...]
+class Alias(Spot):
     target: Anchor | None  # None: undefined at this point of the document
 
 

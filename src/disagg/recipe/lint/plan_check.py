@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
 from disagg.recipe.errors import undotted
-from disagg.recipe.lint import model_dir
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Location, Rule, Severity
+from disagg.recipe.lint.model_dir import check as check_model_dir
 
-RULE = "DA013"
-NAME = "does-not-plan"
+RULE = Rule("DA013", "does-not-plan")
 
 
 def _finding(
@@ -33,7 +32,7 @@ def _finding(
     location = Location(
         path, where.line if where else None, where.column if where else None, "plan"
     )
-    return Finding(RULE, NAME, severity, message, (location,), hint=hint)
+    return RULE.finding(severity, message, (location,), hint=hint)
 
 
 def _refusal(path: str, exc: DisaggError) -> Finding:
@@ -55,7 +54,7 @@ def check(ctx: FileContext) -> list[Finding]:
         if isinstance(outcome, DisaggError):
             findings.append(_refusal(ctx.path, outcome))
             continue
-        missing = model_dir.check(ctx.path, variant, outcome, ctx.profile)
+        missing = check_model_dir(ctx.path, variant, outcome, ctx.profile)
         if missing is not None:
             findings.append(missing)
         for item in outcome.ignored:

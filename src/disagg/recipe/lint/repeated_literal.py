@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 
 from disagg.recipe.lint.context import FileContext, is_variant_block
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Rule, Severity
 from disagg.recipe.lint.nodes import Node, to_python, walk
 
-RULE = "DA003"
-NAME = "repeated-literal"
+RULE = Rule("DA003", "repeated-literal")
 MIN_ENTRIES = 8  # list items or map keys; below this a copy is cheap to keep in sync
 
 
@@ -43,12 +42,10 @@ def check(ctx: FileContext) -> list[Finding]:
         first = fresh[0]
         kind = "list" if first.kind == "seq" else "map"
         what = f"{kind} of {_size(first)} entries ({'.'.join(first.path[-2:])})"
-        locations = tuple(Location(ctx.path, n.line, n.col, "copy", n.block) for n in fresh)
+        locations = tuple(ctx.loc(n, "copy") for n in fresh)
         findings.append(
-            Finding(
-                rule=RULE,
-                name=NAME,
-                severity=Severity.WARNING,
+            RULE.finding(
+                Severity.WARNING,
                 message=(
                     f"the same {what} is written out {len(fresh)} times in "
                     f"{len({n.block for n in fresh})} variant blocks: "

@@ -7,26 +7,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from disagg.probe import MAX_RECIPE_BYTES, UnreadableFile, probe, read_limited, shortened
-from disagg.recipe.lint import (
-    consistency,
-    cross_anchor,
-    duplicate_key,
-    engine_settings,
-    export_hazard,
-    literal_secret,
-    plan_check,
-    repeated_literal,
-    schema_marker,
-    undefined_alias,
-)
+from disagg.recipe.lint.consistency import check as check_consistency
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import UNREADABLE, Finding, LintReport, Location, Severity
+from disagg.recipe.lint.cross_anchor import check as check_cross_anchor
+from disagg.recipe.lint.duplicate_key import check as check_duplicate_key
+from disagg.recipe.lint.engine_settings import check as check_engine_settings
+from disagg.recipe.lint.export_hazard import check as check_export_hazard
+from disagg.recipe.lint.literal_secret import check as check_literal_secret
+from disagg.recipe.lint.model import UNREADABLE, Finding, LintReport, Location, Rule, Severity
 from disagg.recipe.lint.nodes import Anchor, ScannedFile, scan
+from disagg.recipe.lint.plan_check import check as check_plan
+from disagg.recipe.lint.repeated_literal import check as check_repeated_literal
+from disagg.recipe.lint.schema_marker import check as check_schema_marker
+from disagg.recipe.lint.undefined_alias import check as check_undefined_alias
 
 if TYPE_CHECKING:
     from disagg.cluster import ClusterProfile
 
 SUFFIXES = (".yaml", ".yml")
+_UNREADABLE = Rule(UNREADABLE, "unreadable")
 
 
 def _unreadable(
@@ -37,14 +36,7 @@ def _unreadable(
     *,
     hint: str | None = None,
 ) -> Finding:
-    return Finding(
-        rule=UNREADABLE,
-        name="unreadable",
-        severity=Severity.ERROR,
-        message=message,
-        locations=(Location(path, line, col, "input"),),
-        hint=hint,
-    )
+    return _UNREADABLE.finding(Severity.ERROR, message, (Location(path, line, col, "input"),), hint)
 
 
 def expand_paths(paths: Iterable[Path]) -> tuple[list[Path], list[Finding]]:
@@ -97,7 +89,7 @@ def lint_scanned(
         elsewhere = {
             name: [(f, a) for f, a in spots if f != one.path] for name, spots in anchors.items()
         }
-        findings.extend(undefined_alias.check(one.path, one, elsewhere))
+        findings.extend(check_undefined_alias(one.path, one, elsewhere))
         findings.extend(lint_one(one, profile))
     return findings
 
@@ -116,8 +108,8 @@ def lint_one(scanned: ScannedFile, profile: ClusterProfile | None = None) -> lis
         message = f"a recipe is a map of fields, this file is {kind}"
         return [_unreadable(path, message, root.line, root.col)]
     ctx = FileContext(path, scanned, root, profile)
-    findings = cross_anchor.check(ctx) + repeated_literal.check(ctx) + export_hazard.check(ctx)
-    findings += duplicate_key.check(ctx) + literal_secret.check(ctx)
+    findings = check_cross_anchor(ctx) + check_repeated_literal(ctx) + check_export_hazard(ctx)
+    findings += check_duplicate_key(ctx) + check_literal_secret(ctx)
     if scanned.undefined:
         return findings  # values behind a missing anchor are unknown; DA002 explains
     variants = ctx.variants
@@ -132,8 +124,8 @@ def lint_one(scanned: ScannedFile, profile: ClusterProfile | None = None) -> lis
             )
         )
         return findings
-    findings += plan_check.check(ctx) + schema_marker.check(ctx)
-    return findings + consistency.check(ctx) + engine_settings.check(ctx)
+    findings += check_plan(ctx) + check_schema_marker(ctx)
+    return findings + check_consistency(ctx) + check_engine_settings(ctx)
 
 
 def lint_paths(paths: list[Path], profile: ClusterProfile | None = None) -> LintReport:

@@ -7,11 +7,10 @@ the marker and v1 refuses the keys, so the file runs here and nowhere else.
 from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Severity
+from disagg.recipe.lint.model import Finding, Rule, Severity
 from disagg.recipe.lint.nodes import Node
 
-RULE = "DA014"
-NAME = "undeclared-schema"
+RULE = Rule("DA014", "undeclared-schema")
 
 
 def _marked(block: Node | None) -> bool:
@@ -33,10 +32,8 @@ def check(ctx: FileContext) -> list[Finding]:
             continue
         break
     return [
-        Finding(
-            rule=RULE,
-            name=NAME,
-            severity=Severity.WARNING,
+        RULE.finding(
+            Severity.WARNING,
             message=(
                 f"`{where.value}` is a schema-2 key but the file does not declare `schema: 2`; "
                 "disagg reads it as schema 2, srt-slurm 2.x refuses it"

@@ -10,11 +10,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Location, Rule, Severity
 from disagg.recipe.lint.nodes import Anchor, ScannedFile
 
-RULE = "DA002"
-NAME = "undefined-alias"
+RULE = Rule("DA002", "undefined-alias")
 
 
 def check(
@@ -46,10 +45,8 @@ def check(
             "in `base:` or a top-level `x-shared:` block above every use"
         )
         findings.append(
-            Finding(
-                rule=RULE,
-                name=NAME,
-                severity=Severity.ERROR,
+            RULE.finding(
+                Severity.ERROR,
                 message=(
                     f"alias *{alias.name} at {used} (in {alias.block or 'the document'}) has no "
                     f"anchor &{alias.name} before it, so the file does not load; "
