@@ -36,8 +36,7 @@ from pathlib import Path
 from disagg.bench.results import PointContext
 from disagg.bench.runner import ClientOptions, run_point
 from disagg.bench.testing import ServerConfig, serve_in_subprocess
-from disagg.launch.launchers import make_launcher
-from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
+from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions, make_launcher
 from disagg.launch.state import RunState, RunSummary
 from disagg.plan.from_recipe import plans_for
 from disagg.plan.limits import LimitsPlan

@@ -23,8 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from disagg.launch.launchers import make_launcher
-from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
+from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions, make_launcher
 from disagg.launch.state import PointState, RunSummary
 from disagg.plan.from_recipe import plans_for
 from disagg.plan.model import Plan, PointPlan

@@ -40,8 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executor", default="local", help="local (default) or slurm")
     args = parser.parse_args(argv)
     try:
-        from disagg.launch.launchers import make_launcher
-        from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
+        from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions, make_launcher
         from disagg.launch.runlock import hold_run_dir, own_slurm_job
 
         run_dir: Path = args.run_dir.resolve()

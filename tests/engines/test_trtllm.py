@@ -9,8 +9,9 @@ import yaml
 
 from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.launch.bindings import build_bindings, write_role_files
+from disagg.launch.executor import Task
 from disagg.launch.local import LocalLauncher
-from disagg.launch.srun import srun_argv
+from disagg.launch.srun_step import srun_argv
 
 from .engine_support import plan_text, recipe
 
@@ -113,13 +114,15 @@ def test_a_worker_over_nodes_is_one_mpi_step_of_a_rank_per_gpu(tmp_path: Path) -
     ]  # fmt: skip
     with pytest.raises(DisaggError, match="local executor"):
         LocalLauncher().launch(
-            role="aggregated-0",
-            node_rank=0,
-            argv=["true"],
-            env={},
-            log_path=tmp_path / "log",
-            mpi=worker.mpi,
-            mpi_nodes=[0, 1],
+            Task(
+                role="aggregated-0",
+                node_rank=0,
+                argv=["true"],
+                env={},
+                log_path=tmp_path / "log",
+                mpi=worker.mpi,
+                mpi_nodes=[0, 1],
+            )
         )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from disagg.launch.base import RoleProcess
+from disagg.launch.executor import RoleProcess
 from disagg.launch.health import probe
 from disagg.launch.local import LocalLauncher
 from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions

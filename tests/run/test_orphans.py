@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from disagg.launch.liveness import host_id, start_ticks
 from disagg.launch.local import LocalLauncher
 from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
+from disagg.launch.procs import host_id, start_ticks
 from disagg.launch.state import RoleState, RunState, TaskState
 
 from .conftest import (

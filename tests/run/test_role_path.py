@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from disagg.errors import DisaggError
+from disagg.launch.executor import Task
 from disagg.launch.local import LocalLauncher
 
 
@@ -30,7 +31,7 @@ def test_command_found_only_on_the_roles_path_starts(tmp_path: Path) -> None:
     log = tmp_path / "role.log"
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     proc = LocalLauncher().launch(
-        role="aggregated-0", node_rank=0, argv=["engine-only-tool"], env=env, log_path=log
+        Task(role="aggregated-0", node_rank=0, argv=["engine-only-tool"], env=env, log_path=log)
     )
     try:
         while proc.poll() is None:  # the test timeout bounds the wait
@@ -45,9 +46,11 @@ def test_command_on_no_path_is_refused_naming_it(tmp_path: Path) -> None:
     _tool(tmp_path)
     with pytest.raises(DisaggError, match=r"engine-only-tool.*not found"):
         LocalLauncher().launch(
-            role="aggregated-0",
-            node_rank=0,
-            argv=["engine-only-tool"],
-            env={},
-            log_path=tmp_path / "role.log",
+            Task(
+                role="aggregated-0",
+                node_rank=0,
+                argv=["engine-only-tool"],
+                env={},
+                log_path=tmp_path / "role.log",
+            )
         )

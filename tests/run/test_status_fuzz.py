@@ -23,7 +23,7 @@ from rich.console import Console
 from disagg.commands.slurm import _render_views
 from disagg.errors import DisaggError
 from disagg.launch import slurm
-from disagg.launch.follow import run_ended
+from disagg.launch.logs import run_ended
 from disagg.launch.state import (
     Failure,
     PointState,

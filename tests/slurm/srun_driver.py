@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from disagg.launch.executor import Task
 from disagg.launch.srun import SrunLauncher
 from disagg.plan.model import SlurmPlan
 
@@ -37,22 +38,26 @@ def main() -> None:
     }
     env = {"MODEL_REPOS": "a/x,b/y", "CUDA_VISIBLE_DEVICES": "2,3"}
     show = launcher.launch(
-        role="show",
-        node_rank=1,
-        argv=[sys.executable, "-c", SHOW_ENV],
-        env=env,
-        log_path=logs / "show.log",
+        Task(
+            role="show",
+            node_rank=1,
+            argv=[sys.executable, "-c", SHOW_ENV],
+            env=env,
+            log_path=logs / "show.log",
+        )
     )
     deadline = time.monotonic() + 30
     while show.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     result["show_exit"] = show.poll()
     tree = launcher.launch(
-        role="tree",
-        node_rank=2,
-        argv=[sys.executable, "-c", TREE, token],
-        env={},
-        log_path=logs / "tree.log",
+        Task(
+            role="tree",
+            node_rank=2,
+            argv=[sys.executable, "-c", TREE, token],
+            env={},
+            log_path=logs / "tree.log",
+        )
     )
     time.sleep(1.0)
     result["tree_running"] = tree.poll() is None

@@ -160,7 +160,7 @@ def test_a_job_slurm_ended_before_its_summary_says_what_slurm_did(
     import subprocess
     import sys
 
-    from disagg.launch.liveness import host_id
+    from disagg.launch.procs import host_id
 
     ended = slurmctl.JobInfo(job_id="9", state=job_state, source="squeue")
     monkeypatch.setattr(slurmctl, "job", lambda job_id: ended if job_id == "9" else None)

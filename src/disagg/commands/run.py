@@ -180,9 +180,8 @@ def logs_command(
     lines: Annotated[int, typer.Option("--lines", "-n", help="lines from the end", min=0)] = 50,
 ) -> None:
     """Show a run's logs: the orchestrator's by default, or one role's (every node)."""
-    from disagg.launch.follow import cursors_for
-    from disagg.launch.follow import follow as follow_logs
-    from disagg.launch.logs import role_logs, tail
+    from disagg.launch.logs import cursors_for, role_logs, tail
+    from disagg.launch.logs import follow as follow_logs
 
     if not probe(run_dir).is_dir:
         raise DisaggError(f"{shortened(run_dir)}: no such run directory")

@@ -15,6 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from disagg.launch.executor import Task
 from disagg.launch.run_context import RunContext
 from disagg.launch.state import PointState, PointStatus
 from disagg.launch.watch import LivenessWatch
@@ -41,20 +42,14 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
     task = run.state.role(role.name).tasks[0]
     # `${run.dir}` is where the task sees the run directory (in a container too).
     log = f"${{run.dir}}/{Path(task.log).relative_to(run.run_dir)}"
-    argv, env = run.render(
-        role.model_copy(update={"argv": own_log_argv(role.argv, log)}), role.node_ranks[0]
-    )
+    rank = role.node_ranks[0]
+    argv, env = run.render(role.model_copy(update={"argv": own_log_argv(role.argv, log)}), rank)
     results = Path(substitute(command.results_dir, run.bindings, self_name=role.name))
     results.mkdir(parents=True, exist_ok=True)
     run.log.info("start %s: %s", role.name, " ".join(argv[len(OWN_LOG) + 1 :]))
     since = time.monotonic()
     process = run.launcher.launch(
-        role=role.name,
-        node_rank=role.node_ranks[0],
-        argv=argv,
-        env=env,
-        log_path=Path(task.log),
-        container_image=role.container_image,
+        Task(role.name, rank, argv, env, Path(task.log), role.container_image)
     )
     with run.lock:
         task.pid = process.pid
@@ -65,13 +60,10 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
             if run.stop.wait(0.2):
                 break
     finally:
-        if code is None:
-            code = process.stop(run.options.stop_grace_s)
-            run.record_exit(role.name, process.node_rank, code, stopped=True)
-        else:
-            # What the command left in the background (`cmd &`, `setsid cmd &`) ends with it.
-            process.stop(run.options.stop_grace_s)
-            run.record_exit(role.name, process.node_rank, code)
+        # What the command left in the background (`cmd &`, `setsid cmd &`) ends with it.
+        stopped, stop_code = code is None, process.stop(run.options.stop_grace_s)
+        code = stop_code if stopped else code
+        run.record_exit(role.name, process.node_rank, code, stopped=stopped)
         run.note_swept(role.name, process)
     gaps = watch.gaps_since(since)
     blamed = gaps[0].role if gaps else None

@@ -75,22 +75,18 @@ def _hub_snapshot(cache: str | None, repo_id: str, revision: str) -> str:
 
 def model_paths(plan: Plan) -> tuple[str, str]:
     """(main, draft) model locations on the host, as staging would hand them over."""
-    staged = {model.purpose: model for model in plan.staging.models}
-    if plan.staging.skip:  # nothing is staged: the names themselves, as the job gives them
-        main = plan.staging.local_path or (
-            staged["main"].repo_id if "main" in staged else plan.bench.model_name
-        )
-        return main, staged["draft"].repo_id if "draft" in staged else ""
-    cache = plan.staging.hf_cache
-    main = plan.staging.local_path or ""
-    if not main and "main" in staged:
-        main = _hub_snapshot(cache, staged["main"].repo_id, staged["main"].revision)
-    if not main:
-        main = plan.bench.model_name
-    draft = ""
-    if "draft" in staged:
-        draft = _hub_snapshot(cache, staged["draft"].repo_id, staged["draft"].revision)
-    return main, draft
+    staging = plan.staging
+    staged = {model.purpose: model for model in staging.models}
+    main, draft = staged.get("main"), staged.get("draft")
+    if staging.skip:  # nothing is staged: the names themselves, as the job gives them
+        main_path = main.repo_id if main else plan.bench.model_name
+        draft_path = draft.repo_id if draft else ""
+    else:
+        cache = staging.hf_cache
+        main_path = _hub_snapshot(cache, main.repo_id, main.revision) if main else ""
+        main_path = main_path or plan.bench.model_name
+        draft_path = _hub_snapshot(cache, draft.repo_id, draft.revision) if draft else ""
+    return staging.local_path or main_path, draft_path
 
 
 def bind_plan(plan: Plan) -> BoundPlan:

@@ -1,18 +1,23 @@
-"""HTTP checks the orchestrator gates on: a role's health endpoint and the canary request.
+"""The checks the orchestrator gates on: a role's health endpoint, a service's readiness.
 
-Standard library only (no event loop to start), with short timeouts so that a
-health poll never delays noticing that a role died.
+A readiness gate (the plan's `ReadinessPlan`, srt-slurm's `readiness:`) passes on a node
+when every probe the recipe gives passes there: a TCP connect to the node's port, an HTTP
+GET answering the given status, or a line of the service's log matching a pattern.
+Standard library only (no event loop to start), with short timeouts so that a probe
+never delays noticing that a role died.
 """
 
 from __future__ import annotations
 
 import http.client
-import json
+import re
+import socket
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 
-from disagg.plan.model import BenchPlan
+from disagg.plan.model import ReadinessPlan
 
 
 def probe(
@@ -37,51 +42,85 @@ def probe(
     return status == 200, f"HTTP {status}"
 
 
-# Answers a cold deployment gives once and not again: a server error (vLLM's first NIXL
-# handshake timing out, a router's pooled connection closed under it), or a dropped
-# connection. A 4xx (wrong model name, bad request), a timeout or a malformed answer is
-# the same on every try.
-TRANSIENT_HTTP = frozenset({500, 502, 503, 504})
+LOG_READ_LIMIT = 16 * 1024 * 1024  # a log is searched up to here (a pattern is a start-up line)
 
 
-@dataclass(frozen=True)
-class CanaryResult:
-    ok: bool
-    detail: str  # the completion text, or the server's answer when it failed
-    transient: bool = False  # a failure another try may not repeat
+@dataclass
+class NodeTarget:
+    """One node of a service: its address, its log, and its own ports by name. `scanned`
+    is how far its log has been searched: each poll reads only what was written since."""
+
+    host: str
+    log: Path
+    ports: dict[str, int]
+    scanned: int = 0
+    logged: bool = False  # the pattern's line was seen: it stays seen
 
 
-def canary(base_url: str, bench: BenchPlan, *, timeout_s: float = 60.0) -> CanaryResult:
-    """One tiny non-streaming completion (max_tokens 4) through the serving endpoint."""
-    if bench.endpoint == "chat":
-        path = "/v1/chat/completions"
-        body: dict[str, object] = {"messages": [{"role": "user", "content": "Hello"}]}
-    else:
-        path = "/v1/completions"
-        body = {"prompt": "Hello"}
-    body.update({"model": bench.model_name, "max_tokens": 4, "stream": False})
-    request = urllib.request.Request(
-        base_url.rstrip("/") + path,
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
+def port_of(value: int | str, ports: dict[str, int]) -> int | None:
+    """A readiness port: a number, or the name of one of the role's ports (`http`)."""
+    if isinstance(value, int):
+        return value
+    return ports.get(f"{value}_port", ports.get(value))
+
+
+def tcp_ready(host: str, port: int, timeout_s: float) -> tuple[bool, str]:
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            raw = response.read(64 * 1024)
-    except urllib.error.HTTPError as exc:
-        answer = exc.read(2048).decode("utf-8", errors="replace").strip()
-        detail = f"HTTP {exc.code} from {base_url}{path}: {answer}"
-        return CanaryResult(False, detail, transient=exc.code in TRANSIENT_HTTP)
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True, ""
+    except OSError as exc:
+        return False, f"TCP {host}:{port}: {exc.strerror or exc}"
+
+
+def http_ready(host: str, port: int, path: str, status: int, timeout_s: float) -> tuple[bool, str]:
+    connection = http.client.HTTPConnection(host, port, timeout=timeout_s)
+    try:
+        connection.request("GET", path)
+        answer = connection.getresponse().status
     except (OSError, http.client.HTTPException) as exc:
-        reason = getattr(exc, "reason", exc)
-        dropped = isinstance(exc, ConnectionError) or isinstance(reason, ConnectionError)
-        return CanaryResult(False, f"no answer from {base_url}{path}: {reason}", transient=dropped)
+        return False, f"GET http://{host}:{port}{path}: {exc}"
+    finally:
+        connection.close()
+    if answer != status:
+        return False, f"GET http://{host}:{port}{path}: HTTP {answer}, waiting for {status}"
+    return True, ""
+
+
+def log_ready(node: NodeTarget, pattern: str) -> tuple[bool, str]:
+    """Whether a line of the node's log matches, reading only what came since the last poll."""
+    if node.logged:
+        return True, ""
     try:
-        choices = json.loads(raw)["choices"]
-        first = choices[0]
-        text = first.get("text") or (first.get("message") or {}).get("content") or ""
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        snippet = raw[:300].decode("utf-8", errors="replace")
-        return CanaryResult(False, f"unexpected answer from {base_url}{path}: {snippet}")
-    return CanaryResult(True, str(text))
+        with node.log.open("rb") as handle:
+            handle.seek(node.scanned)
+            chunk = handle.read(max(0, LOG_READ_LIMIT - node.scanned))
+    except OSError:
+        return False, f"no log {node.log.name} yet"
+    node.scanned += chunk.rfind(b"\n") + 1  # a line still being written is read again
+    compiled = re.compile(pattern)
+    lines = chunk.decode("utf-8", errors="replace").splitlines()
+    if any(compiled.search(line) for line in lines):
+        node.logged = True
+        return True, ""
+    return False, f"no line of {node.log.name} matches {pattern!r} yet"
+
+
+def node_ready(plan: ReadinessPlan, node: NodeTarget, timeout_s: float) -> tuple[bool, str]:
+    """(True, "") when every probe of `plan` passes on `node`, else (False, the first miss)."""
+    if plan.tcp_port is not None:
+        port = port_of(plan.tcp_port, node.ports)
+        if port is None:
+            return False, f"no port named {plan.tcp_port}"
+        ok, detail = tcp_ready(node.host, port, timeout_s)
+        if not ok:
+            return ok, detail
+    if plan.http_port is not None:
+        port = port_of(plan.http_port, node.ports)
+        if port is None:
+            return False, f"no port named {plan.http_port}"
+        ok, detail = http_ready(node.host, port, plan.http_path, plan.http_status, timeout_s)
+        if not ok:
+            return ok, detail
+    if plan.log_pattern is not None:
+        return log_ready(node, plan.log_pattern)
+    return True, ""

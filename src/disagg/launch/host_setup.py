@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from disagg.errors import DisaggError
-from disagg.launch.base import RoleProcess
+from disagg.launch.executor import RoleProcess, Task
 from disagg.launch.logs import tail, task_log_path
 from disagg.launch.run_context import RunContext, Stop
 
@@ -84,43 +84,28 @@ def _on_nodes(
     `stoppable`: a stopped run (a cancel, a signal) stops them too and raises Stop."""
     argv = ["bash", "-c", " && ".join(commands)]
     logs = {rank: task_log_path(run.run_dir, name, rank, 2) for rank in ranks}
-    started: dict[int, RoleProcess] = {}
+    waiting: dict[int, RoleProcess] = {}
+    failed: list[tuple[int, str, Path]] = []
     try:
         for rank in ranks:
-            started[rank] = run.launcher.launch(
-                role=name, node_rank=rank, argv=argv, env={}, log_path=logs[rank]
-            )
-        return _wait(run, started, logs, timeout_s, stoppable)
-    finally:
-        for process in started.values():
+            waiting[rank] = run.launcher.launch(Task(name, rank, argv, {}, logs[rank]))
+        deadline = time.monotonic() + timeout_s
+        while waiting:
+            if stoppable:
+                run.check_stop()
+            for rank, process in list(waiting.items()):
+                if (code := process.poll()) is not None:
+                    del waiting[rank]
+                    if code != 0:
+                        failed.append((rank, f"exit code {code}", logs[rank]))
+            if waiting and time.monotonic() > deadline:
+                failed += [
+                    (rank, f"not done within {timeout_s:g} s", logs[rank]) for rank in waiting
+                ]
+                break
+            time.sleep(_POLL_S)
+        return sorted(failed)
+    finally:  # what is still running (timed out, or the run stopped) is stopped
+        for process in waiting.values():
             if process.poll() is None:
                 process.stop(run.options.stop_grace_s)
-
-
-def _wait(
-    run: RunContext,
-    started: dict[int, RoleProcess],
-    logs: dict[int, Path],
-    timeout_s: float,
-    stoppable: bool,
-) -> list[tuple[int, str, Path]]:
-    deadline = time.monotonic() + timeout_s
-    failed: list[tuple[int, str, Path]] = []
-    waiting = dict(started)
-    while waiting:
-        if stoppable:
-            run.check_stop()
-        for rank, process in list(waiting.items()):
-            code = process.poll()
-            if code is None:
-                continue
-            del waiting[rank]
-            if code != 0:
-                failed.append((rank, f"exit code {code}", logs[rank]))
-        if waiting and time.monotonic() > deadline:
-            for rank, process in waiting.items():
-                process.stop(run.options.stop_grace_s)
-                failed.append((rank, f"not done within {timeout_s:g} s", logs[rank]))
-            break
-        time.sleep(_POLL_S)
-    return sorted(failed)

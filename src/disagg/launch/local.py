@@ -1,14 +1,12 @@
-"""The local executor: every role task is a subprocess on this machine.
+"""The local executor: every task is a subprocess on this machine.
 
-Each task runs in its own session (and so its own process group), so that stopping
-a role reaches every process it spawned (an engine's workers, a router's children),
-not just the first one; what left the group (`setsid cmd &`) is found by the task
-mark in its environment or by having been seen below the task, and stopped too
-(`sweep.py`). The health gate asks the task whether it holds the listening socket
-of its port (`listeners.py`). Each task also gets SIGTERM when the orchestrator dies
-(`pdeath.py`), so a killed `disagg run` leaves nothing running. Every node rank maps
-to 127.0.0.1: a local run is a one-host allocation with as many "nodes" as the plan
-asks for.
+Each task runs in its own session (and so its own process group), so that stopping it
+reaches every process it spawned (an engine's workers, a router's children); what left
+the group (`setsid cmd &`) is found by its mark or by having been seen below the task
+(`track`), and stopped too. The health gate asks the task whether it holds the listening
+socket of its port. Each task also gets SIGTERM when the orchestrator dies
+(`pdeath.py`), so a killed `disagg run` leaves nothing running. Every node rank maps to
+127.0.0.1: a local run is a one-host allocation with as many "nodes" as the plan asks for.
 """
 
 from __future__ import annotations
@@ -20,93 +18,46 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from disagg.errors import DisaggError
-from disagg.launch import listeners, sweep
-from disagg.launch.base import RoleLauncher, RoleProcess, spawn_logged
-from disagg.launch.liveness import stop_group
-from disagg.plan.model import MpiPlan
+from disagg.launch import procs
+from disagg.launch.executor import RoleLauncher, StartedTask, Task, spawn_logged
 
 PDEATH = Path(__file__).with_name("pdeath.py")
-
 LOOPBACK = "127.0.0.1"
 
 
-class LocalProcess(RoleProcess):
-    """A role task started with `subprocess.Popen` in a new session."""
+def stop_session(popen: subprocess.Popen[bytes], grace_s: float) -> int | None:
+    """SIGTERM the process group `popen` leads, wait up to `grace_s` for it, then SIGKILL;
+    then stop the members the leader left in the group; its exit code."""
+    code = popen.poll()
+    # Even when the leader already exited, children may still hold the group.
+    _signal_group(popen.pid, signal.SIGTERM)
+    _signal_group(popen.pid, signal.SIGCONT)  # a stopped (hung) task must run to see SIGTERM
+    if code is None:
+        try:
+            code = popen.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            _signal_group(popen.pid, signal.SIGKILL)
+            code = popen.wait()
+    procs.stop_group(popen.pid, grace_s)  # members left after the leader went
+    return code
 
-    def __init__(
-        self, role: str, node_rank: int, popen: subprocess.Popen[bytes], mark: str = ""
-    ) -> None:
-        self.role = role
-        self.node_rank = node_rank
-        self.mark = mark  # DISAGG_TASK_MARK of this task (see `sweep`)
-        self.seen: dict[int, int] = {}  # descendants seen while it ran: pid -> start ticks
-        self._popen = popen
 
-    @property
-    def pid(self) -> int:
-        return self._popen.pid
-
-    def poll(self) -> int | None:
-        return self._popen.poll()
-
-    def signal_group(self, signum: int) -> None:
-        """Send `signum` to the task's whole process group (ignores a group already gone)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._popen.pid, signum)
-
-    def listens_on(self, port: int) -> bool | None:
-        """Whether the listener of `port` is this task's: the task, a descendant, or a
-        process carrying its mark holds the socket."""
-        inodes = listeners.listening_inodes(port)
-        if not inodes:  # unreadable, or the answer came from where this host cannot see
-            return None
-        found = sweep.find(self.mark, (self.pid,)) if self.mark else {}
-        return listeners.held_by([self.pid, *found], inodes)
-
-    def stop(self, grace_s: float = 5.0) -> int | None:
-        """Stop the task's process group, then whatever it left outside the group."""
-        code = self._popen.poll()
-        # Looked up first: while the group lives, its members still lead to their children.
-        found = sweep.find(self.mark, (self.pid,)) if self.mark else {}
-        # Even when the leader already exited, children may still hold the group.
-        self.signal_group(signal.SIGTERM)
-        self.signal_group(signal.SIGCONT)  # a stopped (hung) task must run to see SIGTERM
-        if code is None:
-            try:
-                code = self._popen.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                self.signal_group(signal.SIGKILL)
-                code = self._popen.wait()
-        stop_group(self._popen.pid, grace_s)  # members left after the leader went
-        if self.mark:
-            found.update(sweep.find(self.mark))
-            found.update(self.seen)  # one that also shed the mark (env -i) but was seen below
-            left = {pid: ticks for pid, ticks in found.items() if sweep.is_alive(pid, ticks)}
-            if left:
-                self.swept = (*self.swept, *sweep.stop(left, grace_s))
-        return code
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
 
 
 class LocalLauncher(RoleLauncher):
     """Starts role tasks as local subprocesses; `nodes` loopback "nodes"."""
 
     def __init__(self, nodes: int = 1) -> None:
+        super().__init__(f"local-{os.getpid()}-{secrets.token_hex(6)}")
         self._nodes = max(1, nodes)
-        self.token = f"local-{os.getpid()}-{secrets.token_hex(6)}"  # this run's task marks
-        self._launched: list[LocalProcess] = []
-
-    def track(self) -> None:
-        """Note the descendants of every running task (one look at /proc for all of them)."""
-        running = [process for process in self._launched if process.poll() is None]
-        if not running:
-            return
-        table = sweep.ProcessTable()
-        for process in running:  # replaced, not changed in place: `stop` may be reading it
-            process.seen = {**process.seen, **table.descendants((process.pid,))}
+        self._seen: dict[StartedTask, dict[int, int]] = {}  # descendants seen: pid -> ticks
 
     def node_addresses(self) -> list[str]:
         return [LOOPBACK] * self._nodes
@@ -114,46 +65,53 @@ class LocalLauncher(RoleLauncher):
     def node_names(self) -> list[str]:
         return [f"local{rank}" for rank in range(self._nodes)]
 
-    def launch(
-        self,
-        *,
-        role: str,
-        node_rank: int,
-        argv: Sequence[str],
-        env: Mapping[str, str],
-        log_path: Path,
-        container_image: str | None = None,
-        mpi: MpiPlan | None = None,
-        mpi_nodes: Sequence[int] = (),
-        srun_options: Mapping[str, str] | None = None,
-    ) -> RoleProcess:
-        if not argv:
-            raise DisaggError(f"role {role} has an empty command")
-        if mpi is not None:
+    def start(self, task: Task, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+        if task.mpi is not None:
             raise DisaggError(
-                f"role {role} is one MPI step over {len(mpi_nodes)} nodes; the local executor "
-                "starts plain processes",
+                f"role {task.role} is one MPI step over {len(task.mpi_nodes)} nodes; the local "
+                "executor starts plain processes",
                 hint="run it on Slurm (disagg submit)",
             )
-        failure = f"role {role}: cannot start {argv[0]!r}"
+        failure = f"role {task.role}: cannot start {task.argv[0]!r}"
+        hint = "check the role's command in plan.json"
         # Looked up on the PATH the role runs with (its env may put an engine's bin first),
         # and said here, not as exit 127 of the wrapper.
-        if shutil.which(argv[0], path=env.get("PATH")) is None:
-            raise DisaggError(
-                f"{failure}: not found", hint="check the role's command in plan.json", exit_code=1
-            )
+        if shutil.which(task.argv[0], path=env.get("PATH")) is None:
+            raise DisaggError(f"{failure}: not found", hint=hint, exit_code=1)
         # Call from a thread that lives as long as the run: Linux sends the parent-death
         # signal when the thread that started the child ends.
-        wrapped = [sys.executable, "-I", str(PDEATH), str(os.getpid()), *argv]
-        mark = f"{self.token}/{role}.{node_rank}"
-        popen = spawn_logged(
-            wrapped,
-            env={**env, sweep.MARK_VAR: mark},
-            log_path=log_path,
-            banner=f"{role} node {node_rank}",
-            failure=failure,
-            hint="check the role's command in plan.json",
+        wrapped = [sys.executable, "-I", str(PDEATH), str(os.getpid()), *task.argv]
+        banner = f"{task.role} node {task.node_rank}"
+        return spawn_logged(
+            wrapped, env=env, log_path=task.log_path, banner=banner, failure=failure, hint=hint
         )
-        process = LocalProcess(role, node_rank, popen, mark)
-        self._launched.append(process)
-        return process
+
+    def stop(self, process: StartedTask, grace_s: float) -> int | None:
+        """Stop the task's process group, then whatever it left outside the group."""
+        # Looked up first: while the group lives, its members still lead to their children.
+        found = procs.find(process.mark, (process.pid,))
+        code = stop_session(process.popen, grace_s)
+        found.update(procs.find(process.mark))
+        found.update(self._seen.get(process, {}))  # shed the mark too (env -i), seen below
+        left = {pid: ticks for pid, ticks in found.items() if procs.is_alive(pid, ticks)}
+        if left:
+            process.swept = (*process.swept, *procs.stop(left, grace_s))
+        return code
+
+    def listens_on(self, process: StartedTask, port: int) -> bool | None:
+        """Whether the listener of `port` is the task's: the task, a descendant, or a
+        process carrying its mark holds the socket."""
+        inodes = procs.listening_inodes(port)
+        if not inodes:  # unreadable, or the answer came from where this host cannot see
+            return None
+        return procs.held_by([process.pid, *procs.find(process.mark, (process.pid,))], inodes)
+
+    def track(self) -> None:
+        """Note the descendants of every running task (one look at /proc for all of them)."""
+        running = [process for process in self.launched if process.poll() is None]
+        if not running:
+            return
+        table = procs.ProcessTable()
+        for process in running:  # replaced, not changed in place: `stop` may be reading it
+            seen = self._seen.get(process, {})
+            self._seen[process] = {**seen, **table.descendants((process.pid,))}

@@ -1,23 +1,36 @@
-"""Where role logs live and how to read their ends.
+"""Run logs: where they live, how they are written, and how their ends are read.
 
 One file per launched task: `RUN_DIR/logs/<role>.log`, or `<role>.<node_rank>.log`
 for roles spread over several nodes; the orchestrator writes `orchestrator.log`.
+`disagg logs --follow` prints what they gain, like `tail -f` over several files, and
+stops by itself once the run's `state.json` says it ended, or its orchestrator is dead,
+or (without a readable `state.json`) no live run holds the directory's lock, after
+printing what was still written, so a script can follow a run to its end.
 """
 
 from __future__ import annotations
 
 import errno
+import io
+import logging
 import os
 import re
 import stat
+import sys
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from disagg.errors import DisaggError
+from disagg.launch.state import RunState, RunStatus
 
 LOG_DIR = "logs"
 ORCHESTRATOR_LOG = "orchestrator.log"
 LOG_MODE = 0o644
+POLL_S = 0.2
+TAIL_BYTES = 256 * 1024
+ERROR_SCAN_BYTES = 1024 * 1024
 
 
 def open_log(path: Path) -> BinaryIO:
@@ -69,14 +82,12 @@ def task_log_path(run_dir: Path, role: str, node_rank: int, nnodes: int) -> Path
     return log_dir(run_dir) / name
 
 
-def tail(
-    path: Path, lines: int = 30, *, end: int | None = None, max_bytes: int = 256 * 1024
-) -> list[str]:
-    """The last `lines` lines of a text file, up to byte `end` (reads at most `max_bytes`)."""
+def tail(path: Path, lines: int = 30, *, end: int | None = None) -> list[str]:
+    """The last `lines` lines of a text file, up to byte `end` (reads at most 256 KiB)."""
     try:
         with path.open("rb") as handle:
             size = handle.seek(0, 2) if end is None else end
-            handle.seek(max(0, size - max_bytes))
+            handle.seek(max(0, size - TAIL_BYTES))
             data = handle.read(size - handle.tell())
     except OSError:
         return []
@@ -116,15 +127,116 @@ def log_sizes(paths: list[Path]) -> dict[Path, int]:
     return sizes
 
 
-def first_error_line(path: Path, since: int, *, max_bytes: int = 1024 * 1024) -> str | None:
-    """The first error line `path` got after byte `since` (reads at most `max_bytes`)."""
+def first_error_line(path: Path, since: int) -> str | None:
+    """The first error line `path` got after byte `since` (reads at most 1 MiB)."""
     try:
         with path.open("rb") as handle:
             handle.seek(since)
-            data = handle.read(max_bytes)
+            data = handle.read(ERROR_SCAN_BYTES)
     except OSError:
         return None
     for line in data.decode("utf-8", errors="replace").splitlines():
         if _ERROR_LINE.search(line):
             return line.strip()
     return None
+
+
+class _LogFileHandler(logging.FileHandler):
+    """The orchestrator's log file; a failed write (disk full) is said once on stderr.
+
+    logging's default prints a traceback per lost line, which would bury the one
+    error that explains the run's end.
+    """
+
+    _reported = False
+
+    def _open(self) -> io.TextIOWrapper:
+        """Opened without following a link planted in the run directory."""
+        return io.TextIOWrapper(open_log(Path(self.baseFilename)), encoding="utf-8")
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if not self._reported:
+            self._reported = True
+            error = sys.exc_info()[1]
+            print(f"disagg: cannot write {self.baseFilename}: {error}", file=sys.stderr)
+
+
+def make_logger(run_dir: Path, *, echo: bool) -> logging.Logger:
+    logger = logging.getLogger(f"disagg.job.{id(run_dir)}.{time.monotonic_ns()}")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    formatter = logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S")
+    file_handler = _LogFileHandler(log_dir(run_dir) / ORCHESTRATOR_LOG)
+    file_handler.setFormatter(formatter)
+    logger.addHandler(file_handler)
+    if echo:
+        stream = logging.StreamHandler(sys.stderr)
+        stream.setFormatter(formatter)
+        logger.addHandler(stream)
+    return logger
+
+
+def close_log(log: logging.Logger) -> None:
+    for handler in list(log.handlers):
+        handler.close()
+        log.removeHandler(handler)
+
+
+class Cursor:
+    """A read position in one log file; starts at the file's current end."""
+
+    def __init__(self, path: Path, prefix: str = "") -> None:
+        self.path = path
+        self.prefix = prefix
+        self.offset = path.stat().st_size if path.exists() else 0
+        self.partial = b""
+
+    def read_new(self) -> list[str]:
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            return []
+        if size < self.offset:  # truncated or replaced: start over
+            self.offset = 0
+        if size == self.offset:
+            return []
+        with self.path.open("rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read(size - self.offset)
+        self.offset += len(data)
+        data = self.partial + data
+        *lines, self.partial = data.split(b"\n")
+        return [self.prefix + line.decode("utf-8", errors="replace") for line in lines]
+
+
+def run_ended(run_dir: Path) -> bool:
+    """Whether nothing will write the run's logs any more.
+
+    `state.json` says so when there is a readable one; without one (deleted, truncated,
+    not yet written) the run lock decides: no live holder means no run.
+    """
+    from disagg.launch.runlock import run_dir_held
+
+    try:
+        state = RunState.read(run_dir)
+    except (OSError, ValueError):
+        state = None
+    if state is not None:
+        return state.status is not RunStatus.RUNNING or state.orchestrator_dead()
+    return not run_dir_held(run_dir)
+
+
+def cursors_for(paths: Sequence[Path], *, prefixed: bool) -> list[Cursor]:
+    return [Cursor(p, f"[{p.stem}] " if prefixed else "") for p in paths]
+
+
+def follow(run_dir: Path, cursors: Sequence[Cursor], emit: Callable[[str], None]) -> None:
+    """Print what the files gain after each cursor until the run ends."""
+    while True:
+        ended = run_ended(run_dir)
+        for cursor in cursors:
+            for line in cursor.read_new():
+                emit(line)
+        if ended:
+            return
+        time.sleep(POLL_S)

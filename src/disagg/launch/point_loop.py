@@ -1,4 +1,4 @@
-"""Measuring: the canary, then each point of the sweep through the load generator.
+"""Measuring each point of the sweep through the load generator.
 
 Resume is decided first (`mark_done_points`): a point whose result was measured
 under this same plan is skipped, any other is measured again with the reason said.
@@ -18,27 +18,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from disagg.errors import DisaggError
-from disagg.launch.health import canary
-from disagg.launch.logs import first_error_line, log_sizes, task_log_path
+from disagg.launch.canary import serving_url
 from disagg.launch.run_context import RunContext, Stop
 from disagg.launch.state import PointState, PointStatus, duration_text, sweep_eta
 from disagg.launch.watch import Gap, LivenessWatch
-from disagg.plan.model import BenchPlan, PointPlan, RoleKind
+from disagg.plan.model import BenchPlan, PointPlan
 from disagg.plan.templates import substitute
 from disagg.workloads import profiling, slow_down
 from disagg.workloads.base import MeasureFn
 
 if TYPE_CHECKING:
-    from disagg.bench.api import GpuCounts, PointOutcome
+    from disagg.bench.api import PointOutcome
 
 MEASURE_STOP_GRACE_S = 10.0  # the load generator promises to end within ~1 s of `stop`
 MAX_ATTEMPTS = 2  # a point a role stopped serving in is measured once more, not forever
-CANARY_ATTEMPTS = 3
-CANARY_RETRY_WAIT_S = 2.0
 
 
 def mark_done_points(run: RunContext) -> bool:
@@ -65,74 +62,6 @@ def mark_done_points(run: RunContext) -> bool:
     return done
 
 
-def serving_url(run: RunContext) -> str:
-    """Where load goes: the plan's serving role, else a router, aggregated or decode worker."""
-    if run.plan.serving_role is not None:
-        return run.bindings[run.plan.serving_role]["url"]
-    for kind in (RoleKind.ROUTER, RoleKind.AGGREGATED, RoleKind.DECODE):
-        for role in run.plan.roles_of(kind):
-            url = run.bindings.get(role.name, {}).get("url")
-            if url:
-                return url
-    raise DisaggError("the plan has no router or worker with an http port to send load to")
-
-
-def run_canary(run: RunContext) -> None:
-    """One request through the serving endpoint before any point. A server error or a
-    dropped connection is tried again (CANARY_ATTEMPTS in all): a cold disaggregated
-    deployment can fail its very first request once (vLLM's first NIXL handshake), and
-    the points' own failure limits still judge every measured request. A failure names
-    the first role whose log recorded an error meanwhile, with that log's last lines."""
-    url = serving_url(run)
-    logs = _role_logs(run)
-    sizes = log_sizes(list(logs))
-    attempt = 0
-    while True:
-        attempt += 1
-        result = run.interruptible(
-            lambda: canary(url, run.plan.bench, timeout_s=run.options.canary_timeout_s)
-        )
-        if result.ok:
-            tries = f" (attempt {attempt} of {CANARY_ATTEMPTS})" if attempt > 1 else ""
-            run.log.info("canary ok through %s%s: %r", url, tries, result.detail)
-            return
-        if not result.transient or attempt >= CANARY_ATTEMPTS:
-            break
-        run.log.warning(
-            "canary attempt %d of %d failed: %s; trying again in %.0f s",
-            attempt,
-            CANARY_ATTEMPTS,
-            result.detail,
-            CANARY_RETRY_WAIT_S,
-        )
-        if run.stop.wait(CANARY_RETRY_WAIT_S):
-            raise Stop
-    tries = f" ({attempt} attempts)" if attempt > 1 else ""
-    culprit = next(
-        ((*logs[path], line) for path in logs if (line := first_error_line(path, sizes[path]))),
-        None,
-    )
-    if culprit is None:
-        run.fail(f"canary request failed{tries}: {result.detail}")
-        raise Stop
-    role, rank, line = culprit
-    run.fail(
-        f"canary request failed{tries}: {result.detail}; {role} logged: {line[:300]}",
-        role=role,
-        node_rank=rank,
-    )
-    raise Stop
-
-
-def _role_logs(run: RunContext) -> dict[Path, tuple[str, int]]:
-    """Every role's task log (one per node it spans) -> (role, node rank), in plan order."""
-    found: dict[Path, tuple[str, int]] = {}
-    for role in run.plan.roles:
-        for rank in role.node_ranks or [0]:
-            found[task_log_path(run.run_dir, role.name, rank, role.nnodes)] = (role.name, rank)
-    return found
-
-
 class ServingGaps:
     """The point's serving check: the watch's gaps since the attempt began, the first kept."""
 
@@ -153,21 +82,43 @@ class ServingGaps:
 
 
 def measure_points(run: RunContext, measure_point: MeasureFn, watch: LivenessWatch) -> None:
-    """Measure every point not skipped; a point a role stopped serving in is measured once
-    more when every role answers again, and stays invalid if it happens again. The
-    recipe's profiles run from before the first point to after the last."""
+    """Measure every point not skipped, in order; the recipe's profiles run from before the
+    first point to after the last. The invalid points fail the run once the sweep is over."""
     from disagg.bench.api import GpuCounts
+    from disagg.bench.fingerprint import fingerprint_fields
     from disagg.bench.identity import setup_fields
     from disagg.frontends.dynamo_install import with_installed_version
 
     setup = with_installed_version(setup_fields(run.plan), run.run_dir)
-    url = serving_url(run)
     bench = rendered_bench(run)
-    gpus = GpuCounts(prefill=run.plan.prefill_gpus, decode=run.plan.decode_gpus)
+    plan = run.plan
+    measure = partial(
+        measure_point,
+        base_url=serving_url(run),
+        bench=bench,
+        out_dir=run.results_dir,
+        gpus=GpuCounts(prefill=plan.prefill_gpus, decode=plan.decode_gpus),
+        run_name=plan.name,
+        simulated=plan.simulated,
+        disaggregated=plan.disaggregated,
+        quiet=run.options.quiet_bench,
+        stop=run.stop,
+        limits=plan.limits,
+    )
     profiles = profiling.Profiles(bench.profiling) if bench.profiling is not None else None
+    invalid: list[tuple[str, str | None, str | None]] = []  # key, reason, role to blame
     try:
         profiled = start_profiles(run, profiles)
-        invalid = _measure_all(run, measure_point, watch, url, bench, gpus, setup, profiled)
+        for point, point_state in zip(plan.bench.points, run.state.points, strict=True):
+            run.check_stop()
+            if point_state.status is PointStatus.SKIPPED:  # found by `mark_done_points`
+                run.log.info("point %s: valid result exists, skipped", point.key)
+                continue
+            fields = {**setup, **fingerprint_fields(plan, point), **profiled}
+            point_measure = partial(measure, point=point, setup=fields)
+            gap = _measure_point(run, point, point_state, point_measure, watch).gap
+            if point_state.status is PointStatus.INVALID:
+                invalid.append((point.key, point_state.reason, gap.role if gap else None))
     finally:
         stop_profiles(run, profiles)
     run.check_stop()
@@ -176,73 +127,43 @@ def measure_points(run: RunContext, measure_point: MeasureFn, watch: LivenessWat
         run.fail_invalid_points([key for key, _, _ in invalid], first_reason, role=blamed)
 
 
-def _measure_all(
+def _measure_point(
     run: RunContext,
-    measure_point: MeasureFn,
+    point: PointPlan,
+    point_state: PointState,
+    measure: Callable[..., PointOutcome],
     watch: LivenessWatch,
-    url: str,
-    bench: BenchPlan,
-    gpus: GpuCounts,
-    setup: dict[str, Any],
-    profiled: dict[str, Any],
-) -> list[tuple[str, str | None, str | None]]:
-    """Every point not skipped, in order; (key, reason, role to blame) of the invalid ones."""
-    from disagg.bench.fingerprint import fingerprint_fields
-
-    invalid: list[tuple[str, str | None, str | None]] = []  # key, reason, role to blame
-    for point, point_state in zip(run.plan.bench.points, run.state.points, strict=True):
-        run.check_stop()
-        if point_state.status is PointStatus.SKIPPED:  # found by `mark_done_points`
-            run.log.info("point %s: valid result exists, skipped", point.key)
-            continue
-
-        def measure(check: ServingGaps, point: PointPlan = point) -> PointOutcome:
-            return measure_point(
-                base_url=url,
-                bench=bench,
-                point=point,
-                out_dir=run.results_dir,
-                gpus=gpus,
-                run_name=run.plan.name,
-                simulated=run.plan.simulated,
-                disaggregated=run.plan.disaggregated,
-                quiet=run.options.quiet_bench,
-                stop=run.stop,
-                limits=run.plan.limits,
-                setup={**setup, **fingerprint_fields(run.plan, point), **profiled},
-                serving=check,
-            )
-
-        while True:
-            outcome, check, started = _attempt(run, point, point_state, measure, watch)
-            if outcome.valid or check.gap is None or run.stop.is_set():
-                break
-            if point_state.attempts >= MAX_ATTEMPTS:
-                break
-            point_state.discarded.append(outcome.reason or "")
-            run.log.info("point %s: %s; measuring it once more", point.key, outcome.reason)
-            if not watch.wait_answered(after=time.monotonic()):
-                break  # the role never came back: the liveness limit stopped the run
-        if not outcome.valid:  # a role that died fails requests at once: name it first
-            run.name_dead_roles()
-        with run.lock:
-            point_state.seconds = round(time.monotonic() - started, 3)
-            point_state.finished_at = time.time()
-            point_state.headline = dict(outcome.summary)
-            run.state.current_point = None
-            if run.stop.is_set() and not outcome.valid:
-                point_state.status = PointStatus.ABORTED
-                point_state.reason = outcome.reason
-            elif outcome.valid:
-                point_state.status, point_state.result = PointStatus.MEASURED, str(outcome.path)
-            else:
-                point_state.status, point_state.result = PointStatus.INVALID, str(outcome.path)
-                point_state.reason = outcome.reason
-                blamed = check.gap.role if check.gap is not None else None
-                invalid.append((point.key, outcome.reason, blamed))
-        run.publish()
-        run.log.info("point %s: %s %s", point.key, point_state.status.value, _brief(outcome))
-    return invalid
+) -> ServingGaps:
+    """Measure `point`: once more when a role stopped serving during it and every role
+    answers again, but not again after that; the last attempt's serving check."""
+    while True:
+        outcome, check, started = _attempt(run, point, point_state, measure, watch)
+        if outcome.valid or check.gap is None or run.stop.is_set():
+            break
+        if point_state.attempts >= MAX_ATTEMPTS:
+            break
+        point_state.discarded.append(outcome.reason or "")
+        run.log.info("point %s: %s; measuring it once more", point.key, outcome.reason)
+        if not watch.wait_answered(after=time.monotonic()):
+            break  # the role never came back: the liveness limit stopped the run
+    if not outcome.valid:  # a role that died fails requests at once: name it first
+        run.name_dead_roles()
+    with run.lock:
+        point_state.seconds = round(time.monotonic() - started, 3)
+        point_state.finished_at = time.time()
+        point_state.headline = dict(outcome.summary)
+        run.state.current_point = None
+        if run.stop.is_set() and not outcome.valid:
+            point_state.status = PointStatus.ABORTED
+            point_state.reason = outcome.reason
+        elif outcome.valid:
+            point_state.status, point_state.result = PointStatus.MEASURED, str(outcome.path)
+        else:
+            point_state.status, point_state.result = PointStatus.INVALID, str(outcome.path)
+            point_state.reason = outcome.reason
+    run.publish()
+    run.log.info("point %s: %s %s", point.key, point_state.status.value, _brief(outcome))
+    return check
 
 
 def start_profiles(run: RunContext, profiles: profiling.Profiles | None) -> dict[str, Any]:
@@ -294,7 +215,7 @@ def _attempt(
     run: RunContext,
     point: PointPlan,
     point_state: PointState,
-    measure: Callable[[ServingGaps], PointOutcome],
+    measure: Callable[..., PointOutcome],
     watch: LivenessWatch,
 ) -> tuple[PointOutcome, ServingGaps, float]:
     """One measurement of `point`: (its outcome, its serving check, when it began)."""
@@ -317,7 +238,7 @@ def _attempt(
     )
     started = time.monotonic()
     check = ServingGaps(watch)
-    outcome = run.interruptible(lambda: measure(check), grace_s=MEASURE_STOP_GRACE_S)
+    outcome = run.interruptible(lambda: measure(serving=check), grace_s=MEASURE_STOP_GRACE_S)
     return outcome, check, started
 
 

@@ -1,9 +1,11 @@
 """Bringing roles up: stage models, bind ports, start the plan's stages health-gated.
 
 Start order comes from the plan (the frontend adapter's stages: services, workers,
-frontends); each stage answers its health check before the next one starts, and
-every command is rendered before anything starts, so a placeholder typo costs
-nothing. Once up, every role with a health check stays watched (`LivenessWatch`).
+frontends); each stage passes its gates before the next one starts, and every command
+is rendered before anything starts, so a placeholder typo costs nothing. A gate passes
+only when the role's own processes answer: a task that ended never does, and where the
+executor can tell (the local one), the listening socket must be the role's. Once up,
+every role with a health check stays watched (`LivenessWatch`).
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from disagg.errors import DisaggError
-from disagg.launch import listeners
-from disagg.launch.bindings import build_bindings, write_role_files
-from disagg.launch.health import probe
+from disagg.launch import procs
+from disagg.launch.bindings import NODES, build_bindings, write_role_files
+from disagg.launch.bound import model_paths
+from disagg.launch.executor import RoleProcess, Task
+from disagg.launch.health import NodeTarget, node_ready, port_of, probe
 from disagg.launch.host_setup import run_host_setup
-from disagg.launch.liveness import start_ticks
 from disagg.launch.logs import task_log_path
 from disagg.launch.ports import allocate_ports
-from disagg.launch.readiness_gate import ReadinessGate
 from disagg.launch.run_context import RunContext, Stop
 from disagg.launch.state import Phase, RoleState, TaskState
 from disagg.launch.watch import LivenessWatch, Watched
@@ -65,11 +67,8 @@ class RoleStarter:
         """(main model path, draft model path): staged snapshots, or names when skipped."""
         run = self.run
         staging = run.plan.staging
-        main = next((m for m in staging.models if m.purpose == "main"), None)
-        draft = next((m for m in staging.models if m.purpose == "draft"), None)
         if staging.skip:
-            name = staging.local_path or (main.repo_id if main else run.plan.bench.model_name)
-            return name, draft.repo_id if draft else ""
+            return model_paths(run.plan)
         from disagg.staging import stage_plan
 
         run.log.info("staging %d model(s)", len(staging.models))
@@ -86,23 +85,22 @@ class RoleStarter:
                 f"the plan needs {run.plan.nodes} node(s), the allocation has {len(addresses)}"
             )
         ports = allocate_ports(run.plan, run.launcher, base=run.options.port_base)
-        bindings = build_bindings(
+        names = run.launcher.node_names()
+        run.bindings = build_bindings(
             run.plan,
             addresses=addresses,
             ports=ports,
             model_path=models[0],
             draft_path=models[1],
             run_dir=run.run_dir,
-            names=run.launcher.node_names(),
+            names=names,
         )
-        run.bindings = bindings
-        names = run.launcher.node_names()
         with run.lock:
             run.state.roles = [
                 RoleState(
                     name=role.name,
                     kind=role.kind.value,
-                    host=bindings[role.name]["host"],
+                    host=run.bindings[role.name]["host"],
                     ports=ports[role.name],
                     tasks=[
                         TaskState(
@@ -123,7 +121,7 @@ class RoleStarter:
         for role in run.plan.roles:
             for rank in role.node_ranks:
                 run.render(role, rank)
-            write_role_files(run.plan, role, bindings, run.run_dir)
+            write_role_files(run.plan, role, run.bindings, run.run_dir)
         for relative in run.plan.profile_dirs:  # where profiled workers write their traces
             (run.run_dir / relative).mkdir(parents=True, exist_ok=True)
 
@@ -137,21 +135,11 @@ class RoleStarter:
                 argv, env = run.render(role, rank)
                 shown = " ".join(redact(argv))  # the log is printed and kept in the run dir
                 run.log.info("start %s on node %d: %s", role.name, rank, shown)
-                process = run.launcher.launch(
-                    role=role.name,
-                    node_rank=rank,
-                    argv=argv,
-                    env=env,
-                    log_path=Path(task_state.log),
-                    container_image=role.container_image,
-                    mpi=role.mpi,
-                    mpi_nodes=role.node_ranks if role.mpi is not None else (),
-                    srun_options=role.srun_options,
-                )
+                process = run.launcher.launch(Task.of(role, rank, argv, env, Path(task_state.log)))
                 with run.lock:
                     run.tasks.append((role, process))
                     task_state.pid = process.pid
-                    task_state.started = start_ticks(process.pid)
+                    task_state.started = procs.start_ticks(process.pid)
         run.publish()
 
     def check_ports_still_free(self, role: RolePlan, ports: dict[str, int]) -> None:
@@ -161,8 +149,7 @@ class RoleStarter:
             for rank in role.node_ranks or [0]:
                 if self.run.launcher.port_is_free(rank, port):
                     continue
-                inodes = listeners.listening_inodes(port) or set()
-                held = ", ".join(listeners.holders(inodes)) if inodes else ""
+                held = procs.holders(port)
                 raise DisaggError(
                     f"port {port} ({field}) of role {role.name} was taken after it was "
                     f"handed out{f', by {held}' if held else ''}",
@@ -172,28 +159,20 @@ class RoleStarter:
                 )
 
     def serving_role(self, name: str, url: str) -> str | None:
-        """Why an HTTP 200 on `url` is not `name` answering, else None.
-
-        Healthy means the process the plan started answers: a role with a task that has
-        ended never is, and where the executor can tell (the local one), the listening
-        socket must belong to the role's own processes, not to another program that took
-        the port.
-        """
-        run = self.run
-        with run.lock:
-            tasks = [process for role, process in run.tasks if role.name == name]
+        """Why an HTTP 200 on `url` is not `name` answering, else None."""
+        tasks = self.run.role_tasks(name)
         if any(process.poll() is not None for process in tasks):
             return f"{name}'s process has exited"
         port = urlsplit(url).port
         if port is None or not tasks:
             return None
-        return listeners.foreign_listener(name, (p.listens_on(port) for p in tasks), port)
+        return procs.foreign_listener(name, (p.listens_on(port) for p in tasks), port)
 
     def wait_healthy(self, roles: list[RolePlan]) -> None:
-        """Poll each role's health URL until 200; a passed deadline fails the run."""
+        """Poll every gate of the stage until it passes; a passed deadline fails the run."""
         run = self.run
         start = time.monotonic()
-        waiting: dict[str, tuple[RolePlan, str]] = {}
+        health: list[HealthGate] = []
         for role in roles:
             if role.readiness is not None:
                 continue  # its own gate, on each of its nodes (ReadinessGate)
@@ -203,45 +182,18 @@ class RoleStarter:
             url = health_url(run, role)
             if url is None:
                 raise DisaggError(f"role {role.name} has a health check but no http port")
-            waiting[role.name] = (role, url)
-        gated = {role.name: ReadinessGate(run, role) for role in roles if role.readiness}
-        intervals = [r.health.interval_s for r, _ in waiting.values() if r.health]
-        intervals += [gate.plan.interval_s for gate in gated.values()]
-        interval = min(intervals, default=0.2)
+            health.append(HealthGate(self, role, url, start))
+        gates: list[HealthGate | ReadinessGate] = [
+            *(ReadinessGate(run, role) for role in roles if role.readiness),
+            *health,
+        ]
+        interval = min((gate.interval_s for gate in gates), default=0.2)
         timeout = min(2.0, max(0.5, interval * 5))  # one probe's limit
-        last: dict[str, str] = {}
-        while waiting or gated:
+        while gates:
             run.check_stop()
             elapsed = time.monotonic() - start
-            for name, gate in list(gated.items()):
-                if gate.poll(elapsed, timeout):
-                    del gated[name]
-            for name, (role, url) in list(waiting.items()):
-                assert role.health is not None
-                health = role.health
-                ok, detail = probe(
-                    url, timeout_s=timeout, expect=health.expect, any_status=health.any_status
-                )
-                if ok and (impostor := self.serving_role(name, url)) is not None:
-                    ok, detail = False, impostor
-                if ok:
-                    del waiting[name]
-                    with run.lock:
-                        role_state = run.state.role(name)
-                        role_state.healthy = True
-                        role_state.healthy_after_s = round(time.monotonic() - start, 3)
-                    run.log.info("%s healthy after %.2f s", name, time.monotonic() - start)
-                    run.publish()
-                    continue
-                last[name] = detail
-                if elapsed > role.health.deadline_s:
-                    run.fail(
-                        f"role {name} not healthy after {role.health.deadline_s:g} s "
-                        f"(GET {url}: {detail})",
-                        role=name,
-                    )
-                    raise Stop
-            if (waiting or gated) and run.stop.wait(interval):
+            gates = [gate for gate in gates if not gate.passed(elapsed, timeout)]
+            if gates and run.stop.wait(interval):
                 raise Stop
 
     def watch_liveness(self) -> LivenessWatch:
@@ -266,6 +218,101 @@ class RoleStarter:
             stop=run.stop,
             on_dead=lambda role, reason: run.fail(reason, role=role),
         ).start()
+
+
+class HealthGate:
+    """A role's HTTP health check: a 200 (or the answer it expects) from its own processes."""
+
+    def __init__(self, starter: RoleStarter, role: RolePlan, url: str, start: float) -> None:
+        assert role.health is not None
+        self.starter, self.name, self.url, self.start = starter, role.name, url, start
+        self.health = role.health
+        self.interval_s = role.health.interval_s
+
+    def passed(self, elapsed: float, timeout_s: float) -> bool:
+        health, run = self.health, self.starter.run
+        ok, detail = probe(
+            self.url, timeout_s=timeout_s, expect=health.expect, any_status=health.any_status
+        )
+        if ok and (impostor := self.starter.serving_role(self.name, self.url)) is not None:
+            ok, detail = False, impostor
+        if ok:
+            run.mark_healthy(self.name, time.monotonic() - self.start, "healthy")
+            return True
+        if elapsed > health.deadline_s:
+            run.fail(
+                f"role {self.name} not healthy after {health.deadline_s:g} s "
+                f"(GET {self.url}: {detail})",
+                role=self.name,
+            )
+            raise Stop
+        return False
+
+
+class ReadinessGate:
+    """A service's own gate over its nodes (srt-slurm's `readiness:`). A node that passes
+    stays passed; a task that ends before the gate passes fails the run by the service's
+    name (a non-critical service too: the stage cannot go on without it)."""
+
+    def __init__(self, run: RunContext, role: RolePlan) -> None:
+        assert role.readiness is not None
+        self.run, self.role, self.plan = run, role, role.readiness
+        self.interval_s = role.readiness.interval_s
+        addresses = run.bindings.get(NODES, {})
+        ports = run.state.role(role.name).ports
+        self.pending = {
+            rank: NodeTarget(
+                host=addresses.get(str(rank), "127.0.0.1"),
+                log=task_log_path(run.run_dir, role.name, rank, role.nnodes),
+                ports=dict(ports),
+            )
+            for rank in role.node_ranks
+        }
+        self.last = ""
+
+    def passed(self, elapsed: float, timeout_s: float) -> bool:
+        run, name = self.run, self.role.name
+        tasks = run.role_tasks(name)
+        ended = [process for process in tasks if process.poll() is not None]
+        if ended:
+            node = f" on node {ended[0].node_rank}" if self.role.nnodes > 1 else ""
+            run.fail(
+                f"service {name}{node} exited with code {ended[0].poll()} before it was ready",
+                role=name,
+                node_rank=ended[0].node_rank,
+            )
+            raise Stop
+        for rank, target in list(self.pending.items()):
+            ok, detail = node_ready(self.plan, target, timeout_s)
+            task = next((p for p in tasks if p.node_rank == rank), None)
+            if ok and (impostor := self.impostor(task, target)) is not None:
+                ok, detail = False, impostor
+            if ok:
+                del self.pending[rank]
+            else:
+                self.last = detail
+        if not self.pending:
+            run.mark_healthy(name, elapsed, "ready")
+            return True
+        if elapsed > self.plan.timeout_s:
+            waiting = ", ".join(str(rank) for rank in self.pending)
+            run.fail(
+                f"service {name} not ready after {self.plan.timeout_s:g} s on "
+                f"node(s) {waiting} ({self.last})",
+                role=name,
+            )
+            raise Stop
+        return False
+
+    def impostor(self, task: RoleProcess | None, target: NodeTarget) -> str | None:
+        """Why a port that answers on the node is not this service answering, else None."""
+        for value in (self.plan.tcp_port, self.plan.http_port):
+            port = port_of(value, target.ports) if value is not None else None
+            if port is not None and task is not None:
+                foreign = procs.foreign_listener(self.role.name, [task.listens_on(port)], port)
+                if foreign is not None:
+                    return foreign
+        return None
 
 
 def health_url(run: RunContext, role: RolePlan) -> str | None:

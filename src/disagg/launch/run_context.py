@@ -18,17 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from disagg.launch.base import RoleLauncher, RoleProcess
 from disagg.launch.bindings import Bindings, render_task
-from disagg.launch.liveness import host_id, start_ticks
-from disagg.launch.logs import tail, task_log_path
-from disagg.launch.run_log import make_logger
+from disagg.launch.executor import RoleLauncher, RoleProcess
+from disagg.launch.logs import make_logger, tail, task_log_path
+from disagg.launch.procs import host_id, start_ticks
 from disagg.launch.state import STATE_FILE, Failure, Phase, PointState, RunState
 from disagg.plan.model import BenchPlan, Plan, RoleKind, RolePlan
 
 EXIT_COMPLETED = 0
 EXIT_FAILED = 1
-EXIT_BAD_PLAN = 2
 EXIT_CANCELLED = 3
 
 RESULTS_DIR = "results"
@@ -64,13 +62,11 @@ class RunContext:
         run_dir: Path,
         plan: Plan,
         launcher: RoleLauncher,
-        options: OrchestratorOptions,
-        on_update: UpdateHook | None,
+        options: OrchestratorOptions | None = None,
+        on_update: UpdateHook | None = None,
     ) -> None:
-        self.run_dir = run_dir
-        self.plan = plan
-        self.launcher = launcher
-        self.options = options
+        options = options or OrchestratorOptions()
+        self.run_dir, self.plan, self.launcher, self.options = run_dir, plan, launcher, options
         self.on_update = on_update
         self.results_dir = run_dir / RESULTS_DIR
         self.stop = threading.Event()
@@ -154,7 +150,8 @@ class RunContext:
                 self.timed_out = True
                 self.fail(reason)
 
-    def cancel(self, reason: str) -> None:
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop the run as cancelled (what SIGTERM/SIGINT do)."""
         with self.lock:
             if not self.stop.is_set():
                 self.cancelled = True
@@ -181,26 +178,23 @@ class RunContext:
                     continue
                 self.ended.add(key)
             self.record_exit(role.name, process.node_rank, code)
+            node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
             if not role.critical:  # a sidecar: its end costs its own log, not the run
-                node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
                 self.log.warning(
                     "service %s%s exited with code %s (not critical: the run goes on)",
                     role.name,
                     node,
                     code,
                 )
-                continue
-            if not self.stop.is_set():
-                lost = self.launcher.lost_nodes()
-                if lost:
+            elif not self.stop.is_set():
+                if lost := self.launcher.lost_nodes():
                     self._fail_lost_nodes(lost, role=role.name, node_rank=process.node_rank)
-                    continue
-                node = f" on node {process.node_rank}" if role.nnodes > 1 else ""
-                self.fail(
-                    f"role {role.name}{node} exited with code {code}",
-                    role=role.name,
-                    node_rank=process.node_rank,
-                )
+                else:
+                    self.fail(
+                        f"role {role.name}{node} exited with code {code}",
+                        role=role.name,
+                        node_rank=process.node_rank,
+                    )
 
     def name_dead_roles(self) -> None:
         """Before a point's failed requests are blamed on the point: a role killed in the
@@ -228,6 +222,19 @@ class RunContext:
             node_rank=node_rank,
             nodes_lost=[names[rank] for rank in ranks],
         )
+
+    def role_tasks(self, name: str) -> list[RoleProcess]:
+        with self.lock:
+            return [process for role, process in self.tasks if role.name == name]
+
+    def mark_healthy(self, name: str, after_s: float, word: str) -> None:
+        """The role passed its gate `after_s` seconds after its stage began."""
+        with self.lock:
+            state = self.state.role(name)
+            state.healthy = True
+            state.healthy_after_s = round(after_s, 3)
+        self.log.info("%s %s after %.2f s", name, word, after_s)
+        self.publish()
 
     def record_exit(
         self, role: str, node_rank: int, code: int | None, *, stopped: bool = False
@@ -263,13 +270,12 @@ class RunContext:
         self.publish()
 
     def publish(self) -> None:
+        write_error: OSError | None = None
         with self.lock:
             try:
                 self.state.write(self.run_dir)
             except OSError as exc:
-                write_error: OSError | None = exc
-            else:
-                write_error = None
+                write_error = exc
             # a copy for the hook alone (the live view); a run without one copies nothing
             hook = self.on_update
             snapshot = self.state.model_copy(deep=True) if hook is not None else None
@@ -279,11 +285,8 @@ class RunContext:
             hook(snapshot)
 
     def write_failed(self, name: str, exc: OSError) -> None:
-        """A full disk or read-only run directory: said once, fails the run, stops nothing else.
-
-        Teardown and the summary go on regardless: a write that fails must never leave
-        roles running.
-        """
+        """A full disk or read-only run directory: said once, fails the run, stops nothing
+        else (a write that fails must never leave roles running)."""
         with self.lock:
             if self.write_error is not None:
                 return

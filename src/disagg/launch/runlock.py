@@ -6,6 +6,11 @@ PID and Slurm job, heartbeat), so it works across nodes of a shared filesystem. 
 lock whose holder died on this host is taken over at once; one from another node
 after two minutes without a heartbeat. A directory whose newest Slurm job (from
 `slurm.json`) still waits or runs is busy too, although nothing holds the lock yet.
+
+An orchestrator killed with SIGKILL cannot tear down; its roles normally follow it
+(`pdeath.py`), but a role that ignores SIGTERM, or its children, may not. A re-run
+reads the old `state.json` and stops each recorded task whose PID still names the same
+process (same host and boot, same start time), with its whole process group.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from disagg.errors import DisaggError
+from disagg.launch.procs import ProcessIdentity, stop_group
+from disagg.launch.state import RunState
 from disagg.staging.locks import DirLock, LockTimeout
 
 RUN_LOCK = "run.lock"
@@ -86,3 +93,26 @@ def own_slurm_job() -> str | None:
 def run_dir_held(run_dir: Path) -> bool:
     """Whether a live run holds `run_dir` (its orchestrator, a job, a submit handing over)."""
     return DirLock(run_dir / RUN_LOCK, stale_after_s=STALE_AFTER_S).held()
+
+
+def stop_stale_roles(run_dir: Path, *, grace_s: float) -> list[str]:
+    """Stop what a dead earlier orchestrator of `run_dir` left running; one line per task."""
+    try:
+        state = RunState.read(run_dir)
+    except (OSError, ValueError):
+        return []  # unreadable: nothing can be trusted to identify a process
+    orchestrator = state.orchestrator() if state is not None else None
+    if state is None or orchestrator is None or orchestrator.alive() is not False:
+        return []  # none, live (the run lock refuses a second run) or on another host
+    lines = []
+    for role in state.roles:
+        for task in role.tasks:
+            if task.pid is None or task.started is None:
+                continue
+            if ProcessIdentity(orchestrator.host, task.pid, task.started).alive():
+                stop_group(task.pid, grace_s)
+                lines.append(
+                    f"stopped {role.name} (pid {task.pid}), left running by the earlier run "
+                    f"whose orchestrator (pid {state.orchestrator_pid}) died"
+                )
+    return lines

@@ -41,38 +41,31 @@ def run_locally(
 
     The run directory is locked first: a second run into it is refused, naming the first.
     """
+    from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions, make_launcher
     from disagg.launch.runlock import hold_run_dir
+    from disagg.launch.view import LiveView, points_table
 
     lock = hold_run_dir(run_dir, log=lambda line: console.print(line, markup=False))
     try:
-        return _run_held(plan, run_dir, console=console, quiet=quiet)
+        prepare_run_dir(plan, run_dir)
+        live = console.is_terminal and not quiet
+        options = OrchestratorOptions(executor="local", echo=not live, quiet_bench=True)
+        orchestrator = Orchestrator(run_dir, plan, make_launcher("local", plan, run_dir), options)
+        if live:
+            view = LiveView(console)
+            orchestrator.on_update = view.update
+            with view:
+                summary = orchestrator.run()
+        else:
+            summary = orchestrator.run()
+        console.print(points_table(summary.points, title=f"{plan.name} ({plan.selector})"))
+        predicted = str(plan.predicted["label"]) if plan.predicted else None
+        _print_outcome(console, summary, run_dir, plan.simulator, predicted)
+        has_points = summary.points_measured or summary.points_skipped
+        report = render_report([run_dir], run_dir / "report", console) if has_points else None
+        return summary, report
     finally:
         lock.release()
-
-
-def _run_held(
-    plan: Plan, run_dir: Path, *, console: Console, quiet: bool
-) -> tuple[RunSummary, Path | None]:
-    from disagg.launch.launchers import make_launcher
-    from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
-    from disagg.launch.view import LiveView, points_table
-
-    prepare_run_dir(plan, run_dir)
-    live = console.is_terminal and not quiet
-    options = OrchestratorOptions(executor="local", echo=not live, quiet_bench=True)
-    launcher = make_launcher("local", plan, run_dir)
-    if live:
-        view = LiveView(console)
-        with view:
-            summary = Orchestrator(run_dir, plan, launcher, options, on_update=view.update).run()
-    else:
-        summary = Orchestrator(run_dir, plan, launcher, options).run()
-    console.print(points_table(summary.points, title=f"{plan.name} ({plan.selector})"))
-    predicted = str(plan.predicted["label"]) if plan.predicted else None
-    _print_outcome(console, summary, run_dir, plan.simulator, predicted)
-    has_points = summary.points_measured or summary.points_skipped
-    report = render_report([run_dir], run_dir / "report", console) if has_points else None
-    return summary, report
 
 
 def _print_outcome(

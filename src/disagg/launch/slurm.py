@@ -21,7 +21,7 @@ from disagg.atomic import write_text
 from disagg.errors import DisaggError
 from disagg.launch import slurmctl
 from disagg.launch.sbatch import SBATCH_FILE, render
-from disagg.launch.state import RunState, RunStatus, RunSummary, points_done
+from disagg.launch.state import RunState, RunStatus, RunSummary, points_done, read_record
 from disagg.model_defaults import empty_list
 from disagg.plan.model import Plan
 from disagg.probe import probe
@@ -47,15 +47,13 @@ class JobRecord(BaseModel):
 
     @classmethod
     def read(cls, run_dir: Path) -> JobRecord:
-        from disagg.launch.state import read_record
-
         return read_record(cls, run_dir / SLURM_RECORD) or cls()
 
 
-def write_job_script(plan: Plan, run_dir: Path, *, python: str | None = None) -> Path:
+def write_job_script(plan: Plan, run_dir: Path) -> Path:
     """Render `job.sbatch` into the run directory (atomically) and return its path."""
     path = run_dir / SBATCH_FILE
-    write_text(path, render(plan, run_dir, python=python))
+    write_text(path, render(plan, run_dir))
     path.chmod(0o755)
     return path
 
@@ -63,12 +61,9 @@ def write_job_script(plan: Plan, run_dir: Path, *, python: str | None = None) ->
 def submit(run_dir: Path) -> str:
     """`sbatch --parsable RUN_DIR/job.sbatch`; the job id is recorded in `slurm.json`.
 
-    The submitter's environment goes to the job as sbatch's default does, which is
-    how secrets (HF_TOKEN, registry credentials) reach the roles without being
-    written anywhere in the run directory.
-    """
-    script = run_dir / SBATCH_FILE
-    out = slurmctl.run(["sbatch", "--parsable", str(script)], env=os.environ)
+    The submitter's environment goes to the job as sbatch's default does: that is how
+    secrets (HF_TOKEN, registry credentials) reach the roles, written nowhere."""
+    out = slurmctl.run(["sbatch", "--parsable", str(run_dir / SBATCH_FILE)], env=os.environ)
     job_id = out.strip().split(";", 1)[0]
     if not job_id.isdigit():
         raise DisaggError(f"sbatch answered {out.strip()!r}, not a job id", exit_code=1)
@@ -78,10 +73,6 @@ def submit(run_dir: Path) -> str:
     record.cancelled_at = None
     record.write(run_dir)
     return job_id
-
-
-def is_job_id(text: str) -> bool:
-    return text.isdigit()
 
 
 SLURM_TIMEOUT = "TIMEOUT"
@@ -161,7 +152,7 @@ def resolve(target: str) -> tuple[Path | None, str | None]:
         if not (path / "plan.json").is_file():
             raise DisaggError(f"{target}: not a run directory (no plan.json)")
         return path.resolve(), JobRecord.read(path).job_id
-    if is_job_id(target):
+    if target.isdigit():
         return None, target
     raise DisaggError(
         f"{target}: neither a run directory nor a Slurm job id",

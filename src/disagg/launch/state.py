@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 from disagg.atomic import write_text
-from disagg.launch.liveness import ProcessIdentity
+from disagg.launch.procs import ProcessIdentity
 from disagg.model_defaults import empty_dict, empty_list
 from disagg.probe import MAX_RECORD_BYTES, UnreadableFile, probe, read_limited
 
@@ -26,11 +26,7 @@ M = TypeVar("M", bound=BaseModel)
 
 def read_record(model: type[M], path: Path) -> M | None:
     """A run record (`state.json`, `summary.json`, `slurm.json`); None when there is none.
-
-    One that is not a plain file, is too large, is not JSON or is not a record this
-    version writes (truncated, another program's) is an `UnreadableFile` naming the file
-    and the first problem, never a validation traceback.
-    """
+    A damaged one is an `UnreadableFile` naming the first problem, never a traceback."""
     if not probe(path).exists:
         return None
     data = read_limited(path, what="run record", limit=MAX_RECORD_BYTES)
@@ -142,9 +138,7 @@ def points_done(points: Iterable[PointState]) -> int:
 def seconds_per_request(points: Sequence[PointState]) -> float | None:
     """Measured seconds per planned request so far (None before the first point ends)."""
     done = _finished(points)
-    if not done:
-        return None
-    return sum(p.seconds or 0.0 for p in done) / sum(p.requests for p in done)
+    return sum(p.seconds or 0.0 for p in done) / sum(p.requests for p in done) if done else None
 
 
 def _finished(points: Sequence[PointState]) -> list[PointState]:
@@ -200,12 +194,7 @@ def expected_seconds(point: PointState, points: Sequence[PointState]) -> float |
 
 
 def sweep_eta(points: Sequence[PointState], now: float) -> float | None:
-    """Seconds until the last point ends, at the pace of the points measured so far.
-
-    A fixed-concurrency point's time is its request count over its streams times the
-    time one request takes at that concurrency (`_latency_fit`); others go by the
-    seconds per request measured so far.
-    """
+    """Seconds until the last point ends, at the pace of the points measured so far."""
     if not _finished(points):
         return None
     left = 0.0
@@ -239,14 +228,19 @@ class Failure(BaseModel):
     nodes_lost: list[str] = Field(default_factory=empty_list)  # Slurm nodes that left the job
 
 
-class RunState(BaseModel):
-    """`state.json`: rewritten at each phase change and point."""
+class RunRecord(BaseModel):
+    """What both records say first: which run this is."""
 
     name: str
     selector: str
     run_dir: str
     simulated: bool
     executor: str
+
+
+class RunState(RunRecord):
+    """`state.json`: rewritten at each phase change and point."""
+
     orchestrator_pid: int
     # host/boot and start time of the orchestrator: `status` tells a dead one from a live one
     orchestrator_host: str | None = None
@@ -277,9 +271,8 @@ class RunState(BaseModel):
     def orchestrator_dead(self) -> bool:
         """The run says it is running, but its orchestrator (on this host) is gone."""
         identity = self.orchestrator()
-        return (
-            self.status is RunStatus.RUNNING and identity is not None and identity.alive() is False
-        )
+        alive = identity.alive() if identity is not None else None
+        return self.status is RunStatus.RUNNING and alive is False
 
     def role(self, name: str) -> RoleState:
         for role in self.roles:
@@ -296,14 +289,9 @@ class RunState(BaseModel):
         return read_record(cls, run_dir / STATE_FILE)
 
 
-class RunSummary(BaseModel):
+class RunSummary(RunRecord):
     """`summary.json`: how the run ended; written once at the end, atomically."""
 
-    name: str
-    selector: str
-    run_dir: str
-    simulated: bool
-    executor: str
     status: RunStatus
     exit_code: int
     reason: str | None = None

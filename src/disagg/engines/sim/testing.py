@@ -28,9 +28,9 @@ from types import TracebackType
 from typing import Any
 
 from disagg.frontends.smg import ROUTER_HEALTH_PATH, router_argv
-from disagg.launch.base import spawn_logged
+from disagg.launch.executor import spawn_logged
 from disagg.launch.health import probe
-from disagg.launch.local import LocalProcess
+from disagg.launch.local import stop_session
 from disagg.plan.templates import substitute_all
 
 LOOPBACK = "127.0.0.1"
@@ -65,7 +65,7 @@ class Proc:
 
     def stop(self, grace_s: float = 5.0) -> int | None:
         """SIGTERM its process group, wait up to `grace_s`, then SIGKILL; the exit code."""
-        return LocalProcess(self.name, 0, self.popen).stop(grace_s)
+        return stop_session(self.popen, grace_s)
 
 
 def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
