@@ -257,7 +257,7 @@ def read_result(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def find_reusable(
+def reusable_result(
     out_dir: Path, point: PointPlan, expected: Mapping[str, Any]
 ) -> tuple[Path | None, list[str]]:
     """The newest valid result of this point measured under `expected` (its fingerprint
@@ -273,7 +273,7 @@ def find_reusable(
     return None, why
 
 
-def find_valid(out_dir: Path, point: PointPlan) -> Path | None:
+def existing_valid_result(out_dir: Path, point: PointPlan) -> Path | None:
     """The newest valid result for this point (same key and prompt count), if any."""
     found = _valid_for(out_dir, point)
     return max(found, key=lambda p: p.stat().st_mtime) if found else None

@@ -191,8 +191,7 @@ def valid_results(run_dir: Path, plan: Plan) -> list[tuple[str, Path]]:
     In-process benchmarks: the newest valid result of each planned point. A command
     benchmark plans no points: every valid result its run wrote to `results/`.
     """
-    from disagg.bench.api import existing_valid_result
-    from disagg.bench.results import judged, read_result
+    from disagg.bench.results import existing_valid_result, judged, read_result
 
     results = run_dir / "results"
     if plan.bench.command is None:
