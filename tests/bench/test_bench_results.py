@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from disagg.bench.results import PointContext, existing_valid_result, result_stem
-from disagg.bench.testing import ServerConfig, serve_in_subprocess
 from disagg.plan.model import PointPlan
+from stream_server import ServerConfig, serve_in_subprocess
 
 from .support import measure, plan
 
