@@ -54,6 +54,11 @@ class BenchInputs:
     # gates some client behaviour on it (sa-bench's /slow_down).
     frontend: str = ""
 
+    def image(self) -> str | None:
+        """`benchmark.container_image` as an image reference (aliases resolved), or None."""
+        written = self.section.container_image
+        return self.resolve_container(written) if written else None
+
 
 def command_plan(inputs: BenchInputs, command: BenchCommand, ignored: dict[str, str]) -> BenchPlan:
     """The BenchPlan of a benchmark that is one command in the bench role: no points or
@@ -116,8 +121,12 @@ class BenchmarkAdapter(ABC):
         return self.differs
 
     def bench_role(self, plan: Plan) -> RolePlan:
-        """The bench role on node 0 of a plan placed without one; in-process adapters have
-        no command of their own."""
+        """The bench role on node 0 of a plan placed without one: a command benchmark's
+        command (`disagg.workloads.contract`); in-process points have no command."""
+        if plan.bench.command is not None:
+            from disagg.workloads.contract import command_role
+
+            return command_role(plan)
         from disagg.plan.model import RoleKind
 
         return RolePlan(name="bench", kind=RoleKind.BENCH, node_ranks=[0])
