@@ -28,12 +28,6 @@ def serving_role(roles: list[RolePlan]) -> RolePlan | None:
     return None
 
 
-def _number(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "" if value is None else str(value)
-
-
 def contract_env(plan: Plan) -> dict[str, str]:
     """The variables every custom command gets (docs/benchmarks.md has the table)."""
     from disagg.bench.identity import setup_fields
@@ -51,10 +45,10 @@ def contract_env(plan: Plan) -> dict[str, str]:
     env["DISAGG"] = env_text(plan.disaggregated)
     for side in ("prefill", "decode"):
         upper = side.upper()
-        env[f"{upper}_NUM_WORKERS"] = _number(setup.get(f"{side}_num_workers") or 0)
-        env[f"{upper}_TP"] = _number(setup.get(f"{side}_tp") or 0)
-        env[f"{upper}_EP"] = _number(setup.get(f"{side}_ep") or 0)
-        env[f"{upper}_DP_ATTN"] = _number(bool(setup.get(f"{side}_dp_attention")))
+        env[f"{upper}_NUM_WORKERS"] = env_text(setup.get(f"{side}_num_workers") or 0)
+        env[f"{upper}_TP"] = env_text(setup.get(f"{side}_tp") or 0)
+        env[f"{upper}_EP"] = env_text(setup.get(f"{side}_ep") or 0)
+        env[f"{upper}_DP_ATTN"] = env_text(bool(setup.get(f"{side}_dp_attention")))
     env.update(
         {
             "NUM_PREFILL_GPU": str(plan.prefill_gpus),
