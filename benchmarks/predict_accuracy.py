@@ -8,16 +8,17 @@ measures, less the frontend's and the client's own latency, in seconds of CPU.
 
 - throughput points: total (input + output) tokens per second in steady state: a closed
   loop of the recipe's concurrency for two rounds of requests, the second round's mean
-  end-to-end time by Little's law (or the whole burst when every request is sent at once);
+  end-to-end time by Little's law (or the whole burst when every request is sent at once),
+  per GPU of the recipe for InferenceX's rows (whose TPOT is shown beside, not judged);
 - latency points: output tokens per second one user sees (tokens over end-to-end time)
-  and mean TTFT;
-- InferenceX frontier points: each recipe of a family at each of its concurrencies gives
-  (tok/s/user = 1 / mean TPOT, tok/s/GPU over all GPUs); the frontier of the family is read
-  at the published interactivity, or its peak.
+  and mean TTFT.
 
-Points are chosen by source, never by their error: a point that is off is listed with
-its cause. Prints the table, the median and mean |error|, and each point's predicted
-details on stderr.
+Which points (docs/predict.md states the rule): every measured row a source publishes in
+numbers for a configuration whose model, GPU and engine AIConfigurator has data for;
+figures derived from those rows (InferenceX's spline read at 125 tok/s/user) are not
+points. A point that is off is listed with its cause, never left out. Prints the table,
+the median and mean |error| overall and per source, and each point's predicted details on
+stderr.
 
     PYTHONPATH=src python benchmarks/predict_accuracy.py [--only SUBSTRING]
 
@@ -27,7 +28,6 @@ Needs the `predict` group. A few minutes of CPU.
 from __future__ import annotations
 
 import argparse
-import itertools
 import logging
 import statistics
 import sys
@@ -41,7 +41,6 @@ INFERENCEX = (
 )
 TRTLLM = "https://nvidia.github.io/TensorRT-LLM/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.html"
 LMSYS = "https://lmsys.org/blog/2026-02-19-gb300-longctx/"
-GPUSTACK = "https://docs.gpustack.ai/latest/performance-lab/gpt-oss-120b/h100/"
 R1 = "deepseek-ai/DeepSeek-R1"
 ROUNDS = 2  # requests simulated per closed-loop point: this many times its concurrency
 
@@ -51,63 +50,124 @@ class Published:
     source: str
     what: str  # the point as published
     url: str
-    recipe: str  # under examples/predict/: a recipe, or a folder of them (a frontier)
-    metric: str  # total, per_user, ttft, frontier_at, frontier_peak
+    recipe: str  # under examples/predict/: a recipe file, `file.yaml:override_x` a variant
+    metric: str  # per_gpu (total tok/s per GPU at `conc`), total, per_user, ttft
     value: float
     unit: str
     cause: str = ""  # why the prediction is off, stated where |error| > 25%
-    at: float | None = None  # the frontier's interactivity (tok/s/user) read
+    conc: int | None = None  # the recipe's concurrency the row was measured at
+    tpot_ms: float | None = None  # the row's published TPOT, shown beside (not judged)
     osl: int | None = None  # the published mean output length where requests stopped early
     model: str | None = None  # the model when the recipe names it by a cluster alias
 
 
+def _inferencex(
+    gpu: str, rows: list[tuple[int, str, float, float]], causes: dict[int, str]
+) -> list[Published]:
+    """The rows of one of the blog's two measured tables: (concurrency, recipe,
+    tok/s/GPU, TPOT ms); `causes` by concurrency."""
+    folder = f"inferencex/{gpu}-fp4-1k1k-mtp"
+    label = {"b200": "B200", "gb200": "GB200 NVL72"}[gpu]
+    return [
+        Published(
+            "InferenceX",
+            f"DeepSeek-R1 FP4 1k/1k disagg + MTP, {label}, {recipe}, concurrency {conc}",
+            INFERENCEX,
+            f"{folder}/{recipe}.yaml",
+            "per_gpu",
+            per_gpu,
+            "tok/s/GPU",
+            conc=conc,
+            tpot_ms=tpot,
+            model=R1,
+            cause=causes.get(conc, ""),
+        )
+        for conc, recipe, per_gpu, tpot in rows
+    ]
+
+
+def _gpustack(
+    page: str,
+    url: str,
+    file: str,
+    label: str,
+    rows: list[tuple[float, int]],
+    causes: dict[str, str],
+) -> list[Published]:
+    """The random-dataset rows of one column of a GPUStack page's Conclusion table, in the
+    order very long, long, medium, short; `osl` from the published generated tokens;
+    `causes` by case ("" for every case)."""
+    cases = ("very_long", "long", "medium", "short")
+    shape = {"very_long": "32000/100", "long": "4000/200", "medium": "2000/100", "short": "128/4"}
+    return [
+        Published(
+            "GPUStack",
+            f"{label}, {case.replace('_', ' ')} prompt ({shape[case]}), all at once",
+            url,
+            f"{page}/{file}.yaml:override_{case}",
+            "total",
+            total,
+            "tok/s",
+            osl=osl,
+            cause=causes.get(case, causes.get("", "")),
+        )
+        for case, (total, osl) in zip(cases, rows, strict=True)
+    ]
+
+
+GPT_OSS_CAUSE = (
+    "measured on vLLM 0.10.2, predicted from AIConfigurator's vLLM 0.24.0 H100 database: "
+    "its gpt-oss prefill of a 32K prompt in 8K chunks runs 29.5k tok/s where 0.10.2 "
+    "measured 16.1k (the page's very long TP1 row, nearly all prefill), and its own SGLang "
+    "0.5.14 H100 database says 17.4k for the same pass; vLLM's mixed prefill+decode steps "
+    "are not modelled (the short rows' 183-305 ms TPOT is decode riding on prefill chunks)"
+)
+TEP8 = "ctx1_gen5_tep8_batch32_eplb0_mtp3"
+GB_TEP8 = "ctx1_gen4_tep8_batch8_eplb0_mtp3"
+GPT_OSS = "https://docs.gpustack.ai/latest/performance-lab/gpt-oss-120b/h100/"
+GPUSTACK_R1 = "https://docs.gpustack.ai/latest/performance-lab/deepseek-r1/h200/"
 POINTS = [
-    Published(
-        "InferenceX",
-        "DeepSeek-R1 FP4 1k/1k disagg + MTP, B200, at 125 tok/s/user",
-        INFERENCEX,
-        "inferencex/b200-fp4-1k1k-mtp",
-        "frontier_at",
-        941.0,
-        "tok/s/GPU",
-        at=125.0,
-        model=R1,
-        cause=(
-            "small-batch MTP steps predicted short, as in the min-latency points; no "
-            "predicted recipe lies between 88 and 153 tok/s/user, and the line between them "
-            "overshoots the published spline"
-        ),
+    *_inferencex(
+        "b200",
+        [
+            (6, "ctx1_gen5_tep8_batch1_eplb0_mtp3", 49.3, 3.23),
+            (10, TEP8, 118.7, 3.61),
+            (15, TEP8, 168.9, 3.83),
+            (25, TEP8, 242.4, 4.45),
+            (45, TEP8, 369.9, 5.23),
+            (90, TEP8, 577.3, 6.64),
+            (180, TEP8, 897.9, 7.91),
+            (875, "ctx1_gen5_dep8_batch16_eplb0_mtp3", 2832.9, 9.82),
+            (1214, "ctx1_gen2_dep8_batch64_eplb0_mtp2", 7111.4, 13.51),
+            (4968, "ctx3_gen4_dep8_batch128_eplb0_mtp1", 9660.7, 17.75),
+            (10860, "ctx3_gen5_dep4_batch512_eplb0_mtp1", 12515.7, 46.86),
+        ],
+        {
+            6: "the row's throughput is 42% below what its own TPOT gives 6 streams of 1k/1k "
+            "on 44 GPUs (84 tok/s/GPU): with 5 decode workers of max_batch_size 1, requests "
+            "wait for a whole request (3.3 s) on a busy worker; the published figure implies "
+            "about 2.4 s of such waiting per request, the prediction's even spread 0.7 s",
+            4968: "AIConfigurator's one-node DEP8 step (its fused MoE path, as its own "
+            "estimates take for an EP group within a node): 51.6 ms at 128 requests per rank "
+            "with MTP1 where the published TPOT implies about 34 ms; its one-node TensorRT-LLM "
+            "DeepEP tables would give 41.4 ms, but the recipe runs TensorRT-LLM's own "
+            "all-to-all (use_low_precision_moe_combine), which it did not measure",
+        },
     ),
-    Published(
-        "InferenceX",
-        "DeepSeek-R1 FP4 1k/1k disagg + MTP, GB200 NVL72, at 125 tok/s/user",
-        INFERENCEX,
-        "inferencex/gb200-fp4-1k1k-mtp",
-        "frontier_at",
-        4130.0,
-        "tok/s/GPU",
-        at=125.0,
-        model=R1,
-    ),
-    Published(
-        "InferenceX",
-        "DeepSeek-R1 FP4 1k/1k disagg + MTP, B200, peak",
-        INFERENCEX,
-        "inferencex/b200-fp4-1k1k-mtp",
-        "frontier_peak",
-        12515.0,
-        "tok/s/GPU",
-        model=R1,
-    ),
-    Published(
-        "InferenceX",
-        "DeepSeek-R1 FP4 1k/1k disagg + MTP, GB200 NVL72, peak",
-        INFERENCEX,
-        "inferencex/gb200-fp4-1k1k-mtp",
-        "frontier_peak",
-        14659.0,
-        "tok/s/GPU",
-        model=R1,
+    *_inferencex(
+        "gb200",
+        [
+            (4, GB_TEP8, 60.7, 3.49),
+            (8, GB_TEP8, 111.8, 3.67),
+            (12, GB_TEP8, 165.2, 3.89),
+            (24, GB_TEP8, 274.8, 4.50),
+            (48, GB_TEP8, 363.3, 4.82),
+            (180, "ctx1_gen1_dep32_batch4_eplb0_mtp3", 1149.1, 6.08),
+            (2253, "ctx3_gen1_dep32_batch64_eplb288_mtp1", 7698.0, 10.99),
+            (4301, "ctx2_gen1_dep16_batch256_eplb256_mtp1", 12659.7, 23.10),
+            (16130, "ctx3_gen5_dep4_batch768_eplb0_mtp1", 14659.4, 56.11),
+        ],
+        {},
     ),
     Published(
         "TensorRT-LLM guide",
@@ -127,10 +187,11 @@ POINTS = [
         158.1196,
         "tok/s/user",
         cause=(
-            "AIConfigurator's batch-1 step: 12.0 ms with 3 MTP layers against about 17.8 ms "
-            "measured (at 2.82 accepted tokens); its MTP increment agrees with TensorRT-LLM's"
-            " published one (+24.6% vs +23.7% for 3 layers), the base step's fixed costs do "
-            "not"
+            "the guide's batch-1 figures are TensorRT-LLM of 2025 on a dataset whose MTP "
+            "acceptance it does not publish: AIConfigurator's 1.3.0rc20 batch-1 step is "
+            "12.0 ms + 0.58 ms of host time against 17.8 ms implied at 2.82 accepted tokens; "
+            "InferenceX's 2026 batch-1 rows (TensorRT-LLM of the database's generation) agree "
+            "within 8% on B200 and GB200"
         ),
     ),
     Published(
@@ -178,9 +239,10 @@ POINTS = [
         18.6,
         "s",
         cause=(
-            "AIConfigurator's GB200 context attention: a BF16 128K prefill takes 29 s in its "
-            "SGLang and 31 s in its vLLM GB200 database, and FP8 gains 1% there; the FP8 run "
-            "took 18.6 s"
+            "AIConfigurator's GB200 context attention: 28-30 s of MLA for a 128K prefill in "
+            "its SGLang (BF16) and vLLM (FP8 or BF16) GB200 databases, about 470 ms a layer, "
+            "where the blog's own kernel table gives the FP8 FMHA 277 ms a layer on GB200 "
+            "(205 on GB300, which the databases get within 15%)"
         ),
     ),
     Published(
@@ -192,35 +254,48 @@ POINTS = [
         8.6,
         "s",
     ),
-    Published(
-        "GPUStack",
-        "gpt-oss-120b MXFP4, H100 TP1, vLLM, 500 x 4000-token prompts at once",
-        GPUSTACK,
-        "gpustack-gpt-oss/h100-tp1-long-prompt.yaml",
-        "total",
-        14247.47,
-        "tok/s",
-        osl=round(67205 / 500),
-        cause=(
-            "measured on vLLM 0.10.2; AIConfigurator's only H100 vLLM database is 0.24.0's, "
-            "whose gpt-oss prefill (about 35k tokens/s on one H100) is twice what 0.10.2 "
-            "reached on 32k-token prompts in the same lab (16k)"
-        ),
+    *_gpustack(
+        "gpustack-gpt-oss",
+        GPT_OSS,
+        "h100-tp1-baseline",
+        "gpt-oss-120b MXFP4, H100, vLLM TP1 (baseline)",
+        [(16136.57, 99), (14247.47, 134), (14385.69, 98), (17059.15, 4)],
+        {"": GPT_OSS_CAUSE},
     ),
-    Published(
-        "GPUStack",
-        "gpt-oss-120b MXFP4, H100 TP2, vLLM, 500 x 4000-token prompts at once",
-        GPUSTACK,
-        "gpustack-gpt-oss/h100-tp2-long-prompt.yaml",
-        "total",
-        34491.13,
-        "tok/s",
-        osl=round(68046 / 500),
-        cause=(
-            "measured on vLLM 0.10.2; AIConfigurator's only H100 vLLM database is 0.24.0's, "
-            "whose gpt-oss prefill (about 35k tokens/s on one H100) is twice what 0.10.2 "
-            "reached on 32k-token prompts in the same lab (16k)"
-        ),
+    *_gpustack(
+        "gpustack-gpt-oss",
+        GPT_OSS,
+        "h100-tp2-optimized",
+        "gpt-oss-120b MXFP4, H100, vLLM TP2 async scheduling (optimized)",
+        [(32471.01, 100), (34491.13, 136), (34083.02, 98), (31517.47, 4)],
+        {"": GPT_OSS_CAUSE},
+    ),
+    *_gpustack(
+        "gpustack-dsr1",
+        GPUSTACK_R1,
+        "h200-vllm-tp8-baseline",
+        "DeepSeek-R1-0528 FP8, H200, vLLM TP8 (baseline)",
+        [(15514.57, 100), (15808.55, 200), (17690.89, 100), (5931.25, 4)],
+        {
+            "short": "22 s for 1000 short prompts (22 ms a request) where the page's SGLang "
+            "took 6.4 s on the same GPUs and this vLLM's longer rows are within 18%: neither "
+            "the kernels nor vLLM's API-server time (1.9 ms a request) account for it; the "
+            "cause is not known"
+        },
+    ),
+    *_gpustack(
+        "gpustack-dsr1",
+        GPUSTACK_R1,
+        "h200-sglang-tp8-dp-attention",
+        "DeepSeek-R1-0528 FP8, H200, SGLang TP8 + DP attention (optimized)",
+        [(16091.68, 100), (16096.80, 200), (19024.33, 100), (20448.42, 4)],
+        {
+            "very_long": "AIConfigurator's SGLang 0.5.14 H200 context MLA: a 32K prompt in "
+            "8K chunks runs 10.3k tok/s where its vLLM 0.24.0 H200 database says 14.9k and "
+            "SGLang 0.5.3 measured 16.1k",
+            "short": "SGLang's own per-request host time (tokenizer manager, detokenizer) is "
+            "not modelled: no source measures it, and SGLang does not run on this machine",
+        },
     ),
 ]
 
@@ -236,15 +311,16 @@ class Measured:
     ttft: float  # mean, s
 
 
-def measure(path: Path, pub: Published) -> list[Measured]:
-    """Every concurrency of the recipe at `path`, on the virtual clock."""
+def measure(recipe: str, pub: Published) -> list[Measured]:
+    """Every concurrency of the recipe (`file.yaml[:variant]` under examples/predict/) on
+    the virtual clock."""
     from disagg.plan.from_recipe import plans_for
     from disagg.plan.model import RoleKind
     from disagg.predict.mapping import PredictOptions
     from disagg.predict.virtual import Run, Workload, worker_args
 
     out = []
-    for plan in plans_for([str(path)], None, PredictOptions(model=pub.model)):
+    for plan in plans_for([str(EXAMPLES / recipe)], None, PredictOptions(model=pub.model)):
         workers = (RoleKind.AGGREGATED, RoleKind.PREFILL, RoleKind.DECODE)
         kinds = {k: [worker_args(r.argv) for r in plan.roles if r.kind is k] for k in workers}
         front = kinds[RoleKind.AGGREGATED] or kinds[RoleKind.PREFILL]
@@ -258,7 +334,7 @@ def measure(path: Path, pub: Published) -> list[Measured]:
             total = outcome.steady_throughput(isl, conc)  # the whole run when all at once
             out.append(
                 Measured(
-                    recipe=path.stem,
+                    recipe=recipe,
                     conc=conc,
                     gpus=plan.total_gpus,
                     total=total,
@@ -270,44 +346,28 @@ def measure(path: Path, pub: Published) -> list[Measured]:
     return out
 
 
-def frontier(points: list[Measured]) -> list[tuple[float, float]]:
-    """(tok/s/user, tok/s/GPU) of the points no other point beats on both."""
-    best: list[tuple[float, float]] = []
-    for p in sorted(points, key=lambda p: -p.interactivity):
-        per_gpu = p.total / p.gpus
-        if not best or per_gpu > best[-1][1]:
-            best.append((p.interactivity, per_gpu))
-    return best
-
-
-def at_interactivity(front: list[tuple[float, float]], x: float) -> float | None:
-    """Throughput per GPU on the frontier at `x` tok/s/user (linear between its points)."""
-    for (xa, ya), (xb, yb) in itertools.pairwise(sorted(front)):
-        if xa <= x <= xb:
-            return ya + (x - xa) / (xb - xa) * (yb - ya)
-    return None
-
-
-def predict(pub: Published, cache: dict[str, list[Measured]]) -> float | None:
-    path = EXAMPLES / pub.recipe
+def predict(pub: Published, cache: dict[str, list[Measured]]) -> Measured:
+    """The predicted run of the point's recipe at the point's concurrency."""
     if pub.recipe not in cache:
-        files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
-        cache[pub.recipe] = [m for f in files for m in measure(f, pub)]
+        cache[pub.recipe] = measure(pub.recipe, pub)
         for m in cache[pub.recipe]:
             print(
-                f"  {pub.recipe}: {m.recipe} conc {m.conc}: {m.total:,.0f} tok/s "
-                f"({m.total / m.gpus:,.0f}/GPU over {m.gpus}), {m.interactivity:,.1f} tok/s/user "
-                f"(1/TPOT), {m.per_user:,.1f} tok/s/user (end to end), TTFT {m.ttft:,.2f} s",
+                f"  {m.recipe} conc {m.conc}: {m.total:,.0f} tok/s ({m.total / m.gpus:,.1f}/GPU "
+                f"over {m.gpus}), {m.interactivity:,.1f} tok/s/user (1/TPOT), "
+                f"{m.per_user:,.1f} tok/s/user (end to end), TTFT {m.ttft:,.2f} s",
                 file=sys.stderr,
             )
-    measured = cache[pub.recipe]
-    if pub.metric == "frontier_at":
-        assert pub.at is not None
-        return at_interactivity(frontier(measured), pub.at)
-    if pub.metric == "frontier_peak":
-        return max(m.total / m.gpus for m in measured)
-    [m] = measured
-    return {"total": m.total, "per_user": m.per_user, "ttft": m.ttft}[pub.metric]
+    [m] = [m for m in cache[pub.recipe] if pub.conc in (None, m.conc)]
+    return m
+
+
+def value(pub: Published, m: Measured) -> float:
+    return {
+        "per_gpu": m.total / m.gpus,
+        "total": m.total,
+        "per_user": m.per_user,
+        "ttft": m.ttft,
+    }[pub.metric]
 
 
 def main() -> int:
@@ -320,31 +380,41 @@ def main() -> int:
     require()
     started = time.perf_counter()
     cache: dict[str, list[Measured]] = {}
-    errors: list[float] = []
+    errors: dict[str, list[float]] = {}
     rows = []
     for pub in POINTS:
         if args.only not in pub.recipe:
             continue
-        predicted = predict(pub, cache)
-        if predicted is None:
-            rows.append(f"| {pub.source} | {pub.what} | {pub.value:,.4g} | outside | - | - |")
-            continue
+        m = predict(pub, cache)
+        predicted = value(pub, m)
         error = (predicted - pub.value) / pub.value * 100
-        errors.append(abs(error))
+        errors.setdefault(pub.source, []).append(abs(error))
+        tpot = ""
+        if pub.tpot_ms is not None and m.interactivity:
+            tpot = f"{pub.tpot_ms:.2f} / {1e3 / m.interactivity:.2f} ms"
         cause = pub.cause if abs(error) > 25 else ""
         rows.append(
-            f"| {pub.source} | {pub.what} | {pub.value:,.5g} {pub.unit} | "
-            f"{predicted:,.5g} | {error:+.0f}% | {cause} |"
+            f"| {pub.source} | {pub.what} | {pub.value:,.5g} {pub.unit} | {predicted:,.5g} | "
+            f"{error:+.0f}% | {tpot} | {cause} |"
         )
-    print("| source | published point | published | predicted | error | cause (over 25%) |")
-    print("| --- | --- | ---: | ---: | ---: | --- |")
+    print(
+        "| source | published point | published | predicted | error | TPOT published / "
+        "predicted | cause (over 25%) |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
     print("\n".join(rows))
-    if errors:
+    every = [e for per in errors.values() for e in per]
+    if every:
         print(
-            f"\n{len(errors)} points from {len({p.source for p in POINTS})} sources: median "
-            f"|error| {statistics.median(errors):.1f}%, mean {statistics.fmean(errors):.1f}%, "
-            f"{sum(e > 25 for e in errors)} over 25%"
+            f"\n{len(every)} points from {len(errors)} sources: median |error| "
+            f"{statistics.median(every):.1f}%, mean {statistics.fmean(every):.1f}%, "
+            f"{sum(e > 25 for e in every)} over 25%"
         )
+        for source, per in errors.items():
+            print(
+                f"  {source}: {len(per)} points, median |error| {statistics.median(per):.1f}%, "
+                f"{sum(e > 25 for e in per)} over 25%"
+            )
     print(f"\n{time.perf_counter() - started:.0f} s", file=sys.stderr)
     return 0
 

@@ -3,12 +3,15 @@
 Runs `disagg run RECIPE --local --predict` (real router, real load generator, predicted
 workers) on examples/predict/dsr1-b200-fp4-8k-streams.yaml and, from the moment the
 workers listen until the run ends, sends `GET /health` to every worker (and the router's
-`/health` and `/readiness`) every `--every` seconds over a fresh HTTP connection, each
-with a 5 s timeout, timing the answer. It also reads each worker's `/sim/stats` to see how many
-streams the decode worker ran at once. Prints the point's outcome, the streams reached,
-and per role the probe count, the median, p99 and worst probe latency and the longest
-span without a healthy answer (the orchestrator fails a point whose gap exceeds
-`limits.serving_gap`, 5 s; the target here is that no probe takes a second).
+`/health` and `/readiness`) every `--every` seconds, each with a 5 s timeout, timing the
+answer: once over a fresh HTTP connection per probe (what the orchestrator's liveness
+probe does; the connect is timed apart) and once over one connection kept open from the
+start (an answer that does not wait on the listening socket's accept queue). It also
+reads each worker's `/sim/stats` to see how many streams the decode worker ran at once.
+Prints the point's outcome, the streams reached, and per role and probe the count, the
+median, p99 and worst latency, the longest span without a healthy answer (the
+orchestrator fails a point whose gap exceeds `limits.serving_gap`, 5 s; the target here
+is that no probe takes a second) and the slowest connect of a fresh connection.
 
     PYTHONPATH=src python benchmarks/predict_scale.py [--time-scale 1] [--recipe R]
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import json
 import os
 import statistics
@@ -38,7 +42,9 @@ PROBE_TIMEOUT_S = 5.0
 class Probes:
     role: str
     path: str
+    kept: bool = False  # one connection kept open (else a fresh one per probe)
     latencies: list[float] = field(default_factory=list)
+    connects: list[float] = field(default_factory=list)  # of fresh connections
     failures: int = 0  # between the first and the last healthy answer
     last_ok: float | None = None
     longest_gap: float = 0.0
@@ -56,13 +62,26 @@ def get(port: int, path: str) -> tuple[int, bytes]:
 
 
 def probe_loop(probes: Probes, port: int, every: float, stop: threading.Event) -> None:
+    """GET every `every` s: over a fresh connection each time (as the orchestrator's
+    liveness probe does; the connect is timed apart), or over one kept connection."""
+    conn: http.client.HTTPConnection | None = None
     while not stop.is_set():
         started = time.monotonic()
         try:
-            status, _ = get(port, probes.path)
-            ok = status == 200
-        except OSError:
+            if conn is None:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=PROBE_TIMEOUT_S)
+                conn.connect()
+                if not probes.kept:
+                    probes.connects.append(time.monotonic() - started)
+            conn.request("GET", probes.path)
+            response = conn.getresponse()
+            response.read()
+            ok = response.status == 200
+        except (OSError, http.client.HTTPException):
             ok = False
+        if conn is not None and (not ok or not probes.kept):
+            conn.close()
+            conn = None
         now = time.monotonic()
         if ok:
             probes.latencies.append(now - started)
@@ -74,6 +93,17 @@ def probe_loop(probes: Probes, port: int, every: float, stop: threading.Event) -
         else:  # counted once a later probe succeeds: not after the run stopped it
             probes._failed_since_ok += 1
         stop.wait(max(0.0, every - (now - started)))
+
+
+def listen_drops() -> dict[str, int]:
+    """The kernel's counts of connections a full accept queue turned away (TcpExt, this
+    network namespace: every listener here, this run's and any other's)."""
+    lines = [line.split() for line in Path("/proc/net/netstat").read_text().splitlines()]
+    for names, values in itertools.pairwise(lines):
+        if names[0] == "TcpExt:" and values[0] == "TcpExt:":
+            counts = dict(zip(names[1:], map(int, values[1:]), strict=True))
+            return {k: counts.get(k, 0) for k in ("ListenOverflows", "TCPReqQFullDoCookies")}
+    return {}
 
 
 def stats_loop(port: int, seen: dict[str, int], stop: threading.Event) -> None:
@@ -164,6 +194,7 @@ def main() -> int:
         argv = [sys.executable, "-m", "disagg", "run", str(args.recipe), "--local", "--predict"]
         argv += ["--predict-time-scale", str(args.time_scale), "--out", str(run_dir), "--json"]
         started = time.monotonic()
+        drops_before = listen_drops()
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         stop = threading.Event()
         threads: list[threading.Thread] = []
@@ -175,11 +206,15 @@ def main() -> int:
                 port = int(role["ports"]["http_port"])  # type: ignore[index]
                 paths = ["/health", "/readiness"] if role["kind"] == "router" else ["/health"]
                 for path in paths:
-                    probes = Probes(f"{role['name']} {path}", path)
-                    all_probes.append(probes)
-                    threads.append(
-                        threading.Thread(target=probe_loop, args=(probes, port, args.every, stop))
-                    )
+                    for kept in (False, True):
+                        name = f"{role['name']} {path}{' kept' if kept else ''}"
+                        probes = Probes(name, path, kept)
+                        all_probes.append(probes)
+                        threads.append(
+                            threading.Thread(
+                                target=probe_loop, args=(probes, port, args.every, stop)
+                            )
+                        )
                 if role["kind"] == "decode":
                     threads.append(threading.Thread(target=stats_loop, args=(port, seen, stop)))
             threads.append(threading.Thread(target=cpu_loop, args=(run_dir, proc.pid, used, stop)))
@@ -195,6 +230,7 @@ def main() -> int:
                 if thread.is_alive():
                     thread.join()
         wall = time.monotonic() - started
+        drops = {k: v - drops_before.get(k, 0) for k, v in listen_drops().items()}
     result = json.loads(out) if out.strip() else {}
     [point] = result.get("points") or [{}]
     headline = point.get("headline") or {}
@@ -212,16 +248,21 @@ def main() -> int:
         f"  decode worker ran at most {seen.get('max_batch', 0)} streams at once "
         f"(running seen: {seen.get('running', 0)})"
     )
-    print("  role, probe             probes  failed  median ms  p99 ms  worst ms  longest gap s")
+    print(
+        "  role, probe                  probes  failed  median ms  p99 ms  worst ms  "
+        "longest gap s  worst connect ms"
+    )
     for p in all_probes:
         lat = sorted(p.latencies) or [float("nan")]
         p99 = lat[min(len(lat) - 1, int(0.99 * len(lat)))]
+        connect = f"{max(p.connects) * 1e3:>17.1f}" if p.connects else f"{'(kept)':>17}"
         print(
-            f"  {p.role:<22} {len(p.latencies):>7} {p.failures:>7} "
+            f"  {p.role:<27} {len(p.latencies):>7} {p.failures:>7} "
             f"{statistics.median(lat) * 1e3:>10.1f} {p99 * 1e3:>7.1f} {lat[-1] * 1e3:>9.1f} "
-            f"{p.longest_gap:>14.2f}"
+            f"{p.longest_gap:>14.2f} {connect}"
         )
     print("  CPU seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in used.items()))
+    print("  full accept queues during the run (kernel): " + str(drops))
     return 0 if result.get("status") == "completed" else 1
 
 

@@ -195,7 +195,8 @@ def test_simulated_vllm_worker_carries_what_vllm_would_run(tmp_path: Path) -> No
     assert (plan.engine, plan.backend, plan.simulated) == ("sim", "vllm", True)
     prefill = parse_args(bound(plan.role("prefill-0").argv))
     assert (prefill.tp_size, prefill.dp_size, prefill.ep_size, prefill.gpus) == (2, 4, 8, 8)
-    assert prefill.mode == "prefill" and prefill.chunked_prefill_size == 4096
+    # each of the 4 data-parallel engine cores schedules its own 4096-token steps
+    assert prefill.mode == "prefill" and prefill.chunked_prefill_size == 4 * 4096
     assert plan.role("prefill-0").ports == ["http", "bootstrap"]  # the simulator's PD protocol
     decode = parse_args(bound(plan.role("decode-0").argv))
     assert (decode.tp_size, decode.gpus, decode.running_limit) == (8, 8, 128)

@@ -46,7 +46,7 @@ def run_killing(recipe: Path, run_dir: Path, victim: str) -> RunSummary:
     summary = Orchestrator(run_dir, plan, LocalLauncher(plan.nodes), OPTIONS, on_update=hook).run()
     assert killed and killed[-1] > 0, f"{victim} was never killed"
     assert summary.status is RunStatus.FAILED and summary.exit_code == 1
-    assert summary.reason == f"role {victim} exited with code -9"
+    assert summary.reason == f"role {victim} exited with code -9", summary.reason
     assert summary.failure is not None and summary.failure.role == victim
     first, during, after = (p.status for p in summary.points)
     assert first is PointStatus.MEASURED

@@ -13,7 +13,7 @@ pytest.importorskip("aiconfigurator_core", reason="the `predict` group is not in
 
 from disagg.predict.fixed_point import engine_args, prefill_point
 from disagg.predict.target import PredictTarget
-from disagg.predict.timing import compile_engine, engines_for
+from disagg.predict.timing import PredictedTiming, compile_engine, engines_for
 from disagg.predict.virtual import Run, Workload
 from disagg.predict.wide_ep import compile_large_ep
 
@@ -103,3 +103,45 @@ def test_one_request_on_the_virtual_clock_is_its_prefill_hand_over_and_decode() 
     assert outcome.mean_ttft * 1e3 == pytest.approx(prefill_ms + transfer_ms, rel=1e-6)
     step_ms = engines_for(target).decode_ms(1, 2048 + 32)
     assert outcome.mean_tpot * 1e3 == pytest.approx(step_ms, rel=0.02)
+
+
+def _gpt_oss_vllm(request_host_ms: float) -> PredictTarget:
+    return PredictTarget(
+        model="openai/gpt-oss-120b",
+        system="h100_sxm",
+        backend="vllm",
+        version="0.24.0",
+        moe="w4a16_mxfp4",
+        request_host_ms=request_host_ms,
+    )
+
+
+def test_a_burst_reaches_vllm_one_api_server_span_after_another() -> None:
+    """vLLM's API server does each request's host work on one thread: 300 16-token prompts
+    sent at once are admitted 1.9 ms apart, so the last first token comes no sooner than
+    300 x 1.9 ms, where the GPU alone prefills the whole burst sooner."""
+    ends = {}
+    for host_ms in (0.0, 1.9):
+        target = _gpt_oss_vllm(host_ms)
+        worker = (engine_args(target, "aggregated", running=1024, chunk=8192), target)
+        outcome = Run([worker]).run(Workload(16, 4, 300, 300))
+        ends[host_ms] = max(outcome.ttft)
+    assert ends[1.9] >= 300 * 1.9e-3
+    assert ends[0.0] < 300 * 1.9e-3
+
+
+def test_every_iteration_carries_the_engines_exposed_host_time() -> None:
+    """TensorRT-LLM's overlap loop leaves host time exposed on every iteration (prefill pass
+    and decode step alike); the mapping gives it to TensorRT-LLM workers only."""
+    from disagg.predict.mapping import STEP_HOST_MS
+
+    assert STEP_HOST_MS.get("trtllm", 0.0) > 0 and STEP_HOST_MS.get("sglang", 0.0) == 0
+    base = _gb200_dep(4)
+    timings = [
+        PredictedTiming(engine_args(t, "aggregated", running=8), t)
+        for t in (base, replace(base, step_host_ms=0.58))
+    ]
+    plain, hosted = (t.decode_step_time(8, 8 * 2048) for t in timings)
+    assert hosted - plain == pytest.approx(0.58e-3)
+    plain, hosted = (t.prefill_batch_time([(2048, 0)]) for t in timings)
+    assert hosted - plain == pytest.approx(0.58e-3)

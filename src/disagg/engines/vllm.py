@@ -214,14 +214,25 @@ class VLLM(EngineAdapter):
         return model if isinstance(model, str) and model else None
 
     def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
+        """`max-num-seqs`, `max-num-batched-tokens` and the CUDA-graph sizes bound each
+        data-parallel rank: vLLM runs every rank as its own engine core with its own
+        scheduler (its data-parallel deployment guide); the simulated worker stands for all
+        ranks, so it is told the limits times the ranks."""
         base = super().sim_reading(args)
         spec = _speculative(args)
         steps = spec.get("num_speculative_tokens")
+        ranks = base.parallel.dp
+
+        def times(limit: int | None) -> int | None:
+            return None if limit is None else limit * ranks
+
         return SimReading(
             parallel=base.parallel,
-            max_running_requests=base.max_running_requests,
-            chunked_prefill_size=base.chunked_prefill_size,
-            cuda_graph_max_bs=base.cuda_graph_max_bs,
+            max_running_requests=times(base.max_running_requests),
+            chunked_prefill_size=times(base.chunked_prefill_size),
+            # one token budget per step: no separate cap on the prefill part
+            max_prefill_tokens=times(base.chunked_prefill_size),
+            cuda_graph_max_bs=times(base.cuda_graph_max_bs),
             context_length=base.context_length,
             speculative_algorithm=str(spec["method"]) if spec.get("method") else None,
             speculative_num_steps=steps if isinstance(steps, int) else None,

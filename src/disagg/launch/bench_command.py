@@ -101,6 +101,8 @@ def run_bench_command(run: RunContext, watch: LivenessWatch) -> None:
         run.log.info("result %s from %s: %s", point.key, point.source, state)
     for other in found.other_files:
         run.log.info("kept %s", other)
+    if code != 0 or any(not p.valid for p in found.points):
+        run.name_dead_roles()  # a dead server fails the command's requests: name it first
     run.check_stop()
     if code != 0:
         run.fail(f"benchmark command exited with code {code}", role=role.name)

@@ -224,7 +224,7 @@ def _measure_all(
             if not watch.wait_answered(after=time.monotonic()):
                 break  # the role never came back: the liveness limit stopped the run
         if not outcome.valid:  # a role that died fails requests at once: name it first
-            run.poll_tasks()
+            run.name_dead_roles()
         with run.lock:
             point_state.seconds = round(time.monotonic() - started, 3)
             point_state.finished_at = time.time()

@@ -33,6 +33,9 @@ EXIT_CANCELLED = 3
 
 RESULTS_DIR = "results"
 LOG_TAIL_LINES = 30
+# How long an invalid point waits for a dead role to be seen: a SIGKILLed process's
+# sockets close before its exit can be collected, the more so on a loaded machine.
+DEATH_SETTLE_S = 1.0
 
 T = TypeVar("T")
 UpdateHook = Callable[[RunState], None]
@@ -198,6 +201,17 @@ class RunContext:
                     role=role.name,
                     node_rank=process.node_rank,
                 )
+
+    def name_dead_roles(self) -> None:
+        """Before a point's failed requests are blamed on the point: a role killed in the
+        middle closes its sockets a moment before its exit can be collected, so poll for
+        up to DEATH_SETTLE_S until one is seen (the run stops naming it) or none is."""
+        deadline = time.monotonic() + DEATH_SETTLE_S
+        while True:
+            self.poll_tasks()
+            if self.stop.is_set() or time.monotonic() >= deadline:
+                return
+            time.sleep(0.05)
 
     def _fail_lost_nodes(self, lost: dict[int, str], *, role: str, node_rank: int) -> None:
         """A node left the job (Slurm saw it fail): name it and every role that ran there."""

@@ -3,31 +3,23 @@
 What `aiconfigurator cli estimate --estimate-mode disagg` states for one configuration
 (prefill batch 1, a decode batch of B) is what a predicted run measures when B requests
 decode together from start to end and each prompt is prefilled alone. This runs that
-point through the real `Scheduler` with `PredictedTiming`, on a virtual clock (the steps
-are applied back to back, no sleeping), so the checks against AIConfigurator and the
-accuracy benchmark take seconds. TTFT here is the prefill pass plus the KV hand-over;
+point through the real `Scheduler` with `PredictedTiming` on the virtual clock
+(`disagg.predict.virtual`), so the checks against AIConfigurator and the accuracy
+benchmark take seconds. TTFT here is the prefill pass plus the KV hand-over;
 AIConfigurator's disaggregated TTFT also carries a fixed queueing factor, which a
 predicted run models by queueing (docs/predict.md).
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 from disagg.engines.sim.args import EngineArgs, Mode
-from disagg.engines.sim.scheduler import Event, Scheduler, SimRequest, Stream
+from disagg.engines.sim.scheduler import SimRequest, Stream
 from disagg.predict.target import PredictTarget
 from disagg.predict.timing import PredictedTiming, kv_capacity
-
-
-class _Recorder(Stream):
-    """A stream that only keeps what it is told (no event loop: the clock is virtual)."""
-
-    def __init__(self) -> None:  # no super().__init__: it would need a running loop
-        self.events = []
-
-    def push(self, event: Event) -> None:
-        self.events.append(event)
+from disagg.predict.virtual import Clock, Sink, Timed, Worker
 
 
 @dataclass(frozen=True)
@@ -69,14 +61,12 @@ def prefill_point(
 ) -> tuple[float, float]:
     """(prefill ms, KV hand-over ms) of one prompt of `isl` tokens on an idle prefill worker
     (`args`: the worker's own engine args, else a chunk of `chunk` tokens)."""
-    from disagg.predict.virtual import Clock, Worker
-
     clock = Clock()
     args = args or engine_args(target, "prefill", running=1, chunk=chunk)
     worker = Worker(clock, PredictedTiming(args, target))
     done: list[float] = []
     worker.scheduler.on_prefilled = lambda _req: done.append(clock.now)
-    worker.scheduler.submit(_request(0, isl, 1, _Recorder()))
+    worker.scheduler.submit(_request(0, isl, 1, Sink()))
     worker.kick()
     clock.run()
     assert done, "the prefill worker stopped with a prompt left"
@@ -86,32 +76,20 @@ def prefill_point(
 
 def decode_point(target: PredictTarget, batch: int, isl: int, osl: int) -> float:
     """Mean TPOT (ms) of `batch` requests that decode together from their first token on."""
-    timing = PredictedTiming(engine_args(target, "decode", running=batch, chunk=16384), target)
-    scheduler = Scheduler(timing)
-    streams = [_Recorder() for _ in range(batch)]
-    for i, stream in enumerate(streams):
-        scheduler.submit_prefilled(_request(i, isl, osl, stream))
-    scheduler._admit_ready()
-    if len(scheduler.running) < batch:
+    clock = Clock()
+    worker = Worker(clock, PredictedTiming(engine_args(target, "decode", running=batch), target))
+    finished: list[Timed] = []
+    for i in range(batch):
+        worker.scheduler.submit_prefilled(_request(i, isl, osl, Timed(clock, 0.0, finished.append)))
+    worker.scheduler._admit_ready()
+    if len(worker.scheduler.running) < batch:
         raise ValueError(
             f"a decode batch of {batch} x {isl + osl} tokens does not fit the predicted KV "
-            f"cache of {timing.kv_capacity} tokens"
+            f"cache of {worker.timing.kv_capacity} tokens"
         )
-    first = 0.0
-    finished = [0.0] * batch
-    now = 0.0
-    while scheduler.running:
-        step = scheduler._plan()
-        assert step is not None
-        duration, apply = step
-        now += duration
-        apply()
-        for i, stream in enumerate(streams):
-            if stream.events and stream.events[-1].finish is not None and not finished[i]:
-                finished[i] = now
-        scheduler._admit_ready()
-    tpots = [(end - first) / (osl - 1) for end in finished]
-    return sum(tpots) / len(tpots) * 1e3
+    worker.kick()
+    clock.run()
+    return statistics.fmean((s.finished or 0.0) / (osl - 1) for s in finished) * 1e3
 
 
 def fixed_batch_point(

@@ -65,6 +65,14 @@ FP8_KV_CHECKPOINTS = frozenset({"nvidia/deepseek-r1-0528-fp4", "nvidia/deepseek-
 
 MEM_FRACTION = {"sglang": 0.85, "vllm": 0.9, "trtllm": 0.9}  # the engines' defaults
 
+# Host time the kernel measurements leave out (docs/predict.md, "Host time"). Per
+# iteration, what the GPU waits for: TensorRT-LLM's overlap loop leaves about 580 us of its
+# host work exposed (its issue 13957, from nsys on B200); SGLang's overlap scheduler hides
+# it ("zero CPU overhead", its v0.4 release); vLLM's is not measured. Per request, the CPU
+# time of vLLM's API server (benchmarks/predict_host_overhead.py, vLLM 0.32 here).
+STEP_HOST_MS = {"trtllm": 0.58}
+REQUEST_HOST_MS = {"vllm": 1.9}
+
 
 class Unmappable(Exception):
     """Why a worker cannot be predicted, and the recipe field to blame."""
@@ -157,20 +165,14 @@ def shipped_models() -> dict[str, str]:
 
 def model_for(inputs: WorkerInputs) -> tuple[str, dict[str, Any]]:
     """(what AIConfigurator loads, the model's config.json) for the worker's model."""
-    if inputs.model_dir is not None:
-        config = Path(inputs.model_dir) / "config.json"
-        if config.is_file():
-            return inputs.model_dir, _read_json(config)
+    if inputs.model_dir is not None and (Path(inputs.model_dir) / "config.json").is_file():
+        return inputs.model_dir, model_config(inputs.model_dir)
     shipped = shipped_models()
     for name in inputs.model_names:
         key = name.removeprefix("hf:").strip("/").lower()
         found = shipped.get(key) or SAME_ARCHITECTURE.get(key)
         if found is not None:
-            import aiconfigurator_core
-
-            file = found.replace("/", "--", 1) + "_config.json"
-            path = Path(aiconfigurator_core.__file__).parent / "model_configs" / file
-            return found, _read_json(path)
+            return found, model_config(found)
     raise Unmappable(
         f"--predict: no model config for {', '.join(dict.fromkeys(inputs.model_names))}: "
         "not a local checkpoint with config.json, and not among AIConfigurator's "
@@ -401,6 +403,8 @@ def target_for(
         if isinstance(fraction, int | float)
         else MEM_FRACTION[inputs.engine],
         time_scale=options.time_scale,
+        step_host_ms=STEP_HOST_MS.get(inputs.engine, 0.0),
+        request_host_ms=REQUEST_HOST_MS.get(inputs.engine, 0.0),
         gemm=modes["gemm"],
         moe=modes["moe"],
         kvcache=modes["kvcache"],

@@ -44,6 +44,8 @@ class PredictTarget:
     mem_fraction: float = 0.85  # share of GPU memory (sglang/vllm: of total, trtllm: of free)
     gpus: int = 1  # GPUs of one replica
     time_scale: float = 1.0  # the engine runs this many times faster than modelled
+    step_host_ms: float = 0.0  # the engine's host time per iteration that the GPU waits for
+    request_host_ms: float = 0.0  # its API server's host time per request, one after another
 
     @property
     def database(self) -> str:

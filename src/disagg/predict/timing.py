@@ -181,12 +181,13 @@ class PredictedTiming(TimingModel):
         )
         self.draft_steps = target.nextn
         self.draft_rates = target.draft_rates()
-        self.step_factor = 1.0
         # A pipeline-parallel worker overlaps prefill passes over its stages (scheduler).
         self.prefill_stages = max(1, target.pp)
-        # The engine's fixed cost of one prefill forward pass that kernel measurements miss
-        # (AIConfigurator's own per-request dispatch term; zero where it has none).
-        self.dispatch_s = self.engines.dispatch_ms * 1e-3 * self.scale
+        # Host time kernel measurements miss: per prefill pass, AIConfigurator's own dispatch
+        # term (vLLM); per iteration, what the GPU waits for; per request, the API server's.
+        self.step_s = target.step_host_ms * 1e-3 * self.scale
+        self.dispatch_s = self.engines.dispatch_ms * 1e-3 * self.scale + self.step_s
+        self.request_s = target.request_host_ms * 1e-3 * self.scale
         self._prefill = lru_cache(maxsize=1 << 16)(self.engines.prefill_ms)
         self._decode = lru_cache(maxsize=1 << 16)(self.engines.decode_ms)
         log.info(
@@ -196,10 +197,6 @@ class PredictedTiming(TimingModel):
             self.kv_bytes_per_token,
             self.engines.context_fmha,
         )
-
-    @property
-    def accept_rate(self) -> float:
-        return self.target.accept_rate
 
     def tokens_this_step(self, rng: random.Random) -> int:
         """1 + the drafts kept: draft k is kept with its own chance once 1..k-1 were."""
@@ -229,7 +226,7 @@ class PredictedTiming(TimingModel):
         if batch <= 0:
             return 0.0
         context = max(1, round(kv_tokens / batch / _CTX_STEP) * _CTX_STEP)
-        return self._decode(self._per_rank(batch), context) * 1e-3 * self.scale
+        return self._decode(self._per_rank(batch), context) * 1e-3 * self.scale + self.step_s
 
     def _per_rank(self, batch: int) -> int:
         """The batch one attention rank of one replica runs (the slowest rank's share)."""

@@ -49,10 +49,10 @@ class Clock:
             callback()
 
 
-class _Timed(Stream):
+class Timed(Stream):
     """One request's stream: when its first token and its last token came, on the clock."""
 
-    def __init__(self, clock: Clock, sent: float, on_done: Callable[[_Timed], None]) -> None:
+    def __init__(self, clock: Clock, sent: float, on_done: Callable[[Timed], None]) -> None:
         # no super().__init__: the base class waits on an event loop, this one never waits
         self.events = []
         self.clock = clock
@@ -71,7 +71,7 @@ class _Timed(Stream):
             self._on_done(self)
 
 
-class _Sink(Stream):
+class Sink(Stream):
     """A stream nothing reads (a prefill worker's, whose first token the decode side sends)."""
 
     def __init__(self) -> None:
@@ -89,6 +89,7 @@ class Worker:
         self.timing = timing
         self.scheduler = Scheduler(timing)
         self.scheduler.later = self._later
+        self.scheduler.clock = lambda: clock.now
         self.stepping = False
         self.link_free_at = 0.0  # a prefill worker's KV hand-overs go one after another
 
@@ -217,7 +218,7 @@ class Run:
         assert self._workload is not None
         w = self._workload
         self._sent += 1
-        stream = _Timed(self.clock, self.clock.now, self._done)
+        stream = Timed(self.clock, self.clock.now, self._done)
         index = next(self._index)
         worker = self.front[next(self._front_turn)]
         if self.back:
@@ -226,7 +227,7 @@ class Run:
                 SimRequest(0, w.isl, w.osl, w.osl, stream, room=index),
                 self.back[next(self._back_turn)],
             )
-            worker.scheduler.submit(SimRequest(0, w.isl, 1, 1, _Sink(), room=index))
+            worker.scheduler.submit(SimRequest(0, w.isl, 1, 1, Sink(), room=index))
         else:
             worker.scheduler.submit(SimRequest(0, w.isl, w.osl, w.osl, stream))
         worker.kick()
@@ -246,7 +247,7 @@ class Run:
 
         self.clock.at(start + transfer, arrive)
 
-    def _done(self, stream: _Timed) -> None:
+    def _done(self, stream: Timed) -> None:
         assert stream.first is not None and stream.finished is not None and self._workload
         o = self.outcome
         w = self._workload

@@ -75,14 +75,26 @@ class Scheduler:
         self.forward_sleep_s: float | None = None
         # How a pipeline's drain is waited for: the event loop's timer, or a virtual clock's.
         self.later: Later = _call_later
+        self.clock: Callable[[], float] = _loop_time
+        self._front_free = 0.0  # when the API server is done with the requests it has
 
     # -- entry points -------------------------------------------------------------
 
     def submit(self, req: SimRequest) -> None:
-        """A new request that needs prefill (aggregated and prefill workers)."""
+        """A new request that needs prefill (aggregated and prefill workers). Where the
+        engine's API server spends host time on each request (`timing.request_s`), requests
+        reach the queue one such span after another, as from that server's one thread."""
         req.remaining_prefill = max(1, req.prompt_tokens)
         self.stats.requests += 1
         self.stats.prompt_tokens += req.prompt_tokens
+        if self.timing.request_s <= 0:
+            self._queue(req)
+            return
+        now = self.clock()
+        self._front_free = max(now, self._front_free) + self.timing.request_s
+        self.later(self._front_free - now, lambda: self._queue(req))
+
+    def _queue(self, req: SimRequest) -> None:
         self.waiting.append(req)
         self._wake.set()
 
@@ -374,3 +386,7 @@ class Scheduler:
 
 def _call_later(delay: float, callback: Callable[[], None]) -> None:
     asyncio.get_running_loop().call_later(delay, callback)
+
+
+def _loop_time() -> float:
+    return asyncio.get_running_loop().time()

@@ -55,6 +55,7 @@ class TimingModel:
         self.kv_transfer_us_per_token = sim.kv_transfer_us_per_token
         # Pipeline stages that overlap prefill passes (the made-up curve has none).
         self.prefill_stages = 1
+        self.request_s = 0.0  # the API server's host time per request (the curve has none)
 
     @property
     def accept_rate(self) -> float:
