@@ -1,6 +1,6 @@
 """How fast and how accurate is the load generator? Prints numbers; asserts nothing.
 
-Two local servers (disagg.bench.testing, each in its own process):
+Two local servers (tests/stream_server.py, each in its own process):
 - instant: answers every request at once with 64 tokens, one SSE event each;
   measures requests/s, output tokens/s and the client's CPU per request at
   concurrency 64, 512 and 2048.
@@ -58,8 +58,10 @@ from disagg.bench.client import cpu_seconds, raise_fd_limit
 from disagg.bench.metrics import percentile
 from disagg.bench.results import PointContext
 from disagg.bench.runner import ClientOptions, run_point
-from disagg.bench.testing import ServerConfig, serve_in_subprocess
 from disagg.plan.model import BenchPlan, PointPlan
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
+from stream_server import ServerConfig, serve_in_subprocess  # the tests' mock server
 
 ISL, OSL = 128, 64
 TTFT_MS, ITL_MS = 50.0, 10.0

@@ -26,6 +26,7 @@ import json
 import os
 import signal
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -35,12 +36,14 @@ from pathlib import Path
 
 from disagg.bench.results import PointContext
 from disagg.bench.runner import ClientOptions, run_point
-from disagg.bench.testing import ServerConfig, serve_in_subprocess
 from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions, make_launcher
 from disagg.launch.state import RunState, RunSummary
 from disagg.plan.from_recipe import plans_for
 from disagg.plan.limits import LimitsPlan
 from disagg.plan.model import BenchPlan, Plan, PointPlan
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
+from stream_server import ServerConfig, serve_in_subprocess  # the tests' mock server
 
 RECIPE = Path(__file__).resolve().parent.parent / "examples" / "sim" / "1p2d.yaml"
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from disagg.bench.results import PointContext
-from disagg.bench.runner import ClientOptions, PointRun, run_point
+from disagg.bench.runner import ClientOptions, run_point
+from disagg.bench.runner import PointOutcome as PointRun
 from disagg.plan.model import BenchPlan, PointPlan
 
 

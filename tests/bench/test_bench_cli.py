@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from disagg.bench.testing import ServerConfig, serve_in_subprocess
+from stream_server import ServerConfig, serve_in_subprocess
 
 
 def _bench(url: str, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ import pytest
 from disagg.bench import prompts
 from disagg.bench.client import records_for
 from disagg.bench.prompts import LazySpecs, PromptFactory, PromptSettings
-from disagg.bench.testing import ServerConfig, serve_in_subprocess
+from stream_server import ServerConfig, serve_in_subprocess
 
 from .support import measure, plan
 

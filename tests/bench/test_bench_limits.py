@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from disagg.bench.testing import ServerConfig, serve_in_subprocess
+from stream_server import ServerConfig, serve_in_subprocess
 
 from .support import measure, plan
 
@@ -78,7 +78,7 @@ def test_a_point_ends_at_its_time_limit(out: Path) -> None:
 
 @pytest.mark.timeout(60)
 def test_the_plans_request_timeout_reaches_the_client(out: Path) -> None:
-    from disagg.bench.api import GpuCounts, measure_point
+    from disagg.bench.runner import GpuCounts, measure_point
     from disagg.plan.limits import LimitsPlan
 
     bench = plan(num_prompts=4, concurrency=4)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from disagg.bench.prompts import PromptFactory, PromptSettings
-from disagg.bench.testing import ServerConfig, serve_in_subprocess
 from disagg.errors import DisaggError
+from stream_server import ServerConfig, serve_in_subprocess
 
 from .support import measure, plan
 

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from disagg.bench.api import existing_valid_result
-from disagg.bench.results import PointContext, result_stem
-from disagg.bench.testing import ServerConfig, serve_in_subprocess
+from disagg.bench.results import PointContext, existing_valid_result, result_stem
 from disagg.plan.model import PointPlan
+from stream_server import ServerConfig, serve_in_subprocess
 
 from .support import measure, plan
 

@@ -11,9 +11,9 @@ from typing import ClassVar
 
 import pytest
 
-from disagg.bench.testing import ServerConfig, serve_in_subprocess
 from disagg.engines.sim.testing import free_port
 from disagg.plan.model import SlowDownPlan
+from stream_server import ServerConfig, serve_in_subprocess
 
 from .support import measure, plan
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from disagg.bench.testing import ServerConfig, serve_in_subprocess
+from stream_server import ServerConfig, serve_in_subprocess
 
 from .support import measure, plan
 

@@ -8,8 +8,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from disagg.bench.testing import serve_in_subprocess
 from disagg.launch.watch import LivenessWatch, Watched
+from stream_server import serve_in_subprocess
 
 
 def closed_port_url() -> str:

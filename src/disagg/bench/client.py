@@ -18,22 +18,12 @@ from typing import Any, Literal
 import aiohttp
 
 from disagg.bench.http1 import HttpError, Pool, describe
-from disagg.bench.records import RequestRecord
+from disagg.bench.records import RequestRecord, RequestSpec
 from disagg.bench.sse import StreamParser
 from disagg.bench.sse_shape import Shape
 
 _HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
 STOP_POLL_S = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class RequestSpec:
-    """One prepared request: the exact bytes to send and the lengths they stand for."""
-
-    index: int
-    body: bytes
-    input_len: int
-    output_len: int
 
 
 @dataclass

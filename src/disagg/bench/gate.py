@@ -21,7 +21,8 @@ MAX_WALK = 10_000_000  # numbers looked at in one file; a result file holds far 
 MAX_NESTING = 32  # no point field nests deeper; a client's deeper value is dropped
 
 
-def _is_number(value: object) -> TypeGuard[int | float]:
+def is_number(value: object) -> TypeGuard[int | float]:
+    """A JSON number (a bool is not one, though Python counts it as an int)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -54,21 +55,21 @@ def numbers_problem(data: Mapping[str, Any]) -> str | None:
     if problem is not None:
         return f"{problem}, not a finite number"
     for key, value in data.items():
-        if _is_number(value) and value < 0:
+        if is_number(value) and value < 0:
             return f"{key} is {value:g}, a negative number"
     for key in COUNT_FIELDS:
         value = data.get(key)
-        if value is not None and (not _is_number(value) or value != int(value)):
+        if value is not None and (not is_number(value) or value != int(value)):
             return f"{key} is {value!r}, not a whole count"
     duration = data.get("duration")
-    if not _is_number(duration) or duration <= 0:
+    if not is_number(duration) or duration <= 0:
         return f"duration is {duration!r}, not a positive number of seconds"
     total, output = data.get("total_token_throughput"), data.get("output_throughput")
-    if _is_number(total) and _is_number(output) and total < output:
+    if is_number(total) and is_number(output) and total < output:
         return f"total_token_throughput ({total:g}) is below output_throughput ({output:g})"
     completed, failed, asked = (data.get(k) for k in ("completed", "failed", "num_prompts"))
-    failed = failed if _is_number(failed) else 0
-    if _is_number(asked) and _is_number(completed) and completed + failed > asked:
+    failed = failed if is_number(failed) else 0
+    if is_number(asked) and is_number(completed) and completed + failed > asked:
         return f"completed ({completed:g}) + failed ({failed:g}) exceed the {asked:g} prompts asked"
     return None
 
@@ -100,7 +101,7 @@ def count_problem(
 
 def _count(data: Mapping[str, Any], key: str) -> int | None:
     value = data.get(key)
-    return int(value) if _is_number(value) and math.isfinite(value) else None
+    return int(value) if is_number(value) and math.isfinite(value) else None
 
 
 def verdict(data: Mapping[str, Any], max_failure_ratio: float) -> str | None:
@@ -124,7 +125,7 @@ def verdict(data: Mapping[str, Any], max_failure_ratio: float) -> str | None:
     if asked is not None:
         failed = max(failed, asked - completed)
     throughput = data.get("output_throughput")
-    if not _is_number(throughput):
+    if not is_number(throughput):
         return f"output_throughput is {throughput!r}, not a number"
     output = _count(data, "total_output_tokens")
     if throughput <= 0:
@@ -145,7 +146,7 @@ def finite_numbers(values: Mapping[str, Any]) -> dict[str, float]:
     return {
         key: float(value)
         for key, value in values.items()
-        if _is_number(value) and math.isfinite(value)
+        if is_number(value) and math.isfinite(value)
     }
 
 

@@ -17,11 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from disagg.plan.model import Plan, RoleKind, RolePlan
+from disagg.plan.model import ParallelPlan, Plan, RoleKind, RolePlan
 
 # Every spelling of a parallel size in SGLang and vLLM worker commands.
 _SIZE_FLAGS = {
@@ -75,16 +74,6 @@ SETUP_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
-class WorkerParallelism:
-    """One worker's parallel layout, as its command line asks for it."""
-
-    tp: int = 1
-    dp: int = 1
-    ep: int = 1
-    dp_attention: bool = False
-
-
 def _flag_value(argv: Sequence[str], names: Sequence[str]) -> str | None:
     for index, item in enumerate(argv):
         for name in names:
@@ -103,12 +92,12 @@ def _int_flag(argv: Sequence[str], names: Sequence[str]) -> int:
         return 1
 
 
-def worker_parallelism(argv: Sequence[str]) -> WorkerParallelism:
-    """tp/dp/ep and attention-DP from one worker's argv."""
+def worker_parallelism(argv: Sequence[str]) -> ParallelPlan:
+    """tp/dp/ep and attention-DP from one worker's argv (a plan that did not record them)."""
     tp, dp, ep = (_int_flag(argv, _SIZE_FLAGS[key]) for key in ("tp", "dp", "ep"))
     if any(flag in argv for flag in _EXPERT_PARALLEL_FLAGS):
         ep = tp * dp
-    return WorkerParallelism(
+    return ParallelPlan(
         tp=tp, dp=dp, ep=ep, dp_attention=any(flag in argv for flag in _DP_ATTENTION_FLAGS)
     )
 
@@ -160,16 +149,8 @@ def _group(roles: Sequence[RolePlan]) -> dict[str, Any]:
     if not roles:
         return {"tp": 0, "ep": 0, "dp_attention": False, "num_workers": 0}
     first = roles[0]
-    layout = (
-        WorkerParallelism(
-            tp=first.parallel.tp,
-            dp=first.parallel.dp,
-            ep=first.parallel.ep,
-            dp_attention=first.parallel.dp_attention,
-        )
-        if first.parallel is not None  # the engine adapter's reading, recorded by the plan
-        else worker_parallelism(first.argv_on(0))  # plans written before that was recorded
-    )
+    # the engine adapter's reading, recorded by the plan; else (older plans) the command's
+    layout = first.parallel or worker_parallelism(first.argv_on(0))
     return {
         "tp": layout.tp,
         "ep": layout.ep,
@@ -253,8 +234,3 @@ def predicted_fields(plan: Plan) -> dict[str, Any]:
     elif scale < 1.0:
         said.append(f"run {1 / scale:g}x slower than modelled, times compressed back")
     return {"predicted": info.get("label"), "predicted_assumptions": "; ".join(said) or None}
-
-
-def unknown_setup() -> dict[str, Any]:
-    """The setup fields of a result measured without a plan (`disagg bench`): all null."""
-    return dict.fromkeys(SETUP_FIELDS)

@@ -21,11 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from disagg.bench.gate import is_number
 from disagg.errors import DisaggError
 
 SIMULATED_HW_SUFFIX = "-simulated"
 PREDICTED_HW_SUFFIX = "-predicted"
-_TPOT_STATS = ("mean", "median", "p90", "p95", "p99")
+TPOT_STATS = ("mean", "median", "p90", "p95", "p99")  # the TPOT statistics with an intvty
 
 
 class _Open(BaseModel):
@@ -129,6 +130,39 @@ def intvty(tpot_ms: float) -> float | None:
     return rate if math.isfinite(rate) else None
 
 
+def intvty_fields(data: Mapping[str, Any]) -> dict[str, float | None]:
+    """`{stat}_intvty` for each TPOT statistic `data` holds as a number."""
+    tpots = {stat: data.get(f"{stat}_tpot_ms") for stat in TPOT_STATS}
+    return {f"{stat}_intvty": intvty(float(v)) for stat, v in tpots.items() if is_number(v)}
+
+
+def per_gpu_fields(
+    data: Mapping[str, Any], prefill: int, decode: int, disaggregated: bool
+) -> dict[str, Any]:
+    """The GPU counts and throughputs per GPU: total over all GPUs, output over decode GPUs,
+    input over prefill GPUs (aggregated: each over all GPUs); None where `data` has no
+    number or there are no GPUs."""
+    gpus = prefill + decode
+    out_gpus, in_gpus = (decode, prefill) if disaggregated else (gpus, gpus)
+    total, output = (data.get(key) for key in ("total_token_throughput", "output_throughput"))
+    total = float(total) if is_number(total) else None
+    output = float(output) if is_number(output) else None
+    inputs = total - output if total is not None and output is not None else None
+    return {
+        "num_prefill_gpu": prefill,
+        "num_decode_gpu": decode,
+        "num_gpus": gpus,
+        "disagg": disaggregated,
+        "tput_per_gpu": _per_gpu(total, gpus),
+        "output_tput_per_gpu": _per_gpu(output, out_gpus),
+        "input_tput_per_gpu": _per_gpu(inputs, in_gpus),
+    }
+
+
+def _per_gpu(value: float | None, gpus: int) -> float | None:
+    return value / gpus if value is not None and gpus > 0 else None
+
+
 def _hw_suffix(result: Mapping[str, Any]) -> str:
     """`-predicted` for a predicted result (its row keeps the label), else `-simulated`."""
     return PREDICTED_HW_SUFFIX if result.get("predicted") else SIMULATED_HW_SUFFIX
@@ -176,12 +210,9 @@ def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[
     for key in ("tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"):
         row[key] = float(result[key] or 0.0)
     for key, value in result.items():
-        if key.endswith("_ms") and isinstance(value, int | float) and not isinstance(value, bool):
+        if key.endswith("_ms") and is_number(value):
             row[key.removesuffix("_ms")] = float(value) / 1000.0
-    for stat in _TPOT_STATS:
-        tpot = result.get(f"{stat}_tpot_ms")
-        value = float(tpot) if isinstance(tpot, int | float) and not isinstance(tpot, bool) else 0.0
-        row[f"{stat}_intvty"] = intvty(value)
+    row |= dict.fromkeys((f"{stat}_intvty" for stat in TPOT_STATS), None) | intvty_fields(result)
     row |= {
         "router": result["router"],
         "router_version": result["router_version"],

@@ -22,10 +22,13 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-from disagg.bench.client import RequestSpec
+from disagg.bench.records import RequestSpec
 from disagg.errors import DisaggError
+
+if TYPE_CHECKING:
+    from disagg.plan.model import BenchPlan
 
 EAGER_BYTES = 256 * 1024 * 1024  # request bodies of one point built ahead of the window
 _BODY_BYTES_PER_TOKEN = 6  # a token id and its comma; a word and its space is less
@@ -60,6 +63,22 @@ class PromptSettings:
     ignore_eos: bool = True
     seed: int = 0
     prompt_format: str = "token_ids"  # or "text"
+
+    @classmethod
+    def of(cls, bench: BenchPlan, prompt_format: str | None = None) -> PromptSettings:
+        """The settings a planned benchmark asks for (`prompt_format` overrides its own)."""
+        return cls(
+            model=bench.model_name,
+            isl=bench.isl,
+            osl=bench.osl,
+            range_ratio=bench.random_range_ratio,
+            endpoint=bench.endpoint,
+            tokenizer=bench.tokenizer,
+            chat_template=bench.use_chat_template,
+            ignore_eos=bench.ignore_eos,
+            seed=bench.seed,
+            prompt_format=prompt_format or bench.prompt_format,
+        )
 
 
 def load_tokenizer(path: str) -> Any:

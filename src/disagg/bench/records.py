@@ -1,4 +1,5 @@
-"""One record per request: what the metrics are computed from and what the JSONL keeps.
+"""A request as sent (`RequestSpec`) and as it came back (`RequestRecord`: what the
+metrics are computed from and what the JSONL keeps).
 
 Times are `time.monotonic()` seconds (CLOCK_MONOTONIC, shared by every process on
 the host, so worker processes' records merge on one time axis).
@@ -10,6 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 TokenSource = Literal["usage", "tokenizer", "chunks", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSpec:
+    """One prepared request: the exact bytes to send and the lengths they stand for."""
+
+    index: int
+    body: bytes
+    input_len: int
+    output_len: int
 
 
 @dataclass(slots=True)

@@ -18,10 +18,15 @@ from typing import Any
 
 from disagg.atomic import write_json, write_text
 from disagg.bench.fingerprint import FINGERPRINT_KEYS, mismatch
-from disagg.bench.gate import count_problem, numbers_problem, strict_json_value, verdict
+from disagg.bench.gate import (
+    count_problem,
+    is_number,
+    numbers_problem,
+    strict_json_value,
+    verdict,
+)
 from disagg.bench.identity import SETUP_FIELDS
-from disagg.bench.inferencex import intvty
-from disagg.bench.metrics import STATS
+from disagg.bench.inferencex import intvty_fields, per_gpu_fields
 from disagg.bench.records import RequestRecord
 from disagg.plan.model import BenchPlan, PointPlan
 
@@ -29,7 +34,6 @@ RESULT_VERSION = 1
 DEFAULT_MAX_FAILURE_RATIO = 0.01  # a run without a plan: the recipe default
 PROFILE_POSTS = "profile_posts"  # the profile start POSTs a point was measured under
 LENGTH_TOLERANCE = 0.10  # with ignore_eos, output within 10% (or 1 token) of the request
-INTVTY_STATS = tuple(s for s in STATS if s != "std")
 
 
 @dataclass(frozen=True)
@@ -111,34 +115,13 @@ def judge(
     return None
 
 
-def _per_gpu(value: float, gpus: int) -> float | None:
-    return value / gpus if gpus > 0 else None
-
-
 def inferencex_fields(
     metrics: dict[str, Any], ctx: PointContext, bench: BenchPlan
 ) -> dict[str, Any]:
-    """`tput_per_gpu` over all GPUs, output over decode GPUs, input over prefill GPUs
-    (aggregated: every throughput over all GPUs); `*_intvty` = 1000 / tpot_ms."""
-    total = float(metrics["total_token_throughput"])
-    output = float(metrics["output_throughput"])
-    out_gpus = ctx.decode_gpus if ctx.disaggregated else ctx.total_gpus
-    in_gpus = ctx.prefill_gpus if ctx.disaggregated else ctx.total_gpus
-    fields: dict[str, Any] = {
-        "conc": ctx.point.concurrency,
-        "isl": bench.isl,
-        "osl": bench.osl,
-        "num_prefill_gpu": ctx.prefill_gpus,
-        "num_decode_gpu": ctx.decode_gpus,
-        "num_gpus": ctx.total_gpus,
-        "disagg": ctx.disaggregated,
-        "tput_per_gpu": _per_gpu(total, ctx.total_gpus),
-        "output_tput_per_gpu": _per_gpu(output, out_gpus),
-        "input_tput_per_gpu": _per_gpu(total - output, in_gpus),
-    }
-    for stat in INTVTY_STATS:
-        fields[f"{stat}_intvty"] = intvty(float(metrics[f"{stat}_tpot_ms"]))
-    return fields
+    """InferenceX's load, GPU and per-GPU fields; `*_intvty` = 1000 / tpot_ms."""
+    fields: dict[str, Any] = {"conc": ctx.point.concurrency, "isl": bench.isl, "osl": bench.osl}
+    fields |= per_gpu_fields(metrics, ctx.prefill_gpus, ctx.decode_gpus, ctx.disaggregated)
+    return fields | intvty_fields(metrics)
 
 
 def output_source(records: Sequence[RequestRecord]) -> str:
@@ -257,7 +240,7 @@ def read_result(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def find_reusable(
+def reusable_result(
     out_dir: Path, point: PointPlan, expected: Mapping[str, Any]
 ) -> tuple[Path | None, list[str]]:
     """The newest valid result of this point measured under `expected` (its fingerprint
@@ -273,7 +256,7 @@ def find_reusable(
     return None, why
 
 
-def find_valid(out_dir: Path, point: PointPlan) -> Path | None:
+def existing_valid_result(out_dir: Path, point: PointPlan) -> Path | None:
     """The newest valid result for this point (same key and prompt count), if any."""
     found = _valid_for(out_dir, point)
     return max(found, key=lambda p: p.stat().st_mtime) if found else None
@@ -302,7 +285,7 @@ def _valid_for(out_dir: Path, point: PointPlan) -> list[Path]:
 def _failure_ratio(data: Mapping[str, Any]) -> float:
     """The failure share a disagg result was judged under (it records its own)."""
     ratio = data.get("max_failure_ratio")
-    if isinstance(ratio, int | float) and not isinstance(ratio, bool) and 0 <= ratio <= 1:
+    if is_number(ratio) and 0 <= ratio <= 1:
         return float(ratio)
     return DEFAULT_MAX_FAILURE_RATIO
 

@@ -1,23 +1,40 @@
-"""One point end to end: prompts -> schedule -> warm-up + measured window -> metrics -> files."""
+"""The one benchmark driver: a point's requests -> warm-up + measured window -> metrics -> files.
+
+Workloads differ only in what they send (`PointRequests`: sa-bench's synthetic prompts,
+a replayed trace); limits, slow-down, the serving check, the validity gate and the
+result files are the driver's, the same for every in-process benchmark. A bad server
+never raises here: it makes the point invalid. Contract kept for the orchestrator:
+`PointDriver` measures one point and writes its result JSON atomically into `out_dir`
+(plus a `.jsonl` of per-request records next to it); a stop (a role died) ends it
+within a second, marked invalid.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from disagg.bench import metrics as metric_calc
-from disagg.bench.client import Load, RequestSpec
-from disagg.bench.progress import PointProgress
+from disagg.bench.client import Load
+from disagg.bench.gate import finite_numbers
+from disagg.bench.progress import point_progress
 from disagg.bench.prompts import PromptFactory, PromptSettings
+from disagg.bench.records import RequestSpec
 from disagg.bench.results import PointContext, build_result, judge, result_stem, write_point
 from disagg.bench.schedule import arrival_offsets
 from disagg.bench.workers import execute
+from disagg.plan.limits import LimitsPlan
 from disagg.plan.model import BenchPlan, PointPlan
 from disagg.predict import timescale
 from disagg.workloads.slow_down import SlowDown
+
+# Asked once the point's last request ended, before its result is written: why the
+# roles behind the endpoint did not serve throughout the point (a role that paused),
+# or None. It comes before every other reason but a stop (it names the failures' cause).
+ServingCheck = Callable[[], str | None]
 
 
 @dataclass(frozen=True)
@@ -32,8 +49,28 @@ class ClientOptions:
     save_detailed: bool = False  # keep per-request lists in the point JSON too (vLLM's flag)
 
 
+@dataclass(frozen=True)
+class GpuCounts:
+    """GPUs behind the endpoint, for the per-GPU throughput fields."""
+
+    prefill: int
+    decode: int
+
+
+@dataclass(frozen=True)
+class PointRequests:
+    """What a workload sends for one point; the driver does the rest."""
+
+    requests: Sequence[RequestSpec]
+    warmup: Sequence[RequestSpec] = field(default_factory=list)
+    offsets: list[float] | None = None  # send times after the window's start; None: streams
+
+
+Sends = Callable[[BenchPlan, PointPlan], PointRequests]
+
+
 @dataclass
-class PointRun:
+class PointOutcome:
     """What a measured point produced."""
 
     path: Path
@@ -48,6 +85,11 @@ class PointRun:
         reason = self.result.get("invalid_reason")
         return str(reason) if reason is not None else None
 
+    @property
+    def summary(self) -> dict[str, float]:
+        """The headline metrics progress output shows."""
+        return headline(self.result)
+
 
 def endpoint_url(base_url: str, endpoint: str) -> str:
     """`http://h:p` or `http://h:p/v1` -> the full completions or chat URL."""
@@ -57,21 +99,10 @@ def endpoint_url(base_url: str, endpoint: str) -> str:
     return base + ("/chat/completions" if endpoint == "chat" else "/completions")
 
 
-def build_load(base_url: str, bench: BenchPlan, point: PointPlan, options: ClientOptions) -> Load:
-    factory = PromptFactory(
-        PromptSettings(
-            model=bench.model_name,
-            isl=bench.isl,
-            osl=bench.osl,
-            range_ratio=bench.random_range_ratio,
-            endpoint=bench.endpoint,
-            tokenizer=bench.tokenizer,
-            chat_template=bench.use_chat_template,
-            ignore_eos=bench.ignore_eos,
-            seed=bench.seed,
-            prompt_format=bench.prompt_format,
-        )
-    )
+def synthetic_requests(bench: BenchPlan, point: PointPlan) -> PointRequests:
+    """sa-bench's (and `disagg bench`'s) requests: random prompts of the planned lengths,
+    on the point's arrival schedule when it has a request rate."""
+    factory = PromptFactory(PromptSettings.of(bench))
     offsets = None
     if point.request_rate is not None:
         offsets = arrival_offsets(
@@ -83,39 +114,10 @@ def build_load(base_url: str, bench: BenchPlan, point: PointPlan, options: Clien
         )
         if bench.time_scale != 1.0:
             offsets = timescale.compress(offsets, bench.time_scale)
-    return point_load(
-        base_url,
-        bench,
-        point,
-        options,
+    return PointRequests(
         requests=factory.build(point.num_prompts),
         warmup=factory.build(point.warmup_requests, seed_offset=1),
         offsets=offsets,
-    )
-
-
-def point_load(
-    base_url: str,
-    bench: BenchPlan,
-    point: PointPlan,
-    options: ClientOptions,
-    *,
-    requests: Sequence[RequestSpec],
-    warmup: Sequence[RequestSpec] | None = None,
-    offsets: list[float] | None = None,
-) -> Load:
-    """The one place a point's requests become a Load, for sa-bench and trace replay alike."""
-    return Load(
-        url=endpoint_url(base_url, bench.endpoint),
-        chat=bench.endpoint == "chat",
-        requests=requests,
-        warmup=warmup if warmup is not None else [],
-        concurrency=point.concurrency,
-        offsets=offsets,
-        request_timeout_s=options.request_timeout_s,
-        tokenizer=bench.tokenizer,
-        http=options.http,
-        stall_timeout_s=options.stall_timeout_s,
     )
 
 
@@ -128,27 +130,33 @@ def run_point(
     options: ClientOptions | None = None,
     quiet: bool = False,
     stop: threading.Event | None = None,
-    make_load: Callable[[ClientOptions], Load] | None = None,
-    serving: Callable[[], str | None] | None = None,
-) -> PointRun:
-    """Measure one point and write its files; a bad server makes it invalid, never raises.
-
-    `make_load` replaces the synthetic requests of `bench` (a replayed trace brings its own).
-    `serving` says why a role behind the endpoint did not serve throughout, or None; it
-    comes before every other reason but a stop (it names the cause of the failures).
-    """
+    requests: PointRequests | None = None,
+    serving: ServingCheck | None = None,
+) -> PointOutcome:
+    """Measure one point and write its files; `requests` by default `synthetic_requests`."""
     options = options or ClientOptions()
     point = ctx.point
-    make = make_load or (lambda opts: build_load(base_url, bench, point, opts))
-    load = make(options)
+    sent = requests if requests is not None else synthetic_requests(bench, point)
+    load = Load(
+        url=endpoint_url(base_url, bench.endpoint),
+        chat=bench.endpoint == "chat",
+        requests=sent.requests,
+        warmup=sent.warmup,
+        concurrency=point.concurrency,
+        offsets=sent.offsets,
+        request_timeout_s=options.request_timeout_s,
+        tokenizer=bench.tokenizer,
+        http=options.http,
+        stall_timeout_s=options.stall_timeout_s,
+    )
     slowed = SlowDown(bench.slow_down) if bench.slow_down is not None else None
     try:
-        with PointProgress(point.key, point.num_prompts, quiet=quiet) as progress:
+        with point_progress(point.key, point.num_prompts, quiet=quiet) as progress:
             run = execute(
                 load,
                 workers=options.workers,
                 stop=stop,
-                progress=progress.update,
+                progress=progress,
                 point_timeout_s=options.point_timeout_s,
                 before_window=slowed.start if slowed is not None else None,
             )
@@ -161,11 +169,11 @@ def run_point(
     not_serving = serving() if serving is not None and not run.stopped else None
     cut = stopped if run.stopped else (not_serving or slow_failure or run.cut)
     reason = judge(numbers, run.records, bench, cut)
-    sent = sum(1 for r in run.records if r.send)
+    count = sum(1 for r in run.records if r.send)
     extra: dict[str, Any] = {
         "client_workers": run.workers,
         "client_cpu_s": run.cpu_s,
-        "client_cpu_ms_per_request": 1000.0 * run.cpu_s / sent if sent else None,
+        "client_cpu_ms_per_request": 1000.0 * run.cpu_s / count if count else None,
     }
     if slowed is not None:
         extra["slow_down_posts"] = slowed.posts
@@ -180,7 +188,61 @@ def run_point(
     path = write_point(
         out_dir, result_stem(ctx), result, run.records, run.t0, detailed=options.save_detailed
     )
-    return PointRun(path=path, result=result)
+    return PointOutcome(path=path, result=result)
+
+
+@dataclass(frozen=True)
+class PointDriver:
+    """The orchestrator's measurement of one point, sending what `sends` makes for it."""
+
+    sends: Sends = synthetic_requests
+
+    def __call__(
+        self,
+        *,
+        base_url: str,
+        bench: BenchPlan,
+        point: PointPlan,
+        out_dir: Path,
+        gpus: GpuCounts,
+        run_name: str,
+        simulated: bool,
+        disaggregated: bool,
+        quiet: bool = False,
+        stop: threading.Event | None = None,
+        setup: Mapping[str, Any] | None = None,
+        limits: LimitsPlan | None = None,
+        serving: ServingCheck | None = None,
+    ) -> PointOutcome:
+        ctx = PointContext(
+            run_name=run_name,
+            point=point,
+            prefill_gpus=gpus.prefill,
+            decode_gpus=gpus.decode,
+            disaggregated=disaggregated,
+            simulated=simulated,
+            setup=dict(setup or {}),
+        )
+        limits = limits or LimitsPlan()
+        options = ClientOptions(
+            request_timeout_s=limits.request_timeout_s,
+            stall_timeout_s=limits.stall_timeout_s,
+            point_timeout_s=limits.point_timeout_s,
+        )
+        return run_point(
+            base_url=base_url,
+            bench=bench,
+            ctx=ctx,
+            out_dir=out_dir,
+            options=options,
+            quiet=quiet,
+            stop=stop,
+            requests=self.sends(bench, point),
+            serving=serving,
+        )
+
+
+measure_point = PointDriver()  # sa-bench's: synthetic requests
 
 
 def headline(result: dict[str, Any]) -> dict[str, float]:
@@ -195,6 +257,4 @@ def headline(result: dict[str, Any]) -> dict[str, float]:
         "completed",
         "failed",
     )
-    from disagg.bench.gate import finite_numbers
-
     return finite_numbers({k: result[k] for k in keys if k in result})

@@ -29,10 +29,10 @@ from disagg.launch.watch import Gap, LivenessWatch
 from disagg.plan.model import BenchPlan, PointPlan
 from disagg.plan.templates import substitute
 from disagg.workloads import profiling, slow_down
-from disagg.workloads.base import MeasureFn
 
 if TYPE_CHECKING:
-    from disagg.bench.api import PointOutcome
+    from disagg.bench.runner import PointDriver as MeasureFn
+    from disagg.bench.runner import PointOutcome
 
 MEASURE_STOP_GRACE_S = 10.0  # the load generator promises to end within ~1 s of `stop`
 MAX_ATTEMPTS = 2  # a point a role stopped serving in is measured once more, not forever
@@ -41,8 +41,8 @@ MAX_ATTEMPTS = 2  # a point a role stopped serving in is measured once more, not
 def mark_done_points(run: RunContext) -> bool:
     """Mark every point that already has a valid result measured under this plan as
     skipped (once, before staging); say why another plan's result is measured again."""
-    from disagg.bench.api import reusable_result
     from disagg.bench.fingerprint import fingerprint_fields
+    from disagg.bench.results import reusable_result
 
     done = True
     for point, state in zip(run.plan.bench.points, run.state.points, strict=True):
@@ -84,9 +84,9 @@ class ServingGaps:
 def measure_points(run: RunContext, measure_point: MeasureFn, watch: LivenessWatch) -> None:
     """Measure every point not skipped, in order; the recipe's profiles run from before the
     first point to after the last. The invalid points fail the run once the sweep is over."""
-    from disagg.bench.api import GpuCounts
     from disagg.bench.fingerprint import fingerprint_fields
     from disagg.bench.identity import setup_fields
+    from disagg.bench.runner import GpuCounts
     from disagg.frontends.dynamo_install import with_installed_version
 
     setup = with_installed_version(setup_fields(run.plan), run.run_dir)

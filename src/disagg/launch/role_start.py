@@ -348,7 +348,7 @@ def warm_bench_imports() -> None:
     """Import the load generator while engines start, so the first point starts at once."""
 
     def load() -> None:
-        for module in ("disagg.bench.api", "aiohttp"):
+        for module in ("disagg.bench.runner", "aiohttp"):
             with suppress(Exception):
                 importlib.import_module(module)
 

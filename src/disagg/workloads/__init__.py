@@ -7,7 +7,7 @@ plan time, so a job never allocates nodes for a benchmark it would refuse.
 
 from __future__ import annotations
 
-from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn
+from disagg.workloads.base import BenchInputs, BenchmarkAdapter
 from disagg.workloads.registry import adapter_for, known_types
 
-__all__ = ["BenchInputs", "BenchmarkAdapter", "MeasureFn", "adapter_for", "known_types"]
+__all__ = ["BenchInputs", "BenchmarkAdapter", "adapter_for", "known_types"]

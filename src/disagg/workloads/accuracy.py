@@ -21,14 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from disagg.atomic import write_json
-from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
+from disagg.plan.model import BenchCommand, BenchPlan, Plan
 from disagg.probe import MAX_RESULT_BYTES, read_limited
 from disagg.workloads.base import BenchInputs, command_plan
 from disagg.workloads.collect import Collected, CollectedPoint
-from disagg.workloads.custom import RESULTS_SUBDIR, contract_env, serving_role
+from disagg.workloads.contract import ENDPOINT, RESULTS_DIR
 
-# Stands for the frontend's URL in a planned argv until the bench role is placed.
-ENDPOINT = "<frontend-url>"
 ACCURACY_DIR = "accuracy"  # run-dir folder of the judged results (not load points)
 MARKER = ".started"
 
@@ -59,13 +57,12 @@ def harness_command(
     inputs: BenchInputs, eval_name: str, tool_argv: list[str], ignored: dict[str, str]
 ) -> BenchPlan:
     """The BenchPlan of an accuracy harness run as a command in the bench role."""
-    image = inputs.section.container_image
     return command_plan(
         inputs,
         BenchCommand(
             argv=["bash", "-c", WRAPPER, "accuracy", eval_name, *tool_argv],
-            results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
-            container_image=inputs.resolve_container(image) if image else None,
+            results_dir=RESULTS_DIR,
+            container_image=inputs.image(),
             accuracy=eval_name,
         ),
         ignored,
@@ -84,25 +81,6 @@ def run_eval_argv(
         if value is not None:
             argv += [flag, str(value)]
     return argv
-
-
-def harness_role(plan: Plan, *, contained: bool = True) -> RolePlan:
-    """The bench role: the harness against the public endpoint, with the contract env; in
-    the benchmark's (or the job's) image unless `contained` is False (disagg's own Python)."""
-    command = plan.bench.command
-    assert command is not None
-    front = plan.role(plan.serving_role) if plan.serving_role else serving_role(plan.roles)
-    url = f"${{{front.name}.url}}" if front is not None else "http://localhost:8000"
-    return RolePlan(
-        name="bench",
-        kind=RoleKind.BENCH,
-        node_ranks=[0],
-        argv=[url if arg == ENDPOINT else arg for arg in command.argv],
-        env=contract_env(plan),
-        container_image=(command.container_image or plan.slurm.container_image)
-        if contained
-        else None,
-    )
 
 
 @dataclass(frozen=True)

@@ -3,27 +3,26 @@
 An adapter names the recipe fields it reads (any other field set in `benchmark:` is
 refused at plan time, or listed as ignored with the reason), turns the section into
 the plan's `BenchPlan` and bench role, and runs in one of two ways:
-- in-process points: the orchestrator's point loop calls `measure` once per point;
+- in-process points: the orchestrator's point loop calls `measure` once per point,
+  the one driver (`disagg.bench.runner`), which sends what the adapter's `requests` makes;
 - a command in the bench role (`command` set on the BenchPlan): the orchestrator
   starts it after the canary and `collect` turns what it wrote into point results.
 """
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar
 
 from disagg.errors import DisaggError, Fail, UnsupportedRecipe
 from disagg.plan.model import BenchCommand, BenchPlan, Plan, PointPlan, RolePlan
 from disagg.recipe.benchmark_section import BenchmarkSection
 
 if TYPE_CHECKING:
-    from disagg.bench.api import GpuCounts, PointOutcome
-    from disagg.plan.limits import LimitsPlan
+    from disagg.bench.runner import PointDriver, PointRequests
 
 # The client's node (placement.py lays it out as srtctl does, for every benchmark type).
 COMMON_FIELDS = frozenset(
@@ -34,10 +33,6 @@ COMMON_IGNORES = {
     "stream_output": "the client's output always goes to the bench role's log, which "
     "`disagg logs --follow` shows while it runs",
 }
-
-# Asked once the point's last request ended, before its result is written: why the
-# roles behind the endpoint did not serve throughout the point, or None.
-ServingCheck = Callable[[], str | None]
 
 
 @dataclass(frozen=True)
@@ -59,6 +54,11 @@ class BenchInputs:
     # gates some client behaviour on it (sa-bench's /slow_down).
     frontend: str = ""
 
+    def image(self) -> str | None:
+        """`benchmark.container_image` as an image reference (aliases resolved), or None."""
+        written = self.section.container_image
+        return self.resolve_container(written) if written else None
+
 
 def command_plan(inputs: BenchInputs, command: BenchCommand, ignored: dict[str, str]) -> BenchPlan:
     """The BenchPlan of a benchmark that is one command in the bench role: no points or
@@ -72,26 +72,6 @@ def command_plan(inputs: BenchInputs, command: BenchCommand, ignored: dict[str, 
         command=command,
         ignored=ignored,
     )
-
-
-class MeasureFn(Protocol):
-    def __call__(
-        self,
-        *,
-        base_url: str,
-        bench: BenchPlan,
-        point: PointPlan,
-        out_dir: Path,
-        gpus: GpuCounts,
-        run_name: str,
-        simulated: bool,
-        disaggregated: bool,
-        quiet: bool = False,
-        stop: threading.Event | None = None,
-        setup: Mapping[str, Any] | None = None,
-        limits: LimitsPlan | None = None,
-        serving: ServingCheck | None = None,
-    ) -> PointOutcome: ...
 
 
 class BenchmarkAdapter(ABC):
@@ -141,15 +121,25 @@ class BenchmarkAdapter(ABC):
         return self.differs
 
     def bench_role(self, plan: Plan) -> RolePlan:
-        """The bench role on node 0 of a plan placed without one; in-process adapters have
-        no command of their own."""
+        """The bench role on node 0 of a plan placed without one: a command benchmark's
+        command (`disagg.workloads.contract`); in-process points have no command."""
+        if plan.bench.command is not None:
+            from disagg.workloads.contract import command_role
+
+            return command_role(plan)
         from disagg.plan.model import RoleKind
 
         return RolePlan(name="bench", kind=RoleKind.BENCH, node_ranks=[0])
 
-    def measure(self) -> MeasureFn:
-        """The per-point measurement of in-process adapters."""
+    def requests(self, bench: BenchPlan, point: PointPlan) -> PointRequests:
+        """What one in-process point sends; the one driver (`measure`) does the rest."""
         raise DisaggError(f"benchmark.type {self.types[0]} measures no in-process points")
+
+    def measure(self) -> PointDriver:
+        """The per-point measurement of in-process adapters: the driver with `requests`."""
+        from disagg.bench.runner import PointDriver
+
+        return PointDriver(self.requests)
 
     def prepare(self, bench: BenchPlan) -> None:  # noqa: B027 - optional hook
         """Checks made inside the job before any role starts (e.g. the trace file parses)."""

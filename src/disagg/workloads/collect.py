@@ -40,12 +40,6 @@ class Collected:
     other_files: list[Path] = field(default_factory=list)
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
 def read_point_file(path: Path) -> dict[str, Any] | None:
     """The JSON object of a vLLM-format point file, else None (another kind of file)."""
     try:  # bounded: a FIFO, a device or a huge file is not a point file, and not awaited
@@ -58,21 +52,13 @@ def read_point_file(path: Path) -> dict[str, Any] | None:
 
 
 def _concurrency(data: dict[str, Any]) -> int | None:
+    from disagg.bench.gate import is_number
+
     for key in ("max_concurrency", "conc", "concurrency"):
-        value = _number(data.get(key))
-        if value is not None and value >= 1:
+        value = data.get(key)
+        if is_number(value) and value >= 1:
             return int(value)
     return None
-
-
-def _gate(data: dict[str, Any], plan: Plan) -> str | None:
-    from disagg.bench.gate import verdict
-
-    return verdict(data, plan.bench.max_failure_ratio)
-
-
-def _per_gpu(value: float | None, gpus: int) -> float | None:
-    return value / gpus if value is not None and gpus > 0 else None
 
 
 def normalise(
@@ -82,47 +68,26 @@ def normalise(
 
     `not_serving` (a role stopped serving while the command ran) makes it invalid.
     """
-    from disagg.bench.gate import strict_json_value
+    from disagg.bench.gate import strict_json_value, verdict
     from disagg.bench.identity import setup_fields
-    from disagg.bench.inferencex import intvty
+    from disagg.bench.inferencex import intvty_fields, per_gpu_fields
 
     conc = _concurrency(data)
-    reason = not_serving or _gate(data, plan)
+    reason = not_serving or verdict(data, plan.bench.max_failure_ratio)
     result: dict[str, Any] = strict_json_value(data)
-    data = result
-    total = _number(data.get("total_token_throughput"))
-    output = _number(data.get("output_throughput"))
-    out_gpus = plan.decode_gpus if plan.disaggregated else plan.total_gpus
-    in_gpus = plan.prefill_gpus if plan.disaggregated else plan.total_gpus
-    defaults: dict[str, Any] = {
-        "conc": conc,
-        "isl": plan.bench.isl or None,
-        "osl": plan.bench.osl or None,
-        "num_prefill_gpu": plan.prefill_gpus,
-        "num_decode_gpu": plan.decode_gpus,
-        "num_gpus": plan.total_gpus,
-        "disagg": plan.disaggregated,
-        "tput_per_gpu": _per_gpu(total, plan.total_gpus),
-        "output_tput_per_gpu": _per_gpu(output, out_gpus),
-        "input_tput_per_gpu": _per_gpu(
-            total - output if total is not None and output is not None else None, in_gpus
-        ),
-    }
-    defaults.update(setup_fields(plan))
+    defaults = {"conc": conc, "isl": plan.bench.isl or None, "osl": plan.bench.osl or None}
+    defaults |= per_gpu_fields(result, plan.prefill_gpus, plan.decode_gpus, plan.disaggregated)
+    defaults |= setup_fields(plan) | intvty_fields(result)
     for key, value in defaults.items():
         if result.get(key) is None:
             result[key] = value
-    for stat in ("mean", "median", "p90", "p95", "p99"):
-        tpot = _number(data.get(f"{stat}_tpot_ms"))
-        if result.get(f"{stat}_intvty") is None and tpot is not None:
-            result[f"{stat}_intvty"] = intvty(tpot)
     result.update(
         {
             "run_name": plan.name,
             "point": f"conc{conc}" if conc else "concinf",
             "valid": reason is None,
             "invalid_reason": reason,
-            "simulated": plan.simulated or bool(data.get("simulated", False)),
+            "simulated": plan.simulated or bool(result.get("simulated", False)),
             "benchmark_type": plan.bench.type,
             "client_result_file": str(source),
         }
@@ -191,8 +156,7 @@ def valid_results(run_dir: Path, plan: Plan) -> list[tuple[str, Path]]:
     In-process benchmarks: the newest valid result of each planned point. A command
     benchmark plans no points: every valid result its run wrote to `results/`.
     """
-    from disagg.bench.api import existing_valid_result
-    from disagg.bench.results import judged, read_result
+    from disagg.bench.results import existing_valid_result, judged, read_result
 
     results = run_dir / "results"
     if plan.bench.command is None:

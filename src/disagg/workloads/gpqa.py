@@ -8,8 +8,8 @@ is what that endpoint answers. See `disagg.workloads.accuracy`.
 
 from __future__ import annotations
 
-from disagg.plan.model import BenchPlan, Plan, RolePlan
-from disagg.workloads.accuracy import harness_command, harness_role, run_eval_argv
+from disagg.plan.model import BenchPlan
+from disagg.workloads.accuracy import harness_command, run_eval_argv
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter
 from disagg.workloads.gsm8k import FIELDS, positive
 
@@ -34,6 +34,3 @@ class Gpqa(BenchmarkAdapter):
             model=inputs.model_name,
         )
         return harness_command(inputs, "gpqa", argv, ignored)
-
-    def bench_role(self, plan: Plan) -> RolePlan:
-        return harness_role(plan)

@@ -11,15 +11,10 @@ see `disagg.workloads.gsm8k_vllm`.
 from __future__ import annotations
 
 from disagg.plan.model import BenchPlan, Plan, RolePlan
-from disagg.workloads.accuracy import harness_command, harness_role, run_eval_argv
+from disagg.workloads.accuracy import harness_command, run_eval_argv
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter
-from disagg.workloads.gsm8k_vllm import (
-    DIFFERS,
-    check_data,
-    is_vllm_command,
-    vllm_command,
-    vllm_role,
-)
+from disagg.workloads.contract import command_role
+from disagg.workloads.gsm8k_vllm import DIFFERS, check_data, is_vllm_command, vllm_command
 
 FIELDS = ("num_examples", "max_tokens", "num_threads", "repeat")
 
@@ -70,7 +65,8 @@ class Gsm8k(BenchmarkAdapter):
         return DIFFERS if is_vllm_command(bench) else self.differs
 
     def bench_role(self, plan: Plan) -> RolePlan:
-        return vllm_role(plan) if is_vllm_command(plan.bench) else harness_role(plan)
+        """vLLM's evaluator runs from disagg's own Python, in no container."""
+        return command_role(plan, contained=not is_vllm_command(plan.bench))
 
     def prepare(self, bench: BenchPlan) -> None:
         if is_vllm_command(bench):

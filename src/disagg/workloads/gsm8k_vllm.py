@@ -18,10 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from disagg.plan.container_paths import mount_pairs
-from disagg.plan.model import BenchCommand, BenchPlan, Plan, RolePlan
-from disagg.workloads.accuracy import ENDPOINT, harness_role
+from disagg.plan.model import BenchCommand, BenchPlan
 from disagg.workloads.base import BenchInputs, command_plan
-from disagg.workloads.custom import RESULTS_SUBDIR
+from disagg.workloads.contract import ENDPOINT, RESULTS_DIR
 
 EVAL_MODULE = "disagg.workloads.gsm8k_eval"
 DIFFERS = ("gsm8k-vllm-evaluator",)
@@ -58,7 +57,6 @@ def vllm_command(inputs: BenchInputs, ignored: dict[str, str]) -> BenchPlan:
     for name, why in NOT_PASSED.items():
         if getattr(b, name) is not None:
             ignored[name] = why
-    results = f"${{run.dir}}/{RESULTS_SUBDIR}"
     argv = ["${run.python}", "-m", EVAL_MODULE, "--url", ENDPOINT]
     argv += ["--model", inputs.model_name]
     argv += ["--num-questions", str(b.num_examples or 1319)]
@@ -68,12 +66,12 @@ def vllm_command(inputs: BenchInputs, ignored: dict[str, str]) -> BenchPlan:
     argv += ["--repeat", str(b.repeat or 1)]
     data = data_dir(inputs)
     argv += ["--data-dir", data] if data is not None else []
-    argv += ["--out", results]
+    argv += ["--out", RESULTS_DIR]
     return command_plan(
         inputs,
         BenchCommand(
             argv=argv,
-            results_dir=results,
+            results_dir=RESULTS_DIR,
             accuracy="gsm8k",
             dataset=f"{data}/{{train,test}}.jsonl" if data else DEFAULT_DATA,
         ),
@@ -83,11 +81,6 @@ def vllm_command(inputs: BenchInputs, ignored: dict[str, str]) -> BenchPlan:
 
 def is_vllm_command(bench: BenchPlan) -> bool:
     return bench.command is not None and EVAL_MODULE in bench.command.argv
-
-
-def vllm_role(plan: Plan) -> RolePlan:
-    """The bench role: the evaluator against the public endpoint, in no container."""
-    return harness_role(plan, contained=False)
 
 
 def check_data(bench: BenchPlan) -> None:

@@ -9,9 +9,9 @@ measured and none is expected.
 
 from __future__ import annotations
 
-from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
+from disagg.plan.model import BenchCommand, BenchPlan
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter, command_plan
-from disagg.workloads.custom import RESULTS_SUBDIR, contract_env
+from disagg.workloads.contract import RESULTS_DIR
 
 HOLD = (
     'echo "benchmark type manual: the servers are up at ${SRT_FRONTEND_URL:-?}; '
@@ -33,20 +33,8 @@ class Manual(BenchmarkAdapter):
             inputs,
             BenchCommand(
                 argv=["bash", "-c", HOLD],
-                results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
+                results_dir=RESULTS_DIR,
                 expects_results=False,
             ),
             ignored,
-        )
-
-    def bench_role(self, plan: Plan) -> RolePlan:
-        command = plan.bench.command
-        assert command is not None
-        return RolePlan(
-            name="bench",
-            kind=RoleKind.BENCH,
-            node_ranks=[0],
-            argv=list(command.argv),
-            env=contract_env(plan),
-            container_image=plan.slurm.container_image,
         )

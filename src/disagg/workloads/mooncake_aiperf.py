@@ -18,13 +18,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from disagg.plan.model import BenchCommand, BenchPlan, Plan, RoleKind, RolePlan
+from disagg.plan.model import BenchCommand, BenchPlan
 from disagg.workloads.base import BenchInputs, command_plan
-from disagg.workloads.custom import RESULTS_SUBDIR, contract_env, serving_role
+from disagg.workloads.contract import ENDPOINT, RESULTS_DIR
 from disagg.workloads.trace import TraceReplay
 
 WORKLOADS = ("mooncake", "conversation", "synthetic", "toolagent")
-ENDPOINT = "<frontend-url>"
 TRACES = "https://raw.githubusercontent.com/kvcache-ai/Mooncake/main/FAST25-release"
 
 # `bash -c WRAPPER mooncake-router ENDPOINT MODEL WORKLOAD TTFT ITL TOKENIZER`
@@ -95,36 +94,18 @@ class MooncakeRouter(TraceReplay):
         for name, value in (("ttft_threshold_ms", ttft), ("itl_threshold_ms", itl)):
             if value <= 0:
                 raise inputs.fail(f"benchmark.{name} must be positive", ("benchmark", name), None)
-        image = b.container_image
         argv = ["bash", "-c", WRAPPER, "mooncake-router", ENDPOINT, inputs.model_name]
         argv += [workload, str(ttft), str(itl), "${model.path}"]
         return command_plan(
             inputs,
             BenchCommand(
                 argv=argv,
-                results_dir=f"${{run.dir}}/{RESULTS_SUBDIR}",
+                results_dir=RESULTS_DIR,
                 env={"AIPERF_HTTP_SO_RCVTIMEO": "120"},
-                container_image=inputs.resolve_container(image) if image else None,
+                container_image=inputs.image(),
                 expects_results=False,
             ),
             ignored,
-        )
-
-    def bench_role(self, plan: Plan) -> RolePlan:
-        command = plan.bench.command
-        if command is None:
-            return super().bench_role(plan)
-        front = plan.role(plan.serving_role) if plan.serving_role else serving_role(plan.roles)
-        url = f"${{{front.name}.url}}" if front is not None else "http://localhost:8000"
-        env = contract_env(plan)
-        env.update(command.env)
-        return RolePlan(
-            name="bench",
-            kind=RoleKind.BENCH,
-            node_ranks=[0],
-            argv=[url if arg == ENDPOINT else arg for arg in command.argv],
-            env=env,
-            container_image=command.container_image or plan.slurm.container_image,
         )
 
     def prepare(self, bench: BenchPlan) -> None:

@@ -10,13 +10,16 @@ schedule at that rate, capped by the concurrency. `slow_down_sleep_time` and
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from disagg.plan.model import BenchPlan, Plan, PointPlan
 from disagg.recipe.benchmark_section import concurrency_points
 from disagg.recipe.limits import MAX_POINT_REQUESTS, load_bound_problem
 from disagg.workloads import slow_down
-from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn
+from disagg.workloads.base import BenchInputs, BenchmarkAdapter
+
+if TYPE_CHECKING:
+    from disagg.bench.runner import PointRequests
 
 DEFAULT_PROMPTS_MULT = 10
 MIN_PROMPTS = 16
@@ -169,7 +172,7 @@ class SaBench(BenchmarkAdapter):
             warmup_requests=c * warmup_mult,
         )
 
-    def measure(self) -> MeasureFn:
-        from disagg.bench.api import measure_point
+    def requests(self, bench: BenchPlan, point: PointPlan) -> PointRequests:
+        from disagg.bench.runner import synthetic_requests
 
-        return measure_point
+        return synthetic_requests(bench, point)

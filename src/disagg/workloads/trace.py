@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,14 +24,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
 from disagg.plan.container_paths import mount_pairs
 from disagg.plan.model import BenchPlan, PointPlan, TracePlan
-from disagg.workloads.base import BenchInputs, BenchmarkAdapter, MeasureFn, ServingCheck
+from disagg.workloads.base import BenchInputs, BenchmarkAdapter
 from disagg.workloads.sabench import concurrencies, slo
 
 if TYPE_CHECKING:
-    from disagg.bench.api import GpuCounts, PointOutcome
-    from disagg.bench.client import RequestSpec
     from disagg.bench.prompts import PromptFactory
-    from disagg.plan.limits import LimitsPlan
+    from disagg.bench.records import RequestSpec
+    from disagg.bench.runner import PointRequests
 
 MAX_TRACE_BYTES = 256 * 1024 * 1024
 MAX_RECORDS = 1_000_000
@@ -147,64 +145,18 @@ def _sorted(records: list[TraceRecord]) -> list[TraceRecord]:
     return sorted(records, key=lambda r: r.timestamp_ms)
 
 
-def measure_trace(
-    *,
-    base_url: str,
-    bench: BenchPlan,
-    point: PointPlan,
-    out_dir: Path,
-    gpus: GpuCounts,
-    run_name: str,
-    simulated: bool,
-    disaggregated: bool,
-    quiet: bool = False,
-    stop: threading.Event | None = None,
-    setup: Mapping[str, Any] | None = None,
-    limits: LimitsPlan | None = None,
-    serving: ServingCheck | None = None,
-) -> PointOutcome:
-    """Replay the plan's trace as one point (same files, limits and validity gate as sa-bench)."""
-    from disagg.bench.api import measure_point
-    from disagg.bench.client import Load
+def trace_requests(bench: BenchPlan, point: PointPlan) -> PointRequests:
+    """The plan's trace as one point's requests, each sent at its timestamp (the same
+    driver, limits and validity gate as sa-bench's points)."""
     from disagg.bench.prompts import PromptFactory, PromptSettings
-    from disagg.bench.runner import ClientOptions, point_load
+    from disagg.bench.runner import PointRequests
 
     assert bench.trace is not None
-    trace = bench.trace
-    records = _sorted(read_trace(Path(trace.path)))
-    factory = PromptFactory(
-        PromptSettings(
-            model=bench.model_name,
-            isl=bench.isl,
-            osl=bench.osl,
-            endpoint=bench.endpoint,
-            tokenizer=bench.tokenizer,
-            chat_template=bench.use_chat_template,
-            ignore_eos=bench.ignore_eos,
-            prompt_format="text",
-        )
-    )
-    requests = build_requests(factory, records, trace.block_tokens)
-    offsets = trace_offsets(records, trace.speedup)
-
-    def make_load(options: ClientOptions) -> Load:
-        return point_load(base_url, bench, point, options, requests=requests, offsets=offsets)
-
-    return measure_point(
-        base_url=base_url,
-        bench=bench,
-        point=point,
-        out_dir=out_dir,
-        gpus=gpus,
-        run_name=run_name,
-        simulated=simulated,
-        disaggregated=disaggregated,
-        quiet=quiet,
-        stop=stop,
-        setup=setup,
-        limits=limits,
-        make_load=make_load,
-        serving=serving,
+    records = _sorted(read_trace(Path(bench.trace.path)))
+    factory = PromptFactory(PromptSettings.of(bench, prompt_format="text"))
+    return PointRequests(
+        requests=build_requests(factory, records, bench.trace.block_tokens),
+        offsets=trace_offsets(records, bench.trace.speedup),
     )
 
 
@@ -319,8 +271,8 @@ class TraceReplay(BenchmarkAdapter):
         trace = TracePlan(path=str(path.resolve()), written=b.trace_file)
         return traced_bench(planned, records).model_copy(update={"trace": trace})
 
-    def measure(self) -> MeasureFn:
-        return measure_trace
+    def requests(self, bench: BenchPlan, point: PointPlan) -> PointRequests:
+        return trace_requests(bench, point)
 
     def prepare(self, bench: BenchPlan) -> None:
         assert bench.trace is not None

@@ -10,8 +10,10 @@ answering with keep-alive comments only (bytes without progress).
 `GET /stats` returns how late the server itself emitted chunks against that
 schedule, so a benchmark can tell the server's error from the client's.
 
-Run it alone with `python -m disagg.bench.testing --ttft-ms 50 --itl-ms 10`; it
-prints `PORT <n>` once listening. `serve_in_subprocess` does that for tests.
+It is test and benchmark support, not part of disagg: tests import it as `stream_server`
+(like `tiny_model`), the scripts in benchmarks/ from this folder. Run it alone with
+`python tests/stream_server.py --config '{"ttft_ms": 50, "itl_ms": 10}'`; it prints
+`PORT <n>` once listening. `serve_in_subprocess` does that for tests.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, cast
 
 __all__ = ["ServerConfig", "serve_in_subprocess"]
@@ -349,7 +352,7 @@ def serve_in_subprocess(
     The process is stopped by PID on exit. `cpu` pins it to one core (benchmarks).
     """
     payload = json.dumps(asdict(config or ServerConfig()))
-    argv = [sys.executable, "-m", "disagg.bench.testing", "--config", payload]
+    argv = [sys.executable, str(Path(__file__).resolve()), "--config", payload]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     try:
         if cpu is not None and hasattr(os, "sched_setaffinity"):
