@@ -17,7 +17,7 @@ from dataclasses import replace
 from functools import cache, lru_cache
 from typing import Any
 
-from disagg.predict.target import PredictTarget
+from disagg.predict.target import PredictTarget, compile_engine
 
 
 class Fp8Context:
@@ -40,8 +40,6 @@ def fp8_context(target: PredictTarget) -> Fp8Context | None:
     """The substitute for `target` (an FP8-attention worker), None where there is none."""
     from aiconfigurator_core.sdk.errors import PerfDataNotAvailableError
     from aiconfigurator_core.sdk.perf_database import get_latest_database_version
-
-    from disagg.predict.timing import compile_engine
 
     version = get_latest_database_version(system=target.system, backend="vllm")
     if version is None or target.backend == "vllm":

@@ -106,3 +106,25 @@ def from_namespace(values: dict[str, Any]) -> PredictTarget | None:
     if given.get("model") is None:
         return None
     return PredictTarget(**{k: v for k, v in given.items() if v is not None})
+
+
+def compile_engine(target: PredictTarget, fmha: str) -> Any:
+    """AIConfigurator's compiled engine for `target` with `fmha` attention (fused MoE)."""
+    from aiconfigurator_core.sdk.engine import EngineHandle
+
+    return EngineHandle.compile(
+        target.model,
+        target.system,
+        target.backend,
+        backend_version=target.version,
+        tp_size=target.tp,
+        pp_size=target.pp,
+        attention_dp_size=target.attention_dp,
+        moe_tp_size=target.moe_tp,
+        moe_ep_size=target.moe_ep,
+        gemm_quant_mode=target.gemm,
+        moe_quant_mode=target.moe,
+        kvcache_quant_mode=target.kvcache,
+        fmha_quant_mode=fmha,
+        nextn=target.nextn,
+    )

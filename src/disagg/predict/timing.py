@@ -21,7 +21,12 @@ from disagg.engines.sim.args import EngineArgs
 from disagg.engines.sim.timing import TimingModel
 from disagg.errors import DisaggError
 from disagg.predict.context_fp8 import Fp8Context, fp8_context
-from disagg.predict.target import DECODE_CORRECTION, PREFILL_CORRECTION, PredictTarget
+from disagg.predict.target import (
+    DECODE_CORRECTION,
+    PREFILL_CORRECTION,
+    PredictTarget,
+    compile_engine,
+)
 
 log = logging.getLogger("disagg.predict")
 
@@ -34,28 +39,6 @@ def compile_for(target: PredictTarget, fmha: str) -> Any:
     from disagg.predict.wide_ep import compile_large_ep
 
     return compile_large_ep(target, fmha) or compile_engine(target, fmha)
-
-
-def compile_engine(target: PredictTarget, fmha: str) -> Any:
-    """AIConfigurator's compiled engine for `target` with `fmha` attention (fused MoE)."""
-    from aiconfigurator_core.sdk.engine import EngineHandle
-
-    return EngineHandle.compile(
-        target.model,
-        target.system,
-        target.backend,
-        backend_version=target.version,
-        tp_size=target.tp,
-        pp_size=target.pp,
-        attention_dp_size=target.attention_dp,
-        moe_tp_size=target.moe_tp,
-        moe_ep_size=target.moe_ep,
-        gemm_quant_mode=target.gemm,
-        moe_quant_mode=target.moe,
-        kvcache_quant_mode=target.kvcache,
-        fmha_quant_mode=fmha,
-        nextn=target.nextn,
-    )
 
 
 class Engines:
