@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from disagg.report.aggregate import load_runs
+from disagg.report.axes import YMetric
 from disagg.report.build import analyse
 from disagg.report.compare import compare
-from disagg.report.model import YMetric
 from disagg.report.write import write_report
 
 from .report_fixtures import RunFactory

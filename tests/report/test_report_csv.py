@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from disagg.report.aggregate import load_runs
+from disagg.report.axes import YMetric
 from disagg.report.build import analyse
 from disagg.report.csv import SUMMARY_COLUMNS, write_summary
-from disagg.report.model import YMetric
 
 from .report_fixtures import RunFactory
 

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 from disagg.report.aggregate import load_runs
+from disagg.report.axes import YMetric
 from disagg.report.build import analyse
 from disagg.report.html import latency_figure, pareto_figure, render
-from disagg.report.model import YMetric
 
 from .report_fixtures import (
     INVALID_SPEED,

@@ -8,8 +8,8 @@ from pathlib import Path
 from PIL import Image
 
 from disagg.report.aggregate import load_runs
+from disagg.report.axes import YMetric
 from disagg.report.chart import Chart, build_chart
-from disagg.report.model import YMetric
 from disagg.report.png import DPI, FRONTIER_LABEL, WATERMARK, build_figure, figure_size, write_png
 
 from .report_fixtures import LEGEND, SIM_LEGEND, TP8_DECODE, TP8_LEGEND, RunFactory

@@ -7,9 +7,9 @@ from html import escape
 from disagg.plan.model import Plan
 from disagg.redact import REDACTED
 from disagg.report.aggregate import load_runs
+from disagg.report.axes import YMetric
 from disagg.report.build import analyse
 from disagg.report.html import render
-from disagg.report.model import YMetric
 
 from .report_fixtures import RunFactory
 

@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from disagg.report.axes import XMetric, YMetric
 from disagg.report.chart import Chart, ChartSet, build_charts
 from disagg.report.compare import Change, compare
-from disagg.report.model import RunResults, XMetric, YMetric
+from disagg.report.model import RunResults
 
 
 @dataclass

@@ -14,9 +14,10 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
+from disagg.report.axes import XMetric, YMetric
 from disagg.report.labels import place
 from disagg.report.legend import legend
-from disagg.report.model import ResultPoint, RunResults, Workload, XMetric, YMetric
+from disagg.report.model import ResultPoint, RunResults, Workload
 from disagg.report.pareto import frontier
 
 # Colour-blind-safe first (Okabe-Ito, then Tableau); markers change every lap of colours.

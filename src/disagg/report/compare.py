@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from disagg.report.model import ResultPoint, RunResults, YMetric
+from disagg.report.axes import YMetric
+from disagg.report.model import ResultPoint, RunResults
 
 
 class Better(StrEnum):

@@ -13,9 +13,10 @@ from pathlib import Path
 
 from disagg.atomic import write_text
 from disagg.bench.identity import SETUP_FIELDS
+from disagg.report.axes import YMetric
 from disagg.report.chart import ChartSet, View
 from disagg.report.compare import Change
-from disagg.report.model import ResultPoint, RunResults, YMetric
+from disagg.report.model import ResultPoint, RunResults
 
 LATENCY_FIELDS = tuple(
     f"{stat}_{metric}_ms"

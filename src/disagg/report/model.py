@@ -1,4 +1,5 @@
-"""What a report is made of: valid points grouped by run, and the chart axes derived from them.
+"""What a report is made of: valid points grouped by run (the chart axes that read them are
+`report.axes`).
 
 Kept free of plotting imports so that `disagg collect` and other callers can use the
 loaded results without paying for matplotlib or plotly.
@@ -11,10 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-# the chart's axes live apart (`disagg --help` lists `report` without this model)
-from disagg.report.axes import XMetric as XMetric
-from disagg.report.axes import YMetric as YMetric
 
 
 @dataclass(frozen=True, order=True)

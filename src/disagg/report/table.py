@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from disagg.report.axes import XMetric
 from disagg.report.chart import View
-from disagg.report.model import ResultPoint, RunResults, XMetric
+from disagg.report.model import ResultPoint, RunResults
 
 
 @dataclass(frozen=True)
