@@ -55,6 +55,21 @@ class PredictTarget:
         """`predicted (aiconfigurator-core 0.12.0, h200_sxm, sglang 0.5.14 database)`."""
         return f"predicted ({PACKAGE} {VERSION}, {self.system}, {self.database})"
 
+    def layout(self, fmha: str) -> dict[str, Any]:
+        """The parallel sizes and quantisation modes, as AIConfigurator's engine, memory
+        and model-config builders all name them, with `fmha` for the attention."""
+        return {
+            "tp_size": self.tp,
+            "pp_size": self.pp,
+            "attention_dp_size": self.attention_dp,
+            "moe_tp_size": self.moe_tp,
+            "moe_ep_size": self.moe_ep,
+            "gemm_quant_mode": self.gemm,
+            "moe_quant_mode": self.moe,
+            "kvcache_quant_mode": self.kvcache,
+            "fmha_quant_mode": fmha,
+        }
+
     def argv(self) -> list[str]:
         out: list[str] = []
         for f in fields(self):
@@ -117,14 +132,6 @@ def compile_engine(target: PredictTarget, fmha: str) -> Any:
         target.system,
         target.backend,
         backend_version=target.version,
-        tp_size=target.tp,
-        pp_size=target.pp,
-        attention_dp_size=target.attention_dp,
-        moe_tp_size=target.moe_tp,
-        moe_ep_size=target.moe_ep,
-        gemm_quant_mode=target.gemm,
-        moe_quant_mode=target.moe,
-        kvcache_quant_mode=target.kvcache,
-        fmha_quant_mode=fmha,
+        **target.layout(fmha),
         nextn=target.nextn,
     )

@@ -126,15 +126,7 @@ def kv_capacity(target: PredictTarget) -> tuple[int, int]:
             max_batch_size=256,
             memory_fraction_kind=kind,
             memory_fraction_value=target.mem_fraction,
-            tp_size=target.tp,
-            pp_size=target.pp,
-            attention_dp_size=target.attention_dp,
-            moe_tp_size=target.moe_tp,
-            moe_ep_size=target.moe_ep,
-            gemm_quant_mode=target.gemm,
-            moe_quant_mode=target.moe,
-            kvcache_quant_mode=target.kvcache,
-            fmha_quant_mode=target.fmha,
+            **target.layout(target.fmha),
             nextn=target.nextn,
         )
     except ValueError as exc:

@@ -94,15 +94,7 @@ def compile_large_ep(target: PredictTarget, fmha: str) -> Any | None:
     if backends is None:
         return None
     config = build_model_config(
-        tp_size=target.tp,
-        pp_size=target.pp,
-        attention_dp_size=target.attention_dp,
-        moe_tp_size=target.moe_tp,
-        moe_ep_size=target.moe_ep,
-        gemm_quant_mode=target.gemm,
-        kvcache_quant_mode=target.kvcache,
-        fmha_quant_mode=fmha,
-        moe_quant_mode=target.moe,
+        **target.layout(fmha),
     )
     config.moe_comm_backend = backends
     config.num_gpus_per_node = int(database.system_spec["node"]["num_gpus_per_node"])
