@@ -54,8 +54,9 @@ from typing import Any
 
 import aiohttp
 
-from disagg.bench.client import cpu_seconds, raise_fd_limit
+from disagg.bench.client import raise_fd_limit
 from disagg.bench.metrics import percentile
+from disagg.bench.phase import cpu_seconds
 from disagg.bench.results import PointContext
 from disagg.bench.runner import ClientOptions, run_point
 from disagg.plan.model import BenchPlan, PointPlan

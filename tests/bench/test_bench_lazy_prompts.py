@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from disagg.bench import prompts
-from disagg.bench.client import records_for
+from disagg.bench.phase import records_for
 from disagg.bench.prompts import LazySpecs, PromptFactory, PromptSettings
 from stream_server import ServerConfig, serve_in_subprocess
 

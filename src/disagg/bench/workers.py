@@ -22,16 +22,8 @@ from multiprocessing.connection import Connection, wait
 from time import monotonic
 from typing import Any
 
-from disagg.bench.client import (
-    Counters,
-    Load,
-    cpu_seconds,
-    new_loop,
-    open_client,
-    raise_fd_limit,
-    records_for,
-    run_phase,
-)
+from disagg.bench.client import Counters, Load, open_client, raise_fd_limit
+from disagg.bench.phase import cpu_seconds, new_loop, records_for, run_phase
 from disagg.bench.records import RequestRecord
 from disagg.errors import EXIT_FINDINGS, DisaggError
 
