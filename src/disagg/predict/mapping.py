@@ -10,7 +10,6 @@ with the reason: a prediction for something else would be worse than none.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from disagg.engines.worker import Parallelism, SimReading
+from disagg.predict.acceptance import Acceptance, published_acceptance
 from disagg.predict.target import PredictTarget
 
 # resources.gpu_type (or the cluster profile's) -> AIConfigurator's system.
@@ -45,17 +45,6 @@ SAME_ARCHITECTURE = {
     "nvidia/deepseek-r1-0528-nvfp4": "deepseek-ai/DeepSeek-R1",
     "nvidia/deepseek-r1-0528-nvfp4-v2": "deepseek-ai/DeepSeek-R1",
     "deepseek-ai/deepseek-v3-0324": "deepseek-ai/DeepSeek-V3",
-}
-
-# Published mean accepted length (tokens a decode step emits, the verified one included)
-# with 1, 2, 3, ... draft tokens, by model family. A deeper chain than published is taken
-# to accept no more than the deepest published one.
-PUBLISHED_ACCEPTANCE = {
-    "deepseek": (
-        (1.92, 2.58, 2.82, 2.99, 3.01),
-        "TensorRT-LLM's DeepSeek-R1 B200 min-latency blog (blog1, 'Autoregressive MTP "
-        "Layers'): 1.92, 2.58, 2.82, 2.99, 3.01 tokens per step with 1-5 MTP layers",
-    ),
 }
 
 # Checkpoints whose KV cache is FP8 by default, known by name where the plan has only the
@@ -295,29 +284,6 @@ def layout_for(par: Parallelism, config: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
-@dataclass(frozen=True)
-class Acceptance:
-    """How many draft tokens a step keeps: one chance per draft token (a chain: draft k
-    counts only when drafts 1..k-1 did), constant or per position."""
-
-    rate: float | None  # the same chance for every draft (given on the command line)
-    rates: tuple[float, ...]  # per draft position (from a published accepted length)
-    source: str
-
-    def per_draft(self, nextn: int) -> tuple[float, ...]:
-        return self.rates[:nextn] if self.rate is None else (self.rate,) * nextn
-
-
-def chain_rates(lengths: tuple[float, ...], nextn: int) -> tuple[float, ...]:
-    """Per-draft chances whose chain gives the published mean accepted length at every
-    depth up to `nextn` (chance that drafts 1..k all hold = length(k) - length(k-1))."""
-    held = [1.0] + [max(0.0, b - a) for a, b in itertools.pairwise((1.0, *lengths))]
-    held += [0.0] * max(0, nextn + 1 - len(held))
-    return tuple(
-        min(1.0, held[k] / held[k - 1]) if held[k - 1] > 0 else 0.0 for k in range(1, nextn + 1)
-    )
-
-
 def acceptance_for(
     model: str, nextn: int, options: PredictOptions, path: tuple[str, ...]
 ) -> Acceptance:
@@ -325,10 +291,9 @@ def acceptance_for(
         return Acceptance(0.0, (), "")
     if options.accept_rate is not None:
         return Acceptance(options.accept_rate, (), "set on the command line")
-    lowered = model.lower()
-    for family, (lengths, source) in PUBLISHED_ACCEPTANCE.items():
-        if family in lowered:
-            return Acceptance(None, chain_rates(lengths, nextn), source)
+    published = published_acceptance(model, nextn)
+    if published is not None:
+        return published
     raise Unmappable(
         f"--predict: speculative decoding with {nextn} draft token(s), and no published "
         f"acceptance rate for {model}",
