@@ -28,6 +28,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage
 
+from disagg.engines.sim import info
 from disagg.engines.sim.args import EngineArgs
 from disagg.engines.sim.handover import BootstrapServer, HandoverClient, HandoverError
 from disagg.engines.sim.profile import Profiler
@@ -132,61 +133,14 @@ class SimWorker:
     async def _health(self, _request: web.Request) -> web.Response:
         return web.Response(text="")
 
-    def server_info(self) -> dict[str, Any]:
-        a = self.args
-        return {
-            "model_path": a.model_path,
-            "tokenizer_path": a.tokenizer_path or a.model_path,
-            "served_model_name": a.model_name,
-            "disaggregation_mode": "null" if a.mode == "aggregated" else a.mode,
-            "disaggregation_bootstrap_port": a.bootstrap_port,
-            "tp_size": a.tp_size,
-            "dp_size": a.dp_size,
-            "ep_size": a.ep_size,
-            "enable_dp_attention": a.enable_dp_attention,
-            "max_running_requests": a.running_limit,
-            "chunked_prefill_size": a.chunked_prefill_size,
-            "max_prefill_tokens": a.max_prefill_tokens,
-            "cuda_graph_max_bs": self.timing.graph_max_bs,
-            "speculative_algorithm": a.speculative_algorithm,
-            "speculative_num_steps": a.speculative_num_steps,
-            "speculative_num_draft_tokens": a.speculative_num_draft_tokens,
-            "nnodes": a.nnodes,
-            "context_length": a.context_length,
-            "gpus": a.gpus,
-            "simulated": True,
-            "sim_constants": vars(a.sim),
-            "predicted": a.predict.as_dict() | {"label": a.predict.label()} if a.predict else None,
-            "kv_capacity_tokens": self.timing.kv_capacity,
-            "version": "sim",
-        }
-
     async def _server_info(self, _request: web.Request) -> web.Response:
-        return web.json_response(self.server_info())
+        return web.json_response(info.server_info(self.args, self.timing))
 
     async def _model_info(self, _request: web.Request) -> web.Response:
-        a = self.args
-        return web.json_response(
-            {
-                "model_path": a.model_path,
-                "tokenizer_path": a.tokenizer_path or a.model_path,
-                "served_model_name": a.model_name,
-                "is_generation": True,
-                "model_type": "sim",
-                "simulated": True,
-            }
-        )
+        return web.json_response(info.model_info(self.args))
 
     async def _models(self, _request: web.Request) -> web.Response:
-        model = {
-            "id": self.args.model_name,
-            "object": "model",
-            "created": int(self.started),
-            "owned_by": "sglang",
-            "root": self.args.model_path,
-            "max_model_len": self.args.context_length,
-        }
-        return web.json_response({"object": "list", "data": [model]})
+        return web.json_response(info.models(self.args, self.started))
 
     def stats(self) -> dict[str, Any]:
         s = self.scheduler.stats
