@@ -11,12 +11,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from disagg.cluster import ClusterProfile, load_profile
 from disagg.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, DisaggError, UnsupportedRecipe
 from disagg.plan.file_plans import FilePlans, file_plans
 from disagg.plan.model import Plan
-from disagg.predict.mapping import PredictOptions
+
+if TYPE_CHECKING:
+    from disagg.predict.mapping import PredictOptions
 
 PROFILE_DIRS = (Path("clusters"), Path("examples/clusters"), Path("~/.config/disagg/clusters"))
 DEFAULT_RUN_ROOT = Path("runs")

@@ -8,6 +8,7 @@ around them. The in-process bench sits on node rank 0, in the orchestrator.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from disagg.cluster import ClusterProfile, resolve_container, resolve_model
 from disagg.engines import registry
@@ -31,10 +32,12 @@ from disagg.plan.node_layout import Colocation, NodeLayout, PlacedWorker
 from disagg.plan.profiling_checks import check as check_profiling
 from disagg.plan.stage_list import staging_plan
 from disagg.plan.worker_roles import WorkerRoles
-from disagg.predict.mapping import PredictOptions, options_for
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
 from disagg.services import ServiceContext, discovery_env, service_plane, with_service_stages
+
+if TYPE_CHECKING:
+    from disagg.predict.mapping import PredictOptions
 
 
 def place(
@@ -61,7 +64,10 @@ class _Placer:
         self.frontend_section = self.config.frontend or FrontendSection()  # defaults if none
         self.profile = profile
         backend = self.config.backend
-        predict = options_for(backend.engine, backend.predict, predict)
+        if predict is not None or backend.engine == "predict":  # else nothing is predicted
+            from disagg.predict.mapping import options_for
+
+            predict = options_for(backend.engine, backend.predict, predict)
         self.predict = predict
         self.simulated = backend.engine == "sim" or predict is not None
         self.engine = "sim" if self.simulated else backend.type
@@ -195,10 +201,10 @@ class _Placer:
 
     def profile_posts(self, bench: BenchPlan, plan: Plan) -> BenchPlan:
         """The benchmark's profile start/stop POSTs (`disagg.workloads.profiling`)."""
-        from disagg.workloads import profiling as posts
-
         if not profiling.enabled(self.config.profiling):
             return bench
+        from disagg.workloads import profiling as posts
+
         plan.profile_dirs = profiling.dirs(self.config.profiling, plan.roles)
         bench, rows, ignored = posts.planned(bench, plan, self.config, self.fail)
         self.differs += rows

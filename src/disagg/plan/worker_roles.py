@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from disagg.engines.base import WorkerCommand
 from disagg.engines.worker import WorkerSpec
@@ -25,8 +25,10 @@ from disagg.plan.node_layout import PlacedWorker
 from disagg.plan.role_images import role_srun_options
 from disagg.plan.served_name import served_model_name
 from disagg.plan.worker_kinds import adapter_role
-from disagg.predict.mapping import PredictOptions, Unmappable, WorkerInputs, target_for
 from disagg.recipe.schema import FrontendSection
+
+if TYPE_CHECKING:
+    from disagg.predict.mapping import PredictOptions
 
 SIM_HEALTH_DEADLINE_S = 60.0
 ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
@@ -208,6 +210,8 @@ class WorkerRoles:
 
     def _predict_argv(self, kind: RoleKind, args: Mapping[str, Any]) -> list[str]:
         """The predicted worker's `--predict-*` flags; what cannot be mapped is refused."""
+        from disagg.predict.mapping import Unmappable, WorkerInputs, target_for
+
         assert self.predict is not None
         model = self.model
         local = model.kind == "path" and Path(model.value).expanduser().is_dir()
