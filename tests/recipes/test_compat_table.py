@@ -19,8 +19,11 @@ DOC = ROOT / "docs" / "compat.md"
 
 
 def _doc_rows() -> list[list[str]]:
-    """The cells of each body row of the table in docs/compat.md."""
-    lines = [line for line in DOC.read_text().splitlines() if line.startswith("| ")]
+    """The cells of each body row of the differences table in docs/compat.md (the first
+    table: the page's later sections have tables of their own)."""
+    text = DOC.read_text()
+    table = text[text.index("| id | srtctl | disagg | why |") :].split("\n\n", 1)[0]
+    lines = table.splitlines()
     body = [line for line in lines[1:] if not re.fullmatch(r"[| -]+", line)]
     return [[cell.strip() for cell in line.strip("|").split(" | ")] for line in body]
 
