@@ -15,7 +15,6 @@ from typing import Any
 
 from disagg.bench.records import RequestRecord
 
-STATS = ("mean", "median", "std", "p90", "p95", "p99")
 PERCENTILES = (90.0, 95.0, 99.0)
 SLO_KEYS = ("ttft", "tpot", "e2el")
 

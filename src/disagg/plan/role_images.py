@@ -23,7 +23,6 @@ ROLE_KEYS: dict[RoleKind, RoleKey] = {
     RoleKind.DECODE: "decode",
     RoleKind.AGGREGATED: "agg",
 }
-ALIAS_ROW = "unknown-container-alias"  # the `disagg.plan.compat` row
 # A bare word (no registry, tag, digest or path): what an alias looks like.
 _BARE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
@@ -45,12 +44,6 @@ def role_srun_options(config: RecipeConfig, kind: RoleKind) -> dict[str, str]:
     if override is None:
         return {}
     return {key: env_text(value) for key, value in override.srun_options.items()}
-
-
-def written_images(config: RecipeConfig) -> list[str]:
-    """Every image a worker role names for itself, in role order, each once."""
-    found = [role_image(config, kind) for kind in ROLE_KEYS]
-    return list(dict.fromkeys(image for image in found if image))
 
 
 def alias_problem(written: str, profile: ClusterProfile | None) -> tuple[str, str] | None:

@@ -27,9 +27,6 @@ class Acceptance:
     rates: tuple[float, ...]  # per draft position (from a published accepted length)
     source: str
 
-    def per_draft(self, nextn: int) -> tuple[float, ...]:
-        return self.rates[:nextn] if self.rate is None else (self.rate,) * nextn
-
 
 def chain_rates(lengths: tuple[float, ...], nextn: int) -> tuple[float, ...]:
     """Per-draft chances whose chain gives the published mean accepted length at every

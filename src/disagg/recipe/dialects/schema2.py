@@ -19,7 +19,6 @@ from disagg.recipe.dialects.schema2_engines import split as split_engines
 from disagg.recipe.source_map import Key, KeyPath, rewritten
 
 ROLE_TO_MODE = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
-MODE_TO_ROLE = {mode: role for role, mode in ROLE_TO_MODE.items()}
 # Schema 2's frontend types whose meaning differs from the v1 spelling the internal config uses.
 FRONTEND_TYPES = {"sglang-router": "sglang", "sglang": "sglang-direct", "vllm": "vllm-direct"}
 FRONTEND_TYPES_BACK = {internal: written for written, internal in FRONTEND_TYPES.items()}

@@ -32,7 +32,6 @@ from disagg.recipe.benchmark_section import BenchmarkSection
 from disagg.recipe.schema import DynamoSection, FrontendSection, ModelSection
 from disagg.recipe.section_base import Section, WhenSet, omitted
 
-ROLE_NAMES = ("prefill", "decode", "agg")
 # srt-slurm 2.x's engine types in its schema's order, then any other registered engine.
 ENGINE_TYPES = tuple(
     dict.fromkeys(("atom", "sglang", "tilert", "trtllm", "vllm", "mocker", *ENGINES))
@@ -41,21 +40,6 @@ if TYPE_CHECKING:
     EngineType = str
 else:
     EngineType = Literal[ENGINE_TYPES]
-
-# Internal backend fields that schema 2 writes under `roles.<role>` instead of `engine`.
-PER_ROLE_BACKEND = frozenset(
-    {
-        "type",
-        "prefill_environment",
-        "decode_environment",
-        "aggregated_environment",
-        "prefill_extra_args",
-        "decode_extra_args",
-        "aggregated_extra_args",
-        "kv_events_config",
-        "mooncake_kv_store",
-    }
-) | frozenset(name for name in BackendSection.model_fields if name.endswith("_config"))
 
 
 def _derive(
