@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from disagg.engines.sim.args import parse_args
+from disagg.engines.sim.args import EngineArgs, parse_args
 from disagg.engines.sim.command import SIM_PREFIX
 from disagg.engines.sim.scheduler import Scheduler, SimRequest, Stream
 from disagg.engines.sim.timing import TimingModel
@@ -76,6 +76,20 @@ def _value(argv: list[str], flag: str) -> str:
     return argv[argv.index(flag) + 1]
 
 
+def _running_at_once(args: EngineArgs, requests: int, max_tokens: int) -> int:
+    """How many of `requests` prefilled 1024-token requests the worker admits at once."""
+
+    async def running() -> int:
+        scheduler = Scheduler(TimingModel(args))
+        stream = Stream()
+        for i in range(requests):
+            scheduler.submit_prefilled(SimRequest(i, 1024, max_tokens, max_tokens, stream))
+        scheduler._admit_ready()
+        return len(scheduler.running)
+
+    return asyncio.run(running())
+
+
 @pytest.mark.parametrize(("adp", "ranks"), [(True, 8), (False, 1)])
 def test_trtllm_batch_limits_are_per_attention_dp_rank(
     tmp_path: Path, adp: bool, ranks: int
@@ -90,16 +104,7 @@ def test_trtllm_batch_limits_are_per_attention_dp_rank(
 def test_a_dep8_worker_runs_128_requests_on_each_of_its_8_ranks(tmp_path: Path) -> None:
     """The H200 max-throughput shape: 1024 requests in flight, all running at once."""
     args = parse_args([*_worker_argv(tmp_path, True), "--disaggregation-mode", "decode"])
-
-    async def running() -> int:
-        scheduler = Scheduler(TimingModel(args))
-        stream = Stream()
-        for i in range(1500):
-            scheduler.submit_prefilled(SimRequest(i, 1024, 2048, 2048, stream))
-        scheduler._admit_ready()
-        return len(scheduler.running)
-
-    assert asyncio.run(running()) == 1024
+    assert _running_at_once(args, 1500, 2048) == 1024
 
 
 @pytest.mark.parametrize(("dp", "ranks"), [(True, 4), (False, 1)])
@@ -114,13 +119,4 @@ def test_vllm_batch_limits_are_per_data_parallel_rank(tmp_path: Path, dp: bool, 
 
 def test_a_vllm_dp4_worker_runs_64_requests_on_each_of_its_4_engines(tmp_path: Path) -> None:
     args = parse_args(_worker_argv(tmp_path, True, VLLM_RECIPE))
-
-    async def running() -> int:
-        scheduler = Scheduler(TimingModel(args))
-        stream = Stream()
-        for i in range(300):
-            scheduler.submit_prefilled(SimRequest(i, 1024, 1024, 1024, stream))
-        scheduler._admit_ready()
-        return len(scheduler.running)
-
-    assert asyncio.run(running()) == 256
+    assert _running_at_once(args, 300, 1024) == 256
