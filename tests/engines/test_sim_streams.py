@@ -49,3 +49,20 @@ def test_many_streams_get_a_chunk_per_budget_not_per_step_and_every_token() -> N
 def test_a_few_streams_get_every_token_as_it_comes() -> None:
     for sink in _decode(4, 50, 0.010):
         assert [e.tokens for e in sink.events] == [1] * 50
+
+
+def test_a_cancelled_stream_leaves_the_batch_at_the_next_step() -> None:
+    """A client that goes away frees its batch slot and KV at once, not when another
+    request happens to finish (a few streams: each streamed every step)."""
+    scheduler = Scheduler(TimingModel(parse_args(["--disaggregation-mode", "decode"])))
+    requests = [SimRequest(i, 100, 50, 50, _Chunks()) for i in range(3)]
+    for request in requests:
+        scheduler.submit_prefilled(request)
+    scheduler._admit_ready()
+    requests[1].cancelled = True
+    step = scheduler._plan()
+    assert step is not None
+    step[1]()
+    assert scheduler.running == [requests[0], requests[2]]
+    # the two left running hold their prompts and the tokens they have, nothing more
+    assert scheduler.kv_tokens == 2 * (100 + 2)

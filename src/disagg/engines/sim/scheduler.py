@@ -288,7 +288,7 @@ class Scheduler:
             if not req.done:
                 ended += self._end(req, req.target)
         if gap < _PACING_FLOOR_S:
-            self._stream_all()
+            ended += self._stream_all()
         else:
             ended += self._stream_paced(gap)
         if ended:
@@ -311,20 +311,22 @@ class Scheduler:
         self.kv_reserved -= self._kv_need(req)
         return 1
 
-    def _stream_all(self) -> None:
-        """Few streams: each gets its tokens every `stream_interval` steps (every step)."""
-        interval = self._interval
+    def _stream_all(self) -> int:
+        """Few streams: each gets its tokens every `stream_interval` steps (every step); the
+        number of cancelled requests that left."""
+        interval, ended = self._interval, 0
         for req in self.running:
             if req.done:
                 continue
             generated = self._generated(req)
             if req.cancelled:
-                self._end(req, generated)
+                ended += self._end(req, generated)
             elif generated - req.reported >= interval:
                 req.stream.push(Event(req.index, generated - req.reported))
                 req.reported = req.generated = generated
                 req.sent_at = self.now
         self._paced = deque(r for r in self.running if not r.done)
+        return ended
 
     def _stream_paced(self, gap: float) -> int:
         """Many streams: only those whose last chunk is `gap` old get one, oldest first, so
