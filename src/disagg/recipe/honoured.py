@@ -12,28 +12,9 @@ are judged by their own adapters.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-Action = Literal["refused", "ignored"]
-
-
-@dataclass(frozen=True)
-class Unhonoured:
-    """One field a variant sets that its plan does not carry out."""
-
-    path: tuple[str, ...]
-    action: Action
-    why: str
-    shown: str = ""  # the value, named after the field in a refusal (`roles.decode.engine sglang`)
-
-    @property
-    def field(self) -> str:
-        return ".".join(self.path)
-
-    def to_json(self) -> dict[str, str]:
-        return {"field": self.field, "action": self.action, "why": self.why}
-
+from disagg.recipe.unhonoured_field import Action, Unhonoured
 
 # A rule's neutral value meaning "any value but null is set", an empty map included.
 EVEN_EMPTY = object()
@@ -171,7 +152,7 @@ def _started(service: Mapping[str, Any], name: str, kind: str) -> list[Unhonoure
     adapter = KINDS.get(kind)
     if adapter is None:
         return [_service(service, kind)]
-    return [Unhonoured(*found) for found in adapter.unhonoured(name, service)]
+    return adapter.unhonoured(name, service)
 
 
 def _service(service: Mapping[str, Any], kind: str) -> Unhonoured:

@@ -14,11 +14,11 @@ from disagg.plan.job_plan import env_text
 from disagg.plan.model import ReadinessPlan, RoleKind, RolePlan
 from disagg.recipe.job_sections import ServiceReadiness, ServiceSection
 from disagg.recipe.schema import RecipeConfig
+from disagg.recipe.unhonoured_field import Unhonoured
 from disagg.services.nodes import PLACEMENTS, node_ranks
 
 Start = Literal["after_frontend", "before_workers"]
 # (path, "refused" | "ignored", why): an entry's field its role does not carry out.
-Unhonoured = tuple[tuple[str, ...], Literal["refused", "ignored"], str]
 _SRUN = "a service's own srun options are not applied"
 # A service name names its role, its log file and `${service_<name>.host}` placeholders.
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -180,7 +180,7 @@ class ServiceKind(ABC):
     def unhonoured(self, name: str, service: Mapping[str, Any]) -> list[Unhonoured]:
         """The entry's fields (as written) its role does not carry out, in a fixed order."""
         found: list[Unhonoured] = [
-            (("services", name, key), "refused", why)
+            Unhonoured(("services", name, key), "refused", why)
             for key, why in self.refused.items()
             if service.get(key)
         ]
@@ -188,12 +188,12 @@ class ServiceKind(ABC):
         if isinstance(placement, Mapping):
             if placement.get("pool"):
                 why = "services owning node pools are not laid out, so no pool to join"
-                found.append((("services", name, "placement", "pool"), "refused", why))
+                found.append(Unhonoured(("services", name, "placement", "pool"), "refused", why))
             if placement.get("per") == "worker":
                 why = "one instance per worker (a sidecar on its GPUs) is not laid out"
-                found.append((("services", name, "placement", "per"), "refused", why))
+                found.append(Unhonoured(("services", name, "placement", "per"), "refused", why))
         found += [
-            (("services", name, key), "ignored", why)
+            Unhonoured(("services", name, key), "ignored", why)
             for key, why in self.ignored.items()
             if service.get(key)
         ]
