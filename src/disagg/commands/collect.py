@@ -66,6 +66,7 @@ def collect_command(
     row: hardware, framework, precision, parallelism, per-GPU throughput, latencies in
     seconds). Simulated runs are refused unless --allow-simulated.
     """
+    from disagg.atomic import write_json
     from disagg.bench.identity import setup_fields
     from disagg.bench.inferencex import to_row
     from disagg.bench.results import read_result
@@ -110,8 +111,6 @@ def collect_command(
             dest = target / found.name
             _write_once(dest, found.read_bytes())
             agg = target / f"agg_{found.name}"
-            from disagg.atomic import write_json
-
             write_json(agg, row)
             written.append(
                 {"run_dir": str(run_dir), "point": key, "file": str(dest), "row": str(agg)}

@@ -83,8 +83,9 @@ def model_paths(plan: Plan) -> tuple[str, str]:
         draft_path = draft.repo_id if draft else ""
     else:
         cache = staging.hf_cache
-        main_path = _hub_snapshot(cache, main.repo_id, main.revision) if main else ""
-        main_path = main_path or plan.bench.model_name
+        main_path = (
+            _hub_snapshot(cache, main.repo_id, main.revision) if main else plan.bench.model_name
+        )
         draft_path = _hub_snapshot(cache, draft.repo_id, draft.revision) if draft else ""
     return staging.local_path or main_path, draft_path
 

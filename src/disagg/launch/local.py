@@ -11,7 +11,6 @@ socket of its port. Each task also gets SIGTERM when the orchestrator dies
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import shutil
@@ -34,21 +33,16 @@ def stop_session(popen: subprocess.Popen[bytes], grace_s: float) -> int | None:
     then stop the members the leader left in the group; its exit code."""
     code = popen.poll()
     # Even when the leader already exited, children may still hold the group.
-    _signal_group(popen.pid, signal.SIGTERM)
-    _signal_group(popen.pid, signal.SIGCONT)  # a stopped (hung) task must run to see SIGTERM
+    procs.signal_group(popen.pid, signal.SIGTERM)
+    procs.signal_group(popen.pid, signal.SIGCONT)  # a stopped (hung) task must run to see SIGTERM
     if code is None:
         try:
             code = popen.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
-            _signal_group(popen.pid, signal.SIGKILL)
+            procs.signal_group(popen.pid, signal.SIGKILL)
             code = popen.wait()
     procs.stop_group(popen.pid, grace_s)  # members left after the leader went
     return code
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
 
 
 class LocalLauncher(RoleLauncher):

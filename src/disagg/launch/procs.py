@@ -99,7 +99,7 @@ class ProcessIdentity:
         return now is not None and (self.started is None or now == self.started)
 
 
-def _signal_group(pgid: int, signum: int) -> bool:
+def signal_group(pgid: int, signum: int) -> bool:
     """Send `signum` to a process group; False when the group is gone."""
     try:
         os.killpg(pgid, signum)
@@ -112,12 +112,12 @@ def _signal_group(pgid: int, signum: int) -> bool:
 
 def stop_group(pgid: int, grace_s: float) -> None:
     """SIGTERM a process group, wait up to `grace_s` for it to go, then SIGKILL what is left."""
-    _signal_group(pgid, signal.SIGTERM)
+    signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    while _signal_group(pgid, 0) and time.monotonic() < deadline:
+    while signal_group(pgid, 0) and time.monotonic() < deadline:
         time.sleep(0.02)
-    if _signal_group(pgid, 0):
-        _signal_group(pgid, signal.SIGKILL)
+    if signal_group(pgid, 0):
+        signal_group(pgid, signal.SIGKILL)
 
 
 def carries_mark(pid: int, mark: str) -> bool:

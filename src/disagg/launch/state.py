@@ -270,9 +270,10 @@ class RunState(RunRecord):
 
     def orchestrator_dead(self) -> bool:
         """The run says it is running, but its orchestrator (on this host) is gone."""
+        if self.status is not RunStatus.RUNNING:
+            return False
         identity = self.orchestrator()
-        alive = identity.alive() if identity is not None else None
-        return self.status is RunStatus.RUNNING and alive is False
+        return identity is not None and identity.alive() is False
 
     def role(self, name: str) -> RoleState:
         for role in self.roles:
