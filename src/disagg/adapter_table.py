@@ -74,6 +74,7 @@ class AdapterTable(Generic[T]):
         self._where = where
         self._package = package
         self._made: dict[tuple[str, str], T] = {}
+        self._found: dict[str, tuple[str, str] | None] = {}  # name -> where, once looked up
 
     @cached_property
     def where(self) -> Mapping[str, tuple[str, str]]:
@@ -87,7 +88,12 @@ class AdapterTable(Generic[T]):
 
     def _find(self, name: str) -> tuple[str, str] | None:
         """Where `name`'s adapter is: the module named after it when that one registers it
-        (one file read, the common case), else whatever the whole scan finds."""
+        (one file read, the common case), else whatever the whole scan finds; remembered."""
+        if name not in self._found:
+            self._found[name] = self._look_up(name)
+        return self._found[name]
+
+    def _look_up(self, name: str) -> tuple[str, str] | None:
         direct = name.isidentifier() and not name.startswith("_")
         if self._package is not None and "where" not in self.__dict__ and direct:
             (folder,) = import_module(self._package).__path__

@@ -99,10 +99,6 @@ def config_file(role: WorkerRole) -> str:
     return f"trtllm/{role}.yaml"
 
 
-def _times(limit: int | None, ranks: int) -> int | None:
-    return None if limit is None else limit * ranks
-
-
 def _speculative(args: Mapping[str, Any]) -> Mapping[str, Any]:
     value = FLAGS.value(args, "speculative_config")
     return value if isinstance(value, Mapping) else {}
@@ -149,12 +145,7 @@ class TRTLLM(EngineAdapter):
         steps = as_int(spec.get("num_nextn_predict_layers")) or as_int(spec.get("max_draft_len"))
         ranks = base.parallel.dp if base.parallel.dp_attention else 1
         return replace(
-            base,
-            max_running_requests=_times(base.max_running_requests, ranks),
-            chunked_prefill_size=_times(base.chunked_prefill_size, ranks),
-            # one token budget per iteration: no separate cap on the prefill part
-            max_prefill_tokens=_times(base.chunked_prefill_size, ranks),
-            cuda_graph_max_bs=_times(graph_max, ranks),
+            base.per_rank(ranks, graph_max),
             speculative_algorithm=str(spec["decoding_type"]) if spec.get("decoding_type") else None,
             speculative_num_steps=steps,
         )
@@ -167,8 +158,9 @@ class TRTLLM(EngineAdapter):
                 continue
             if key == "speculative_config" and isinstance(value, Mapping):
                 draft = value.get("speculative_model_dir")
-                if staged_draft(draft) != draft:
-                    value = {**value, "speculative_model_dir": staged_draft(draft)}
+                staged = staged_draft(draft)
+                if staged != draft:
+                    value = {**value, "speculative_model_dir": staged}
             elif key in FLAGS.names("draft_model"):
                 value = staged_draft(value)
             config[key] = value

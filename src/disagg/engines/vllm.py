@@ -194,18 +194,8 @@ class VLLM(EngineAdapter):
         base = super().sim_reading(args)
         spec = _speculative(args)
         steps = spec.get("num_speculative_tokens")
-        ranks = base.parallel.dp
-
-        def times(limit: int | None) -> int | None:
-            return None if limit is None else limit * ranks
-
         return replace(
-            base,
-            max_running_requests=times(base.max_running_requests),
-            chunked_prefill_size=times(base.chunked_prefill_size),
-            # one token budget per step: no separate cap on the prefill part
-            max_prefill_tokens=times(base.chunked_prefill_size),
-            cuda_graph_max_bs=times(base.cuda_graph_max_bs),
+            base.per_rank(base.parallel.dp, base.cuda_graph_max_bs),
             speculative_algorithm=str(spec["method"]) if spec.get("method") else None,
             speculative_num_steps=steps if isinstance(steps, int) else None,
         )

@@ -5,7 +5,7 @@ and the plan share, below all of them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Mode = Literal["prefill", "decode"]
@@ -53,6 +53,22 @@ class SimReading:
     speculative_algorithm: str | None = None
     speculative_num_steps: int | None = None
     context_length: int | None = None
+
+    def per_rank(self, ranks: int, graph_max: int | None) -> SimReading:
+        """The worker's totals where its batch limits bound each of `ranks` schedulers
+        (TRT-LLM's attention-DP ranks, vLLM's engine cores): each limit times the ranks,
+        one token budget per step (no separate cap on the prefill part)."""
+
+        def times(limit: int | None) -> int | None:
+            return None if limit is None else limit * ranks
+
+        return replace(
+            self,
+            max_running_requests=times(self.max_running_requests),
+            chunked_prefill_size=times(self.chunked_prefill_size),
+            max_prefill_tokens=times(self.chunked_prefill_size),
+            cuda_graph_max_bs=times(graph_max),
+        )
 
 
 @dataclass(frozen=True)

@@ -101,8 +101,9 @@ class DynamoFrontend(Frontend):
                 raise ctx.fail(exc.message, ("dynamo",), exc.hint) from None
             differs = []
             if wanted is not None:  # once per job: the first Dynamo role installs
-                workers = [_installed(role, wanted.commands()) for role in workers]
-                frontends = [_installed(role, wanted.commands()) for role in frontends]
+                commands = wanted.commands()
+                workers = [_installed(role, commands) for role in workers]
+                frontends = [_installed(role, commands) for role in frontends]
                 named = ctx.config.dynamo.version or wanted.kind != "pypi"
                 differs = ["dynamo-install"] if named else ["dynamo-install", "dynamo-default"]
             # dynamo.vllm dumps its config too (dynamo.sglang's row is its adapter's)
