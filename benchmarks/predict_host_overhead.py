@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,8 @@ import aiohttp  # noqa: E402
 from tests.real.vllm_support import VLLM_CPU_ENV, engine_env  # noqa: E402
 from tests.tiny_model import build_tiny_model  # noqa: E402
 
+from disagg.engines.sim.testing import free_port  # noqa: E402
+
 TICK = os.sysconf("SC_CLK_TCK")
 WORDS = " ".join(["the"] * 128)
 START_TIMEOUT_S = 600
@@ -48,12 +49,6 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of one process, from /proc/PID/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def chat(session: aiohttp.ClientSession, url: str, tokens: int) -> int:

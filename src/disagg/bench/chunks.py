@@ -31,7 +31,7 @@ def whole_chunks(data: bytes, out: list[bytes]) -> tuple[int, bool]:
     if last:  # the last chunk: what follows it (trailers) is ignored
         pairs = lengths.index(0)
         del lengths[pairs:], payloads[pairs:]
-    if lengths != list(map(len, payloads)) or (lengths and min(lengths) < 0):
+    if lengths != list(map(len, payloads)):  # a negative size never matches a length
         return 0, False
     out += payloads
     return sum(map(len, lines[: 2 * pairs])) + 4 * pairs, last

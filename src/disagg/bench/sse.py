@@ -86,7 +86,7 @@ class StreamParser:
         self.error: str | None = None
 
     def feed(self, data: bytes, now: float) -> None:
-        if self._max_event < 0:
+        if self.abandoned:
             return  # an over-size event: the rest of the stream is not read
         if self._raw is not None:
             self._keep_raw(data)
@@ -205,8 +205,7 @@ class StreamParser:
         if size <= self._max_event:
             return True
         self.error = self.error or f"server sent an SSE event over {self._max_event:,} bytes"
-        self._max_event = -1  # ignore the rest of the stream
-        self.abandoned = True
+        self.abandoned = True  # the rest of the stream is ignored
         self._pending, self._pending_len = [], 0
         return False
 

@@ -28,6 +28,11 @@ def serving_role(roles: list[RolePlan]) -> RolePlan | None:
     return None
 
 
+def _front(plan: Plan) -> RolePlan | None:
+    """Where load goes: the plan's serving role, else the first that serves HTTP."""
+    return plan.role(plan.serving_role) if plan.serving_role else serving_role(plan.roles)
+
+
 def contract_env(plan: Plan) -> dict[str, str]:
     """The variables every custom command gets (docs/benchmarks.md has the table)."""
     from disagg.bench.identity import setup_fields
@@ -36,7 +41,7 @@ def contract_env(plan: Plan) -> dict[str, str]:
     env: dict[str, str] = {}
     # Where load goes, as the orchestrator sends it (nginx when it fans out): srtctl's
     # SRT_FRONTEND_HOST is the public endpoint's node (`_public_api_node`).
-    front = plan.role(plan.serving_role) if plan.serving_role else serving_role(plan.roles)
+    front = _front(plan)
     if front is not None:
         env["SRT_FRONTEND_HOST"] = f"${{{front.name}.host}}"
         env["SRT_FRONTEND_PORT"] = f"${{{front.name}.http_port}}"
@@ -113,7 +118,7 @@ def command_role(plan: Plan, *, contained: bool = True) -> RolePlan:
     unless `contained` is False (disagg's own Python)."""
     command = plan.bench.command
     assert command is not None
-    front = plan.role(plan.serving_role) if plan.serving_role else serving_role(plan.roles)
+    front = _front(plan)
     url = f"${{{front.name}.url}}" if front is not None else "http://localhost:8000"
     env = contract_env(plan)
     if command.server_metrics:
