@@ -45,6 +45,7 @@ class WorkerRoles:
     ) -> None:
         self.variant = checks.variant
         self.config = checks.config
+        self.frontend = checks.config.frontend or FrontendSection()  # its defaults if none
         self.adapter = checks.adapter
         self.checks = checks
         self.backend = checks.backend
@@ -89,7 +90,7 @@ class WorkerRoles:
                 ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
                 simulated=self.simulated,
                 # the section's default (dynamo) when the recipe has none, as `frontend` uses
-                frontend=(self.config.frontend or FrontendSection()).type,
+                frontend=self.frontend.type,
                 gpu_type=self.config.resources.gpu_type,
                 schema2=self.variant.dialect == "schema2",
                 backend=own_engine[1] if own_engine else self.backend,
@@ -239,7 +240,7 @@ class WorkerRoles:
         decode = [r.name for r in workers if r.kind is RoleKind.DECODE]
         if not prefill or self.simulated:
             return None
-        section = (self.config.frontend or FrontendSection()).model_dump(exclude_none=True)
+        section = self.frontend.model_dump(exclude_none=True)
         own = self.adapter.pd_router(prefill, decode, section)
         if own is None:
             return None

@@ -56,13 +56,11 @@ def _request(index: int, isl: int, osl: int, stream: Stream) -> SimRequest:
     return SimRequest(index=index, prompt_tokens=isl, max_tokens=osl, stop_at=osl, stream=stream)
 
 
-def prefill_point(
-    target: PredictTarget, isl: int, chunk: int = 16384, args: EngineArgs | None = None
-) -> tuple[float, float]:
-    """(prefill ms, KV hand-over ms) of one prompt of `isl` tokens on an idle prefill worker
-    (`args`: the worker's own engine args, else a chunk of `chunk` tokens)."""
+def prefill_point(target: PredictTarget, isl: int, chunk: int = 16384) -> tuple[float, float]:
+    """(prefill ms, KV hand-over ms) of one prompt of `isl` tokens, in chunks of `chunk`
+    tokens, on an idle prefill worker."""
     clock = Clock()
-    args = args or engine_args(target, "prefill", running=1, chunk=chunk)
+    args = engine_args(target, "prefill", running=1, chunk=chunk)
     worker = Worker(clock, PredictedTiming(args, target))
     done: list[float] = []
     worker.scheduler.on_prefilled = lambda _req: done.append(clock.now)

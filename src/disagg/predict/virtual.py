@@ -136,16 +136,11 @@ class Outcome:
     tpot: list[float] = field(default_factory=list)
     output_tokens: int = 0
     input_tokens: int = 0
-    start: float = 0.0
-    end: float = 0.0
+    end: float = 0.0  # the clock starts at 0 with the first request
 
     @property
     def duration(self) -> float:
-        return max(self.end - self.start, 1e-12)
-
-    @property
-    def output_throughput(self) -> float:
-        return self.output_tokens / self.duration
+        return max(self.end, 1e-12)
 
     @property
     def total_throughput(self) -> float:
@@ -163,9 +158,7 @@ class Outcome:
     def per_user(self) -> float:
         """Output tokens per second one user sees over its whole request (trtllm-bench's
         'per user output throughput'): tokens over end-to-end latency, averaged."""
-        return statistics.fmean(
-            tokens / e2e for tokens, e2e in zip(self._tokens, self.e2el, strict=True) if e2e > 0
-        )
+        return statistics.fmean(n / (end - sent) for sent, end, n in self._spans if end > sent)
 
     def steady_throughput(self, isl: int, concurrency: int) -> float:
         """Total tokens per second of a closed loop of `concurrency` requests in flight, by
@@ -179,7 +172,6 @@ class Outcome:
         tokens = statistics.fmean(isl + n for _, _, n in later)
         return concurrency * tokens / e2e
 
-    _tokens: list[int] = field(default_factory=list)
     _spans: list[tuple[float, float, int]] = field(default_factory=list)  # sent, end, tokens
 
 
@@ -255,7 +247,6 @@ class Run:
         o.e2el.append(stream.finished - stream.sent)
         if stream.tokens > 1:
             o.tpot.append((stream.finished - stream.first) / (stream.tokens - 1))
-        o._tokens.append(stream.tokens)
         o._spans.append((stream.sent, stream.finished, stream.tokens))
         o.output_tokens += stream.tokens
         o.input_tokens += w.isl
