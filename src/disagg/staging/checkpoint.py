@@ -42,7 +42,7 @@ import stat
 import struct
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import chain, repeat
 from typing import Any, BinaryIO
 
@@ -115,12 +115,7 @@ class Problem:
         return f"{self.path}: {self.detail}" if self.path else self.detail
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind, "path": self.path, "detail": self.detail}
-        if self.expected_bytes is not None:
-            data["expected_bytes"] = self.expected_bytes
-        if self.actual_bytes is not None:
-            data["actual_bytes"] = self.actual_bytes
-        return data
+        return {key: value for key, value in asdict(self).items() if value is not None}
 
 
 @dataclass
@@ -329,29 +324,24 @@ def _check_tokenizer(scope: Scope, names: set[str], present: Any) -> None:
 def _weight_files(scope: Scope, names: set[str], present: Any) -> list[str]:
     """Relative paths of the safetensors files to verify (named shards plus top-level files)."""
     report = scope.report
+    if INDEX not in names and SINGLE not in names:
+        report.add(
+            MISSING_WEIGHTS,
+            "",
+            f"no weights: expected {INDEX} with its shards, or a single {SINGLE}",
+        )
+        return []
     top_level = sorted(n for n in names if n.endswith(SAFETENSORS_SUFFIX))
-    if INDEX in names:
-        if not present(INDEX):
-            return [n for n in top_level if present(n)]
-        shards = _read_index(scope)
-        if shards is None:
-            return [n for n in top_level if present(n)]
-        files: list[str] = []
-        for shard in shards:
-            if scope.find(shard) is not None:
-                files.append(shard)
-            elif not scope.reported(shard):
-                report.add(MISSING_SHARD, shard, f"shard named by {INDEX} is missing")
-        extra = [n for n in top_level if n not in shards and present(n)]
-        return files + extra
-    if SINGLE in names:
+    shards = _read_index(scope) if INDEX in names and present(INDEX) else None
+    if shards is None:
         return [n for n in top_level if present(n)]
-    report.add(
-        MISSING_WEIGHTS,
-        "",
-        f"no weights: expected {INDEX} with its shards, or a single {SINGLE}",
-    )
-    return []
+    files: list[str] = []
+    for shard in shards:
+        if scope.find(shard) is not None:
+            files.append(shard)
+        elif not scope.reported(shard):
+            report.add(MISSING_SHARD, shard, f"shard named by {INDEX} is missing")
+    return files + [n for n in top_level if n not in shards and present(n)]
 
 
 def _read_index(scope: Scope) -> list[str] | None:
@@ -605,10 +595,7 @@ def _tensor_span(info: Any) -> tuple[int, int, int] | str:
     shape = info.get("shape")
     if not (isinstance(shape, list) and all(map(_is_count, shape))):
         return "has no valid shape (a list of non-negative integers)"
-    elements = 1
-    for dim in shape:
-        elements *= dim
-    total_bits = elements * bits
+    total_bits = math.prod(shape) * bits
     if total_bits > _U64_MAX:
         return "has a shape too large to address"
     if total_bits % 8:
@@ -836,8 +823,7 @@ def check(target: str, *, revision: str | None = None, cache: str | None = None)
         parts = _snapshot_parts(target)
         if parts is not None:
             entry, commit = parts
-            report = check_cache_entry(entry, revision or commit, target=target)
-            return report
+            return check_cache_entry(entry, revision or commit, target=target)
         return check_directory(target)
     if os.path.exists(target):
         raise UnusableInput(f"{target} is a file; expected a checkpoint directory or a repo id")

@@ -43,15 +43,7 @@ def is_squashfs(path: Path) -> bool:
         return False
 
 
-def import_argv(spec: ContainerToStage, output: Path) -> list[str]:
-    return [part.format(image=spec.image, output=str(output)) for part in spec.import_command]
-
-
-def ensure_container(
-    spec: ContainerToStage,
-    *,
-    log: Callable[[str], None],
-) -> Path:
+def ensure_container(spec: ContainerToStage, *, log: Callable[[str], None]) -> Path:
     """Return the squashfs path, importing it first if it does not exist."""
     target = Path(spec.squashfs)
     if is_squashfs(target):
@@ -74,7 +66,7 @@ def ensure_container(
 def _import(spec: ContainerToStage, target: Path, log: Callable[[str], None]) -> None:
     temporary = target.with_name(f".{target.name}.{socket.gethostname()}.{os.getpid()}.tmp")
     temporary.unlink(missing_ok=True)
-    argv = import_argv(spec, temporary)
+    argv = [part.format(image=spec.image, output=str(temporary)) for part in spec.import_command]
     log(f"container {target}: importing {spec.image} ({shlex.join(argv)})")
     try:
         completed = subprocess.run(argv, capture_output=True, text=True, check=False)

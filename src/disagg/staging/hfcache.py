@@ -19,10 +19,6 @@ import disagg.staging.checkpoint as ck
 from disagg.atomic import write_text
 
 
-def hub_dir(cache_root: Path) -> Path:
-    return cache_root / "hub"
-
-
 def entry_dir(hub: Path, repo_id: str) -> Path:
     return hub / ck.repo_folder_name(repo_id)
 
@@ -45,14 +41,14 @@ def legacy_entries(cache_root: Path, legacy_roots: Iterable[Path], repo_id: str)
     An extra root may itself be HF_HOME-style, so `ROOT/hub/` is looked at too.
     """
     folder = ck.repo_folder_name(repo_id)
-    canonical = _real(entry_dir(hub_dir(cache_root), repo_id))
+    canonical = os.path.realpath(entry_dir(cache_root / "hub", repo_id))
     candidates = [cache_root / folder]
     for root in legacy_roots:
         candidates += [root / folder, root / "hub" / folder]
     found: list[Path] = []
     seen = {canonical}
     for path in candidates:
-        real = _real(path)
+        real = os.path.realpath(path)
         if path.is_dir() and real not in seen:
             seen.add(real)
             found.append(path)
@@ -122,7 +118,3 @@ def unlink_linked_snapshots(hub: Path, repo_id: str) -> list[str]:
                 child.unlink()
                 removed.append(child.name)
     return removed
-
-
-def _real(path: Path) -> str:
-    return os.path.realpath(path)

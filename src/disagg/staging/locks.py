@@ -34,7 +34,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from disagg.errors import EXIT_FINDINGS, DisaggError
@@ -180,12 +179,7 @@ class DirLock:
         self.acquire()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.release()
 
     # --- internals -----------------------------------------------------------------

@@ -16,7 +16,7 @@ A crash at any point leaves either the previous state or files the contract reje
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -50,8 +50,6 @@ class RepoOutcome:
     seconds: float
     files_fetched: int = 0
     bytes_fetched: int = 0
-    waited_for_lock_s: float = 0.0
-    problems: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,7 @@ class CacheSettings:
 
     @property
     def hub(self) -> Path:
-        return hfcache.hub_dir(self.root)
+        return self.root / "hub"
 
 
 def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -> RepoOutcome:
@@ -75,7 +73,7 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
     # Main and draft models are checkpoints; an extra repo (e.g. a tokenizer) only has to be whole.
     is_checkpoint = model.purpose != "extra"
 
-    def outcome(action: Action, report: ck.Report, **extra: float | int) -> RepoOutcome:
+    def outcome(action: Action, report: ck.Report, files: int = 0, nbytes: int = 0) -> RepoOutcome:
         assert report.directory is not None
         return RepoOutcome(
             repo_id=repo,
@@ -85,10 +83,14 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
             path=report.directory,
             commit=report.commit,
             seconds=time.monotonic() - started,
-            **extra,  # type: ignore[arg-type]
+            files_fetched=files,
+            bytes_fetched=nbytes,
         )
 
-    report = hfcache.check_canonical(settings.hub, repo, rev, model_files=is_checkpoint)
+    def canonical() -> ck.Report:
+        return hfcache.check_canonical(settings.hub, repo, rev, model_files=is_checkpoint)
+
+    report = canonical()
     if report.complete:
         reporter.note(repo, f"complete in cache ({report.directory}); nothing to fetch")
         return outcome("present", report)
@@ -98,23 +100,20 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
         on_wait=lambda line: reporter.note(repo, line),
     )
     with lock:
-        waited = lock.waited_s
-        report = hfcache.check_canonical(settings.hub, repo, rev, model_files=is_checkpoint)
+        report = canonical()
         if report.complete:
+            waited = lock.waited_s
             reporter.note(repo, f"completed by another stager while we waited ({waited:.1f}s)")
-            return outcome("present", report, waited_for_lock_s=waited)
+            return outcome("present", report)
 
         legacy = hfcache.find_complete_legacy(
             settings.root, settings.legacy_roots, repo, rev, model_files=is_checkpoint
         )
         if legacy is not None:
             hfcache.link_legacy(legacy, settings.hub, repo, rev)
-            report = _validated(
-                hfcache.check_canonical(settings.hub, repo, rev, model_files=is_checkpoint),
-                "after linking",
-            )
+            report = _validated(canonical(), "after linking")
             reporter.note(repo, f"linked legacy copy {legacy.directory} (nothing copied)")
-            return outcome("linked", report, waited_for_lock_s=waited)
+            return outcome("linked", report)
 
         if not settings.allow_download:
             raise StagingError(
@@ -125,18 +124,8 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
         for commit in hfcache.unlink_linked_snapshots(settings.hub, repo):
             reporter.note(repo, f"dropped link to an incomplete legacy snapshot {commit}")
         _download(model, settings, reporter)
-        report = _validated(
-            hfcache.check_canonical(settings.hub, repo, rev, model_files=is_checkpoint),
-            "after download",
-        )
-        files, nbytes = reporter.counts(repo)
-        return outcome(
-            "downloaded",
-            report,
-            files_fetched=files,
-            bytes_fetched=nbytes,
-            waited_for_lock_s=waited,
-        )
+        report = _validated(canonical(), "after download")
+        return outcome("downloaded", report, *reporter.counts(repo))
 
 
 def _download(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -> None:

@@ -44,38 +44,37 @@ class Reporter:
     def __init__(self, log: Callable[[str], None]) -> None:
         self.log = log
         self._lock = threading.Lock()
-        self._files: dict[str, list[int]] = {}  # repo -> [done, total]
-        self._bytes: dict[str, list[int]] = {}
+        self._counts: dict[tuple[str, str], list[int]] = {}  # (repo, files|bytes) -> [done, total]
 
     def note(self, repo_id: str, message: str) -> None:
         self.log(f"{repo_id}: {message}")
 
     def begin_download(self, repo_id: str) -> None:
         with self._lock:
-            self._files[repo_id] = [0, 0]
-            self._bytes[repo_id] = [0, 0]
+            self._counts[repo_id, "files"] = [0, 0]
+            self._counts[repo_id, "bytes"] = [0, 0]
         self.note(repo_id, "downloading")
 
-    def set_totals(
-        self, repo_id: str, *, files: int | None = None, nbytes: int | None = None
-    ) -> None:
+    def count(self, repo_id: str, kind: str, *, done: int = 0, total: int | None = None) -> None:
+        """Add `done` to one repo's count of `kind` (files or bytes); `total` when known."""
         with self._lock:
-            if files is not None:
-                self._files.setdefault(repo_id, [0, 0])[1] = files
-            if nbytes is not None:
-                self._bytes.setdefault(repo_id, [0, 0])[1] = nbytes
+            counts = self._counts.setdefault((repo_id, kind), [0, 0])
+            counts[0] += done
+            if total is not None:
+                counts[1] = total
         self._refresh(repo_id)
 
-    def advance(self, repo_id: str, *, files: int = 0, nbytes: int = 0) -> None:
+    def progress_of(self, repo_id: str) -> tuple[list[int], list[int]]:
+        """([files done, total], [bytes done, total]) of `repo_id`."""
         with self._lock:
-            self._files.setdefault(repo_id, [0, 0])[0] += files
-            self._bytes.setdefault(repo_id, [0, 0])[0] += nbytes
-        self._refresh(repo_id)
+            files = self._counts.get((repo_id, "files"), [0, 0])
+            nbytes = self._counts.get((repo_id, "bytes"), [0, 0])
+            return list(files), list(nbytes)
 
     def counts(self, repo_id: str) -> tuple[int, int]:
         """(files, bytes) fetched so far for `repo_id`."""
-        with self._lock:
-            return self._files.get(repo_id, [0, 0])[0], self._bytes.get(repo_id, [0, 0])[0]
+        files, nbytes = self.progress_of(repo_id)
+        return files[0], nbytes[0]
 
     def end_download(self, repo_id: str, seconds: float) -> None:
         files, nbytes = self.counts(repo_id)
@@ -114,9 +113,7 @@ class RichReporter(Reporter):
         task = self._tasks.get(repo_id)
         if task is None:
             return
-        with self._lock:
-            files_done, files_total = self._files.get(repo_id, [0, 0])
-            done, total = self._bytes.get(repo_id, [0, 0])
+        (files_done, files_total), (done, total) = self.progress_of(repo_id)
         self.progress.update(
             task,
             completed=done,
@@ -163,16 +160,11 @@ class _ForwardingTqdm(std_tqdm):  # type: ignore[misc]
         self.__dict__["_total"] = value
         kind = getattr(self, "_kind", "")
         if value is not None and kind:
-            if kind == "files":
-                self.reporter.set_totals(self.repo_id, files=int(value))
-            else:
-                self.reporter.set_totals(self.repo_id, nbytes=int(value))
+            self.reporter.count(self.repo_id, kind, total=int(value))
 
     def update(self, n: float | None = 1) -> bool | None:
-        if n and self._kind == "files":
-            self.reporter.advance(self.repo_id, files=int(n))
-        elif n and self._kind == "bytes":
-            self.reporter.advance(self.repo_id, nbytes=int(n))
+        if n and self._kind:
+            self.reporter.count(self.repo_id, self._kind, done=int(n))
         self.n += n or 0
         return None
 

@@ -41,14 +41,10 @@ def cache_settings(staging: StagingPlan, *, endpoint: str | None = None) -> Cach
 def unique_models(models: list[ModelToStage]) -> list[ModelToStage]:
     """Each (repo, revision) once, keeping the first purpose (main before draft before extra)."""
     order = {"main": 0, "draft": 1, "extra": 2}
-    seen: set[tuple[str, str]] = set()
-    out: list[ModelToStage] = []
+    first: dict[tuple[str, str], ModelToStage] = {}
     for model in sorted(models, key=lambda m: order[m.purpose]):
-        key = (model.repo_id, model.revision)
-        if key not in seen:
-            seen.add(key)
-            out.append(model)
-    return out
+        first.setdefault((model.repo_id, model.revision), model)
+    return list(first.values())
 
 
 def stage_plan(
