@@ -40,17 +40,12 @@ def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
     """Each path as a run directory, or the run directories below it (sorted, no duplicates)."""
     found: list[Path] = []
     seen: set[Path] = set()
+    hint = "pass a run directory (it holds plan.json and results/) or a parent of runs"
     for path in paths:
         if not probe(path).exists:
-            raise DisaggError(
-                f"{shortened(path)}: no such directory",
-                hint="pass a run directory (it holds plan.json and results/) or a parent of runs",
-            )
+            raise DisaggError(f"{shortened(path)}: no such directory", hint=hint)
         if not path.is_dir():
-            raise DisaggError(
-                f"{path}: not a directory",
-                hint="pass a run directory (it holds plan.json and results/) or a parent of runs",
-            )
+            raise DisaggError(f"{path}: not a directory", hint=hint)
         runs = [path] if is_run_dir(path) else list(_runs_below(path, _MAX_SEARCH_DEPTH))
         if not runs:
             raise DisaggError(
@@ -81,15 +76,13 @@ def _runs_below(path: Path, depth: int) -> Iterator[Path]:
             yield from _runs_below(child, depth - 1)
 
 
-def read_plan(run_dir: Path) -> Plan | None:
-    """The run's plan, None when the run has no plan.json; a broken one is a user error."""
-    path = run_dir / PLAN_FILE
-    return Plan.read_file(path) if path.is_file() else None
-
-
 def load_run(run_dir: Path) -> RunResults:
-    """The run's identity from plan.json and its valid points from results/*.json."""
-    plan = read_plan(run_dir)
+    """The run's identity from plan.json and its valid points from results/*.json.
+
+    A run without plan.json has no plan; a broken one is a user error.
+    """
+    plan_file = run_dir / PLAN_FILE
+    plan = Plan.read_file(plan_file) if plan_file.is_file() else None
     from disagg.bench.identity import setup_fields
 
     run = RunResults(
@@ -206,11 +199,7 @@ def load_point(path: Path, plan: Plan | None) -> ResultPoint | SkippedResult:
 def _setup_of(data: Mapping[str, Any]) -> dict[str, Any]:
     from disagg.bench.identity import SETUP_FIELDS
 
-    return {
-        name: data[name]
-        for name in SETUP_FIELDS
-        if isinstance(data.get(name), str | int | bool) and data.get(name) is not None
-    }
+    return {name: data[name] for name in SETUP_FIELDS if isinstance(data.get(name), str | int)}
 
 
 def _invalid_reason(data: Mapping[str, Any], plan: Plan | None) -> str | None:
@@ -231,13 +220,7 @@ def _gpu_counts(data: Mapping[str, Any], plan: Plan | None) -> tuple[int, int]:
 
 
 def _numeric_fields(data: Mapping[str, Any]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for key, value in data.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            continue
-        if math.isfinite(value):
-            out[key] = float(value)
-    return out
+    return {key: number for key, value in data.items() if (number := _float(value)) is not None}
 
 
 def _conc_from_name(path: Path) -> int | None:

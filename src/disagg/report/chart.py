@@ -11,7 +11,7 @@ they do not collide, and a stable style per run so every chart and both files ag
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from disagg.report.axes import XMetric, YMetric
@@ -170,10 +170,6 @@ class Chart:
         """Where the point's concurrency label goes (`top right`, ...), None: no label."""
         return self._label_spots.get(id(point))
 
-    def annotate(self, point: ChartPoint) -> bool:
-        """Whether the point gets a concurrency label (a free spot was found for it)."""
-        return self.label_spot(point) is not None
-
     @property
     def subtitle(self) -> str:
         """`DeepSeek-R1 · ISL 1024 · OSL 1024`: the chart says what it measured."""
@@ -236,9 +232,7 @@ def _disambiguate(series: list[Series]) -> None:
     counts = Counter(item.label for item in series)
     for position, item in enumerate(series):
         if counts[item.label] > 1 and item.run.label and item.run.label != item.label:
-            series[position] = Series(
-                f"{item.label} · {item.run.label}", item.run, item.points, item.color, item.index
-            )
+            series[position] = replace(item, label=f"{item.label} · {item.run.label}")
 
 
 def build_charts(

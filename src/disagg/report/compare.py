@@ -11,22 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from disagg.report.axes import YMetric
 from disagg.report.model import ResultPoint, RunResults
 
-
-class Better(StrEnum):
-    HIGHER = "higher"
-    LOWER = "lower"
+# Latencies compared by their result field: (field, label); lower is better.
+LATENCIES = (
+    ("median_ttft_ms", "Median TTFT (ms)"),
+    ("p99_ttft_ms", "P99 TTFT (ms)"),
+    ("median_tpot_ms", "Median TPOT (ms)"),
+    ("p99_tpot_ms", "P99 TPOT (ms)"),
+)
 
 
 @dataclass(frozen=True)
 class CompareMetric:
     name: str
     label: str
-    better: Better
+    higher_is_better: bool
     value: Callable[[ResultPoint], float | None]
 
 
@@ -35,20 +37,12 @@ def compare_metrics(y_metric: YMetric) -> tuple[CompareMetric, ...]:
         return lambda point: point.metric(name)
 
     return (
-        CompareMetric(f"y:{y_metric.value}", y_metric.label, Better.HIGHER, y_metric.of),
+        CompareMetric(f"y:{y_metric.value}", y_metric.label, True, y_metric.of),
         CompareMetric(
-            "tokens_per_s_per_user",
-            "Output tokens/s per user",
-            Better.HIGHER,
-            lambda point: point.interactivity,
+            "tokens_per_s_per_user", "Output tokens/s per user", True, lambda p: p.interactivity
         ),
-        CompareMetric(
-            "request_throughput", "Requests/s", Better.HIGHER, field("request_throughput")
-        ),
-        CompareMetric("median_ttft_ms", "Median TTFT (ms)", Better.LOWER, field("median_ttft_ms")),
-        CompareMetric("p99_ttft_ms", "P99 TTFT (ms)", Better.LOWER, field("p99_ttft_ms")),
-        CompareMetric("median_tpot_ms", "Median TPOT (ms)", Better.LOWER, field("median_tpot_ms")),
-        CompareMetric("p99_tpot_ms", "P99 TPOT (ms)", Better.LOWER, field("p99_tpot_ms")),
+        CompareMetric("request_throughput", "Requests/s", True, field("request_throughput")),
+        *(CompareMetric(name, label, False, field(name)) for name, label in LATENCIES),
     )
 
 
@@ -60,7 +54,7 @@ class Change:
     point: str
     metric: str
     label: str
-    better: Better
+    higher_is_better: bool
     baseline_run: str
     baseline: float | None
     run: str
@@ -81,7 +75,7 @@ class Change:
         change = self.change_pct
         if change is None or change == 0:
             return None
-        return change > 0 if self.better is Better.HIGHER else change < 0
+        return change > 0 if self.higher_is_better else change < 0
 
 
 def shared_variants(runs: Sequence[RunResults]) -> dict[str, list[RunResults]]:
@@ -116,7 +110,7 @@ def compare(runs: Sequence[RunResults], y_metric: YMetric) -> list[Change]:
                             point=key,
                             metric=metric.name,
                             label=metric.label,
-                            better=metric.better,
+                            higher_is_better=metric.higher_is_better,
                             baseline_run=baseline.label or baseline.name,
                             baseline=metric.value(base_points[key]),
                             run=other.label or other.name,

@@ -30,44 +30,20 @@ SETUP_COLUMNS = (
     "recipe_fingerprint",
 )
 SUMMARY_COLUMNS = (
-    "run",
-    "series",
-    "variant",
-    "selector",
-    "simulated",
-    "model",
+    *("run", "series", "variant", "selector", "simulated", "model"),
     *SETUP_COLUMNS,
-    "conc",
-    "request_rate",
-    "isl",
-    "osl",
-    "prefill_gpus",
-    "decode_gpus",
-    "total_gpus",
-    "completed",
-    "failed",
-    "duration",
-    "request_throughput",
-    "output_throughput",
-    "total_token_throughput",
-    "output_tokens_per_s_per_gpu",
-    "tput_per_gpu",
-    "output_tput_per_gpu",
-    "input_tput_per_gpu",
+    *("conc", "request_rate", "isl", "osl", "prefill_gpus", "decode_gpus", "total_gpus"),
+    *("completed", "failed", "duration"),
+    *("request_throughput", "output_throughput", "total_token_throughput"),
+    *("output_tokens_per_s_per_gpu", "tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"),
     "tokens_per_s_per_user",
     *LATENCY_FIELDS,
     "on_frontier",
     "result_file",
 )
 COMPARE_COLUMNS = (
-    "variant",
-    "point",
-    "metric",
-    "baseline_run",
-    "baseline",
-    "run",
-    "value",
-    "change_pct",
+    *("variant", "point", "metric"),
+    *("baseline_run", "baseline", "run", "value", "change_pct"),
 )
 
 
@@ -128,19 +104,8 @@ def write_summary(runs: Sequence[RunResults], chart: View, path: Path) -> Path:
 
 
 def compare_rows(changes: Iterable[Change]) -> list[dict[str, object]]:
-    return [
-        {
-            "variant": change.variant,
-            "point": change.point,
-            "metric": change.metric,
-            "baseline_run": change.baseline_run,
-            "baseline": change.baseline,
-            "run": change.run,
-            "value": change.value,
-            "change_pct": change.change_pct,
-        }
-        for change in changes
-    ]
+    """Each change as a row: every compare column is a `Change` field of the same name."""
+    return [{name: getattr(change, name) for name in COMPARE_COLUMNS} for change in changes]
 
 
 def write_compare(changes: Sequence[Change], path: Path) -> Path:

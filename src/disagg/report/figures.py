@@ -8,6 +8,7 @@ page's filters read to show or hide it.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Mapping
 from html import escape
 from typing import Any
@@ -132,25 +133,13 @@ def _hover_data(series: Series, cp: ChartPoint, slo: Mapping[str, float]) -> lis
 
 def _wrap(text: str, width: int = 90) -> str:
     """Long flag lists broken at spaces so the hover box stays on screen."""
-    lines: list[str] = []
-    line = ""
-    for word in text.split():
-        if line and len(line) + len(word) + 1 > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    lines.append(line)
-    return "\n".join(lines).replace("\n", "<br>&nbsp;&nbsp;")
+    words = " ".join(text.split())
+    lines = textwrap.wrap(words, width, break_long_words=False, break_on_hyphens=False)
+    return "<br>&nbsp;&nbsp;".join(lines)
 
 
 def latency_figure(chart: Chart) -> Any:
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("Time to first token (ms)", "Time per output token (ms)"),
-        horizontal_spacing=0.08,
-    )
+    fig = _two_panels("Time to first token (ms)", "Time per output token (ms)")
     load_name, load = _load_axis(chart)
     for series in chart.series:
         points = [cp.point for cp in series.points if load(cp.point) is not None]
@@ -193,12 +182,7 @@ def latency_figure(chart: Chart) -> Any:
 
 def distribution_figure(chart: Chart) -> Any | None:
     """Per point, a box of its requests' TTFT and of their ITLs; None without records."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("TTFT per request (ms)", "Inter-token latency (ms)"),
-        horizontal_spacing=0.08,
-    )
+    fig = _two_panels("TTFT per request (ms)", "Inter-token latency (ms)")
     drawn = False
     spans: dict[int, list[float]] = {1: [], 2: []}  # whisker ends per panel, for the y range
     for series in chart.series:
@@ -249,6 +233,10 @@ def distribution_figure(chart: Chart) -> Any | None:
         legend="run",
         height=480,
     )
+
+
+def _two_panels(left: str, right: str) -> Any:
+    return make_subplots(rows=1, cols=2, subplot_titles=(left, right), horizontal_spacing=0.08)
 
 
 def _finish_latency(fig: Any, chart: Chart, title: str, *, legend: str, height: int) -> Any:

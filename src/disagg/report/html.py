@@ -77,7 +77,6 @@ def render(report: Report, title: str = "disagg report") -> str:
         limits = ", ".join(f"{key} &le; {value:g} ms" for key, value in slo.items())
         parts.append(f'<p class="meta">Goodput SLO: {limits} (every limit, per request).</p>')
     parts.append(_filter_bar(charts))
-    first = True
     for index, chart in enumerate(charts):
         figures = [("pareto", pareto_figure(chart, slo)), ("latency", latency_figure(chart))]
         distribution = distribution_figure(chart)
@@ -89,12 +88,12 @@ def render(report: Report, title: str = "disagg report") -> str:
         )
         for kind, fig in figures:
             div = "pareto" if kind == "pareto" and len(charts) == 1 else f"{kind}-{index}"
+            first = index == 0 and kind == "pareto"  # plotly.js goes in once, with the first
             parts.append(
                 fig.to_html(
                     full_html=False, include_plotlyjs=first, div_id=div, config=PLOTLY_CONFIG
                 )
             )
-            first = False
         parts += [_variants_table(chart, slo), "</section>"]
     parts += [
         _summary_table(report.runs, report.charts, slo),
@@ -160,13 +159,7 @@ def _variants_table(chart: Chart, slo: Mapping[str, float]) -> str:
         if slo:
             rates = [g.per_s for cp in series.points if (g := goodput(cp.point, slo)) and g.per_s]
             cells.append(table.number(max(rates) if rates else None, 2))
-        body.append(
-            "<tr>"
-            + "".join(
-                f'<td class="{"num" if i >= 2 else ""}">{c}</td>' for i, c in enumerate(cells)
-            )
-            + "</tr>"
-        )
+        body.append("<tr>" + "".join(_td(c, i >= 2) for i, c in enumerate(cells)) + "</tr>")
     return "<h3>Variants compared</h3>" + _table(head, body)
 
 
@@ -200,8 +193,7 @@ def _summary_table(runs: Sequence[RunResults], chart: View, slo: Mapping[str, fl
         kind = "predicted" if row.predicted else ("simulated" if row.simulated else "")
         marks = ("★ frontier " if row.frontier else "") + kind
         cells = "".join(
-            f'<td class="{"num" if col.numeric else ""}">{escape(cell)}</td>'
-            for col, cell in zip(cols, row.cells, strict=True)
+            _td(escape(cell), col.numeric) for col, cell in zip(cols, row.cells, strict=True)
         )
         if slo:
             good = goodput(point, slo)
@@ -241,6 +233,10 @@ def _compare_table(changes: Sequence[Change]) -> str:
         "<section><h2>Runs compared</h2><p>Runs that share a variant, against the first run "
         f"given (the baseline).</p>{note}{_table(head, body)}</section>"
     )
+
+
+def _td(html: str, numeric: bool) -> str:
+    return f'<td class="{"num" if numeric else ""}">{html}</td>'
 
 
 def _table(head: str, body: Iterable[str]) -> str:

@@ -19,36 +19,31 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def pool(tp: Any, ep: Any, dp_attention: Any) -> str:
-    """`TP8`, `TP8·EP8·DPA`: one worker's parallel layout."""
-    parts = [f"TP{_int(tp) or 1}"]
-    if _int(ep) > 1:
-        parts.append(f"EP{_int(ep)}")
+def pool(setup: Mapping[str, Any], side: str) -> str:
+    """`TP8`, `TP8·EP8·DPA`: the parallel layout of one `side` (prefill, decode) worker."""
+    parts = [f"TP{_int(setup.get(f'{side}_tp')) or 1}"]
+    ep = _int(setup.get(f"{side}_ep"))
+    if ep > 1:
+        parts.append(f"EP{ep}")
+    dp_attention = setup.get(f"{side}_dp_attention")
     if dp_attention is True or str(dp_attention).lower() == "true":
         parts.append("DPA")
     return "·".join(parts)
 
 
-def topology(setup: Mapping[str, Any], *, disaggregated: bool | None = None) -> str:
+def topology(setup: Mapping[str, Any]) -> str:
     """Workers and their layout; empty when the run does not say."""
     if "prefill_num_workers" not in setup and "prefill_tp" not in setup:
         return ""
-    disagg = setup.get("disagg", disaggregated)
+    disagg = setup.get("disagg")
     if disagg is None:
         disagg = _int(setup.get("decode_num_workers")) > 0
-    prefill = pool(
-        setup.get("prefill_tp"), setup.get("prefill_ep"), setup.get("prefill_dp_attention")
-    )
+    prefill_workers = _int(setup.get("prefill_num_workers"))
     if disagg:
-        decode = pool(
-            setup.get("decode_tp"), setup.get("decode_ep"), setup.get("decode_dp_attention")
-        )
-        text = (
-            f"{_int(setup.get('prefill_num_workers'))}P {prefill} / "
-            f"{_int(setup.get('decode_num_workers'))}D {decode}"
-        )
+        decode = f"{_int(setup.get('decode_num_workers'))}D {pool(setup, 'decode')}"
+        text = f"{prefill_workers}P {pool(setup, 'prefill')} / {decode}"
     else:
-        text = f"{_int(setup.get('prefill_num_workers')) or 1}× {prefill}"
+        text = f"{prefill_workers or 1}× {pool(setup, 'prefill')}"
     spec = setup.get("spec_decoding")
     return f"{text} · {spec}" if isinstance(spec, str) and spec not in ("", "none") else text
 
