@@ -60,10 +60,8 @@ class YMetric(StrEnum):
             return value
         if self is YMetric.INPUT:
             value = point.metric("input_tput_per_gpu")
-            total, output = (
-                point.metric("total_token_throughput"),
-                point.metric("output_throughput"),
-            )
+            total = point.metric("total_token_throughput")
+            output = point.metric("output_throughput")
             gpus = point.prefill_gpus or point.total_gpus
             if value is None and total is not None and output is not None and gpus > 0:
                 value = (total - output) / gpus

@@ -75,15 +75,8 @@ def place(
     """A position name per label (None: left out). `points` are axes fractions (0..1)."""
     width_px, height_px = size_px
     pixels = [(x * width_px, y * height_px) for x, y in points]
-    markers = [
-        Box(
-            px - MARKER_RADIUS_PX,
-            py - MARKER_RADIUS_PX,
-            px + MARKER_RADIUS_PX,
-            py + MARKER_RADIUS_PX,
-        )
-        for px, py in pixels
-    ]
+    radius = MARKER_RADIUS_PX
+    markers = [Box(px - radius, py - radius, px + radius, py + radius) for px, py in pixels]
     placed: list[Box] = []
     out: list[str | None] = []
     for own, ((px, py), text) in enumerate(zip(pixels, texts, strict=True)):

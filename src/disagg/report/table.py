@@ -40,7 +40,8 @@ def columns(chart: View, *, with_run: bool = True, terse: bool = False) -> tuple
     an 80-column terminal (no requests, failures or duration: the HTML and CSV have them)."""
     y, x = chart.y_metric, chart.x_metric
     run = Column("run", lambda run, _point: run.label or run.name, numeric=False)
-    extra_x = () if x is XMetric.INTERACTIVITY else (Column(x.short, _x_value(x)),)
+    x_column = Column(x.short, lambda _run, point: number(x.of(point), 2))
+    extra_x = () if x is XMetric.INTERACTIVITY else (x_column,)
     return (
         *((run,) if with_run else ()),
         Column("conc", _load),
@@ -71,10 +72,6 @@ class Row:
     frontier: bool
     simulated: bool
     predicted: str | None = None  # the prediction's label, for a predicted point
-
-
-def _x_value(x: XMetric) -> Callable[[RunResults, ResultPoint], str]:
-    return lambda _run, point: number(x.of(point), 2)
 
 
 def rows(
