@@ -71,5 +71,5 @@ def legend(run: RunResults, model: str | None) -> str:
         topology(setup),
         str(precision).upper() if precision else "",
     ]
-    text = " · ".join(part for part in parts if part)
-    return text if len([p for p in parts if p]) > 1 else (run.label or run.name)
+    named = [part for part in parts if part]
+    return " · ".join(named) if len(named) > 1 else (run.label or run.name)

@@ -78,15 +78,13 @@ def rows(
     runs: Sequence[RunResults], chart: View, *, with_run: bool = True, terse: bool = False
 ) -> list[Row]:
     cols = columns(chart, with_run=with_run, terse=terse)
-    out = []
-    for run in runs:
-        for point in run.points:
-            out.append(
-                Row(
-                    cells=[column.value(run, point) for column in cols],
-                    frontier=chart.on_frontier(point),
-                    simulated=point.simulated or run.simulated,
-                    predicted=point.predicted or run.predicted,
-                )
-            )
-    return out
+    return [
+        Row(
+            cells=[column.value(run, point) for column in cols],
+            frontier=chart.on_frontier(point),
+            simulated=point.simulated or run.simulated,
+            predicted=point.predicted or run.predicted,
+        )
+        for run in runs
+        for point in run.points
+    ]

@@ -145,12 +145,7 @@ class Report:
 
     def hints(self) -> list[str]:
         """What to do, once per kind of problem, in the order problems were found."""
-        seen: list[str] = []
-        for problem in self.problems:
-            hint = _HINTS.get(problem.kind)
-            if hint and hint not in seen:
-                seen.append(hint)
-        return seen
+        return list(dict.fromkeys(_HINTS[p.kind] for p in self.problems if p.kind in _HINTS))
 
     def to_dict(self) -> dict[str, Any]:
         return {
