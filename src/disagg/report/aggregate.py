@@ -64,12 +64,10 @@ def _runs_below(path: Path, depth: int) -> Iterator[Path]:
     if depth <= 0:
         return
     try:
-        children = sorted(child for child in path.iterdir() if child.is_dir())
+        children = sorted(c for c in path.iterdir() if c.is_dir() and not c.name.startswith("."))
     except OSError:
         return
     for child in children:
-        if child.name.startswith("."):
-            continue
         if is_run_dir(child):
             yield child
         else:

@@ -28,11 +28,11 @@ from disagg.console import make_console
 
 def human_bytes(n: int) -> str:
     size = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if size < 1000 or unit == "TB":
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
-    return f"{n} B"
+    return f"{size:.1f} TB"
 
 
 class Reporter:
