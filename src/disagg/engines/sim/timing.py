@@ -1,15 +1,10 @@
 """The simulated engine's timing model: how long a forward pass takes, as pure functions.
 
-The scheduler asks it for the duration of each batch step; tests and the benchmark
-ask it for steady-state throughput. The shape is what matters for charts:
-
-- prefill costs a fixed base plus a per-token cost, split into chunks;
-- a decode step costs a base (reading weights) plus a per-sequence and a per-cached-
-  token share, so larger batches give more tokens per second per GPU but fewer per user;
-- tensor parallel size N divides compute by N**tp_efficiency;
-- a decode batch is padded up to the next CUDA-graph batch size, and batches above the
-  largest graph run eagerly (slower);
-- speculative decoding makes a step more expensive and emits 1 + accepted draft tokens.
+Prefill costs a base plus a per-token cost per chunk; a decode step a base (reading the
+weights) plus a per-sequence and a per-cached-token share, so larger batches give more
+tokens per GPU but fewer per user. Tensor parallel size N divides compute by
+N**tp_efficiency; a decode batch is padded up to the next CUDA-graph size (eager, slower,
+above the largest); speculative decoding makes a step dearer and emits 1 + accepted drafts.
 """
 
 from __future__ import annotations
