@@ -1,12 +1,8 @@
 """The engine seam: what placement, lint, staging and the simulator ask of an engine.
 
-One adapter per engine: the module `engines/<backend.type>.py` with its `ADAPTER`, which
-registers it (`engines/registry.py`). An adapter owns everything
-engine-specific: where its per-role settings live in a recipe, its one flag table
-(every spelling of the parallel sizes, attention-DP, batch limits, speculative
-decoding), the GPUs a worker needs, the draft model it names, its worker command,
-ports and health check, and what the simulated engine needs to know about a worker.
-Nothing outside an adapter spells an engine flag.
+One adapter per engine: the module `engines/<backend.type>.py` with its `ADAPTER`. An
+adapter owns everything engine-specific, its one flag table included: nothing outside an
+adapter spells an engine flag.
 """
 
 from __future__ import annotations

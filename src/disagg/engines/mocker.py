@@ -1,16 +1,10 @@
 """Dynamo's mocker as an engine (`backend.type: mocker`, schema 2 `engine: mocker`).
 
-`python -m dynamo.mocker` (ai-dynamo 1.6.1) loads the model's tokenizer (no weights),
-registers with Dynamo's discovery as a GPU worker would, schedules requests with the
-KV-cache, batching and timing model of the engine it emulates (`engine_type`) and streams
-random token ids. It needs no GPU and has no HTTP API: only Dynamo's frontend fronts it.
-A mocker run is not simulated by disagg: the mocker is the engine the recipe asks for.
-
-Flags follow srt-slurm's mocker backend: the engine-wide knobs (srt-slurm's values for the
-core ones when unset), then the role's own settings, so that a role overrides a knob.
-`false` becomes the mocker's `--no-key` where it has one (srt-slurm drops it, which leaves
-a default-on feature on). Keys are checked against the mocker's own flags, so a typo is
-refused at plan time rather than at launch.
+`python -m dynamo.mocker` (ai-dynamo 1.6.1) registers with Dynamo as a GPU worker would and
+schedules with the timing model of the engine it emulates, on no GPU and with no HTTP API:
+a mocker run is not simulated by disagg, the mocker is the engine the recipe asks for.
+Flags are srt-slurm's engine-wide knobs, then the role's own settings over them; keys are
+checked against the mocker's own flags, so a typo is refused at plan time.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """TileRT behind the engine seam: a vLLM prefill handing its KV to TileRT's decode server.
 
-srt-slurm 2.x's `tilert` engine runs TileRT's disaggregated layout as TileRT's README
-(Topology A, `tilert.pd_vllm`) describes it:
-
-- prefill: stock `vllm serve` with TileRT's KV connector loaded as a plugin and
-  `--return-tokens-as-token-ids` (the router reads the first token's id), its tensor
-  parallel over the worker's GPUs unless the role sets a size. The engine knobs fill what
-  the README's command line sets (`prefill_kv_cache_dtype`, `with_mtp`, the connector's
-  `tilert_*` settings); a role's own setting wins, its own `kv-transfer-config` is kept
-  whole. `prefill_container` is the image the prefill runs in.
-- decode: `python3 -m tilert.pd_vllm.decode_server --engine tilert` with the knobs as its
-  flags, then the role's own settings as written, then the plan's two ports (`--ctrl-port`:
-  the connector's RDMA control plane, `--http-port`); it binds every interface.
-
-A schema-2 recipe may write the prefill as a role of engine vllm instead (srt-slurm's
-TileRT examples; `WorkerSpec.engine` says so): it is rendered as any vLLM prefill role,
-from its own args and vLLM knobs alone (role engines inherit nothing from each other), so
-its `kv-transfer-config` must load TileRT's connector itself.
-
-The decode server serves no OpenAI API: only TileRT's router (`frontend.type:
-tilert-router`) reaches it, so an aggregated TileRT worker is refused. No TileRT runs on
-this machine: golden files and the simulated engine stand in.
+srt-slurm 2.x's `tilert` engine runs TileRT's disaggregated layout (its README's Topology
+A, `tilert.pd_vllm`): the prefill is stock `vllm serve` with TileRT's KV connector as a
+plugin, the engine knobs filling what the README's command sets (a role's own setting
+wins); the decode is `python3 -m tilert.pd_vllm.decode_server --engine tilert` with the
+knobs as flags, then the role's own settings. A schema-2 recipe may write the prefill as a
+role of engine vllm (`WorkerSpec.engine`): it is then any vLLM prefill role, from its own
+args alone, so its `kv-transfer-config` must load TileRT's connector itself. The decode
+server serves no OpenAI API: only TileRT's router (`frontend.type: tilert-router`) reaches
+it, so an aggregated TileRT worker is refused.
 """
 
 from __future__ import annotations

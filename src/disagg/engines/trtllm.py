@@ -1,28 +1,15 @@
 """TensorRT-LLM behind the engine seam: `trtllm-serve` workers and their YAML configs.
 
-A role's `backend.trtllm_config.<role>` map is TRT-LLM's own LLM API configuration,
-keys as written: one YAML file per role in the run directory (`trtllm/<role>.yaml`),
-given to `trtllm-serve --config` with the parallel sizes repeated on the command line, as
-`trtllm-serve` expects. Prefill/decode workers hand KV over through the cache transceiver
-their YAML names (`backend: DEFAULT` when the recipe names none: TRT-LLM needs one to
-serve a context or generation role), behind `trtllm-serve disaggregated` (`pd_router`,
-`frontend.type: trtllm_serve`) or Dynamo's frontend over `python -m dynamo.trtllm` workers
-reading the same YAML.
+A role's `backend.trtllm_config.<role>` map is TRT-LLM's own LLM API configuration, keys as
+written, one YAML file per role (`trtllm/<role>.yaml`) given to `trtllm-serve --config`
+with the parallel sizes repeated on the command line. Prefill/decode workers hand KV over
+through the cache transceiver their YAML names (`backend: DEFAULT` when none: TRT-LLM needs
+one), behind `trtllm-serve disaggregated` (`pd_router`) or Dynamo's `dynamo.trtllm`.
 
-Every worker runs as srt-slurm v1.0.68 starts it (`TRTLLMProtocol.get_srun_config`,
-`build_worker_command`): one MPI step of a rank per GPU over all its nodes (the local
-executor refuses it), each rank running `[numactl -m 0,1] trtllm-llmapi-launch <command>`;
-`numactl` binds prefill and decode workers' memory on gb200/gb300/vrnvl72 unless
-`backend.numa_memory_bind` says otherwise (true: prefill and decode workers on any GPU,
-in 2.x's schema every worker; false: none).
-
-Flags are srtctl's spellings (`--tensor_parallel_size`, `--config`, ...), which the
-releases the corpus pins (1.3.0rc15 and later) take beside the older `--tp_size`/`-c`;
-`--served_model_name` only with srt-slurm 2.x's `backend.served_model_name`. The router's
-`disagg.yaml` carries `frontend.ctx_router`/`gen_router` as its server lists' `router` and
-`frontend.server_config_extra` at its top (`TRTLLMServeFrontend._build_ser`).
-
-No TRT-LLM runs on this machine: golden files and the simulated engine stand in.
+Every worker runs as srt-slurm v1.0.68 starts it (`TRTLLMProtocol.get_srun_config`): one
+MPI step of a rank per GPU over all its nodes, each rank running `[numactl -m 0,1]
+trtllm-llmapi-launch <command>`. Flags are srtctl's spellings (`--tensor_parallel_size`,
+`--config`), which the releases the corpus pins take beside the older `--tp_size`/`-c`.
 """
 
 from __future__ import annotations
