@@ -12,22 +12,11 @@ from __future__ import annotations
 import bisect
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from disagg.engines.sim.args import EngineArgs
 
 # SGLang's default capture list tops out around 160-256 on large GPUs.
 DEFAULT_CUDA_GRAPH_MAX_BS = 256
-
-
-@dataclass(frozen=True)
-class SteadyState:
-    """Expected throughput with `concurrency` requests always in flight."""
-
-    output_tokens_per_s: float
-    total_tokens_per_s: float
-    tokens_per_s_per_gpu: float
-    tokens_per_s_per_user: float  # decode speed one user sees
 
 
 class TimingModel:
@@ -101,55 +90,3 @@ class TimingModel:
     def expected_tokens_per_step(self) -> float:
         rate = self.accept_rate
         return float(sum(rate**k for k in range(self.draft_steps + 1)))
-
-    def steady_state(self, concurrency: int, isl: int, osl: int) -> SteadyState:
-        """Closed-loop throughput of this worker with `concurrency` requests in flight.
-
-        Aggregated: each cycle of `osl` decode steps also runs the prefill of the
-        `batch` requests that replace the finished ones. Prefill workers only prefill,
-        decode workers only decode (the other side is assumed not to be the bottleneck).
-        """
-        batch = max(1, min(concurrency, self.args.running_limit))
-        per_step = self.expected_tokens_per_step()
-        steps = max(1.0, (osl - 1) / per_step)  # the first token comes from prefill
-        prefill = batch * self._prefill_request_time(isl)
-        kv = batch * (isl + osl // 2)
-        decode = steps * self.decode_step_time(batch, kv)
-        mode = self.args.mode
-        if mode == "prefill":
-            cycle, decode = prefill, 0.0
-        elif mode == "decode":
-            cycle = decode
-        else:
-            cycle = prefill + decode
-        output = batch * osl / cycle if mode != "prefill" else 0.0
-        total = batch * (isl + osl) / cycle
-        step = self.decode_step_time(batch, kv)
-        per_user = per_step / step if mode != "prefill" else 0.0
-        if mode == "aggregated":
-            per_user = osl / cycle  # prefill passes pause decoding for everyone
-        return SteadyState(
-            output_tokens_per_s=output,
-            total_tokens_per_s=total,
-            tokens_per_s_per_gpu=total / self.args.gpus,
-            tokens_per_s_per_user=per_user,
-        )
-
-    def _prefill_request_time(self, isl: int) -> float:
-        chunk = isl if self.whole_prompts() else self.chunk_budget()
-        full, rest = divmod(isl, max(1, chunk))
-        passes = full + (1 if rest else 0)
-        return passes * self.args.sim.prefill_base_ms * 1e-3 + (
-            self.prefill_time(isl) - self.args.sim.prefill_base_ms * 1e-3
-        )
-
-    def chunk_budget(self) -> int:
-        """Prompt tokens one prefill pass takes of a long prompt: one chunk (SGLang cuts the
-        first prompt of a pass to the chunk size, whatever `max-prefill-tokens` says)."""
-        chunk = self.args.chunked_prefill_size
-        return max(1, chunk if chunk > 0 else self.args.max_prefill_tokens)
-
-    def whole_prompts(self) -> bool:
-        """Chunking off (`chunked-prefill-size` -1 or 0): a prompt is never cut, whatever
-        its length; `max-prefill-tokens` only bounds what joins it in the same pass."""
-        return self.args.chunked_prefill_size <= 0
