@@ -149,6 +149,7 @@ class EngineAdapter(ABC):
     placement_keys: ClassVar[frozenset[str]] = frozenset()
     # Placement keys whose written value the plan still honours (`host`: listen address).
     honoured_keys: ClassVar[frozenset[str]] = frozenset({"host"})
+    placement_reason: ClassVar[str] = "set by the plan (placement, ports or the staged model)"
     # Engine-wide `backend.*` knobs this adapter carries out (see `backend_fields`).
     backend_fields: ClassVar[frozenset[str]] = frozenset()
     # Engine knobs this engine also takes for one role, as that role's own setting
@@ -218,7 +219,7 @@ class EngineAdapter(ABC):
     def ignored(self, args: Mapping[str, Any], role: WorkerRole) -> list[Ignored]:
         """Settings the plan replaces with its own values (placement, model location, ports)."""
         return [
-            Ignored(str(key), "set by the plan (placement, ports or the staged model)")
+            Ignored(str(key), self.placement_reason)
             for key in args
             if self.flags.normalise(key) in self.placement_keys - self.honoured_keys
         ]

@@ -13,8 +13,8 @@ import difflib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from disagg.engines.base import EngineAdapter, FlagTable, Ignored, WorkerCommand, render_args
-from disagg.engines.worker import Parallelism, WorkerRole, WorkerSpec
+from disagg.engines.base import EngineAdapter, FlagTable, WorkerCommand, render_args
+from disagg.engines.worker import Parallelism, WorkerSpec
 
 MOCKER_MODULE = "dynamo.mocker"
 ENGINE_TYPES = ("vllm", "sglang", "trtllm")
@@ -168,6 +168,9 @@ class Mocker(EngineAdapter):
     backend_fields: ClassVar[frozenset[str]] = frozenset(KNOBS)
     uses_gpus: ClassVar[bool] = False
     in_image: ClassVar[bool] = False
+    placement_reason: ClassVar[str] = (
+        "set by the plan (the staged model, ports and Dynamo's discovery)"
+    )
 
     def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
         # Data-parallel ranks are emulated in one process on no GPU.
@@ -175,13 +178,6 @@ class Mocker(EngineAdapter):
 
     def emulates(self, backend: Mapping[str, Any]) -> str | None:
         return str(backend.get("engine_type") or KNOBS["engine_type"])
-
-    def ignored(self, args: Mapping[str, Any], role: WorkerRole) -> list[Ignored]:
-        return [
-            Ignored(str(key), "set by the plan (the staged model, ports and Dynamo's discovery)")
-            for key in args
-            if FLAGS.normalise(key) in PLAN_FLAGS
-        ]
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.simulated:

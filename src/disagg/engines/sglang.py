@@ -114,14 +114,8 @@ def worker_args(
     if disaggregation_mode == "prefill":
         argv += ["--disaggregation-bootstrap-port", "${self.bootstrap_port}"]
     if multi_node:
-        argv += [
-            "--dist-init-addr",
-            "${self.addr}",
-            "--nnodes",
-            "${self.nnodes}",
-            "--node-rank",
-            "${self.node_rank}",
-        ]
+        argv += ["--dist-init-addr", "${self.addr}", "--nnodes", "${self.nnodes}"]
+        argv += ["--node-rank", "${self.node_rank}"]
     return argv
 
 

@@ -18,12 +18,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from disagg.engines.base import (
-    EngineAdapter,
-    FlagTable,
-    WorkerCommand,
-    render_args,
-)
+from disagg.engines import vllm
+from disagg.engines.base import EngineAdapter, FlagTable, WorkerCommand, render_args
 from disagg.engines.worker import Parallelism, SimReading, WorkerSpec, as_int
 from disagg.recipe.backend_section import ENGINE_KNOBS
 
@@ -92,8 +88,6 @@ class TileRT(EngineAdapter):
     def worker_parallelism(self, args: Mapping[str, Any], spec: WorkerSpec) -> Parallelism:
         """A decode server spans every GPU it is given (TileRT shards its weights per GPU)."""
         if _vllm_role(spec):
-            from disagg.engines import vllm
-
             return vllm.ADAPTER.worker_parallelism(vllm_role_args(args, spec), spec)
         if spec.mode == "decode" or FLAGS.find(args, "tp") is None:
             return Parallelism(tp=max(1, spec.gpus_per_node * spec.nnodes))
@@ -134,8 +128,6 @@ class TileRT(EngineAdapter):
         if spec.multi_node:
             return "nodes", f"a TileRT {spec.mode} worker over several nodes"
         if _vllm_role(spec):
-            from disagg.engines import vllm
-
             own = vllm_role_args(args, spec)
             refused = vllm.ADAPTER.unsupported(own, spec)
             if refused is not None:
@@ -187,15 +179,11 @@ class TileRT(EngineAdapter):
         return kept
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
-        from disagg.engines import vllm
-
         if spec.mode == "prefill":
             return vllm.ADAPTER.engine_flags(self.prefill_args(args, spec), spec)
         return render_args(self.decode_args(args, spec))
 
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        from disagg.engines import vllm
-
         image = None if _vllm_role(spec) else spec.backend.get("prefill_container")
         if spec.mode == "prefill":
             command = vllm.ADAPTER.worker(self.prefill_args(args, spec), spec)
@@ -215,8 +203,6 @@ def _vllm_role(spec: WorkerSpec) -> bool:
 def vllm_role_args(args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
     """A vllm prefill role's settings as the vLLM adapter reads them from its own engine
     knobs (`spec.backend`): its args, with `connector` when it names no connector."""
-    from disagg.engines import vllm
-
     backend = {**spec.backend, vllm.ADAPTER.config_section: {"prefill": dict(args)}}
     return dict(vllm.ADAPTER.role_args(backend, "prefill"))
 
