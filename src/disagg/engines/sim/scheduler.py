@@ -348,34 +348,23 @@ class Scheduler:
         if gap < _PACING_FLOOR_S:
             gap = 0.0
         survivors: list[SimRequest] = []
-        kv_delta = 0
-        released = 0
-        produced = 0
         for req in self.running:
             if req.cancelled:
-                kv_delta -= req.prompt_tokens + req.generated
-                released += self._kv_need(req)
+                self._end(req, req.generated)
                 continue
             step = min(self.timing.tokens_this_step(rng), req.target - req.generated)
-            req.generated += step
-            produced += step
-            kv_delta += step
-            if req.generated >= req.target:
-                req.done = True
-                req.stream.push(Event(req.index, req.generated - req.reported, req.finish_reason))
-                req.reported = req.generated
-                kv_delta -= req.prompt_tokens + req.generated
-                released += self._kv_need(req)
+            self.kv_tokens += step
+            self.stats.output_tokens += step
+            if req.generated + step >= req.target:
+                self._end(req, req.generated + step)
                 continue
+            req.generated += step
             if req.generated - req.reported >= interval and now - req.sent_at >= gap:
                 req.stream.push(Event(req.index, req.generated - req.reported))
                 req.reported = req.generated
                 req.sent_at = now
             survivors.append(req)
         self.running = survivors
-        self.kv_tokens += kv_delta
-        self.kv_reserved -= released
-        self.stats.output_tokens += produced
 
 
 def _call_later(delay: float, callback: Callable[[], None]) -> None:
