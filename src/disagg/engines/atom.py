@@ -62,10 +62,6 @@ def kv_transfer_json(mode: str, connector: str, protocol: str | None) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _gpus(spec: WorkerSpec) -> int:
-    return max(1, spec.gpus_per_node * spec.nnodes)
-
-
 class Atom(EngineAdapter):
     name: ClassVar[str] = "atom"
     flags: ClassVar[FlagTable] = FLAGS
@@ -78,7 +74,8 @@ class Atom(EngineAdapter):
         par = self.parallelism(args)
         if FLAGS.find(args, "tp") is not None:
             return par
-        tp = max(1, _gpus(spec) // (par.pp * (1 if par.dp_attention else par.dp)))
+        gpus = max(1, spec.gpus_per_node * spec.nnodes)
+        tp = max(1, gpus // (par.pp * (1 if par.dp_attention else par.dp)))
         expert = FLAGS.value(args, "expert_parallel") is True
         return replace(par, tp=tp, ep=tp * par.dp if expert else 1)
 
