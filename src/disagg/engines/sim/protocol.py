@@ -150,17 +150,14 @@ def parse(kind: Kind, body: Any, *, default_max_tokens: int, model: str) -> GenR
         model=str(body.get("model") or model),
         seed=_int(body, "seed", None),
         rooms=_rooms(body.get("bootstrap_room"), len(prompts)),
-        bootstrap_hosts=_per_prompt(
-            body.get("bootstrap_host"), len(prompts), str, "bootstrap_host"
-        ),
-        bootstrap_ports=_per_prompt(
-            body.get("bootstrap_port"), len(prompts), int, "bootstrap_port"
-        ),
+        bootstrap_hosts=_per_prompt(body, "bootstrap_host", len(prompts), str),
+        bootstrap_ports=_per_prompt(body, "bootstrap_port", len(prompts), int),
     )
 
 
-def _per_prompt(value: Any, count: int, kind: type, key: str) -> list[Any] | None:
+def _per_prompt(body: Mapping[str, Any], key: str, count: int, kind: type) -> list[Any] | None:
     """A scalar applies to every prompt; a list gives one value per prompt."""
+    value = body.get(key)
     if value is None:
         return None
     values = value if isinstance(value, list) else [value] * count
