@@ -50,13 +50,7 @@ FLAGS = FlagTable(
 )
 # Written into the YAML as the plan decides, never taken from the recipe's map.
 PLACEMENT_KEYS = frozenset({"host", "port", "model"})
-# `trtllm-serve` flags: the parallel sizes it is given besides the YAML (as the role writes
-# them), the YAML itself, the served name (srt-slurm's spellings, see the module text).
-_CLI_SIZES = (
-    ("--tensor_parallel_size", "tp"),
-    ("--moe_expert_parallel_size", "ep"),
-    ("--pipeline_parallel_size", "pp"),
-)
+# `trtllm-serve` flags besides the parallel sizes (srt-slurm's spellings, see the module text).
 CONFIG_FLAG = "--config"
 SERVED_NAME_FLAG = "--served_model_name"
 LAUNCH_WRAPPER = "trtllm-llmapi-launch"
@@ -159,10 +153,10 @@ class TRTLLM(EngineAdapter):
         """Parallel sizes as the role writes them and the YAML file; `python -m dynamo.trtllm`
         takes the same file as `--extra-engine-args`."""
         flags: list[str] = []
-        for flag, setting in _CLI_SIZES:
+        for setting in ("tp", "ep", "pp"):  # as the role writes them, spelt as in its YAML
             hit = FLAGS.find(args, setting)
             if hit is not None and hit[1] is not None:
-                flags += [flag, str(hit[1])]
+                flags += ["--" + FLAGS.names(setting)[0], str(hit[1])]
         return [*flags, CONFIG_FLAG, "${run.dir}/" + config_file(spec.role)]
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
