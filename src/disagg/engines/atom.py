@@ -1,25 +1,11 @@
 """ATOM (AMD's engine for ROCm GPUs) behind the engine seam: `atom.entrypoints.openai_server`.
 
-srt-slurm's `atom` engine runs `python3 -m atom.entrypoints.openai_server`; the flags are
-ATOM's own CLI (`atom/model_engine/arg_utils.py`):
-
-- A role's settings render as SGLang's do, each key as written: ATOM has spellings of
-  its own (`--kv_cache_dtype`, `--no-enable_prefix_caching`), and one-letter-group sizes
-  (`tp`, `dp`, `pp`, `pcp`, `dcp`) are short flags (`-tp`).
-- The plan owns the model location, the served name, the API address (`--host`,
-  `--server-port`) and the engine's internal `--port` (8006 by default, which two workers
-  on one node would share).
-- A worker's tensor-parallel size is its GPU count unless the role sets one: the ATOM
-  recipes give a worker 8 GPUs and no `-tp` ("each endpoint occupies one TP8 node").
-- Prefill/decode workers hand KV over through `--kv-transfer-config` (kv_producer /
-  kv_consumer, `backend.connector`: srt-slurm's only one is mooncake), on a handshake port
-  of their own (their ranks use the ports after it); `backend.mooncake_protocol: tcp` also
-  turns on Mooncake's TCP connection pool, as ATOM's own P/D scripts do.
-
-That hand-over needs ATOM's own router (`frontend.type: atomesh`): real prefill/decode
-workers behind any other frontend are refused, aggregated ones run behind any. GPU
-pinning is the cluster profile's (`HIP_VISIBLE_DEVICES` on AMD). No ATOM runs on this
-machine: golden files and the simulated engine stand in.
+Flags are ATOM's own CLI, each key as written (`--kv_cache_dtype`), its group sizes short
+flags (`-tp`). The plan owns the model, served name, API address and the engine's internal
+`--port` (8006 by default, which two workers on one node would share). A worker's tensor
+parallel size is its GPU count unless the role sets one (ATOM's recipes write none).
+Prefill/decode workers hand KV over through Mooncake (`--kv-transfer-config`, on a
+handshake port of their own), which needs ATOM's own router (`frontend.type: atomesh`).
 """
 
 from __future__ import annotations
@@ -76,10 +62,6 @@ def kv_transfer_json(mode: str, connector: str, protocol: str | None) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _gpus(spec: WorkerSpec) -> int:
-    return max(1, spec.gpus_per_node * spec.nnodes)
-
-
 class Atom(EngineAdapter):
     name: ClassVar[str] = "atom"
     flags: ClassVar[FlagTable] = FLAGS
@@ -92,7 +74,8 @@ class Atom(EngineAdapter):
         par = self.parallelism(args)
         if FLAGS.find(args, "tp") is not None:
             return par
-        tp = max(1, _gpus(spec) // (par.pp * (1 if par.dp_attention else par.dp)))
+        gpus = max(1, spec.gpus_per_node * spec.nnodes)
+        tp = max(1, gpus // (par.pp * (1 if par.dp_attention else par.dp)))
         expert = FLAGS.value(args, "expert_parallel") is True
         return replace(par, tp=tp, ep=tp * par.dp if expert else 1)
 

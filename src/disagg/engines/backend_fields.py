@@ -62,8 +62,8 @@ def unhonoured(
     backend: Mapping[str, Any], honoured: frozenset[str]
 ) -> list[tuple[str, Action, str]]:
     """(field, action, why) for every knob `backend` sets that the engine does not honour."""
-    found = []
-    for knob, (action, why, neutral) in KNOBS.items():
-        if knob not in honoured and _is_set(backend.get(knob), neutral):
-            found.append((f"backend.{knob}", action, why))
-    return found
+    return [
+        (f"backend.{knob}", action, why)
+        for knob, (action, why, neutral) in KNOBS.items()
+        if knob not in honoured and _is_set(backend.get(knob), neutral)
+    ]

@@ -1,12 +1,8 @@
 """The engine seam: what placement, lint, staging and the simulator ask of an engine.
 
-One adapter per engine: the module `engines/<backend.type>.py` with its `ADAPTER`, which
-registers it (`engines/registry.py`). An adapter owns everything
-engine-specific: where its per-role settings live in a recipe, its one flag table
-(every spelling of the parallel sizes, attention-DP, batch limits, speculative
-decoding), the GPUs a worker needs, the draft model it names, its worker command,
-ports and health check, and what the simulated engine needs to know about a worker.
-Nothing outside an adapter spells an engine flag.
+One adapter per engine: the module `engines/<backend.type>.py` with its `ADAPTER`. An
+adapter owns everything engine-specific, its one flag table included: nothing outside an
+adapter spells an engine flag.
 """
 
 from __future__ import annotations
@@ -153,6 +149,7 @@ class EngineAdapter(ABC):
     placement_keys: ClassVar[frozenset[str]] = frozenset()
     # Placement keys whose written value the plan still honours (`host`: listen address).
     honoured_keys: ClassVar[frozenset[str]] = frozenset({"host"})
+    placement_reason: ClassVar[str] = "set by the plan (placement, ports or the staged model)"
     # Engine-wide `backend.*` knobs this adapter carries out (see `backend_fields`).
     backend_fields: ClassVar[frozenset[str]] = frozenset()
     # Engine knobs this engine also takes for one role, as that role's own setting
@@ -222,7 +219,7 @@ class EngineAdapter(ABC):
     def ignored(self, args: Mapping[str, Any], role: WorkerRole) -> list[Ignored]:
         """Settings the plan replaces with its own values (placement, model location, ports)."""
         return [
-            Ignored(str(key), "set by the plan (placement, ports or the staged model)")
+            Ignored(str(key), self.placement_reason)
             for key in args
             if self.flags.normalise(key) in self.placement_keys - self.honoured_keys
         ]

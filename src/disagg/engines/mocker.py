@@ -1,16 +1,10 @@
 """Dynamo's mocker as an engine (`backend.type: mocker`, schema 2 `engine: mocker`).
 
-`python -m dynamo.mocker` (ai-dynamo 1.6.1) loads the model's tokenizer (no weights),
-registers with Dynamo's discovery as a GPU worker would, schedules requests with the
-KV-cache, batching and timing model of the engine it emulates (`engine_type`) and streams
-random token ids. It needs no GPU and has no HTTP API: only Dynamo's frontend fronts it.
-A mocker run is not simulated by disagg: the mocker is the engine the recipe asks for.
-
-Flags follow srt-slurm's mocker backend: the engine-wide knobs (srt-slurm's values for the
-core ones when unset), then the role's own settings, so that a role overrides a knob.
-`false` becomes the mocker's `--no-key` where it has one (srt-slurm drops it, which leaves
-a default-on feature on). Keys are checked against the mocker's own flags, so a typo is
-refused at plan time rather than at launch.
+`python -m dynamo.mocker` (ai-dynamo 1.6.1) registers with Dynamo as a GPU worker would and
+schedules with the timing model of the engine it emulates, on no GPU and with no HTTP API:
+a mocker run is not simulated by disagg, the mocker is the engine the recipe asks for.
+Flags are srt-slurm's engine-wide knobs, then the role's own settings over them; keys are
+checked against the mocker's own flags, so a typo is refused at plan time.
 """
 
 from __future__ import annotations
@@ -19,8 +13,8 @@ import difflib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from disagg.engines.base import EngineAdapter, FlagTable, Ignored, WorkerCommand, render_args
-from disagg.engines.worker import Parallelism, WorkerRole, WorkerSpec
+from disagg.engines.base import EngineAdapter, FlagTable, WorkerCommand, render_args
+from disagg.engines.worker import Parallelism, WorkerSpec
 
 MOCKER_MODULE = "dynamo.mocker"
 ENGINE_TYPES = ("vllm", "sglang", "trtllm")
@@ -174,6 +168,9 @@ class Mocker(EngineAdapter):
     backend_fields: ClassVar[frozenset[str]] = frozenset(KNOBS)
     uses_gpus: ClassVar[bool] = False
     in_image: ClassVar[bool] = False
+    placement_reason: ClassVar[str] = (
+        "set by the plan (the staged model, ports and Dynamo's discovery)"
+    )
 
     def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
         # Data-parallel ranks are emulated in one process on no GPU.
@@ -181,13 +178,6 @@ class Mocker(EngineAdapter):
 
     def emulates(self, backend: Mapping[str, Any]) -> str | None:
         return str(backend.get("engine_type") or KNOBS["engine_type"])
-
-    def ignored(self, args: Mapping[str, Any], role: WorkerRole) -> list[Ignored]:
-        return [
-            Ignored(str(key), "set by the plan (the staged model, ports and Dynamo's discovery)")
-            for key in args
-            if FLAGS.normalise(key) in PLAN_FLAGS
-        ]
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
         if spec.simulated:

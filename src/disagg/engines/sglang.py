@@ -1,14 +1,8 @@
 """SGLang behind the engine seam: `python3 -m sglang.launch_server` workers.
 
-Settings render as DESIGN.md says (`engines.base.render_args`). The plan owns the flags
-that depend on placement (`--host`, `--port`, the bootstrap port, `--nccl-port`,
-`--dist-init-addr`, `--nnodes`, `--node-rank`) and the model location (the staged model as
-the worker sees it, replacing a recipe's own `model-path` such as srt-slurm's `/model/`).
-
-`--nccl-port`: SGLang's default probes for a free port at start, and workers starting
-together on one node can race for one; srt-slurm pins one per worker process
-(`SGLangProtocol.build_worker_command`), and so does the plan: a port of its own (`nccl`)
-the orchestrator reserves with the worker's others.
+The plan owns the flags that depend on placement and the model location. `--nccl-port`:
+SGLang's default probes for a free port at start, which workers starting together on one
+node can race for; srt-slurm pins one per worker process, and so does the plan.
 """
 
 from __future__ import annotations
@@ -120,14 +114,8 @@ def worker_args(
     if disaggregation_mode == "prefill":
         argv += ["--disaggregation-bootstrap-port", "${self.bootstrap_port}"]
     if multi_node:
-        argv += [
-            "--dist-init-addr",
-            "${self.addr}",
-            "--nnodes",
-            "${self.nnodes}",
-            "--node-rank",
-            "${self.node_rank}",
-        ]
+        argv += ["--dist-init-addr", "${self.addr}", "--nnodes", "${self.nnodes}"]
+        argv += ["--node-rank", "${self.node_rank}"]
     return argv
 
 

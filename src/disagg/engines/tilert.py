@@ -1,26 +1,14 @@
 """TileRT behind the engine seam: a vLLM prefill handing its KV to TileRT's decode server.
 
-srt-slurm 2.x's `tilert` engine runs TileRT's disaggregated layout as TileRT's README
-(Topology A, `tilert.pd_vllm`) describes it:
-
-- prefill: stock `vllm serve` with TileRT's KV connector loaded as a plugin and
-  `--return-tokens-as-token-ids` (the router reads the first token's id), its tensor
-  parallel over the worker's GPUs unless the role sets a size. The engine knobs fill what
-  the README's command line sets (`prefill_kv_cache_dtype`, `with_mtp`, the connector's
-  `tilert_*` settings); a role's own setting wins, its own `kv-transfer-config` is kept
-  whole. `prefill_container` is the image the prefill runs in.
-- decode: `python3 -m tilert.pd_vllm.decode_server --engine tilert` with the knobs as its
-  flags, then the role's own settings as written, then the plan's two ports (`--ctrl-port`:
-  the connector's RDMA control plane, `--http-port`); it binds every interface.
-
-A schema-2 recipe may write the prefill as a role of engine vllm instead (srt-slurm's
-TileRT examples; `WorkerSpec.engine` says so): it is rendered as any vLLM prefill role,
-from its own args and vLLM knobs alone (role engines inherit nothing from each other), so
-its `kv-transfer-config` must load TileRT's connector itself.
-
-The decode server serves no OpenAI API: only TileRT's router (`frontend.type:
-tilert-router`) reaches it, so an aggregated TileRT worker is refused. No TileRT runs on
-this machine: golden files and the simulated engine stand in.
+srt-slurm 2.x's `tilert` engine runs TileRT's disaggregated layout (its README's Topology
+A, `tilert.pd_vllm`): the prefill is stock `vllm serve` with TileRT's KV connector as a
+plugin, the engine knobs filling what the README's command sets (a role's own setting
+wins); the decode is `python3 -m tilert.pd_vllm.decode_server --engine tilert` with the
+knobs as flags, then the role's own settings. A schema-2 recipe may write the prefill as a
+role of engine vllm (`WorkerSpec.engine`): it is then any vLLM prefill role, from its own
+args alone, so its `kv-transfer-config` must load TileRT's connector itself. The decode
+server serves no OpenAI API: only TileRT's router (`frontend.type: tilert-router`) reaches
+it, so an aggregated TileRT worker is refused.
 """
 
 from __future__ import annotations
@@ -30,12 +18,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from disagg.engines.base import (
-    EngineAdapter,
-    FlagTable,
-    WorkerCommand,
-    render_args,
-)
+from disagg.engines import vllm
+from disagg.engines.base import EngineAdapter, FlagTable, WorkerCommand, render_args
 from disagg.engines.worker import Parallelism, SimReading, WorkerSpec, as_int
 from disagg.recipe.backend_section import ENGINE_KNOBS
 
@@ -104,8 +88,6 @@ class TileRT(EngineAdapter):
     def worker_parallelism(self, args: Mapping[str, Any], spec: WorkerSpec) -> Parallelism:
         """A decode server spans every GPU it is given (TileRT shards its weights per GPU)."""
         if _vllm_role(spec):
-            from disagg.engines import vllm
-
             return vllm.ADAPTER.worker_parallelism(vllm_role_args(args, spec), spec)
         if spec.mode == "decode" or FLAGS.find(args, "tp") is None:
             return Parallelism(tp=max(1, spec.gpus_per_node * spec.nnodes))
@@ -146,8 +128,6 @@ class TileRT(EngineAdapter):
         if spec.multi_node:
             return "nodes", f"a TileRT {spec.mode} worker over several nodes"
         if _vllm_role(spec):
-            from disagg.engines import vllm
-
             own = vllm_role_args(args, spec)
             refused = vllm.ADAPTER.unsupported(own, spec)
             if refused is not None:
@@ -199,15 +179,11 @@ class TileRT(EngineAdapter):
         return kept
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
-        from disagg.engines import vllm
-
         if spec.mode == "prefill":
             return vllm.ADAPTER.engine_flags(self.prefill_args(args, spec), spec)
         return render_args(self.decode_args(args, spec))
 
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
-        from disagg.engines import vllm
-
         image = None if _vllm_role(spec) else spec.backend.get("prefill_container")
         if spec.mode == "prefill":
             command = vllm.ADAPTER.worker(self.prefill_args(args, spec), spec)
@@ -227,8 +203,6 @@ def _vllm_role(spec: WorkerSpec) -> bool:
 def vllm_role_args(args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
     """A vllm prefill role's settings as the vLLM adapter reads them from its own engine
     knobs (`spec.backend`): its args, with `connector` when it names no connector."""
-    from disagg.engines import vllm
-
     backend = {**spec.backend, vllm.ADAPTER.config_section: {"prefill": dict(args)}}
     return dict(vllm.ADAPTER.role_args(backend, "prefill"))
 

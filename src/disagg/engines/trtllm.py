@@ -1,28 +1,15 @@
 """TensorRT-LLM behind the engine seam: `trtllm-serve` workers and their YAML configs.
 
-A role's `backend.trtllm_config.<role>` map is TRT-LLM's own LLM API configuration,
-keys as written: one YAML file per role in the run directory (`trtllm/<role>.yaml`),
-given to `trtllm-serve --config` with the parallel sizes repeated on the command line, as
-`trtllm-serve` expects. Prefill/decode workers hand KV over through the cache transceiver
-their YAML names (`backend: DEFAULT` when the recipe names none: TRT-LLM needs one to
-serve a context or generation role), behind `trtllm-serve disaggregated` (`pd_router`,
-`frontend.type: trtllm_serve`) or Dynamo's frontend over `python -m dynamo.trtllm` workers
-reading the same YAML.
+A role's `backend.trtllm_config.<role>` map is TRT-LLM's own LLM API configuration, keys as
+written, one YAML file per role (`trtllm/<role>.yaml`) given to `trtllm-serve --config`
+with the parallel sizes repeated on the command line. Prefill/decode workers hand KV over
+through the cache transceiver their YAML names (`backend: DEFAULT` when none: TRT-LLM needs
+one), behind `trtllm-serve disaggregated` (`pd_router`) or Dynamo's `dynamo.trtllm`.
 
-Every worker runs as srt-slurm v1.0.68 starts it (`TRTLLMProtocol.get_srun_config`,
-`build_worker_command`): one MPI step of a rank per GPU over all its nodes (the local
-executor refuses it), each rank running `[numactl -m 0,1] trtllm-llmapi-launch <command>`;
-`numactl` binds prefill and decode workers' memory on gb200/gb300/vrnvl72 unless
-`backend.numa_memory_bind` says otherwise (true: prefill and decode workers on any GPU,
-in 2.x's schema every worker; false: none).
-
-Flags are srtctl's spellings (`--tensor_parallel_size`, `--config`, ...), which the
-releases the corpus pins (1.3.0rc15 and later) take beside the older `--tp_size`/`-c`;
-`--served_model_name` only with srt-slurm 2.x's `backend.served_model_name`. The router's
-`disagg.yaml` carries `frontend.ctx_router`/`gen_router` as its server lists' `router` and
-`frontend.server_config_extra` at its top (`TRTLLMServeFrontend._build_ser`).
-
-No TRT-LLM runs on this machine: golden files and the simulated engine stand in.
+Every worker runs as srt-slurm v1.0.68 starts it (`TRTLLMProtocol.get_srun_config`): one
+MPI step of a rank per GPU over all its nodes, each rank running `[numactl -m 0,1]
+trtllm-llmapi-launch <command>`. Flags are srtctl's spellings (`--tensor_parallel_size`,
+`--config`), which the releases the corpus pins take beside the older `--tp_size`/`-c`.
 """
 
 from __future__ import annotations
@@ -63,13 +50,7 @@ FLAGS = FlagTable(
 )
 # Written into the YAML as the plan decides, never taken from the recipe's map.
 PLACEMENT_KEYS = frozenset({"host", "port", "model"})
-# `trtllm-serve` flags: the parallel sizes it is given besides the YAML (as the role writes
-# them), the YAML itself, the served name (srt-slurm's spellings, see the module text).
-_CLI_SIZES = (
-    ("--tensor_parallel_size", "tp"),
-    ("--moe_expert_parallel_size", "ep"),
-    ("--pipeline_parallel_size", "pp"),
-)
+# `trtllm-serve` flags besides the parallel sizes (srt-slurm's spellings, see the module text).
 CONFIG_FLAG = "--config"
 SERVED_NAME_FLAG = "--served_model_name"
 LAUNCH_WRAPPER = "trtllm-llmapi-launch"
@@ -172,10 +153,10 @@ class TRTLLM(EngineAdapter):
         """Parallel sizes as the role writes them and the YAML file; `python -m dynamo.trtllm`
         takes the same file as `--extra-engine-args`."""
         flags: list[str] = []
-        for flag, setting in _CLI_SIZES:
+        for setting in ("tp", "ep", "pp"):  # as the role writes them, spelt as in its YAML
             hit = FLAGS.find(args, setting)
             if hit is not None and hit[1] is not None:
-                flags += [flag, str(hit[1])]
+                flags += ["--" + FLAGS.names(setting)[0], str(hit[1])]
         return [*flags, CONFIG_FLAG, "${run.dir}/" + config_file(spec.role)]
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:

@@ -1,24 +1,13 @@
-"""vLLM behind the engine seam: `vllm serve MODEL` workers.
+"""vLLM behind the engine seam: `vllm serve MODEL` workers (`python -m dynamo.vllm` under Dynamo).
 
-Flags come from `backend.vllm_config.<role>` (SGLang's rendering); the plan owns the
-model location (the staged model, positional), `--host`/`--port` and everything
-multi-node.
-
-KV transfer is `--kv-transfer-config`: the role's own, else its `connector` (a null one
-counts as unset), else `backend.connector` (srt-slurm's default: nixl). Shorthands (nixl,
-lmcache, kvbm) expand to their JSON, other text is the JSON itself, `null`/`none` is no
-connector: a `dynamo.vllm` worker then gets none, as srt-slurm renders it, while a
-`vllm serve` prefill/decode worker behind a router, which hands KV over only through one,
-is refused. An aggregated worker takes its own connector, under Dynamo
-`backend.connector` too. NIXL finds its peer through `VLLM_NIXL_SIDE_CHANNEL_HOST/PORT`,
-a port per worker.
-
-A multi-node `vllm serve` worker shares its DP ranks out over its nodes (the head serves
-the API, the others run `--headless` from `--data-parallel-start-rank`), or without DP
-spans tensor/pipeline ranks over them (`--nnodes`, `--node-rank`, `--master-addr`).
-Under Dynamo, a worker that writes `data-parallel-size` takes srt-slurm's DP layouts
-(`disagg.engines.vllm_dp`); a direct `vllm serve` worker ignores `dp_launch_mode` (one
-process per node), as srt-slurm does.
+Flags come from `backend.vllm_config.<role>` (SGLang's rendering); the plan owns the model
+location, `--host`/`--port` and everything multi-node. KV transfer is `--kv-transfer-config`:
+the role's own, else its `connector`, else `backend.connector` (srt-slurm's default: nixl);
+a `vllm serve` prefill/decode worker behind a router hands KV over only through one, so one
+without a connector is refused. A multi-node `vllm serve` worker shares its DP ranks out
+over its nodes (`--headless` off the head), or without DP spans tensor/pipeline ranks over
+them; under Dynamo a worker that writes `data-parallel-size` takes srt-slurm's DP layouts
+(`disagg.engines.vllm_dp`).
 """
 
 from __future__ import annotations
@@ -38,7 +27,7 @@ from disagg.engines.base import (
     render_args,
     staged_draft,
 )
-from disagg.engines.vllm_dp import DYNAMO, DpShape
+from disagg.engines.vllm_dp import DYNAMO, PER_GPU, PER_NODE, DpShape
 from disagg.engines.worker import SimReading, WorkerRole, WorkerSpec
 
 FLAGS = FlagTable(
@@ -105,7 +94,7 @@ DIRECT = "vllm-direct"  # schema 2's `frontend.type: vllm`: the one worker serve
 # Flags that only the API server takes; srt-slurm drops them on a direct worker's headless
 # nodes, where vLLM refuses them (`pop_vllm_api_server_flags`).
 _API_SERVER_ONLY = frozenset({"api-server-count"})
-DEVICE_IDS_ROW = "vllm-device-ids"
+DEVICE_IDS_ROW = "vllm-device-ids"  # the `disagg.plan.compat` row on GPU selection
 PER_GPU_RANKS_ROW = "vllm-per-gpu-written-ranks"  # the row on rank flags a recipe writes
 # Written rank flags srt-slurm's per-GPU layout passes on beside its own (the RPC port it
 # replaces with the worker's, as disagg does).
@@ -117,7 +106,7 @@ _RANK_FLAGS = frozenset(
         "data-parallel-address",
         "data-parallel-rank",
     }
-)  # the `disagg.plan.compat` row on GPU selection
+)
 # Derived by the plan under Dynamo's per-node DP layout, never taken from the recipe.
 _DP_DERIVED = frozenset({"data-parallel-hybrid-lb"})
 NO_CONNECTOR = ("null", "none", "")
@@ -222,10 +211,8 @@ class VLLM(EngineAdapter):
                 f"type {spec.frontend} (its router hands KV over through the connector only)"
             )
         shape = _shape(args)
-        if dp.per_gpu(shape, spec):
-            return None if spec.simulated else dp.per_gpu_problem(shape, spec)
-        if dp.per_node(shape, spec):
-            return None if spec.simulated else dp.per_node_problem(shape, spec)
+        if dp.layout(shape, spec) is not None:
+            return None if spec.simulated else dp.problem(shape, spec)
         routed = spec.frontend not in (DYNAMO, DIRECT)  # `vllm serve` behind a router
         if routed and dp.launch_mode(spec) == dp.PER_GPU and shape.dp_written:
             return "data-parallel-size", (
@@ -251,11 +238,11 @@ class VLLM(EngineAdapter):
         return None
 
     def rank_processes(self, args: Mapping[str, Any], spec: WorkerSpec) -> bool:
-        return dp.per_gpu(_shape(args), spec)
+        return dp.layout(_shape(args), spec) == PER_GPU
 
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
         # Under Dynamo's per-node DP layout the plan derives hybrid load balancing itself.
-        derived = _DP_DERIVED if dp.per_node(_shape(args), spec) else frozenset()
+        derived = _DP_DERIVED if dp.layout(_shape(args), spec) == PER_NODE else frozenset()
         kept: dict[str, Any] = {}
         for key, value in args.items():
             name = FLAGS.normalise(key)
@@ -282,7 +269,7 @@ class VLLM(EngineAdapter):
         if spec.dp_rank is not None:  # one process of the per-GPU layout
             return [dp.rank_flags(spec)]
         shape = _shape(args)
-        if dp.per_node(shape, spec):
+        if dp.layout(shape, spec) == PER_NODE:
             return dp.per_node_flags(shape, spec)
         if spec.frontend == DIRECT and spec.multi_node:
             # vLLM's own multi-node serve, as srt-slurm's direct frontend renders it: every
@@ -293,27 +280,34 @@ class VLLM(EngineAdapter):
     def worker_ports(
         self, args: Mapping[str, Any], spec: WorkerSpec
     ) -> tuple[list[str], dict[str, str]]:
-        """(ports, environment) one worker needs besides its flags: NIXL's side channel, the
-        data-parallel RPC port, the multi-node rendezvous."""
-        par = self.parallelism(args)
-        if spec.dp_rank is not None:
-            ports, env = dp.rank_ports(par.dp, spec)
-            return [*ports, *_process_ports(spec)], {**env, **_process_env(spec)}
+        """(ports, environment) one worker process needs besides its flags.
+
+        Every process gets its NIXL side channel, whatever its connector (srtctl's
+        `VLLMProtocol.get_process_environment`); vLLM listens on that port plus the DP rank,
+        so the head holds a block of DP size (`next_nixl_port_block`) and per-GPU ranks name
+        rank 0's. Dynamo's worker publishes KV events on a port of its own, and `VLLM_PORT`
+        is a private base for vLLM's free-port scans, so that co-located workers do not
+        race for one rendezvous port; a worker over several nodes gets none (srtctl unsets
+        it: concurrent ranks would share the base)."""
+        dp_size, rank = self.parallelism(args).dp, spec.dp_rank
+        dp_mode = dp_size > 1 or dp.layout(_shape(args), spec) == PER_NODE
         ports = ["http"]
-        dp_mode = par.dp > 1 or dp.per_node(_shape(args), spec)
-        # Every process gets its NIXL side channel, whatever its connector (srtctl's
-        # `VLLMProtocol.get_process_environment`); vLLM listens on this port plus the
-        # worker's DP rank (a block of DP size, as srt-slurm reserves: next_nixl_port_block)
-        ports.append(f"nixl*{par.dp}" if dp_mode and par.dp > 1 else "nixl")
-        env = {
-            "VLLM_NIXL_SIDE_CHANNEL_HOST": "${self.bind_host}",
-            "VLLM_NIXL_SIDE_CHANNEL_PORT": "${self.nixl_port}",
-        }
-        if dp_mode:
+        if rank in (None, 0):
+            ports.append(f"nixl*{dp_size}" if dp_size > 1 else "nixl")
+        if rank == 0 or (rank is None and dp_mode):
             ports.append("dp_rpc")
         if spec.multi_node and not dp_mode:
             ports.append("dist_init")
-        return [*ports, *_process_ports(spec)], {**env, **_process_env(spec)}
+        ports.append(KV_EVENTS_PORT)
+        env = {
+            "VLLM_NIXL_SIDE_CHANNEL_HOST": "${self.bind_host}",
+            "VLLM_NIXL_SIDE_CHANNEL_PORT": f"${{{spec.dp_head}.nixl_port}}",
+            "DYN_VLLM_KV_EVENT_PORT": "${self.kv_events_port}",
+        }
+        if not spec.multi_node:
+            ports.append(VLLM_PORT_BLOCK)
+            env["VLLM_PORT"] = "${self.vllm_port}"
+        return ports, env
 
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
         program = str(spec.backend.get("vllm_serve_binary") or "vllm")
@@ -321,60 +315,33 @@ class VLLM(EngineAdapter):
         serve = ["--host", listen_host(args), "--port", "${self.http_port}"]
         ports, env = self.worker_ports(args, spec)
         placed = self.node_flags(args, spec)
-        # srt-slurm selects GPUs with --device-ids unless told to mask them by environment
-        # (v1 `set_cuda_visible_devices`, 2.x `set_visible_devices`)
+        per_node = dp.layout(_shape(args), spec) == PER_NODE
         derived = [
             Ignored(str(key), "derived from the per-node data-parallel layout under Dynamo")
             for key in args
-            if dp.per_node(_shape(args), spec) and FLAGS.normalise(key) in _DP_DERIVED
+            if per_node and FLAGS.normalise(key) in _DP_DERIVED
         ]
+        # srt-slurm selects GPUs with --device-ids unless told to mask them by environment
+        # (v1 `set_cuda_visible_devices`, 2.x `set_visible_devices`)
         masked = any(
             spec.backend.get(k) for k in ("set_cuda_visible_devices", "set_visible_devices")
         )
         differs = [] if masked else [DEVICE_IDS_ROW]
         if spec.dp_rank is not None and any(FLAGS.normalise(k) in _RANK_FLAGS for k in args):
             differs.append(PER_GPU_RANKS_ROW)
+        command = WorkerCommand(
+            flags + serve + placed[0], ports, env, differs=differs, ignored=derived
+        )
         if not spec.multi_node:
-            argv = flags + serve + placed[0]
-            return WorkerCommand(argv=argv, ports=ports, env=env, differs=differs, ignored=derived)
-        # srtctl unsets VLLM_PORT, the recipe's too, for a worker over several nodes: its
-        # ranks would start their free-port scans from one base (worker_stage.start_worker)
-        unset = ("VLLM_PORT",)
+            return command
         headless = flags
         if spec.frontend == DIRECT:
-            headless = [program, "serve", "${model.path}"]
-            headless += self.engine_flags(_without(args, _API_SERVER_ONLY), spec)
+            api_less = {k: v for k, v in args.items() if FLAGS.normalise(k) not in _API_SERVER_ONLY}
+            headless = [program, "serve", "${model.path}", *self.engine_flags(api_less, spec)]
         nodes = [flags + placed[0] + serve, *(headless + node for node in placed[1:])]
-        return WorkerCommand(
-            argv=nodes[0],
-            ports=ports,
-            env=env,
-            node_argv=nodes,
-            differs=differs,
-            ignored=derived,
-            unset_env=unset,
-        )
-
-
-def _process_ports(spec: WorkerSpec) -> list[str]:
-    """The ports `_process_env` names."""
-    return [KV_EVENTS_PORT] if spec.multi_node else [KV_EVENTS_PORT, VLLM_PORT_BLOCK]
-
-
-def _process_env(spec: WorkerSpec) -> dict[str, str]:
-    """srtctl's per-process vLLM variables besides NIXL's: the KV-event port Dynamo's vLLM
-    worker publishes on, and a private `VLLM_PORT` base for vLLM's free-port scans, so
-    that co-located workers do not race for one rendezvous port; a worker over several
-    nodes gets none (srtctl unsets it: concurrent ranks would share the same base)."""
-    env = {"DYN_VLLM_KV_EVENT_PORT": "${self.kv_events_port}"}
-    if not spec.multi_node:
-        env["VLLM_PORT"] = "${self.vllm_port}"
-    return env
-
-
-def _without(args: Mapping[str, Any], names: frozenset[str]) -> dict[str, Any]:
-    """`args` less the flags `names` (kebab-case) in either spelling."""
-    return {key: value for key, value in args.items() if FLAGS.normalise(key) not in names}
+        # srtctl unsets VLLM_PORT, the recipe's too, for a worker over several nodes: its
+        # ranks would start their free-port scans from one base (worker_stage.start_worker)
+        return replace(command, argv=nodes[0], node_argv=nodes, unset_env=("VLLM_PORT",))
 
 
 def _shape(args: Mapping[str, Any]) -> DpShape:

@@ -7,8 +7,7 @@ when a TP x PP replica fits a node, every node runs its own replicas with
 frontend; when a replica spans nodes, the nodes meet at the head with the others
 `--headless`. `per_gpu` (deprecated, `endpoints_to_processes`): one process per GPU, each
 its own role with its global rank, all meeting at rank 0 and sharing its block of NIXL
-ports; the recipe's own rank flags pass through as written. The sizes come from
-`disagg.engines.vllm`'s flag table (`DpShape`); this module only lays them out.
+ports. The sizes come from `disagg.engines.vllm`'s flag table (`DpShape`).
 """
 
 from __future__ import annotations
@@ -41,47 +40,39 @@ def launch_mode(spec: WorkerSpec) -> str:
     return str(spec.backend.get("dp_launch_mode") or PER_NODE)
 
 
-def per_node(shape: DpShape, spec: WorkerSpec) -> bool:
-    """Whether the worker runs srt-slurm's per-node DP layout: under Dynamo, with
-    `data-parallel-size` written."""
-    return spec.frontend == DYNAMO and shape.dp_written and launch_mode(spec) != PER_GPU
+def layout(shape: DpShape, spec: WorkerSpec) -> str | None:
+    """The srt-slurm DP layout the worker runs (PER_NODE or PER_GPU): under Dynamo, with
+    `data-parallel-size` written; None for any other worker."""
+    if spec.frontend != DYNAMO or not shape.dp_written:
+        return None
+    return PER_GPU if launch_mode(spec) == PER_GPU else PER_NODE
 
 
-def per_gpu(shape: DpShape, spec: WorkerSpec) -> bool:
-    """Whether the worker runs srt-slurm's deprecated per-GPU DP layout: the per-node
-    layout's conditions with `backend.dp_launch_mode: per_gpu`."""
-    return spec.frontend == DYNAMO and shape.dp_written and launch_mode(spec) == PER_GPU
-
-
-def per_gpu_problem(shape: DpShape, spec: WorkerSpec) -> tuple[str, str] | None:
-    """What srt-slurm's per-GPU layout cannot run: it gives each data-parallel rank one GPU
-    (`--device-ids`), and numbers a rank per GPU of the worker."""
-    if shape.replica != 1:
-        key = "tensor-parallel-size" if shape.tp > 1 else "pipeline-parallel-size"
-        return key, (
-            f"tensor-parallel-size x pipeline-parallel-size {shape.replica} with "
-            "backend.dp_launch_mode per_gpu (each data-parallel rank runs on one GPU; "
-            "per_node runs replicas of several GPUs)"
-        )
-    total = spec.gpus_per_node * spec.nnodes
-    if shape.dp != total:
-        return "data-parallel-size", (
-            f"data-parallel-size {shape.dp} with backend.dp_launch_mode per_gpu on a worker "
-            f"of {total} GPUs (one rank per GPU: they must be equal)"
-        )
-    return None
-
-
-def per_node_problem(shape: DpShape, spec: WorkerSpec) -> tuple[str, str] | None:
-    """What srt-slurm's per-node DP layout refuses (`VLLMProtocol.__post_init__`) or cannot
-    place (`_dp_per_node_endpoints_to_processes` fails the job at start)."""
+def problem(shape: DpShape, spec: WorkerSpec) -> tuple[str, str] | None:
+    """What the worker's DP layout cannot run: per_gpu gives each rank one GPU
+    (`--device-ids`) and a rank per GPU; per_node refuses what `VLLMProtocol.__post_init__`
+    does, or what `_dp_per_node_endpoints_to_processes` fails the job on at start."""
+    dp, replica, local = shape.dp, shape.replica, spec.gpus_per_node
+    total = local * spec.nnodes
+    if layout(shape, spec) == PER_GPU:
+        if replica != 1:
+            key = "tensor-parallel-size" if shape.tp > 1 else "pipeline-parallel-size"
+            return key, (
+                f"tensor-parallel-size x pipeline-parallel-size {replica} with "
+                "backend.dp_launch_mode per_gpu (each data-parallel rank runs on one GPU; "
+                "per_node runs replicas of several GPUs)"
+            )
+        if dp != total:
+            return "data-parallel-size", (
+                f"data-parallel-size {dp} with backend.dp_launch_mode per_gpu on a worker "
+                f"of {total} GPUs (one rank per GPU: they must be equal)"
+            )
+        return None
     if shape.headless is not None:
         return shape.headless, (
             "headless with data-parallel-size under Dynamo (the plan derives the headless "
             "ranks from the DP x TP x PP layout, as srt-slurm's per_node launch does)"
         )
-    dp, replica, local = shape.dp, shape.replica, spec.gpus_per_node
-    total = local * spec.nnodes
     if dp * replica != total:
         return "data-parallel-size", (
             f"data-parallel-size {dp} x tensor-parallel-size x pipeline-parallel-size "
@@ -150,23 +141,6 @@ def rank_flags(spec: WorkerSpec) -> list[str]:
         "--data-parallel-rpc-port",
         f"${{{head}.dp_rpc_port}}",
     ]
-
-
-def rank_ports(dp: int, spec: WorkerSpec) -> tuple[list[str], dict[str, str]]:
-    """Ports and environment of one per-GPU process: each its own Dynamo system port; rank 0
-    holds the DP RPC port and the block of NIXL side-channel ports vLLM offsets by rank
-    (srt-slurm's `next_dp_rpc_port`, `next_nixl_port_block`), the others name rank 0's."""
-    ports = ["http"]
-    head = spec.dp_rank == 0
-    if head:
-        ports.append(f"nixl*{dp}" if dp > 1 else "nixl")
-    env = {
-        "VLLM_NIXL_SIDE_CHANNEL_HOST": "${self.bind_host}",
-        "VLLM_NIXL_SIDE_CHANNEL_PORT": f"${{{spec.dp_head}.nixl_port}}",
-    }
-    if head:
-        ports.append("dp_rpc")
-    return ports, env
 
 
 def node_ranks(spec: WorkerSpec, *, master_port: bool) -> list[list[str]]:

@@ -1,12 +1,7 @@
-"""SGLang's `/start_profile` and `/stop_profile` on the simulated worker: what a profiled
-benchmark calls, answered as SGLang answers it, counted, and never profiling anything.
-
-SGLang (`TokenizerManager.start_profile` / `stop_profile`, the scheduler's profiler): a
-start with `start_step` begins at that forward step (or the next one, if it has passed)
-and, with `num_steps`, ends itself after that many steps; a start while one runs, and a
-stop when none runs (never started, or already ended after its steps), fail with HTTP
-500 and the reason. The body's fields are SGLang's `ProfileReqInput`; an unknown one, or
-a value of the wrong type, is a 400 here, so a client's mistake shows in a simulated run.
+"""SGLang's `/start_profile` and `/stop_profile` on the simulated worker: answered as SGLang
+answers them (`TokenizerManager.start_profile`, the scheduler's profiler), counted, and
+never profiling anything. A body SGLang would not take (an unknown field, a wrong type) is
+a 400 here, so a client's mistake shows in a simulated run.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """OpenAI-compatible request parsing and response rendering for the simulated engine.
 
-Requests: `/v1/completions` (`prompt` as text, token ids, or a list of either),
-`/v1/chat/completions` (`messages`), SGLang's native `/generate` (`text` or
-`input_ids`, `sampling_params`). Output text is one `" tok"` piece per token.
-
-Prompt length without a tokenizer: token ids count exactly; text counts as
-max(words, ceil(chars / 4)), which matches common BPE tokenizers on English and
-counts our own `" tok"` pieces exactly. A chat message adds 3 template tokens.
-
-Streaming chunks are rendered from a per-request prefix and suffix string, not with
-`json.dumps` per chunk, because chunk rendering is on the hot path.
+Output text is one `" tok"` piece per token. Without a tokenizer, token ids count exactly
+and text as max(words, ceil(chars / 4)), which matches common BPE tokenizers on English
+and counts our own pieces exactly; a chat message adds 3 template tokens. Streaming chunks
+are rendered from a per-request prefix string, not `json.dumps`: they are the hot path.
 """
 
 from __future__ import annotations
@@ -156,17 +150,14 @@ def parse(kind: Kind, body: Any, *, default_max_tokens: int, model: str) -> GenR
         model=str(body.get("model") or model),
         seed=_int(body, "seed", None),
         rooms=_rooms(body.get("bootstrap_room"), len(prompts)),
-        bootstrap_hosts=_per_prompt(
-            body.get("bootstrap_host"), len(prompts), str, "bootstrap_host"
-        ),
-        bootstrap_ports=_per_prompt(
-            body.get("bootstrap_port"), len(prompts), int, "bootstrap_port"
-        ),
+        bootstrap_hosts=_per_prompt(body, "bootstrap_host", len(prompts), str),
+        bootstrap_ports=_per_prompt(body, "bootstrap_port", len(prompts), int),
     )
 
 
-def _per_prompt(value: Any, count: int, kind: type, key: str) -> list[Any] | None:
+def _per_prompt(body: Mapping[str, Any], key: str, count: int, kind: type) -> list[Any] | None:
     """A scalar applies to every prompt; a list gives one value per prompt."""
+    value = body.get(key)
     if value is None:
         return None
     values = value if isinstance(value, list) else [value] * count

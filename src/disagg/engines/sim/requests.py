@@ -1,9 +1,4 @@
-"""What a simulated worker's scheduler serves: requests, the streams their tokens go to, counters.
-
-A stream is where one HTTP handler receives its requests' events (a list plus one wake-up
-future); a request is one sequence inside the engine, with what the scheduler needs to
-advance it and to pace its chunks.
-"""
+"""What a simulated worker's scheduler serves: requests, the streams they feed, counters."""
 
 from __future__ import annotations
 

@@ -1,22 +1,14 @@
 """One timer-driven continuous-batching loop per simulated worker.
 
-Every step advances every running request at once (one timer per step, not one
-sleep per token per request), and the tokens of a stream are sent in one chunk per
-`N x stream_budget_us` of wall time when N streams run (the first and the last token
-at once), which is what lets one process carry thousands of streams with its event
-loop free. Steps are scheduled on absolute deadlines so that timer jitter and the
-CPU time spent emitting chunks do not slow the simulated GPU down.
+Every step advances every running request at once, and a stream's tokens go out in one
+chunk per `N x stream_budget_us` of wall time when N streams run, which lets one process
+carry thousands of streams with its event loop free. Steps run on absolute deadlines, so
+timer jitter and the time spent emitting chunks do not slow the simulated GPU down.
 
-Policy (like SGLang's default): when requests wait for prefill and the running
-batch has room, run a prefill pass over up to one chunk of prompt tokens (decode
-pauses); otherwise run one decode step over the whole running batch. With chunking
-off (`chunked-prefill-size -1`) a prompt is prefilled whole, however long:
-`max-prefill-tokens` only bounds what joins the first prompt in a pass, as in SGLang.
-
-A pipeline-parallel worker (`timing.prefill_stages` > 1) overlaps prefill passes across
-its stages: the next chunk (of the same prompt or another) enters the first stage once
-the previous one has left it, so a pass occupies the worker for its duration / stages,
-and a prompt is done when its last chunk has drained through the remaining stages.
+Policy (SGLang's default): a prefill pass when prompts wait and the batch has room (decode
+pauses), else one decode step over the running batch. A pipeline-parallel worker
+(`timing.prefill_stages` > 1) overlaps prefill passes across its stages: a pass occupies it
+for its duration / stages, and a prompt is done once its last chunk has drained.
 """
 
 from __future__ import annotations
@@ -356,34 +348,23 @@ class Scheduler:
         if gap < _PACING_FLOOR_S:
             gap = 0.0
         survivors: list[SimRequest] = []
-        kv_delta = 0
-        released = 0
-        produced = 0
         for req in self.running:
             if req.cancelled:
-                kv_delta -= req.prompt_tokens + req.generated
-                released += self._kv_need(req)
+                self._end(req, req.generated)
                 continue
             step = min(self.timing.tokens_this_step(rng), req.target - req.generated)
-            req.generated += step
-            produced += step
-            kv_delta += step
-            if req.generated >= req.target:
-                req.done = True
-                req.stream.push(Event(req.index, req.generated - req.reported, req.finish_reason))
-                req.reported = req.generated
-                kv_delta -= req.prompt_tokens + req.generated
-                released += self._kv_need(req)
+            self.kv_tokens += step
+            self.stats.output_tokens += step
+            if req.generated + step >= req.target:
+                self._end(req, req.generated + step)
                 continue
+            req.generated += step
             if req.generated - req.reported >= interval and now - req.sent_at >= gap:
                 req.stream.push(Event(req.index, req.generated - req.reported))
                 req.reported = req.generated
                 req.sent_at = now
             survivors.append(req)
         self.running = survivors
-        self.kv_tokens += kv_delta
-        self.kv_reserved -= released
-        self.stats.output_tokens += produced
 
 
 def _call_later(delay: float, callback: Callable[[], None]) -> None:

@@ -1,18 +1,11 @@
 """The simulated worker's HTTP server (aiohttp on uvloop): what the router and clients talk to.
 
-Endpoints: `/v1/completions`, `/v1/chat/completions`, `/generate` (SGLang native),
-`/health`, `/health_generate`, `/server_info` (`/get_server_info`), `/model_info`
-(`/get_model_info`), `/v1/models`, `/flush_cache`, SGLang's `/slow_down` (GET or POST
-`{"forward_sleep_time": seconds | null}`: every forward step sleeps that long until a
-null clears it), SGLang's `/start_profile` and `/stop_profile` (`disagg.engines.sim.
-profile`: counted and logged; no trace is written), and `/sim/stats` (work counters,
-used by tests to see which worker did what).
-
-Modes: `aggregated` prefills and decodes; `prefill` prefills, publishes the room on
-its bootstrap server and answers with the first token; `decode` fetches the room's
-KV from the prefill worker named in the request (`bootstrap_host`/`_port`/`_room`),
-then decodes. Response headers go out only when the first token exists, so a
-hand-over that times out is a plain HTTP 503 with an error body.
+Besides generation and SGLang's info endpoints: SGLang's `/slow_down` (every forward step
+sleeps `forward_sleep_time` seconds until a null clears it), `/start_profile` and
+`/stop_profile` (counted, no trace written: `sim.profile`), and `/sim/stats` (work
+counters, which tests read to see which worker did what). A decode worker fetches each
+room's KV from the prefill worker the request names before it decodes; response headers
+go out only with the first token, so a hand-over that times out is a plain HTTP 503.
 """
 
 from __future__ import annotations
@@ -20,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import logging
 import signal
 import time
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -95,9 +90,9 @@ class SimWorker:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=512 * 1024**2)
         get, post = app.router.add_get, app.router.add_post
-        post("/v1/completions", self._completions)
-        post("/v1/chat/completions", self._chat)
-        post("/generate", self._generate)
+        post("/v1/completions", partial(self._handle, kind="completions"))
+        post("/v1/chat/completions", partial(self._handle, kind="chat"))
+        post("/generate", partial(self._handle, kind="generate"))
         for path in ("/health", "/health_generate", "/flush_cache"):
             get(path, self._health)
         post("/flush_cache", self._health)
@@ -173,27 +168,27 @@ class SimWorker:
         """SGLang's testing endpoint: `forward_sleep_time` seconds of sleep per forward
         step from now on; null (or absent) clears it."""
         try:
-            body = await request.json(loads=_loads) if request.can_read_body else {}
+            body = await request.json() if request.can_read_body else {}
         except ValueError as exc:
-            return web.json_response(error_body(f"invalid JSON: {exc}", 400), status=400)
+            return _error(f"invalid JSON: {exc}", 400)
         value = body.get("forward_sleep_time") if isinstance(body, dict) else None
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int | float) or value < 0
         ):
             message = f"forward_sleep_time must be a non-negative number or null, not {value!r}"
-            return web.json_response(error_body(message, 400), status=400)
+            return _error(message, 400)
         self.scheduler.forward_sleep_s = float(value) if value is not None else None
         log.info("slow_down: forward_sleep_time=%s", value)
         return web.json_response(None)
 
     async def _start_profile(self, request: web.Request) -> web.Response:
         try:
-            body = await request.json(loads=_loads) if request.can_read_body else {}
+            body = await request.json() if request.can_read_body else {}
         except ValueError as exc:
-            return web.json_response(error_body(f"invalid JSON: {exc}", 400), status=400)
+            return _error(f"invalid JSON: {exc}", 400)
         status, text = self.profiler.start(body)
         if status == 200:
-            log.info("start_profile: %s", _dumps(body))
+            log.info("start_profile: %s", json.dumps(body, sort_keys=True))
         return web.Response(status=status, text=text)
 
     async def _stop_profile(self, _request: web.Request) -> web.Response:
@@ -203,18 +198,9 @@ class SimWorker:
 
     # -- generation ---------------------------------------------------------------
 
-    async def _completions(self, request: web.Request) -> web.StreamResponse:
-        return await self._handle(request, "completions")
-
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._handle(request, "chat")
-
-    async def _generate(self, request: web.Request) -> web.StreamResponse:
-        return await self._handle(request, "generate")
-
     async def _handle(self, request: web.Request, kind: Kind) -> web.StreamResponse:
         try:
-            body = await request.json(loads=_loads)
+            body = await request.json()
             req = parse(
                 kind,
                 body,
@@ -229,9 +215,9 @@ class SimWorker:
                     "(send requests through the router)"
                 )
         except BadRequest as exc:
-            return web.json_response(error_body(str(exc), 400), status=400)
+            return _error(str(exc), 400)
         except ValueError as exc:
-            return web.json_response(error_body(f"invalid JSON: {exc}", 400), status=400)
+            return _error(f"invalid JSON: {exc}", 400)
 
         stream = Stream()
         seqs = self._sequences(req, stream)
@@ -242,7 +228,7 @@ class SimWorker:
                 except HandoverError as exc:
                     self.failed_handovers += 1
                     log.warning("%s", exc)
-                    return web.json_response(error_body(str(exc), 503), status=503)
+                    return _error(str(exc), 503)
                 for seq in seqs:
                     self.scheduler.submit_prefilled(seq)
             else:
@@ -327,16 +313,8 @@ class SimWorker:
         return web.json_response(Renderer(req).whole(generated, reasons))
 
 
-def _loads(text: str) -> Any:
-    import json
-
-    return json.loads(text)
-
-
-def _dumps(value: Any) -> str:
-    import json
-
-    return json.dumps(value, sort_keys=True)
+def _error(message: str, status: int) -> web.Response:
+    return web.json_response(error_body(message, status), status=status)
 
 
 async def serve(args: EngineArgs, *, ready: asyncio.Event | None = None) -> None:

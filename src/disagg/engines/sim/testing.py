@@ -1,15 +1,11 @@
 """Bring up simulated workers and the real sglang-router on loopback, for tests and benchmarks.
 
-Reusable by every area's tests:
-
     with SimCluster(tmp_path, prefill=1, decode=2) as cluster:
-        post(cluster.url + "/v1/completions", {...})
-        cluster.stats("decode-0")
+        post_json(cluster.url + "/v1/completions", {...})
 
-Every process is started like a local run's role (`spawn_logged`: own session, log
-file), on free ports (bind to port 0), and its process group is stopped when the
-block ends, also on failure. Startup waits on each worker's `/health` and on the
-router's `/readiness`; a process that exits early raises with the tail of its log.
+Every process starts like a local run's role (`spawn_logged`: own session, log file), on
+free ports, and its process group is stopped when the block ends, also on failure; one
+that exits before it is ready raises with the tail of its log.
 """
 
 from __future__ import annotations
@@ -22,9 +18,8 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from disagg.frontends.smg import ROUTER_HEALTH_PATH, router_argv
@@ -68,7 +63,8 @@ class Proc:
         return stop_session(self.popen, grace_s)
 
 
-def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+def http_get(url: str | urllib.request.Request, timeout: float = 5.0) -> tuple[int, bytes]:
+    """(status, raw body) of a request, an HTTP error's included."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             return int(resp.status), bytes(resp.read())
@@ -79,12 +75,9 @@ def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
 def post_json(url: str, body: dict[str, Any], timeout: float = 30.0) -> tuple[int, bytes]:
     """POST a JSON body; returns (status, raw body) — SSE streams come back whole."""
     data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data, {"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
-            return int(resp.status), bytes(resp.read())
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), bytes(exc.read())
+    return http_get(
+        urllib.request.Request(url, data, {"Content-Type": "application/json"}), timeout
+    )
 
 
 def wait_ready(proc: Proc, path: str, deadline_s: float = 30.0) -> None:
@@ -123,19 +116,9 @@ def start_worker(
 ) -> Proc:
     """Start one `python -m disagg.engines.sim` worker; does not wait for it."""
     port = free_port()
-    argv = [
-        sys.executable,
-        "-m",
-        "disagg.engines.sim",
-        "--host",
-        LOOPBACK,
-        "--port",
-        str(port),
-        "--model-path",
-        model,
-        "--disaggregation-mode",
-        "null" if mode == "aggregated" else mode,
-    ]
+    argv = [sys.executable, "-m", "disagg.engines.sim", "--host", LOOPBACK, "--port", str(port)]
+    argv += ["--model-path", model]
+    argv += ["--disaggregation-mode", "null" if mode == "aggregated" else mode]
     ports = {"http": port}
     if mode == "prefill":
         ports["bootstrap"] = free_port()
@@ -151,10 +134,9 @@ def start_router(
     prefill: Sequence[Proc] = (),
     decode: Sequence[Proc] = (),
     aggregated: Sequence[Proc] = (),
-    policy: str | None = None,
-    extra: dict[str, Any] | None = None,
 ) -> Proc:
-    """Start the real sglang-router with the argv `router_argv` renders for a plan."""
+    """Start the real sglang-router (round robin) with the argv `router_argv` renders for a
+    plan."""
     ports = {"http": free_port(), "metrics": free_port()}
     bindings: dict[str, dict[str, str]] = {
         "run": {"python": sys.executable},
@@ -167,8 +149,7 @@ def start_router(
         prefill=[w.name for w in prefill],
         decode=[w.name for w in decode],
         aggregated=[w.name for w in aggregated],
-        policy=policy,
-        extra=extra,
+        policy="round_robin",
         host=LOOPBACK,
     )
     argv = substitute_all(template, bindings, self_name="router")
@@ -177,34 +158,24 @@ def start_router(
     return proc
 
 
+@dataclass
 class SimCluster:
     """`prefill` + `decode` workers (PD) or `aggregated` workers, behind the real router."""
 
-    def __init__(
-        self,
-        log_dir: Path,
-        *,
-        prefill: int = 0,
-        decode: int = 0,
-        aggregated: int = 0,
-        worker_args: Sequence[str] = (),
-        policy: str | None = "round_robin",
-        router: bool = True,
-    ) -> None:
-        self.log_dir = log_dir
-        self.counts = {"prefill": prefill, "decode": decode, "aggregated": aggregated}
-        self.worker_args = list(worker_args)
-        self.policy = policy
-        self.with_router = router
-        self.workers: dict[str, Proc] = {}
-        self.router: Proc | None = None
+    log_dir: Path
+    _: KW_ONLY
+    prefill: int = 0
+    decode: int = 0
+    aggregated: int = 0
+    worker_args: Sequence[str] = ()
+    workers: dict[str, Proc] = field(default_factory=dict)
+    router: Proc | None = None
 
     @property
     def url(self) -> str:
-        """The router's URL (or the only worker's when started without a router)."""
-        if self.router is not None:
-            return self.router.url
-        return next(iter(self.workers.values())).url
+        """The router's URL."""
+        assert self.router is not None
+        return self.router.url
 
     @property
     def procs(self) -> list[Proc]:
@@ -218,33 +189,22 @@ class SimCluster:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def start(self) -> None:
-        for mode, count in self.counts.items():
-            for i in range(count):
+        by_mode: dict[str, list[Proc]] = {}
+        for mode in ("prefill", "decode", "aggregated"):
+            by_mode[mode] = []
+            for i in range(getattr(self, mode)):
                 name = f"{mode}-{i}"
-                self.workers[name] = start_worker(name, mode, self.log_dir, args=self.worker_args)
+                worker = start_worker(name, mode, self.log_dir, args=self.worker_args)
+                self.workers[name] = worker
+                by_mode[mode].append(worker)
         for worker in self.workers.values():
             wait_ready(worker, "/health")
-        if self.with_router:
-            by_mode = {
-                m: [w for n, w in self.workers.items() if n.startswith(m)] for m in self.counts
-            }
-            self.router = start_router(
-                self.log_dir,
-                prefill=by_mode["prefill"],
-                decode=by_mode["decode"],
-                aggregated=by_mode["aggregated"],
-                policy=self.policy,
-            )
-            wait_ready(self.router, ROUTER_HEALTH_PATH)
+        self.router = start_router(self.log_dir, **by_mode)
+        wait_ready(self.router, ROUTER_HEALTH_PATH)
 
     def stop(self) -> None:
         """Stop the router first (it holds connections), then the workers; by PID."""

@@ -1,15 +1,10 @@
 """The simulated engine's timing model: how long a forward pass takes, as pure functions.
 
-The scheduler asks it for the duration of each batch step; tests and the benchmark
-ask it for steady-state throughput. The shape is what matters for charts:
-
-- prefill costs a fixed base plus a per-token cost, split into chunks;
-- a decode step costs a base (reading weights) plus a per-sequence and a per-cached-
-  token share, so larger batches give more tokens per second per GPU but fewer per user;
-- tensor parallel size N divides compute by N**tp_efficiency;
-- a decode batch is padded up to the next CUDA-graph batch size, and batches above the
-  largest graph run eagerly (slower);
-- speculative decoding makes a step more expensive and emits 1 + accepted draft tokens.
+Prefill costs a base plus a per-token cost per chunk; a decode step a base (reading the
+weights) plus a per-sequence and a per-cached-token share, so larger batches give more
+tokens per GPU but fewer per user. Tensor parallel size N divides compute by
+N**tp_efficiency; a decode batch is padded up to the next CUDA-graph size (eager, slower,
+above the largest); speculative decoding makes a step dearer and emits 1 + accepted drafts.
 """
 
 from __future__ import annotations
@@ -17,22 +12,11 @@ from __future__ import annotations
 import bisect
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from disagg.engines.sim.args import EngineArgs
 
 # SGLang's default capture list tops out around 160-256 on large GPUs.
 DEFAULT_CUDA_GRAPH_MAX_BS = 256
-
-
-@dataclass(frozen=True)
-class SteadyState:
-    """Expected throughput with `concurrency` requests always in flight."""
-
-    output_tokens_per_s: float
-    total_tokens_per_s: float
-    tokens_per_s_per_gpu: float
-    tokens_per_s_per_user: float  # decode speed one user sees
 
 
 class TimingModel:
@@ -106,55 +90,3 @@ class TimingModel:
     def expected_tokens_per_step(self) -> float:
         rate = self.accept_rate
         return float(sum(rate**k for k in range(self.draft_steps + 1)))
-
-    def steady_state(self, concurrency: int, isl: int, osl: int) -> SteadyState:
-        """Closed-loop throughput of this worker with `concurrency` requests in flight.
-
-        Aggregated: each cycle of `osl` decode steps also runs the prefill of the
-        `batch` requests that replace the finished ones. Prefill workers only prefill,
-        decode workers only decode (the other side is assumed not to be the bottleneck).
-        """
-        batch = max(1, min(concurrency, self.args.running_limit))
-        per_step = self.expected_tokens_per_step()
-        steps = max(1.0, (osl - 1) / per_step)  # the first token comes from prefill
-        prefill = batch * self._prefill_request_time(isl)
-        kv = batch * (isl + osl // 2)
-        decode = steps * self.decode_step_time(batch, kv)
-        mode = self.args.mode
-        if mode == "prefill":
-            cycle, decode = prefill, 0.0
-        elif mode == "decode":
-            cycle = decode
-        else:
-            cycle = prefill + decode
-        output = batch * osl / cycle if mode != "prefill" else 0.0
-        total = batch * (isl + osl) / cycle
-        step = self.decode_step_time(batch, kv)
-        per_user = per_step / step if mode != "prefill" else 0.0
-        if mode == "aggregated":
-            per_user = osl / cycle  # prefill passes pause decoding for everyone
-        return SteadyState(
-            output_tokens_per_s=output,
-            total_tokens_per_s=total,
-            tokens_per_s_per_gpu=total / self.args.gpus,
-            tokens_per_s_per_user=per_user,
-        )
-
-    def _prefill_request_time(self, isl: int) -> float:
-        chunk = isl if self.whole_prompts() else self.chunk_budget()
-        full, rest = divmod(isl, max(1, chunk))
-        passes = full + (1 if rest else 0)
-        return passes * self.args.sim.prefill_base_ms * 1e-3 + (
-            self.prefill_time(isl) - self.args.sim.prefill_base_ms * 1e-3
-        )
-
-    def chunk_budget(self) -> int:
-        """Prompt tokens one prefill pass takes of a long prompt: one chunk (SGLang cuts the
-        first prompt of a pass to the chunk size, whatever `max-prefill-tokens` says)."""
-        chunk = self.args.chunked_prefill_size
-        return max(1, chunk if chunk > 0 else self.args.max_prefill_tokens)
-
-    def whole_prompts(self) -> bool:
-        """Chunking off (`chunked-prefill-size` -1 or 0): a prompt is never cut, whatever
-        its length; `max-prefill-tokens` only bounds what joins it in the same pass."""
-        return self.args.chunked_prefill_size <= 0
