@@ -1,15 +1,12 @@
-"""The images a job's roles run in and what their containers see.
-
-srtctl runs workers in `model.container` (an alias through the cluster's `containers`
-map), a schema-2 role in its own `roles.<role>.container`, an engine's workers in the
-image it names; under pyxis every container gets the profile's mounts, the recipe's and a
-local model directory at `/model`, so worker settings holding host paths are rewritten to
-the paths inside, and one outside every mount is refused at its line.
+"""The images a job's roles run in and what their containers see: under pyxis, worker
+settings holding host paths are rewritten to the paths inside the mounts, and one outside
+every mount is refused at its line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -18,32 +15,24 @@ from disagg.engines.base import EngineAdapter, WorkerCommand
 from disagg.errors import Fail
 from disagg.plan.container_paths import model_mount, mount_pairs, translate_args
 from disagg.plan.model import RoleKind, RolePlan
-from disagg.plan.role_images import ROLE_KEYS, alias_problem, role_image
-from disagg.plan.worker_kinds import adapter_role
+from disagg.plan.role_images import ROLE_KEYS, adapter_role, alias_problem, role_image
 from disagg.recipe.schema import RecipeConfig
 
 
+@dataclass
 class Containers:
     """One variant's images and mounts, worked out once: the workers, the services and the
     Slurm plan all read them."""
 
-    def __init__(
-        self,
-        config: RecipeConfig,
-        profile: ClusterProfile | None,
-        adapter: EngineAdapter,
-        model: ModelRef,
-        *,
-        simulated: bool,
-        fail: Fail,
-    ) -> None:
-        self.config = config
-        self.profile = profile
-        self.adapter = adapter
-        self.model = model
-        self.simulated = simulated
-        self.fail = fail
-        self.engine_images: list[str] = []  # images an engine names for its workers, as written
+    config: RecipeConfig
+    profile: ClusterProfile | None
+    adapter: EngineAdapter
+    model: ModelRef
+    _: KW_ONLY
+    simulated: bool
+    fail: Fail
+    # images an engine names for its workers, as written
+    engine_images: list[str] = field(default_factory=list, init=False)
 
     @cached_property
     def image(self) -> str | None:

@@ -1,14 +1,8 @@
 """A Slurm heterogeneous job: prefill and decode as two components, as srtctl submits them.
 
-srtctl (`ResourceConfig.het_components` and `SrtConfig._validate_het_jobs` in
-srtctl/core/schema.py, `Nodes._from_het_slurm` in core/runtime.py) turns a
-disaggregated job into two `#SBATCH hetjob` components when `resources.het_jobs` is
-true, or unset while the cluster's `use_het_jobs` is true: group 0 holds the prefill
-nodes (after the dedicated etcd/NATS node, when there is one), group 1 the decode
-nodes, each with its own `--segment`. The head and the benchmark client live on group
-0; every srun step names its node's group (`--het-group`). It needs a disaggregated
-SGLang job with nodes on both sides and no node reserved for the frontend or the
-client; srtctl refuses anything else at load time, and so does this.
+srtctl (`ResourceConfig.het_components`, `SrtConfig._validate_het_jobs`) makes group 0 of
+the prefill nodes (after a dedicated infra node) and group 1 of the decode nodes, for a
+disaggregated SGLang job only; it refuses anything else at load time, and so does this.
 """
 
 from __future__ import annotations

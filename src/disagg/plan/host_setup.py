@@ -1,9 +1,5 @@
-"""`host_setup` as a plan carries it: which nodes run the commands, and their budget.
-
-srt-slurm runs `host_setup.commands` on the bare host of each node it targets (`all`:
-head, infra and workers; `workers`: the nodes running engine workers), joined with
-`&&`, before any worker starts, and `teardown` on the same nodes after the workers
-stop, even when the job failed; `timeout_seconds` bounds each node's commands.
+"""`host_setup` as a plan carries it: srt-slurm runs its commands on the bare host of each
+node it targets before any worker starts, and `teardown` after they stop.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The job's nodes by purpose, as srtctl carves its allocation: workers, head, client, infra.
 
-srtctl (`Nodes.from_slurm` in srtctl/core/runtime.py, v1.0.68 and 2.x) adds one node to
-the sbatch allocation per dedicated role (`frontend.dedicated_node`,
-`benchmark.client_dedicated_node`, `infra.etcd_nats_dedicated_node`; schema 2's
-`placement.node: dedicated`), or one node for all of them while
-`benchmark.colocate_with_frontend` is true (the default). The client's node is taken
-from the end of the list, the others from the front, so the workers start after the
-frontend's and infra's nodes. The head (nginx, or the one frontend) is the frontend's
-node, else the first worker node; the client and etcd/NATS run on the head unless
-they have a node of their own. `submit.py` counts the same nodes into `#SBATCH --nodes`.
+srtctl (`Nodes.from_slurm` in srtctl/core/runtime.py) adds one node per dedicated role,
+or one for all of them while `benchmark.colocate_with_frontend` is true; the client's node
+from the end, the others from the front. The head is the frontend's node, else the first
+worker node; the client and etcd/NATS run on it unless they have a node of their own.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The job around the roles: the Slurm allocation and the container images to import.
-
-Read from the recipe and the cluster profile alone (the recipe's values over the
-profile's), so kept apart from `disagg.plan.placement`, which asks the engine and
-frontend adapters for the roles.
+"""The job around the roles: the Slurm allocation and the container images to import, read
+from the recipe and the cluster profile alone (the recipe's values over the profile's).
 """
 
 from __future__ import annotations

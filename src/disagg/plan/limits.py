@@ -1,37 +1,21 @@
 """The run's time limits after start-up, from the recipe's `limits:` section.
 
-Start-up is bounded by each role's health deadline; these bound the rest: a request
-without a token, a point without progress, a point, the whole run, and a started
-role that stops answering its health check (probed during the canary and every
-point). Defaults end a run on a hung worker within about half a minute.
-
-A role that stops answering for less than the liveness limit and then recovers
-(a pause, a stall) leaves the run going but not the point: more than `serving_gap`
-seconds without a healthy answer during a point makes that point invalid.
-
-The request, stall and point limits bound disagg's own client (sa-bench, trace replay);
-a `custom` command is the recipe's own client, which disagg cannot see request by
-request: its plan marks them as not applied (`client_limits: false`, shown so by
-`disagg plan`), and a recipe that sets one for it is refused. The run, liveness and
-serving-gap limits bound every benchmark type.
-
-Without `limits.run_timeout`, a Slurm time limit (`slurm.time_limit` or the cluster
-profile's) sets the run's own limit a little earlier, so that the orchestrator tears
-down, keeps its results and says why, instead of being killed by Slurm mid-point.
+Start-up is bounded by each role's health deadline; these bound the rest, so that a hung
+worker ends the run within about half a minute. A `custom` command is its own client,
+which disagg cannot see request by request: the client limits do not apply to it.
+Without `limits.run_timeout`, a Slurm time limit sets the run's own limit a little
+earlier, so that the orchestrator tears down and keeps its results before Slurm kills it.
 """
 
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
 # each field's annotation string when the class is made, a cost every command pays.
 
-from pydantic import BaseModel, ConfigDict
-
+from disagg.plan.role_model import Strict
 from disagg.recipe.job_sections import LimitsSection
 
 
-class LimitsPlan(BaseModel):
+class LimitsPlan(Strict):
     """Seconds; None = no limit."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     request_timeout_s: float = 900.0
     stall_timeout_s: float | None = 300.0

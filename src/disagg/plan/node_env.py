@@ -1,12 +1,7 @@
 """`{node}` and `{node_id}` in a worker's environment values, filled per node.
 
-srtctl formats every value of a worker's `*_environment` (v1 `backend.prefill_environment`
-and its kin, schema 2's role env) and of the recipe's `environment` with Python's
-`str.format_map`: `{node}` is the Slurm name of the node the process runs on, `{node_id}`
-its index among the job's worker nodes, any other `{name}` stays as written and `{{` / `}}`
-are single braces (srt-slurm's cli/mixins/worker_stage.py, `start_worker`). A node's
-values are known only inside the allocation, so a plan carries `${self.node}` and
-`${self.node_id}` there, bound per launched task (`disagg.launch.bindings`).
+srtctl formats those values with `str.format_map` (`start_worker`); a node's values are
+known only inside the allocation, so a plan carries `${self.node}` / `${self.node_id}`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
-"""Workers onto nodes and GPUs, as srt-slurm lays them out.
+"""Workers onto nodes and GPUs, as srt-slurm lays them out (srtctl's `allocate_endpoints`).
 
-Prefill workers first from node rank 0, then decode workers from the next node the
-prefill workers leave untouched, within the job's `prefill_nodes + decode_nodes` (srtctl
-walks on; prefill workers packed onto fewer nodes than declared leave the job's last
-nodes idle), or, with `decode_nodes: 0`, on the GPUs the prefill workers leave free. A worker
-needing at least a node's GPUs spans whole nodes; smaller workers share a node on
-disjoint GPU subsets. GPUs per worker are `gpus_per_prefill` / `gpus_per_decode` /
-`gpus_per_agg` when given, else nodes x GPUs-per-node / workers. With
-`resources.spread_workers`, each worker smaller than a node gets a node of its own
-(srtctl's `allocate_endpoints(spread_workers=True)`), the rest of its GPUs left idle.
-vLLM's `backend.allow_prefill_decode_colocation` packs decode workers straight after the
-prefill workers, on the GPUs they leave free, when all workers fit one node (or always,
-with `allow_prefill_decode_colocation_across_nodes`); the job then has as many worker
-nodes as the workers' GPUs fill, whatever the node counts say (`Colocation`).
-Kept apart from
-`disagg.plan.placement` (which builds each role's command) because it is pure
-arithmetic over the `resources` section, with its own refusals.
+Prefill workers first, then decode workers from the next node the prefill workers leave
+untouched (or, with `decode_nodes: 0`, on the GPUs they leave free). A worker needing at
+least a node's GPUs spans whole nodes; smaller ones share a node on disjoint GPUs.
+Kept apart from `disagg.plan.placement`: it is pure arithmetic over `resources`.
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
 """A recipe's `profiling:` on the workers, as srt-slurm v1.0.68 renders it.
 
-srtctl (`cli/mixins/worker_stage.py`: `start_worker` for a task per node,
-`start_endpoint_worker` for an MPI step; `core/schema.py`: `ProfilingConfig`), for
-`type` nsys, nsys-time or torch, on every worker:
-
-- makes `<log dir>/profiles/<mode>` (mode: prefill, decode, agg) before it starts;
-- sets, over the mode's and the recipe's environment, `PROFILING_MODE`, `PROFILE_TYPE`,
-  `PROFILE_<PHASE>_START_STEP` / `_STOP_STEP` from the mode's phase (PHASE: PREFILL,
-  DECODE, AGG), `SGLANG_TORCH_PROFILER_DIR=<log dir>/profiles/<mode>` (torch),
-  `PROFILE_BENCHMARK_DURATION_SECS` (nsys-time), and for nsys with both steps
-  `TLLM_PROFILE_START_STOP=<start>-<stop>` and `TLLM_LLMAPI_ENABLE_NVTX=1`
-  (`get_env_vars`);
-- for nsys and nsys-time starts the engine under `nsys profile ...` writing
-  `/logs/profiles/<mode>/<node>_<mode>_w<index>_profile_gpu<ids>` (an MPI step:
-  `..._profile_rank%q{SLURM_PROCID}`): TRT-LLM's flags (`_get_nsys_prefix_trtllm`), or
-  the others' with `--trace-fork-before-exec=true` under Dynamo (`get_nsys_prefix`);
-  `extra_nsys_args` before `-o`, the binary `$SRTCTL_NSYS_BIN` or `nsys`;
-- for vLLM with nsys and both steps passes `--profiler-config` (`{"profiler": "cuda",
-  "delay_iterations": start, "max_iterations": stop - start}`, `backends/vllm.py`).
-
-Here the log directory is the run directory, `${run.dir}` (`/logs` in a container), and
-`$SRTCTL_NSYS_BIN` is read where the plan is made (srtctl reads it where it renders the
-job, in the environment `sbatch` passed on from the submitting shell). The nsys prefix
-goes before the engine's program, inside the wrappers disagg adds in front of it
-(the Dynamo install's and the setup script's `bash -c ...`, which run first and exec
-their arguments). A simulated worker runs on no GPU: nothing of this applies to it.
+srtctl (`cli/mixins/worker_stage.py`, `core/schema.py`: `ProfilingConfig`) sets the
+profiling variables on every worker (`get_env_vars`), starts nsys workers under
+`nsys profile ... -o /logs/profiles/<mode>/...` (`get_nsys_prefix`) and gives vLLM its
+`--profiler-config`. The nsys prefix goes inside disagg's own wrappers (the Dynamo
+install's and the setup script's `bash -c`), which exec their arguments. A simulated
+worker runs on no GPU: nothing of this applies to it.
 """
 
 from __future__ import annotations

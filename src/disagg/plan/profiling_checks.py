@@ -1,19 +1,6 @@
-"""`profiling:` settings srtctl v1.0.68 refuses, refused here first; 2.x fields it lacks.
-
-srtctl checks, when `profiling.type` is not none (`SrtConfig._validate_profiling`,
-core/schema.py), and fails the recipe otherwise:
-
-- torch profiling with the trtllm backend (it uses `SGLANG_TORCH_PROFILER_DIR`);
-- nsys-time needs `delay_secs` and `duration_secs` (and ignores the phases);
-- a disaggregated job takes `prefill` and `decode` phases, both, and no `aggregated`,
-  with prefill and decode workers; an aggregated job the `aggregated` phase only;
-- nsys with vLLM: no `profiler-config*` key in `vllm_config`'s roles, since srtctl
-  derives `--profiler-config` from the phases.
-
-srt-slurm 2.x added fields v1.0.68 does not have (`nsys_trace`, `trace_fork_before_exec`,
-`capture_range_end`, `nsys_library_paths`, a phase's `capture_scope`, `worker_index`,
-`worker_rank`): one set to anything but what v1.0.68 does is refused by name, never
-dropped.
+"""`profiling:` settings srtctl v1.0.68 refuses (`SrtConfig._validate_profiling`), refused
+here first, so that a job does not fail after it queued; a field only srt-slurm 2.x has
+is refused by name unless it holds what v1.0.68 does, never dropped.
 """
 
 from __future__ import annotations

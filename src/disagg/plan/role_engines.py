@@ -1,10 +1,7 @@
 """A worker role that runs its own engine (schema 2's `roles.<role>.engine`) in the plan.
 
-Only the pairs `disagg.recipe.dialects.schema2_engines.MIXED_PAIRS` names get this far (any
-other is refused by `disagg.recipe.honoured`): the variant's adapter renders the role,
-told the role's engine and given that role's own knobs only, since srt-slurm's role
-engines do not inherit options from each other. Those knobs are judged by the role's
-own engine's adapter: refused or listed as ignored as its engine-wide ones would be.
+srt-slurm's role engines inherit no options from each other, so the role gets its own
+knobs only, judged by its own engine's adapter.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """A worker role's own image and srun options (schema 2's `roles.<role>.container` and
-`roles.<role>.srun_options`), over the job's (`model.container`, the recipe's srun options).
-
-srtctl runs each role's worker steps in that role's image, its alias resolved through the
-cluster's `containers` map as `model.container` is, and merges the role's srun options over
-the recipe's on that role's worker steps only. Roles without their own keep the job's.
+`roles.<role>.srun_options`) over the job's; roles without their own keep the job's.
 """
 
 from __future__ import annotations
@@ -12,6 +8,7 @@ import re
 from typing import Literal
 
 from disagg.cluster import ClusterProfile
+from disagg.engines.worker import WorkerRole
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import RoleKind
 from disagg.recipe.schema import RecipeConfig, RoleOverride
@@ -23,6 +20,19 @@ ROLE_KEYS: dict[RoleKind, RoleKey] = {
     RoleKind.DECODE: "decode",
     RoleKind.AGGREGATED: "agg",
 }
+
+
+def adapter_role(kind: RoleKind) -> WorkerRole:
+    """The engine adapters' name for a worker kind; any other kind is a programming error."""
+    if kind is RoleKind.PREFILL:
+        return "prefill"
+    if kind is RoleKind.DECODE:
+        return "decode"
+    if kind is RoleKind.AGGREGATED:
+        return "aggregated"
+    raise ValueError(f"{kind.value} is not a worker role")
+
+
 # A bare word (no registry, tag, digest or path): what an alias looks like.
 _BARE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 

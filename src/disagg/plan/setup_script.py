@@ -1,18 +1,9 @@
-"""`setup_script`: a script run inside each worker's container, and each Dynamo frontend's,
-before its program starts (srt-slurm v1.0.68: the bash preamble of `WorkerStageMixin.
-_build_worker_preamble` and `DynamoFrontend._build_preamble`).
+"""`setup_script`: a script run inside each worker's and each Dynamo frontend's container
+before its program (srt-slurm v1.0.68: `WorkerStageMixin._build_worker_preamble`,
+`DynamoFrontend._build_preamble`), found as `/configs/<name>` or `/configs/patches/<name>`.
 
-srtctl looks the name up as `/configs/<name>`, then `/configs/patches/<name>`, in the
-directory it mounts at `/configs` (its own `configs/`). Scripts such as
-`rebuild-deepep.sh` change the container the engine then runs in, so the script runs
-where the engine does: every task of every worker (every MPI rank of one), before the
-Dynamo install. The configs directory is `${run.configs}`: `/configs` inside a
-container, its host side for a role without one.
-
-Where srtctl prints a warning and starts the engine without the script when neither
-file exists, the task fails here, naming both paths (compat row `setup-script-missing`):
-an engine started without the container change its recipe asks for measures something
-else.
+Where srtctl warns and starts the engine without a missing script, the task fails here
+(compat row `setup-script-missing`): such an engine measures something else.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""What a job stages before it starts: the model (a hub repo id), one draft model the roles
-name, the recipe's extra repos, and the images (`disagg.plan.job_plan.containers_to_stage`).
-
-A `model.path` without `hf:` that no cluster alias names is a directory, as srtctl reads it;
-nothing stages it. A plan is made where the cluster's filesystem may not be, so a missing
-directory is said in the plan (`missing_model_dir`), by lint (DA015) and refused by the
-submit pre-flight, where srtctl fails too.
+"""What a job stages before it starts: the model, one draft model, the recipe's extra repos
+and the images. A `model.path` that is a directory stages nothing; one missing here is
+said in the plan, since the plan may be made where the cluster's filesystem is not.
 """
 
 from __future__ import annotations

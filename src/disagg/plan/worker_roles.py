@@ -22,9 +22,8 @@ from disagg.plan.job_plan import env_text
 from disagg.plan.model import HealthPlan, MpiPlan, ParallelPlan, RoleKind, RolePlan
 from disagg.plan.node_env import fill_node_fields
 from disagg.plan.node_layout import PlacedWorker
-from disagg.plan.role_images import role_srun_options
+from disagg.plan.role_images import adapter_role, role_srun_options
 from disagg.plan.served_name import served_model_name
-from disagg.plan.worker_kinds import adapter_role
 from disagg.recipe.schema import FrontendSection
 
 if TYPE_CHECKING:

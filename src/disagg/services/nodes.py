@@ -1,10 +1,4 @@
-"""Where a `services:` entry runs: srt-slurm's placement names as the job's node ranks.
-
-`head` and `infra` run one instance (the frontend's node, etcd/NATS's node);
-`prefill` / `decode` / `agg` one per distinct node that role's workers use; `workers`
-and `compute` one per worker node (this project has no node pools, so the two agree);
-`all` one on every node of the allocation.
-"""
+"""Where a `services:` entry runs: srt-slurm's placement names as the job's node ranks."""
 
 from __future__ import annotations
 
