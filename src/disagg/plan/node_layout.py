@@ -8,16 +8,13 @@ Kept apart from `disagg.plan.placement`: it is pure arithmetic over `resources`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from disagg.cluster import ClusterProfile
-from disagg.errors import DisaggError
+from disagg.errors import Fail
+from disagg.plan.job_nodes import Named
 from disagg.plan.model import RoleKind
 from disagg.recipe.schema import ResourcesSection
-
-Fail = Callable[..., DisaggError]  # (message, path, hint=None) -> the positioned error
-Named = Callable[..., str]  # (*path) -> the field as the file spells it
 
 # One placed worker: (kind, index within its kind, node ranks, GPU ids on each node).
 PlacedWorker = tuple[RoleKind, int, list[int], list[int]]
@@ -157,6 +154,7 @@ class NodeLayout:
             raise self.fail(
                 f"{self.named('resources', 'agg_workers')} must be at least 1",
                 ("resources", "agg_workers"),
+                None,
             )
         nodes = res.agg_nodes if res.agg_nodes is not None else 1
         gpa = res.gpus_per_agg or split_gpus(nodes, gpn, workers)

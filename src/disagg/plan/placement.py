@@ -20,16 +20,20 @@ from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import check_container_paths, translate_roles
 from disagg.plan.containers import Containers
 from disagg.plan.engine_checks import EngineChecks
-from disagg.plan.het_job import het_nodes
-from disagg.plan.host_setup import host_setup_plan
 from disagg.plan.ignored_fields import bench_completed_ignored, ignored_fields
-from disagg.plan.job_nodes import JobNodes, check_dedicated, client_rank, dedicated_roles, job_nodes
-from disagg.plan.job_plan import slurm_plan
+from disagg.plan.job_nodes import (
+    JobNodes,
+    check_dedicated,
+    client_rank,
+    dedicated_roles,
+    het_nodes,
+    job_nodes,
+)
+from disagg.plan.job_plan import host_setup_plan, slurm_plan
 from disagg.plan.launcher_env import JobAddresses, with_launcher_env
 from disagg.plan.limits import LimitsPlan, client_limit_problem, limits_plan, serving_gap_problem
 from disagg.plan.model import BenchPlan, GpuVendor, Plan, RoleKind, RolePlan, StagingPlan
 from disagg.plan.node_layout import Colocation, NodeLayout, PlacedWorker
-from disagg.plan.profiling_checks import check as check_profiling
 from disagg.plan.stage_list import staging_plan
 from disagg.plan.worker_roles import WorkerRoles
 from disagg.recipe.schema import FrontendSection, RecipeConfig
@@ -234,7 +238,7 @@ class _Placer:
         self.checks.engine_matches()
         bench = self.bench()  # benchmark refusals first, as before the engine's own
         self.checks.backend_knobs()
-        check_profiling(
+        profiling.check(
             self.config,
             lambda role: self.adapter.role_args(self.checks.backend, role),
             fail=self.fail,
