@@ -45,6 +45,7 @@ def publishing(role: RolePlan, config: Mapping[str, Any], engine: str) -> RolePl
     """`role` with its KV event publisher: the flag on every node's command, its own port."""
     endpoint = {**config, "endpoint": f"tcp://*:${{self.{PORT}_port}}"}
     flags = ["--kv-events-config", json.dumps(endpoint)]
+    has_port = any(port.partition("*")[0] == PORT for port in role.ports)  # alone or as `PORT*N`
     env = dict(role.env)
     if engine == "vllm":
         env["DYN_VLLM_KV_EVENT_PORT"] = f"${{self.{PORT}_port}}"
@@ -52,23 +53,15 @@ def publishing(role: RolePlan, config: Mapping[str, Any], engine: str) -> RolePl
         update={
             "argv": [*role.argv, *flags],
             "node_argv": [[*argv, *flags] for argv in role.node_argv],
-            "ports": role.ports if _has_port(role, PORT) else [*role.ports, PORT],
+            "ports": role.ports if has_port else [*role.ports, PORT],
             "env": env,
         }
     )
-
-
-def _has_port(role: RolePlan, name: str) -> bool:
-    """Whether `role` already has the port `name` (alone or as a block `name*N`)."""
-    return any(port.partition("*")[0] == name for port in role.ports)
 
 
 def with_publishers(
     roles: list[RolePlan], setting: bool | RoleKvEvents | None, engine: str
 ) -> list[RolePlan]:
     """Every worker of `roles` whose mode `setting` enables, publishing (the rest as given)."""
-    placed = []
-    for role in roles:
-        wanted = mode_config(setting, engine, role.kind)
-        placed.append(role if wanted is None else publishing(role, wanted, engine))
-    return placed
+    wanted = [(role, mode_config(setting, engine, role.kind)) for role in roles]
+    return [role if config is None else publishing(role, config, engine) for role, config in wanted]

@@ -160,9 +160,7 @@ class NodeLayout:
         gpa = res.gpus_per_agg or split_gpus(nodes, gpn, workers)
         return [WorkerGroup(RoleKind.AGGREGATED, workers, gpa, nodes, "agg_nodes")]
 
-    def place_workers(
-        self, gpn: int
-    ) -> tuple[list[tuple[RoleKind, int, list[int], list[int]]], int]:
+    def place_workers(self, gpn: int) -> tuple[list[PlacedWorker], int]:
         """(kind, index, node ranks, gpu ids) per worker, and the number of nodes."""
         groups = self.groups(gpn)
         for group in groups:

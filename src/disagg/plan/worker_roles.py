@@ -36,32 +36,23 @@ ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
 class WorkerRoles:
     """The workers of one variant. What they hit on the way collects here: `inputs` (worker
     name -> the settings and spec its adapter was asked with), `differs` (compat rows),
-    `ignored` (field -> why, shared with the engine checks) and `predicted` (the label and
-    assumptions of a predicted run)."""
+    the checks' `ignored` and `predicted` (the label and assumptions of a predicted run)."""
 
     def __init__(
         self, checks: EngineChecks, containers: Containers, predict: PredictOptions | None
     ) -> None:
-        self.variant = checks.variant
-        self.config = checks.config
-        self.frontend = checks.config.frontend or FrontendSection()  # its defaults if none
-        self.adapter = checks.adapter
         self.checks = checks
-        self.backend = checks.backend
         self.containers = containers
-        self.profile = containers.profile
-        self.model = containers.model
-        self.simulated = containers.simulated
         self.predict = predict
-        self.fail = checks.fail
-        self.refuse = checks.refuse
+        self.config = checks.config
+        self.adapter = checks.adapter
+        self.frontend = checks.config.frontend or FrontendSection()  # its defaults if none
         self.inputs: dict[str, tuple[Mapping[str, Any], WorkerSpec]] = {}
         self.differs: list[str] = []
-        self.ignored = checks.ignored
         self.predicted: dict[str, Any] | None = None
 
     def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
-        backend = role_engines.with_role_knobs(self.config, kind, self.backend)
+        backend = role_engines.with_role_knobs(self.config, kind, self.checks.backend)
         return self.adapter.role_args(backend, adapter_role(kind))
 
     @cached_property
@@ -72,7 +63,9 @@ class WorkerRoles:
             self.adapter.served_model_name(self.role_args(kind))
             for kind in (RoleKind.PREFILL, RoleKind.AGGREGATED, RoleKind.DECODE)
         ]
-        return served_model_name(self.model, written, self.config.backend.served_model_name)
+        return served_model_name(
+            self.containers.model, written, self.config.backend.served_model_name
+        )
 
     def roles(self, placed: list[PlacedWorker]) -> list[RolePlan]:
         """Every worker process, in placement order."""
@@ -86,13 +79,15 @@ class WorkerRoles:
                 served_name=self.served,
                 nnodes=len(ranks),
                 gpus_per_node=len(ids),
-                ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
-                simulated=self.simulated,
+                ib_devices=tuple(self.containers.profile.rdma_devices)
+                if self.containers.profile
+                else (),
+                simulated=self.containers.simulated,
                 # the section's default (dynamo) when the recipe has none, as `frontend` uses
                 frontend=self.frontend.type,
                 gpu_type=self.config.resources.gpu_type,
-                schema2=self.variant.dialect == "schema2",
-                backend=own_engine[1] if own_engine else self.backend,
+                schema2=self.checks.variant.dialect == "schema2",
+                backend=own_engine[1] if own_engine else self.checks.backend,
                 engine=own_engine[0] if own_engine else None,
             )
             self.checks.supported(kind, args, spec)
@@ -137,7 +132,7 @@ class WorkerRoles:
         self.differs += command.differs
         path = ".".join(self.adapter.args_path(adapter_role(kind)))
         for item in command.ignored:
-            self.ignored.setdefault(f"{path}.{item.key}", item.reason)
+            self.checks.ignored.setdefault(f"{path}.{item.key}", item.reason)
         if self.predict is not None:
             command.argv += self._predict_argv(kind, args)
         self.inputs[name] = (seen, spec)
@@ -180,7 +175,7 @@ class WorkerRoles:
             RoleKind.DECODE: backend.decode_environment,
             RoleKind.AGGREGATED: backend.aggregated_environment,
         }[kind]
-        env = self.profile.worker_env() if self.profile else {}
+        env = self.containers.profile.worker_env() if self.containers.profile else {}
         for path, values in (
             (("backend", f"{kind.value}_environment"), per_kind),
             (("environment",), self.config.environment),
@@ -191,8 +186,8 @@ class WorkerRoles:
                     env[key] = fill_node_fields(text)
                 except ValueError as exc:
                     field = (*path, key)
-                    raise self.fail(
-                        f"{self.variant.written_name('.'.join(field))} {text!r} cannot be "
+                    raise self.checks.fail(
+                        f"{self.checks.variant.written_name('.'.join(field))} {text!r} cannot be "
                         f"filled as srtctl fills {{node}} and {{node_id}} ({exc})",
                         field,
                         "write a literal brace as {{ or }}",
@@ -204,16 +199,22 @@ class WorkerRoles:
         if check is not None:
             deadline = float(check.max_attempts * check.interval_seconds)
         else:
-            deadline = SIM_HEALTH_DEADLINE_S if self.simulated else self.adapter.health_deadline_s
-        path = "/health" if self.simulated else self.adapter.health_path
-        return HealthPlan(path=path, deadline_s=deadline, interval_s=0.2 if self.simulated else 1.0)
+            deadline = (
+                SIM_HEALTH_DEADLINE_S
+                if self.containers.simulated
+                else self.adapter.health_deadline_s
+            )
+        path = "/health" if self.containers.simulated else self.adapter.health_path
+        return HealthPlan(
+            path=path, deadline_s=deadline, interval_s=0.2 if self.containers.simulated else 1.0
+        )
 
     def _predict_argv(self, kind: RoleKind, args: Mapping[str, Any]) -> list[str]:
         """The predicted worker's `--predict-*` flags; what cannot be mapped is refused."""
         from disagg.predict.mapping import Unmappable, WorkerInputs, target_for
 
         assert self.predict is not None
-        model = self.model
+        model = self.containers.model
         local = model.kind == "path" and Path(model.value).expanduser().is_dir()
         names = (*filter(None, [self.predict.model]), self.served, model.value, model.written)
         inputs = WorkerInputs(
@@ -228,7 +229,7 @@ class WorkerRoles:
         try:
             target = target_for(inputs, self.predict, self.adapter.args_path(adapter_role(kind)))
         except Unmappable as exc:
-            raise self.refuse(exc.what, exc.path) from None
+            raise self.checks.refuse(exc.what, exc.path) from None
         self.predicted = target.summary()
         return target.argv()
 
@@ -237,7 +238,7 @@ class WorkerRoles:
         needs one (TRT-LLM's `trtllm-serve disaggregated`)."""
         prefill = [r.name for r in workers if r.kind is RoleKind.PREFILL]
         decode = [r.name for r in workers if r.kind is RoleKind.DECODE]
-        if not prefill or self.simulated:
+        if not prefill or self.containers.simulated:
             return None
         section = self.frontend.model_dump(exclude_none=True)
         own = self.adapter.pd_router(prefill, decode, section)
