@@ -21,16 +21,13 @@ from typing import Any
 
 from disagg.engines.worker import WorkerRole
 from disagg.errors import Fail, Refuse
-from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
+from disagg.plan.model import WORKER_KINDS, RolePlan
+from disagg.plan.role_images import ROLE_KEYS
 from disagg.recipe.job_sections import ProfilingPhase, ProfilingSection
 from disagg.recipe.schema import RecipeConfig
 
 PROFILES = "profiles"  # under the run directory
-MODES: dict[RoleKind, str] = {
-    RoleKind.PREFILL: "prefill",
-    RoleKind.DECODE: "decode",
-    RoleKind.AGGREGATED: "agg",
-}
+MODES = ROLE_KEYS  # a worker kind's profiling mode: prefill, decode, agg
 NSYS_BIN_VAR = "SRTCTL_NSYS_BIN"
 COMPAT_TORCH_DIR = "torch-profiler-dir"
 # disagg's own wrappers in front of an engine's program (`bash -c SCRIPT NAME ARGV...`,
@@ -40,10 +37,6 @@ WRAPPER_NAMES = ("dynamo-install", "setup-script")
 
 def enabled(section: ProfilingSection | None) -> bool:
     return section is not None and section.type != "none"
-
-
-def is_nsys(section: ProfilingSection) -> bool:
-    return section.type in ("nsys", "nsys-time")
 
 
 def phase(section: ProfilingSection, mode: str) -> ProfilingPhase | None:
@@ -81,15 +74,11 @@ def worker_env(section: ProfilingSection, mode: str) -> dict[str, str]:
     return env
 
 
-def nsys_binary() -> str:
-    return os.environ.get(NSYS_BIN_VAR) or "nsys"
-
-
 def nsys_prefix(
     section: ProfilingSection, output: str, *, frontend: str, backend: str
 ) -> list[str]:
     """`nsys profile ... -o OUTPUT` for a worker (`get_nsys_prefix`); [] unless nsys."""
-    if not is_nsys(section):
+    if section.type not in ("nsys", "nsys-time"):
         return []
     timed = section.type == "nsys-time"
     window = []
@@ -99,7 +88,7 @@ def nsys_prefix(
         if section.duration_secs is not None:
             window += ["--duration", str(section.duration_secs)]
     extra = list(section.extra_nsys_args or [])
-    head = [nsys_binary(), "profile"]
+    head = [os.environ.get(NSYS_BIN_VAR) or "nsys", "profile"]
     if backend == "trtllm":
         trigger = window if timed else ["-c", "cudaProfilerApi", "--capture-range-end", "stop"]
         flags = ["-t", "cuda,nvtx,ucx", "--sample=none", "--cuda-graph-trace=node", *trigger]

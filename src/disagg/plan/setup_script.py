@@ -35,30 +35,19 @@ def running_setup_script(argv: list[str], name: str) -> list[str]:
     return ["bash", "-c", f'{setup_commands(name)} && exec "$@"', NAME_ARG, *argv]
 
 
-def with_setup_script(role: RolePlan, name: str) -> RolePlan:
-    """`role` (each of its nodes' commands) running the setup script first."""
-    return role.model_copy(
-        update={
-            "argv": running_setup_script(role.argv, name),
-            "node_argv": [running_setup_script(argv, name) for argv in role.node_argv],
-        }
-    )
-
-
-def takes_setup_script(role: RolePlan, frontend: str) -> bool:
-    """Whether srtctl runs the setup script before `role`: every worker, and the frontend
-    processes of a Dynamo job (not nginx, not a router of another kind)."""
-    if role.kind in WORKER_KINDS:
-        return True
-    return frontend == "dynamo" and "dynamo.frontend" in role.argv
-
-
 def in_stages(stages: list[list[RolePlan]], name: str, frontend: str) -> list[list[RolePlan]]:
-    """`stages` with the setup script before every role srtctl runs it before."""
-    return [
-        [
-            with_setup_script(role, name) if takes_setup_script(role, frontend) else role
-            for role in stage
-        ]
-        for stage in stages
-    ]
+    """`stages` with the setup script before every role srtctl runs it before (each of its
+    nodes' commands): every worker, and the frontend processes of a Dynamo job (not nginx,
+    not a router of another kind)."""
+
+    def setting_up(role: RolePlan) -> RolePlan:
+        if role.kind not in WORKER_KINDS and not (
+            frontend == "dynamo" and "dynamo.frontend" in role.argv
+        ):
+            return role
+        node_argv = [running_setup_script(argv, name) for argv in role.node_argv]
+        return role.model_copy(
+            update={"argv": running_setup_script(role.argv, name), "node_argv": node_argv}
+        )
+
+    return [[setting_up(role) for role in stage] for stage in stages]

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
+from string import Formatter
 from typing import TYPE_CHECKING, Any
 
 from disagg.engines.base import WorkerCommand
@@ -20,7 +21,6 @@ from disagg.plan.containers import Containers
 from disagg.plan.engine_checks import EngineChecks
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import HealthPlan, MpiPlan, ParallelPlan, RoleKind, RolePlan
-from disagg.plan.node_env import fill_node_fields
 from disagg.plan.node_layout import PlacedWorker
 from disagg.plan.role_images import adapter_role, role_srun_options
 from disagg.plan.served_name import served_model_name
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 SIM_HEALTH_DEADLINE_S = 60.0
 ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
+# srtctl formats worker environment values with `str.format_map` (`start_worker`); a node's
+# values are known only inside the allocation, so a plan carries placeholders for them.
+NODE_FIELDS = {"node": "${self.node}", "node_id": "${self.node_id}"}
 
 
 class WorkerRoles:
@@ -255,6 +258,30 @@ class WorkerRoles:
             mpi=mpi_plan(own),
             health=HealthPlan(path="/health", deadline_s=ENGINE_ROUTER_HEALTH_DEADLINE_S),
         )
+
+
+class _Kept(dict[str, str]):
+    """The node fields as placeholders; any other name kept as written, braces included."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def fill_node_fields(value: str) -> str:
+    """`value` as srtctl's formatting leaves it, with the node fields as placeholders.
+
+    Raises ValueError (the reason) for a value srtctl's formatting would fail on, or a
+    node field with a conversion or format spec, whose result depends on the node.
+    """
+    if "{" not in value and "}" not in value:
+        return value
+    try:
+        for _text, field, spec, conversion in Formatter().parse(value):
+            if field in NODE_FIELDS and (spec or conversion):
+                raise ValueError(f"{{{field}}} with a format spec or conversion")
+        return value.format_map(_Kept(NODE_FIELDS))
+    except (ValueError, IndexError, KeyError, AttributeError, TypeError) as exc:
+        raise ValueError(str(exc) or type(exc).__name__) from None
 
 
 def mpi_plan(command: WorkerCommand) -> MpiPlan | None:
