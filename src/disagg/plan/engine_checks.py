@@ -8,13 +8,14 @@ from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
+from disagg.engines import registry
 from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import EngineAdapter
 from disagg.engines.worker import WorkerSpec
 from disagg.errors import Fail, Refuse
 from disagg.plan import role_engines
 from disagg.plan.model import RoleKind
-from disagg.plan.role_images import adapter_role
+from disagg.plan.role_images import ROLE_KEYS, adapter_role
 from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.variants import Variant
 
@@ -59,12 +60,29 @@ class EngineChecks:
                 )
             self.ignored.setdefault(name, why)
         for kind in RoleKind:
-            role_engines.judge_knobs(self.config, kind, self._role_knob)
+            self._role_knobs(kind)
 
-    def _role_knob(self, path: tuple[str, ...], action: str, why: str) -> None:
-        if action == "refused":
-            raise self.refuse(f"{self.variant.written_field(path)} ({why})", path)
-        self.ignored.setdefault(".".join(path), why)
+    def _role_knobs(self, kind: RoleKind) -> None:
+        """The knobs of the role's own engine (`role_overrides.<role>.knobs.<knob>`) judged by
+        that engine's adapter."""
+        found = role_engines.own_engine(self.config, kind)
+        if found is None:
+            return
+        engine, knobs = found
+        at = ("role_overrides", ROLE_KEYS[kind], "knobs")
+        written = self.config.backend_settings(exclude_unset=True)
+        alone = "one role alone cannot be simulated or predicted: write it on every role's engine"
+        judged = [  # simulated or predicted: the whole job or none of it
+            (common, "refused", alone)
+            for common in ("engine", "predict")
+            if knobs.get(common) != written.get(common)
+        ]
+        judged += unhonoured_knobs(knobs, registry.adapter(engine).backend_fields)
+        for knob, action, why in judged:
+            path = (*at, knob.removeprefix("backend."))
+            if action == "refused":
+                raise self.refuse(f"{self.variant.written_field(path)} ({why})", path)
+            self.ignored.setdefault(".".join(path), why)
 
     def supported(self, kind: RoleKind, args: Mapping[str, Any], spec: WorkerSpec) -> None:
         """What the engine cannot run as written is refused now, not when the job starts."""
