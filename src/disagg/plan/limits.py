@@ -31,10 +31,20 @@ class LimitsPlan(Strict):
 CLIENT_LIMITS = ("request_timeout", "stall_timeout", "point_timeout")
 
 
-def client_limit_problem(section: LimitsSection) -> tuple[str, str, str] | None:
-    """(field, message, hint) when a recipe sets a limit that only disagg's own client
-    enforces, for a benchmark command (which is the recipe's own client)."""
-    for name in CLIENT_LIMITS:
+def limits_problem(section: LimitsSection, *, command: bool) -> tuple[str, str, str] | None:
+    """(field, message, hint) for a limit the run cannot keep: a serving gap the probe
+    cadence cannot tell (a role probed every `liveness_interval` seconds answers no more often
+    than that), or, for a benchmark command (the recipe's own client), a limit that only
+    disagg's own client enforces."""
+    if section.serving_gap <= section.liveness_interval:
+        return (
+            "serving_gap",
+            f"limits.serving_gap ({section.serving_gap:g} s) must be longer than "
+            f"limits.liveness_interval ({section.liveness_interval:g} s)",
+            "roles are probed once per liveness_interval, so every point would count as a gap; "
+            "set serving_gap to at least twice liveness_interval",
+        )
+    for name in CLIENT_LIMITS if command else ():
         if name in section.model_fields_set and getattr(section, name) is not None:
             return (
                 name,
@@ -62,19 +72,6 @@ def limits_plan(
         liveness_interval_s=float(section.liveness_interval),
         serving_gap_s=float(section.serving_gap),
         client_limits=not command,
-    )
-
-
-def serving_gap_problem(section: LimitsSection) -> tuple[str, str] | None:
-    """(message, hint) when `serving_gap` cannot be told from the probe cadence itself:
-    a role probed every `liveness_interval` seconds answers no more often than that."""
-    if section.serving_gap > section.liveness_interval:
-        return None
-    return (
-        f"limits.serving_gap ({section.serving_gap:g} s) must be longer than "
-        f"limits.liveness_interval ({section.liveness_interval:g} s)",
-        "roles are probed once per liveness_interval, so every point would count as a gap; "
-        "set serving_gap to at least twice liveness_interval",
     )
 
 

@@ -31,7 +31,7 @@ from disagg.plan.job_nodes import (
 )
 from disagg.plan.job_plan import host_setup_plan, slurm_plan
 from disagg.plan.launcher_env import JobAddresses, with_launcher_env
-from disagg.plan.limits import LimitsPlan, client_limit_problem, limits_plan, serving_gap_problem
+from disagg.plan.limits import LimitsPlan, limits_plan, limits_problem
 from disagg.plan.model import BenchPlan, GpuVendor, Plan, RoleKind, RolePlan, StagingPlan
 from disagg.plan.node_layout import Colocation, NodeLayout, PlacedWorker
 from disagg.plan.stage_list import staging_plan
@@ -115,12 +115,9 @@ class _Placer:
         return UnsupportedRecipe(f"{what}{where}", location=self.variant.locate(path))
 
     def limits(self, slurm_time_limit: str | None, *, command: bool = False) -> LimitsPlan:
-        problem = serving_gap_problem(self.config.limits)
+        problem = limits_problem(self.config.limits, command=command)
         if problem is not None:
-            raise self.fail(problem[0], ("limits", "serving_gap"), hint=problem[1])
-        client = client_limit_problem(self.config.limits) if command else None
-        if client is not None:
-            raise self.fail(client[1], ("limits", client[0]), hint=client[2])
+            raise self.fail(problem[1], ("limits", problem[0]), hint=problem[2])
         return limits_plan(self.config.limits, slurm_time_limit, command=command)
 
     def frontend(self, workers: list[RolePlan], nodes: JobNodes) -> FrontendRoles:

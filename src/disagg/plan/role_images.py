@@ -4,10 +4,8 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
-from disagg.cluster import ClusterProfile
 from disagg.engines.worker import WorkerRole
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import RoleKind
@@ -33,10 +31,6 @@ def adapter_role(kind: RoleKind) -> WorkerRole:
     raise ValueError(f"{kind.value} is not a worker role")
 
 
-# A bare word (no registry, tag, digest or path): what an alias looks like.
-_BARE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-
-
 def role_override(config: RecipeConfig, kind: RoleKind) -> RoleOverride | None:
     key = ROLE_KEYS.get(kind)
     return config.role_overrides.get(key) if key else None
@@ -54,25 +48,3 @@ def role_srun_options(config: RecipeConfig, kind: RoleKind) -> dict[str, str]:
     if override is None:
         return {}
     return {key: env_text(value) for key, value in override.srun_options.items()}
-
-
-def alias_problem(written: str, profile: ClusterProfile | None) -> tuple[str, str] | None:
-    """(message, hint) when `written` reads as an alias the cluster's `containers` map lacks.
-
-    srtctl passes such a name to pyxis as an image of that name; on a cluster that names
-    its images by alias it is almost always a mistyped alias, which would fail only on the
-    compute nodes after the job queued (compat row `unknown-container-alias`; asked of a
-    role's own image only). A reference with a registry, tag, digest or path is used as
-    written, as srtctl does.
-    """
-    if profile is None or not profile.containers or written in profile.containers:
-        return None
-    if not _BARE.fullmatch(written) or written.endswith((".sqsh", ".squashfs")):
-        return None
-    known = ", ".join(sorted(profile.containers))
-    return (
-        f"container {written!r} is not an alias of the cluster profile's `containers` "
-        f"(aliases: {known})",
-        "use one of those aliases, or write the full image reference (registry/name:tag) "
-        "or a squashfs path",
-    )
