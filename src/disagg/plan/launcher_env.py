@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from disagg.plan.model import WORKER_KINDS, RolePlan
+from disagg.plan.role_images import ROLE_KEYS
 from disagg.recipe.schema import RecipeConfig
 
 SYSTEM_PORT = "system"  # `${self.system_port}`: Dynamo's system status server
@@ -56,8 +57,7 @@ def launcher_env(config: RecipeConfig, role: RolePlan, where: JobAddresses) -> d
     env["DYN_SKIP_SGLANG_LOG_FORMATTING"] = "1"
     if config.dynamo.event_plane:
         env["DYN_EVENT_PLANE"] = config.dynamo.event_plane
-    mode = "agg" if role.kind.value == "aggregated" else role.kind.value
-    env.update(otel_env(config, mode))
+    env.update(otel_env(config, ROLE_KEYS[role.kind]))
     env.setdefault("DYN_LOG", DYN_LOG)
     return env
 

@@ -81,25 +81,22 @@ def nsys_prefix(
     if section.type not in ("nsys", "nsys-time"):
         return []
     timed = section.type == "nsys-time"
-    window = []
-    if timed:
-        if section.delay_secs is not None:
-            window += ["--delay", str(section.delay_secs)]
-        if section.duration_secs is not None:
-            window += ["--duration", str(section.duration_secs)]
+    window: list[str] = []
+    if timed and section.delay_secs is not None:
+        window += ["--delay", str(section.delay_secs)]
+    if timed and section.duration_secs is not None:
+        window += ["--duration", str(section.duration_secs)]
+    trigger = window if timed else ["-c", "cudaProfilerApi", "--capture-range-end", "stop"]
+    overwrite = ["--force-overwrite", "true"]
     extra = list(section.extra_nsys_args or [])
     head = [os.environ.get(NSYS_BIN_VAR) or "nsys", "profile"]
     if backend == "trtllm":
-        trigger = window if timed else ["-c", "cudaProfilerApi", "--capture-range-end", "stop"]
         flags = ["-t", "cuda,nvtx,ucx", "--sample=none", "--cuda-graph-trace=node", *trigger]
-        tail = ["--kill", "none", "--wait", "all", "--force-overwrite", "true"]
+        tail = ["--kill", "none", "--wait", "all", *overwrite]
         return [*head, *flags, *extra, *tail, "-o", output]
+    # the others overwrite before a time window, after a capture range
     flags = ["-t", "cuda,nvtx", "--cuda-graph-trace=node"]
-    if timed:
-        flags += ["--force-overwrite", "true", *window]
-    else:
-        flags += ["-c", "cudaProfilerApi", "--capture-range-end", "stop", "--force-overwrite"]
-        flags += ["true"]
+    flags += [*overwrite, *window] if timed else [*trigger, *overwrite]
     fork = ["--trace-fork-before-exec=true"] if frontend == "dynamo" else []
     return [*head, *flags, *extra, *fork, "-o", output]
 
