@@ -8,7 +8,7 @@ Kept apart from `disagg.plan.placement`: it is pure arithmetic over `resources`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 
 from disagg.cluster import ClusterProfile
 from disagg.errors import Fail
@@ -31,14 +31,14 @@ class WorkerGroup:
     field: str  # resources field that sets the node count, for messages
 
 
+@dataclass
 class GpuCursor:
     """Walks GPUs node by node, handing out whole nodes or GPU subsets."""
 
-    def __init__(self, gpus_per_node: int, *, spread: bool = False) -> None:
-        self.gpn = gpus_per_node
-        self.spread = spread  # a partial-node worker leaves the rest of its node idle
-        self.node = 0
-        self.gpu = 0
+    gpn: int
+    spread: bool  # a partial-node worker leaves the rest of its node idle
+    node: int = 0
+    gpu: int = 0
 
     def next_node(self) -> None:
         """Move to the start of the next node unless already at a node's start."""
@@ -88,23 +88,16 @@ def total_gpus(groups: list[WorkerGroup]) -> int:
     return sum(group.workers * group.gpus_each for group in groups)
 
 
+@dataclass
 class NodeLayout:
     """The `resources` section of one variant, laid out on nodes of a cluster."""
 
-    def __init__(
-        self,
-        resources: ResourcesSection,
-        profile: ClusterProfile | None,
-        *,
-        named: Named,
-        fail: Fail,
-        colocation: Colocation | None = None,
-    ) -> None:
-        self.resources = resources
-        self.profile = profile
-        self.named = named
-        self.fail = fail
-        self.colocation = colocation or Colocation()
+    resources: ResourcesSection
+    profile: ClusterProfile | None
+    _: KW_ONLY
+    named: Named
+    fail: Fail
+    colocation: Colocation = field(default_factory=Colocation)
 
     def gpus_per_node(self) -> int:
         """The recipe's GPUs per node, else the cluster profile's."""
@@ -173,7 +166,7 @@ class NodeLayout:
                 )
         if self.colocation.applies(groups, gpn):
             return self.packed(groups, gpn)
-        cursor = GpuCursor(gpn, spread=self.resources.spread_workers)
+        cursor = GpuCursor(gpn, self.resources.spread_workers)
         placed: list[PlacedWorker] = []
         end = 0  # one past the last declared node so far
         for group in groups:
@@ -210,7 +203,7 @@ class NodeLayout:
         nodes as the workers' GPUs fill (srtctl's `allocate_endpoints` with
         `allow_prefill_decode_colocation`; the declared node counts only size workers)."""
         nodes = -(-total_gpus(groups) // gpn)
-        cursor = GpuCursor(gpn, spread=self.resources.spread_workers)
+        cursor = GpuCursor(gpn, self.resources.spread_workers)
         placed: list[PlacedWorker] = []
         for group in groups:
             for index in range(group.workers):
