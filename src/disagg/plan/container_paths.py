@@ -29,10 +29,10 @@ _TEXT_PATH = re.compile(r"(?<![^\s'\"=:])/(?!/)[^\s'\";:,]*")
 
 def mount_pairs(mounts: Mapping[str, str]) -> list[tuple[str, str]]:
     """(host, inside) per mount, most specific host path first; pyxis options (`:ro`) dropped."""
-    pairs = []
-    for host, target in mounts.items():
-        inside = target.split(":", 1)[0] or host
-        pairs.append((posixpath.normpath(host), posixpath.normpath(inside)))
+    pairs = [
+        (posixpath.normpath(host), posixpath.normpath(target.split(":", 1)[0] or host))
+        for host, target in mounts.items()
+    ]
     return sorted(pairs, key=lambda pair: len(pair[0]), reverse=True)
 
 

@@ -140,13 +140,9 @@ def expand_targets(targets: Sequence[str]) -> list[str]:
 
 
 def plan_all(targets: Sequence[str], cluster: str | Path | None) -> Planned:
-    """Like `plans_for`, but nothing one file or variant does stops the others.
-
-    For `disagg plan` over many files (a corpus, a directory): a bad file is recorded
-    with its error, an unsupported variant with its reason, an srt-slurm cluster config
-    met in a directory is skipped as not a recipe; everything else is planned. Each
-    file goes through `disagg.plan.file_plans`, the outcomes lint's DA013 reads.
-    """
+    """Like `plans_for`, but nothing one file or variant does stops the others (`disagg plan`
+    over a corpus): each outcome is recorded through `disagg.plan.file_plans`, which lint's
+    DA013 reads too."""
     from disagg.recipe.load import display_path, read_text
     from disagg.recipe.selectors import parse_selector
 

@@ -48,10 +48,8 @@ def place(
     variant: Variant, profile: ClusterProfile | None = None, predict: PredictOptions | None = None
 ) -> Plan:
     """The Plan for one variant; unsupported or inconsistent variants raise DisaggError.
-
-    `predict`: every worker is the simulated engine timed by AIConfigurator's model
-    (`disagg run --predict`); a recipe's `backend.engine: predict` asks the same.
-    """
+    `predict` (`disagg run --predict`, or `backend.engine: predict`): every worker is the
+    simulated engine timed by AIConfigurator's model."""
     ensure_supported(variant)
     return _Placer(variant, profile, predict).plan()
 

@@ -143,11 +143,8 @@ def profiled_argv(argv: list[str], prefix: list[str], extra: list[str]) -> list[
 def with_profiling(
     roles: list[RolePlan], section: ProfilingSection | None, *, frontend: str, backend: str
 ) -> list[RolePlan]:
-    """Every real worker of `roles` profiled as the recipe asks; other roles as given.
-
-    The profiling variables go over the worker's own environment (srtctl sets them after
-    the mode's and the recipe's), the nsys prefix before its program on every node.
-    """
+    """Every real worker of `roles` profiled as the recipe asks, the variables over its own
+    environment (as srtctl sets them last), the nsys prefix before its program on every node."""
     if section is None or not enabled(section):
         return roles
     out = []
