@@ -155,10 +155,8 @@ def het_nodes(
     field = named("resources", "het_jobs")
     source = field if written else "the cluster's use_het_jobs"
     path = ("resources", "het_jobs") if written else ("resources",)
-    prefill_nodes, decode_nodes = (
-        named("resources", "prefill_nodes"),
-        named("resources", "decode_nodes"),
-    )
+    prefill_nodes = named("resources", "prefill_nodes")
+    decode_nodes = named("resources", "decode_nodes")
     refusals = (
         (
             not res.disaggregated,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from disagg.cluster import ClusterProfile, ModelRef, is_repo_id
 from disagg.errors import Fail
 from disagg.plan.job_plan import containers_to_stage
-from disagg.plan.model import ModelToStage, RoleKind, RolePlan, StagingPlan
+from disagg.plan.model import WORKER_KINDS, ModelToStage, RoleKind, RolePlan, StagingPlan
 from disagg.recipe.schema import RecipeConfig
 
 
@@ -35,7 +35,7 @@ def staging_plan(
     if model.repo_id:
         models.append(ModelToStage(repo_id=model.repo_id, revision=revision, purpose="main"))
     drafts: dict[str, None] = {}
-    for kind in (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED):
+    for kind in WORKER_KINDS:
         if any(role.kind is kind for role in workers):
             draft = draft_of(kind)
             if draft and is_repo_id(draft):

@@ -63,8 +63,8 @@ def with_service_stages(stages: list[list[RolePlan]], plane: ServicePlane) -> li
     the after-frontend ones last."""
     out = list(stages)
     if plane.before_workers:
-        kinds = [{role.kind for role in stage} for stage in out]
-        at = next((i for i, found in enumerate(kinds) if found & set(WORKER_KINDS)), 0)
+        workers = (i for i, stage in enumerate(out) if any(r.kind in WORKER_KINDS for r in stage))
+        at = next(workers, 0)
         out.insert(at, list(plane.before_workers))
     if plane.after_frontend:
         out.append(list(plane.after_frontend))
