@@ -16,8 +16,8 @@ import pytest
 from disagg.errors import DisaggError
 from disagg.launch.bindings import build_bindings, render_task
 from disagg.plan.model import Plan
-from disagg.plan.node_env import fill_node_fields
 from disagg.plan.placement import place
+from disagg.plan.worker_roles import fill_node_fields
 from disagg.recipe.variants import load_variants
 
 from .recipe_helpers import MINIMAL

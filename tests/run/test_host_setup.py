@@ -16,7 +16,7 @@ import pytest
 
 from disagg.launch.state import RunSummary
 from disagg.plan.from_recipe import plans_for
-from disagg.plan.host_setup import host_setup_plan
+from disagg.plan.job_plan import host_setup_plan
 from disagg.plan.model import RoleKind, RolePlan
 from disagg.recipe.job_sections import HostSetupSection
 

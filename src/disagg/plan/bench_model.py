@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from disagg.model_defaults import empty_dict, empty_list
-from disagg.plan.strict_model import Strict
+from disagg.plan.role_model import Strict
 
 
 class PointPlan(Strict):

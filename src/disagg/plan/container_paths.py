@@ -1,22 +1,11 @@
 """Host paths as a containerised role sees them: through the job's container mounts.
 
-A pyxis container sees the host only through `--container-mounts HOST:INSIDE`, so a
-model staged at `/it-share/hf-hub-cache/hub/models--x/...` is
-`/hf_hub_cache/hub/models--x/...` inside. Plan time refuses a plan whose containerised
-roles would need a host path outside every mount; run time translates the paths the
-roles are given (`${model.path}`, `${model.draft}`) for the roles that run in one.
-
-Paths written in a recipe: a worker setting of the engine's path kind (its flag table's
-`paths`) is a host path and is translated, or kept when it already names a place under
-a mount's container side (srt-slurm recipes write `/model/...`, `/logs/...`); anything
-else is refused at plan time. Other settings, environment values and benchmark
-commands may name files of the image itself, so only the host paths a mount holds are
-translated there and the rest is left as written.
-
-The run directory is mounted into every container at `/logs`, as srt-slurm mounts its
-log directory, and `${run.dir}` is that path for a containerised role. A local model
-directory is mounted at `/model`, as srt-slurm mounts it (`RuntimeContext.from_config`
-in srtctl's core/runtime.py), so the engines read `/model` wherever the host keeps it.
+A pyxis container sees the host only through `--container-mounts HOST:INSIDE`, so plan
+time refuses a containerised role that needs a host path outside every mount, and the
+paths a role is given are translated. A worker setting of the engine's path kind must be
+under a mount; other text may name the image's own files, so only the host paths a mount
+holds are translated there. As srt-slurm mounts them, the run directory is `/logs` and a
+local model directory `/model` inside every container.
 """
 
 from __future__ import annotations
@@ -40,10 +29,10 @@ _TEXT_PATH = re.compile(r"(?<![^\s'\"=:])/(?!/)[^\s'\";:,]*")
 
 def mount_pairs(mounts: Mapping[str, str]) -> list[tuple[str, str]]:
     """(host, inside) per mount, most specific host path first; pyxis options (`:ro`) dropped."""
-    pairs = []
-    for host, target in mounts.items():
-        inside = target.split(":", 1)[0] or host
-        pairs.append((posixpath.normpath(host), posixpath.normpath(inside)))
+    pairs = [
+        (posixpath.normpath(host), posixpath.normpath(target.split(":", 1)[0] or host))
+        for host, target in mounts.items()
+    ]
     return sorted(pairs, key=lambda pair: len(pair[0]), reverse=True)
 
 

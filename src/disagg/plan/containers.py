@@ -1,15 +1,13 @@
-"""The images a job's roles run in and what their containers see.
-
-srtctl runs workers in `model.container` (an alias through the cluster's `containers`
-map), a schema-2 role in its own `roles.<role>.container`, an engine's workers in the
-image it names; under pyxis every container gets the profile's mounts, the recipe's and a
-local model directory at `/model`, so worker settings holding host paths are rewritten to
-the paths inside, and one outside every mount is refused at its line.
+"""The images a job's roles run in and what their containers see: under pyxis, worker
+settings holding host paths are rewritten to the paths inside the mounts, and one outside
+every mount is refused at its line.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -18,32 +16,27 @@ from disagg.engines.base import EngineAdapter, WorkerCommand
 from disagg.errors import Fail
 from disagg.plan.container_paths import model_mount, mount_pairs, translate_args
 from disagg.plan.model import RoleKind, RolePlan
-from disagg.plan.role_images import ROLE_KEYS, alias_problem, role_image
-from disagg.plan.worker_kinds import adapter_role
+from disagg.plan.role_images import ROLE_KEYS, adapter_role, role_image
 from disagg.recipe.schema import RecipeConfig
 
+# A bare word (no registry, tag, digest or path): what an alias looks like.
+_BARE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
+
+@dataclass
 class Containers:
     """One variant's images and mounts, worked out once: the workers, the services and the
     Slurm plan all read them."""
 
-    def __init__(
-        self,
-        config: RecipeConfig,
-        profile: ClusterProfile | None,
-        adapter: EngineAdapter,
-        model: ModelRef,
-        *,
-        simulated: bool,
-        fail: Fail,
-    ) -> None:
-        self.config = config
-        self.profile = profile
-        self.adapter = adapter
-        self.model = model
-        self.simulated = simulated
-        self.fail = fail
-        self.engine_images: list[str] = []  # images an engine names for its workers, as written
+    config: RecipeConfig
+    profile: ClusterProfile | None
+    adapter: EngineAdapter
+    model: ModelRef
+    _: KW_ONLY
+    simulated: bool
+    fail: Fail
+    # images an engine names for its workers, as written
+    engine_images: list[str] = field(default_factory=list, init=False)
 
     @cached_property
     def image(self) -> str | None:
@@ -87,11 +80,27 @@ class Containers:
         return self.resolve(written, ("role_overrides", ROLE_KEYS[kind], "container"))
 
     def resolve(self, written: str, path: tuple[str, ...]) -> str:
-        """A written image through the cluster's aliases; a bare name it lacks is refused."""
-        problem = alias_problem(written, self.profile)
-        if problem is not None:
-            raise self.fail(problem[0], path, problem[1])
-        return resolve_container(written, self.profile)
+        """A written image through the cluster's aliases. A bare name the cluster's non-empty
+        `containers` map lacks is refused: srtctl would pass it to pyxis as an image of that
+        name, which fails only on the compute nodes after the job queued (compat row
+        `unknown-container-alias`). A reference with a registry, tag, digest or path is used
+        as written, as srtctl does."""
+        profile = self.profile
+        if (
+            profile is not None
+            and profile.containers
+            and written not in profile.containers
+            and _BARE.fullmatch(written)
+            and not written.endswith((".sqsh", ".squashfs"))
+        ):
+            raise self.fail(
+                f"container {written!r} is not an alias of the cluster profile's `containers` "
+                f"(aliases: {', '.join(sorted(profile.containers))})",
+                path,
+                "use one of those aliases, or write the full image reference (registry/name:tag) "
+                "or a squashfs path",
+            )
+        return resolve_container(written, profile)
 
     def worker_image(self, command: WorkerCommand, image: str | None) -> str | None:
         """The job's image, or the one the engine names for this worker (resolved alike)."""

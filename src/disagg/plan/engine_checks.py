@@ -1,45 +1,41 @@
-"""What the engine adapter says about a variant's engine settings, before any role exists.
-
-A setting the engine cannot carry out is refused at its line (`unsupported: ...`), one it
-does not pass on is listed as ignored with why, and a mode written into the wrong role's
-settings is bad input: each judged once, here, so that placement only asks.
+"""What the engine adapter says about a variant's engine settings, before any role exists:
+each setting judged once, here, so that placement only asks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
+from disagg.engines import registry
 from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.engines.base import EngineAdapter
 from disagg.engines.worker import WorkerSpec
 from disagg.errors import Fail, Refuse
 from disagg.plan import role_engines
 from disagg.plan.model import RoleKind
-from disagg.plan.worker_kinds import adapter_role
+from disagg.plan.role_images import ROLE_KEYS, adapter_role
+from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.variants import Variant
 
 
+@dataclass
 class EngineChecks:
     """The engine's verdicts on one variant; what it ignores collects in `ignored`
     (field -> why), which the plan lists."""
 
-    def __init__(
-        self,
-        variant: Variant,
-        adapter: EngineAdapter,
-        backend: Mapping[str, Any],
-        *,
-        fail: Fail,
-        refuse: Refuse,
-    ) -> None:
-        self.variant = variant
-        self.config = variant.config
-        self.adapter = adapter
-        self.backend = backend  # the recipe's engine settings, only what it wrote
-        self.fail = fail
-        self.refuse = refuse
-        self.ignored: dict[str, str] = {}
+    variant: Variant
+    adapter: EngineAdapter
+    backend: Mapping[str, Any]  # the recipe's engine settings, only what it wrote
+    _: KW_ONLY
+    fail: Fail
+    refuse: Refuse
+    ignored: dict[str, str] = field(default_factory=dict, init=False)
+
+    @property
+    def config(self) -> RecipeConfig:
+        return self.variant.config
 
     def engine_matches(self) -> None:
         """`backend.engine`, when written, names the backend's own engine, `sim` or `predict`."""
@@ -57,19 +53,36 @@ class EngineChecks:
     def backend_knobs(self) -> None:
         """Engine-wide knobs the engine does not carry out: refused, or listed as ignored;
         then each role's own engine's knobs alike."""
-        for field, action, why in unhonoured_knobs(self.backend, self.adapter.backend_fields):
+        for name, action, why in unhonoured_knobs(self.backend, self.adapter.backend_fields):
             if action == "refused":
                 raise self.refuse(
-                    f"{self.variant.written_name(field)} ({why})", tuple(field.split("."))
+                    f"{self.variant.written_name(name)} ({why})", tuple(name.split("."))
                 )
-            self.ignored.setdefault(field, why)
+            self.ignored.setdefault(name, why)
         for kind in RoleKind:
-            role_engines.judge_knobs(self.config, kind, self._role_knob)
+            self._role_knobs(kind)
 
-    def _role_knob(self, path: tuple[str, ...], action: str, why: str) -> None:
-        if action == "refused":
-            raise self.refuse(f"{self.variant.written_field(path)} ({why})", path)
-        self.ignored.setdefault(".".join(path), why)
+    def _role_knobs(self, kind: RoleKind) -> None:
+        """The knobs of the role's own engine (`role_overrides.<role>.knobs.<knob>`) judged by
+        that engine's adapter."""
+        found = role_engines.own_engine(self.config, kind)
+        if found is None:
+            return
+        engine, knobs = found
+        at = ("role_overrides", ROLE_KEYS[kind], "knobs")
+        written = self.config.backend_settings(exclude_unset=True)
+        alone = "one role alone cannot be simulated or predicted: write it on every role's engine"
+        judged = [  # simulated or predicted: the whole job or none of it
+            (common, "refused", alone)
+            for common in ("engine", "predict")
+            if knobs.get(common) != written.get(common)
+        ]
+        judged += unhonoured_knobs(knobs, registry.adapter(engine).backend_fields)
+        for knob, action, why in judged:
+            path = (*at, knob.removeprefix("backend."))
+            if action == "refused":
+                raise self.refuse(f"{self.variant.written_field(path)} ({why})", path)
+            self.ignored.setdefault(".".join(path), why)
 
     def supported(self, kind: RoleKind, args: Mapping[str, Any], spec: WorkerSpec) -> None:
         """What the engine cannot run as written is refused now, not when the job starts."""

@@ -1,20 +1,15 @@
 """One recipe file loaded, expanded, typed and every variant placed, each stage once.
 
-`disagg plan` over many files and lint's DA013 (what plan would refuse) ask the same
-questions of the same text. A `FilePlans` answers them: each stage runs when first
-asked and keeps its outcome (a value, or the DisaggError that stage raised).
-
-Inside `with shared():` the same (text, file, profile) gets the same `FilePlans`, so a process
-that plans files and then lints them (benchmarks/recipes.py) places each variant once.
-Outside it every call starts afresh: a plan also reads the disk (a local model
-directory, a trace file), so a long-lived caller must not be handed one made before
-those changed. The plans handed out inside the block are shared: read, don't change.
+`disagg plan` and lint's DA013 ask the same questions of the same text; inside
+`with shared():` they share one `FilePlans` per (text, file, profile). Outside it every call
+starts afresh: a plan also reads the disk, which may have changed since.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import KW_ONLY, dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -29,21 +24,15 @@ if TYPE_CHECKING:
 _shared: dict[tuple[str, str, int], FilePlans] | None = None
 
 
+@dataclass
 class FilePlans:
     """The outcome of each stage of planning one file's text, computed on first use."""
 
-    def __init__(
-        self,
-        text: str,
-        file: str,
-        *,
-        pattern: str | None = None,
-        profile: ClusterProfile | None = None,
-    ) -> None:
-        self.text = text
-        self.file = file  # as shown in messages and locations
-        self.pattern = pattern
-        self.profile = profile
+    text: str
+    file: str  # as shown in messages and locations
+    _: KW_ONLY
+    pattern: str | None = None
+    profile: ClusterProfile | None = None
 
     @cached_property
     def loaded(self) -> LoadedYaml | DisaggError:

@@ -64,11 +64,13 @@ def plans_for(
     for target in targets:
         placed = [place(variant, profile, predict) for variant in load_variants(target)]
         if not placed:
-            raise DisaggError(
-                f"{target}: selects no variant", hint="list them with `disagg plan FILE`"
-            )
+            raise _selects_nothing(target)
         plans += placed
     return plans
+
+
+def _selects_nothing(target: str) -> DisaggError:
+    return DisaggError(f"{target}: selects no variant", hint="list them with `disagg plan FILE`")
 
 
 @dataclass
@@ -85,12 +87,12 @@ class Planned:
 
     def summary(self) -> str:
         """`N file(s): P planned, U unsupported, B bad input; by engine: sglang 3 planned, ...`."""
-        totals: Counter[str] = Counter()
-        for (outcome, _), count in self.outcomes.items():
-            totals[outcome] += count
+        unsupported = sum(
+            n for (outcome, _), n in self.outcomes.items() if outcome == "unsupported"
+        )
         parts = [
             f"{len(self.plans)} variant(s) planned",
-            f"{totals['unsupported']} unsupported",
+            f"{unsupported} unsupported",
             f"{len(self.errors)} file(s) bad input",
         ]
         if self.skipped:
@@ -138,13 +140,9 @@ def expand_targets(targets: Sequence[str]) -> list[str]:
 
 
 def plan_all(targets: Sequence[str], cluster: str | Path | None) -> Planned:
-    """Like `plans_for`, but nothing one file or variant does stops the others.
-
-    For `disagg plan` over many files (a corpus, a directory): a bad file is recorded
-    with its error, an unsupported variant with its reason, an srt-slurm cluster config
-    met in a directory is skipped as not a recipe; everything else is planned. Each
-    file goes through `disagg.plan.file_plans`, the outcomes lint's DA013 reads.
-    """
+    """Like `plans_for`, but nothing one file or variant does stops the others (`disagg plan`
+    over a corpus): each outcome is recorded through `disagg.plan.file_plans`, which lint's
+    DA013 reads too."""
     from disagg.recipe.load import display_path, read_text
     from disagg.recipe.selectors import parse_selector
 
@@ -181,10 +179,7 @@ def _record(planned: Planned, target: str, outcomes: FilePlans) -> None:
         planned.errors.append((target, variants))
         return
     if not variants:
-        error = DisaggError(
-            f"{target}: selects no variant", hint="list them with `disagg plan FILE`"
-        )
-        planned.errors.append((target, error))
+        planned.errors.append((target, _selects_nothing(target)))
         return
     for variant, outcome in outcomes.placed:
         engine = variant.config.backend.type

@@ -1,10 +1,5 @@
 """`Plan.ignored`: every recipe field and cluster setting the job does not carry out, with
-why, each named as the recipe file spells it (schema 2 in its own words).
-
-The sources, in the order the plan lists them: the recipe rules of `disagg.recipe.honoured`
-(less what the frontend's roles carry out), the engine's and placement's own notes, the
-frontend's, the cluster profile's, and the benchmark adapter's (before and after it saw
-the workers).
+why, each named as the recipe file spells it.
 """
 
 from __future__ import annotations

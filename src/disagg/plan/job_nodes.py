@@ -1,14 +1,14 @@
 """The job's nodes by purpose, as srtctl carves its allocation: workers, head, client, infra.
 
-srtctl (`Nodes.from_slurm` in srtctl/core/runtime.py, v1.0.68 and 2.x) adds one node to
-the sbatch allocation per dedicated role (`frontend.dedicated_node`,
-`benchmark.client_dedicated_node`, `infra.etcd_nats_dedicated_node`; schema 2's
-`placement.node: dedicated`), or one node for all of them while
-`benchmark.colocate_with_frontend` is true (the default). The client's node is taken
-from the end of the list, the others from the front, so the workers start after the
-frontend's and infra's nodes. The head (nginx, or the one frontend) is the frontend's
-node, else the first worker node; the client and etcd/NATS run on the head unless
-they have a node of their own. `submit.py` counts the same nodes into `#SBATCH --nodes`.
+srtctl (`Nodes.from_slurm` in srtctl/core/runtime.py) adds one node per dedicated role,
+or one for all of them while `benchmark.colocate_with_frontend` is true; the client's node
+from the end, the others from the front. The head is the frontend's node, else the first
+worker node; the client and etcd/NATS run on it unless they have a node of their own.
+
+With `resources.het_jobs` (or the cluster's `use_het_jobs`), srtctl submits a Slurm
+heterogeneous job (`ResourceConfig.het_components`, `SrtConfig._validate_het_jobs`): group 0
+of the prefill nodes (after a dedicated infra node), group 1 of the decode nodes, for a
+disaggregated SGLang job only; it refuses anything else at load time, and so does this.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from disagg.cluster import ClusterProfile
 from disagg.errors import Fail
 from disagg.plan.model import RoleKind, RolePlan
 from disagg.recipe.schema import RecipeConfig
@@ -135,3 +136,60 @@ def client_rank(config: RecipeConfig, workers: list[RolePlan], job: JobNodes, fa
         return job.bench
     field = ("benchmark", "client_placement")
     return placed_rank(workers, placement, job.head, field=field, fail=fail)
+
+
+def het_nodes(
+    config: RecipeConfig,
+    profile: ClusterProfile | None,
+    job: JobNodes,
+    *,
+    fail: Fail,
+    named: Named,
+) -> list[int]:
+    """Node counts of the heterogeneous job's components (group 0, group 1), or [] for one
+    homogeneous job."""
+    res = config.resources
+    written = res.het_jobs is not None
+    if not (res.het_jobs if written else bool(profile and profile.use_het_jobs)):
+        return []
+    field = named("resources", "het_jobs")
+    source = field if written else "the cluster's use_het_jobs"
+    path = ("resources", "het_jobs") if written else ("resources",)
+    prefill_nodes = named("resources", "prefill_nodes")
+    decode_nodes = named("resources", "decode_nodes")
+    refusals = (
+        (
+            not res.disaggregated,
+            "which needs a disaggregated layout",
+            f"set {prefill_nodes} and {decode_nodes}, or {field}: false",
+        ),
+        (
+            (res.prefill_nodes or 0) < 1 or (res.decode_nodes or 0) < 1,
+            f"which needs {prefill_nodes} >= 1 and {decode_nodes} >= 1 (one component per side)",
+            f"give each side its own nodes, or set {field}: false",
+        ),
+        (
+            config.backend.type != "sglang",
+            "which srt-slurm runs only for the sglang backend "
+            f"(this recipe's is {config.backend.type})",
+            f"set {field}: false",
+        ),
+        (
+            "frontend" in job.dedicated or "client" in job.dedicated,
+            "in which no node is reserved for the frontend or the benchmark client",
+            f"drop the dedicated frontend/client node, or set {field}: false",
+        ),
+    )
+    for refused, why, hint in refusals:
+        if refused:
+            raise fail(f"{source} asks for a heterogeneous Slurm job, {why}", path, hint)
+    prefill = job.offset + (res.prefill_nodes or 0)
+    decode = res.decode_nodes or 0
+    if prefill + decode != job.total:  # the layout places decode after the prefill nodes
+        raise fail(
+            f"the heterogeneous job's components ({prefill} + {decode} nodes) do not add "
+            f"up to the job's {job.total} nodes",
+            path,
+            None,
+        )
+    return [prefill, decode]

@@ -1,8 +1,7 @@
-"""The job around the roles: the Slurm allocation and the container images to import.
-
-Read from the recipe and the cluster profile alone (the recipe's values over the
-profile's), so kept apart from `disagg.plan.placement`, which asks the engine and
-frontend adapters for the roles.
+"""The job around the roles: the Slurm allocation and the container images to import, read
+from the recipe and the cluster profile alone (the recipe's values over the profile's),
+and `host_setup`: srt-slurm runs its commands on the bare host of each node it targets
+before any worker starts, and `teardown` after they stop.
 """
 
 from __future__ import annotations
@@ -11,7 +10,8 @@ import shlex
 from typing import Any
 
 from disagg.cluster import ClusterProfile, container_source
-from disagg.plan.model import ContainerToStage, SlurmPlan
+from disagg.plan.model import ContainerToStage, HostSetupPlan, RolePlan, SlurmPlan
+from disagg.recipe.job_sections import HostSetupSection
 from disagg.recipe.schema import RecipeConfig
 
 
@@ -76,3 +76,22 @@ def env_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def host_setup_plan(
+    section: HostSetupSection | None, workers: list[RolePlan], nodes: int
+) -> HostSetupPlan | None:
+    """The recipe's host setup on the node ranks it names; None when it runs nothing."""
+    if section is None or not (section.commands or section.teardown):
+        return None
+    if section.nodes == "workers":
+        ranks = sorted({rank for role in workers for rank in role.node_ranks})
+    else:
+        ranks = list(range(nodes))
+    return HostSetupPlan(
+        commands=section.commands,
+        teardown=section.teardown,
+        node_ranks=ranks,
+        ignore_failure=section.ignore_failure,
+        timeout_s=float(section.timeout_seconds),
+    )

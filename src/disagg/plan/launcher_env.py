@@ -1,21 +1,8 @@
-"""The environment srtctl's launcher gives every worker process, whatever its engine and
-frontend (srt-slurm v1.0.68, `cli/mixins/worker_stage.py`: `start_worker` for a task per
-node, `start_endpoint_worker` for an MPI step such as TRT-LLM's).
-
-In srtctl's order, each later group over the earlier ones:
-
-- `HEAD_NODE_IP` (the head node's address), `ETCD_ENDPOINTS` and `NATS_SERVER` (the
-  infra node's etcd and NATS: under Dynamo the job's own, as its discovery plane says;
-  under any other frontend srtctl's fixed ports, which it sets though no process of such
-  a job reads them), `DYN_SYSTEM_PORT` (a
-  port of the worker's own: Dynamo's system status server), `DYN_REQUEST_PLANE` (not
-  on an MPI step), `DYN_SKIP_SGLANG_LOG_FORMATTING=1`, `DYN_EVENT_PLANE` when the
-  recipe sets one, OpenTelemetry's variables when `observability` asks for them, and
-  `DYN_LOG` unless something later sets it;
-- then what the worker already carries: the mode's and the recipe's environment, and
-  the engine's own per-process variables (vLLM's `VLLM_PORT`, ...), which win.
-
-Real workers only: a simulated engine reads none of these.
+"""The environment srtctl's launcher gives every real worker process, whatever its engine
+and frontend (srt-slurm v1.0.68, `cli/mixins/worker_stage.py`: `start_worker`,
+`start_endpoint_worker`): the head's address, etcd/NATS, Dynamo's system port and
+planes, OpenTelemetry and `DYN_LOG`, under what the worker already carries (the mode's
+and the recipe's environment, the engine's own variables), which wins.
 """
 
 from __future__ import annotations
@@ -23,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from disagg.plan.model import WORKER_KINDS, RolePlan
+from disagg.plan.role_images import ROLE_KEYS
 from disagg.recipe.schema import RecipeConfig
 
 SYSTEM_PORT = "system"  # `${self.system_port}`: Dynamo's system status server
@@ -69,8 +57,7 @@ def launcher_env(config: RecipeConfig, role: RolePlan, where: JobAddresses) -> d
     env["DYN_SKIP_SGLANG_LOG_FORMATTING"] = "1"
     if config.dynamo.event_plane:
         env["DYN_EVENT_PLANE"] = config.dynamo.event_plane
-    mode = "agg" if role.kind.value == "aggregated" else role.kind.value
-    env.update(otel_env(config, mode))
+    env.update(otel_env(config, ROLE_KEYS[role.kind]))
     env.setdefault("DYN_LOG", DYN_LOG)
     return env
 

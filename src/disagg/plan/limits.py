@@ -1,37 +1,21 @@
 """The run's time limits after start-up, from the recipe's `limits:` section.
 
-Start-up is bounded by each role's health deadline; these bound the rest: a request
-without a token, a point without progress, a point, the whole run, and a started
-role that stops answering its health check (probed during the canary and every
-point). Defaults end a run on a hung worker within about half a minute.
-
-A role that stops answering for less than the liveness limit and then recovers
-(a pause, a stall) leaves the run going but not the point: more than `serving_gap`
-seconds without a healthy answer during a point makes that point invalid.
-
-The request, stall and point limits bound disagg's own client (sa-bench, trace replay);
-a `custom` command is the recipe's own client, which disagg cannot see request by
-request: its plan marks them as not applied (`client_limits: false`, shown so by
-`disagg plan`), and a recipe that sets one for it is refused. The run, liveness and
-serving-gap limits bound every benchmark type.
-
-Without `limits.run_timeout`, a Slurm time limit (`slurm.time_limit` or the cluster
-profile's) sets the run's own limit a little earlier, so that the orchestrator tears
-down, keeps its results and says why, instead of being killed by Slurm mid-point.
+Start-up is bounded by each role's health deadline; these bound the rest, so that a hung
+worker ends the run within about half a minute. A `custom` command is its own client,
+which disagg cannot see request by request: the client limits do not apply to it.
+Without `limits.run_timeout`, a Slurm time limit sets the run's own limit a little
+earlier, so that the orchestrator tears down and keeps its results before Slurm kills it.
 """
 
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
 # each field's annotation string when the class is made, a cost every command pays.
 
-from pydantic import BaseModel, ConfigDict
-
+from disagg.plan.role_model import Strict
 from disagg.recipe.job_sections import LimitsSection
 
 
-class LimitsPlan(BaseModel):
+class LimitsPlan(Strict):
     """Seconds; None = no limit."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     request_timeout_s: float = 900.0
     stall_timeout_s: float | None = 300.0
@@ -47,10 +31,20 @@ class LimitsPlan(BaseModel):
 CLIENT_LIMITS = ("request_timeout", "stall_timeout", "point_timeout")
 
 
-def client_limit_problem(section: LimitsSection) -> tuple[str, str, str] | None:
-    """(field, message, hint) when a recipe sets a limit that only disagg's own client
-    enforces, for a benchmark command (which is the recipe's own client)."""
-    for name in CLIENT_LIMITS:
+def limits_problem(section: LimitsSection, *, command: bool) -> tuple[str, str, str] | None:
+    """(field, message, hint) for a limit the run cannot keep: a serving gap the probe
+    cadence cannot tell (a role probed every `liveness_interval` seconds answers no more often
+    than that), or, for a benchmark command (the recipe's own client), a limit that only
+    disagg's own client enforces."""
+    if section.serving_gap <= section.liveness_interval:
+        return (
+            "serving_gap",
+            f"limits.serving_gap ({section.serving_gap:g} s) must be longer than "
+            f"limits.liveness_interval ({section.liveness_interval:g} s)",
+            "roles are probed once per liveness_interval, so every point would count as a gap; "
+            "set serving_gap to at least twice liveness_interval",
+        )
+    for name in CLIENT_LIMITS if command else ():
         if name in section.model_fields_set and getattr(section, name) is not None:
             return (
                 name,
@@ -78,19 +72,6 @@ def limits_plan(
         liveness_interval_s=float(section.liveness_interval),
         serving_gap_s=float(section.serving_gap),
         client_limits=not command,
-    )
-
-
-def serving_gap_problem(section: LimitsSection) -> tuple[str, str] | None:
-    """(message, hint) when `serving_gap` cannot be told from the probe cadence itself:
-    a role probed every `liveness_interval` seconds answers no more often than that."""
-    if section.serving_gap > section.liveness_interval:
-        return None
-    return (
-        f"limits.serving_gap ({section.serving_gap:g} s) must be longer than "
-        f"limits.liveness_interval ({section.liveness_interval:g} s)",
-        "roles are probed once per liveness_interval, so every point would count as a gap; "
-        "set serving_gap to at least twice liveness_interval",
     )
 
 

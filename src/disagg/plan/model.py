@@ -35,8 +35,8 @@ from disagg.plan.role_model import (
     ReadinessPlan,
     RoleKind,
     RolePlan,
+    Strict,
 )
-from disagg.plan.strict_model import Strict
 
 # The plan's parts, importable from here as one model.
 __all__ = [

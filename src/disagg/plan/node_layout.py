@@ -1,35 +1,20 @@
-"""Workers onto nodes and GPUs, as srt-slurm lays them out.
+"""Workers onto nodes and GPUs, as srt-slurm lays them out (srtctl's `allocate_endpoints`).
 
-Prefill workers first from node rank 0, then decode workers from the next node the
-prefill workers leave untouched, within the job's `prefill_nodes + decode_nodes` (srtctl
-walks on; prefill workers packed onto fewer nodes than declared leave the job's last
-nodes idle), or, with `decode_nodes: 0`, on the GPUs the prefill workers leave free. A worker
-needing at least a node's GPUs spans whole nodes; smaller workers share a node on
-disjoint GPU subsets. GPUs per worker are `gpus_per_prefill` / `gpus_per_decode` /
-`gpus_per_agg` when given, else nodes x GPUs-per-node / workers. With
-`resources.spread_workers`, each worker smaller than a node gets a node of its own
-(srtctl's `allocate_endpoints(spread_workers=True)`), the rest of its GPUs left idle.
-vLLM's `backend.allow_prefill_decode_colocation` packs decode workers straight after the
-prefill workers, on the GPUs they leave free, when all workers fit one node (or always,
-with `allow_prefill_decode_colocation_across_nodes`); the job then has as many worker
-nodes as the workers' GPUs fill, whatever the node counts say (`Colocation`).
-Kept apart from
-`disagg.plan.placement` (which builds each role's command) because it is pure
-arithmetic over the `resources` section, with its own refusals.
+Prefill workers first, then decode workers from the next node the prefill workers leave
+untouched (or, with `decode_nodes: 0`, on the GPUs they leave free). A worker needing at
+least a node's GPUs spans whole nodes; smaller ones share a node on disjoint GPUs.
+Kept apart from `disagg.plan.placement`: it is pure arithmetic over `resources`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 
 from disagg.cluster import ClusterProfile
-from disagg.errors import DisaggError
+from disagg.errors import Fail
+from disagg.plan.job_nodes import Named
 from disagg.plan.model import RoleKind
 from disagg.recipe.schema import ResourcesSection
-
-Fail = Callable[..., DisaggError]  # (message, path, hint=None) -> the positioned error
-Named = Callable[..., str]  # (*path) -> the field as the file spells it
 
 # One placed worker: (kind, index within its kind, node ranks, GPU ids on each node).
 PlacedWorker = tuple[RoleKind, int, list[int], list[int]]
@@ -46,14 +31,14 @@ class WorkerGroup:
     field: str  # resources field that sets the node count, for messages
 
 
+@dataclass
 class GpuCursor:
     """Walks GPUs node by node, handing out whole nodes or GPU subsets."""
 
-    def __init__(self, gpus_per_node: int, *, spread: bool = False) -> None:
-        self.gpn = gpus_per_node
-        self.spread = spread  # a partial-node worker leaves the rest of its node idle
-        self.node = 0
-        self.gpu = 0
+    gpn: int
+    spread: bool  # a partial-node worker leaves the rest of its node idle
+    node: int = 0
+    gpu: int = 0
 
     def next_node(self) -> None:
         """Move to the start of the next node unless already at a node's start."""
@@ -103,23 +88,16 @@ def total_gpus(groups: list[WorkerGroup]) -> int:
     return sum(group.workers * group.gpus_each for group in groups)
 
 
+@dataclass
 class NodeLayout:
     """The `resources` section of one variant, laid out on nodes of a cluster."""
 
-    def __init__(
-        self,
-        resources: ResourcesSection,
-        profile: ClusterProfile | None,
-        *,
-        named: Named,
-        fail: Fail,
-        colocation: Colocation | None = None,
-    ) -> None:
-        self.resources = resources
-        self.profile = profile
-        self.named = named
-        self.fail = fail
-        self.colocation = colocation or Colocation()
+    resources: ResourcesSection
+    profile: ClusterProfile | None
+    _: KW_ONLY
+    named: Named
+    fail: Fail
+    colocation: Colocation = field(default_factory=Colocation)
 
     def gpus_per_node(self) -> int:
         """The recipe's GPUs per node, else the cluster profile's."""
@@ -169,14 +147,13 @@ class NodeLayout:
             raise self.fail(
                 f"{self.named('resources', 'agg_workers')} must be at least 1",
                 ("resources", "agg_workers"),
+                None,
             )
         nodes = res.agg_nodes if res.agg_nodes is not None else 1
         gpa = res.gpus_per_agg or split_gpus(nodes, gpn, workers)
         return [WorkerGroup(RoleKind.AGGREGATED, workers, gpa, nodes, "agg_nodes")]
 
-    def place_workers(
-        self, gpn: int
-    ) -> tuple[list[tuple[RoleKind, int, list[int], list[int]]], int]:
+    def place_workers(self, gpn: int) -> tuple[list[PlacedWorker], int]:
         """(kind, index, node ranks, gpu ids) per worker, and the number of nodes."""
         groups = self.groups(gpn)
         for group in groups:
@@ -189,7 +166,7 @@ class NodeLayout:
                 )
         if self.colocation.applies(groups, gpn):
             return self.packed(groups, gpn)
-        cursor = GpuCursor(gpn, spread=self.resources.spread_workers)
+        cursor = GpuCursor(gpn, self.resources.spread_workers)
         placed: list[PlacedWorker] = []
         end = 0  # one past the last declared node so far
         for group in groups:
@@ -226,7 +203,7 @@ class NodeLayout:
         nodes as the workers' GPUs fill (srtctl's `allocate_endpoints` with
         `allow_prefill_decode_colocation`; the declared node counts only size workers)."""
         nodes = -(-total_gpus(groups) // gpn)
-        cursor = GpuCursor(gpn, spread=self.resources.spread_workers)
+        cursor = GpuCursor(gpn, self.resources.spread_workers)
         placed: list[PlacedWorker] = []
         for group in groups:
             for index in range(group.workers):

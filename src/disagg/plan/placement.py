@@ -20,16 +20,20 @@ from disagg.plan.compat import rows as compat_rows
 from disagg.plan.container_paths import check_container_paths, translate_roles
 from disagg.plan.containers import Containers
 from disagg.plan.engine_checks import EngineChecks
-from disagg.plan.het_job import het_nodes
-from disagg.plan.host_setup import host_setup_plan
 from disagg.plan.ignored_fields import bench_completed_ignored, ignored_fields
-from disagg.plan.job_nodes import JobNodes, check_dedicated, client_rank, dedicated_roles, job_nodes
-from disagg.plan.job_plan import slurm_plan
+from disagg.plan.job_nodes import (
+    JobNodes,
+    check_dedicated,
+    client_rank,
+    dedicated_roles,
+    het_nodes,
+    job_nodes,
+)
+from disagg.plan.job_plan import host_setup_plan, slurm_plan
 from disagg.plan.launcher_env import JobAddresses, with_launcher_env
-from disagg.plan.limits import LimitsPlan, client_limit_problem, limits_plan, serving_gap_problem
+from disagg.plan.limits import LimitsPlan, limits_plan, limits_problem
 from disagg.plan.model import BenchPlan, GpuVendor, Plan, RoleKind, RolePlan, StagingPlan
 from disagg.plan.node_layout import Colocation, NodeLayout, PlacedWorker
-from disagg.plan.profiling_checks import check as check_profiling
 from disagg.plan.stage_list import staging_plan
 from disagg.plan.worker_roles import WorkerRoles
 from disagg.recipe.schema import FrontendSection, RecipeConfig
@@ -44,10 +48,8 @@ def place(
     variant: Variant, profile: ClusterProfile | None = None, predict: PredictOptions | None = None
 ) -> Plan:
     """The Plan for one variant; unsupported or inconsistent variants raise DisaggError.
-
-    `predict`: every worker is the simulated engine timed by AIConfigurator's model
-    (`disagg run --predict`); a recipe's `backend.engine: predict` asks the same.
-    """
+    `predict` (`disagg run --predict`, or `backend.engine: predict`): every worker is the
+    simulated engine timed by AIConfigurator's model."""
     ensure_supported(variant)
     return _Placer(variant, profile, predict).plan()
 
@@ -111,12 +113,9 @@ class _Placer:
         return UnsupportedRecipe(f"{what}{where}", location=self.variant.locate(path))
 
     def limits(self, slurm_time_limit: str | None, *, command: bool = False) -> LimitsPlan:
-        problem = serving_gap_problem(self.config.limits)
+        problem = limits_problem(self.config.limits, command=command)
         if problem is not None:
-            raise self.fail(problem[0], ("limits", "serving_gap"), hint=problem[1])
-        client = client_limit_problem(self.config.limits) if command else None
-        if client is not None:
-            raise self.fail(client[1], ("limits", client[0]), hint=client[2])
+            raise self.fail(problem[1], ("limits", problem[0]), hint=problem[2])
         return limits_plan(self.config.limits, slurm_time_limit, command=command)
 
     def frontend(self, workers: list[RolePlan], nodes: JobNodes) -> FrontendRoles:
@@ -234,7 +233,7 @@ class _Placer:
         self.checks.engine_matches()
         bench = self.bench()  # benchmark refusals first, as before the engine's own
         self.checks.backend_knobs()
-        check_profiling(
+        profiling.check(
             self.config,
             lambda role: self.adapter.role_args(self.checks.backend, role),
             fail=self.fail,

@@ -1,20 +1,15 @@
 """A worker role that runs its own engine (schema 2's `roles.<role>.engine`) in the plan.
 
-Only the pairs `disagg.recipe.dialects.schema2_engines.MIXED_PAIRS` names get this far (any
-other is refused by `disagg.recipe.honoured`): the variant's adapter renders the role,
-told the role's engine and given that role's own knobs only, since srt-slurm's role
-engines do not inherit options from each other. Those knobs are judged by the role's
-own engine's adapter: refused or listed as ignored as its engine-wide ones would be.
+srt-slurm's role engines inherit no options from each other, so the role gets its own
+knobs only, judged by its own engine's adapter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from disagg.engines import registry
-from disagg.engines.backend_fields import Action
-from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
 from disagg.plan.model import RoleKind
 from disagg.plan.role_images import ROLE_KEYS, role_override
 from disagg.recipe.schema import RecipeConfig
@@ -44,26 +39,6 @@ def with_role_knobs(
     own = {adapter.role_knobs[k]: v for k, v in override.knobs.items() if k in adapter.role_knobs}
     section[mode] = {**own, **dict(section.get(mode) or {})}
     return {**backend, adapter.config_section: section}
-
-
-def judge_knobs(
-    config: RecipeConfig, kind: RoleKind, note: Callable[[tuple[str, ...], Action, str], None]
-) -> None:
-    """Each knob of the role's own engine its adapter does not carry out, passed to `note`
-    with its internal path (`role_overrides.<role>.knobs.<knob>`)."""
-    found = own_engine(config, kind)
-    if found is None:
-        return
-    engine, knobs = found
-    key = ROLE_KEYS[kind]
-    for common in ("engine", "predict"):  # simulated or predicted: the whole job or none of it
-        if knobs.get(common) != config.backend_settings(exclude_unset=True).get(common):
-            why = "one role alone cannot be simulated or predicted: write it on every role's engine"
-            note(("role_overrides", key, "knobs", common), "refused", why)
-    adapter = registry.adapter(engine)
-    for knob, action, why in unhonoured_knobs(knobs, adapter.backend_fields):
-        name = knob.removeprefix("backend.")
-        note(("role_overrides", key, "knobs", name), action, why)
 
 
 def shown(config: RecipeConfig) -> dict[str, str]:

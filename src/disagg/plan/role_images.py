@@ -1,17 +1,12 @@
 """A worker role's own image and srun options (schema 2's `roles.<role>.container` and
-`roles.<role>.srun_options`), over the job's (`model.container`, the recipe's srun options).
-
-srtctl runs each role's worker steps in that role's image, its alias resolved through the
-cluster's `containers` map as `model.container` is, and merges the role's srun options over
-the recipe's on that role's worker steps only. Roles without their own keep the job's.
+`roles.<role>.srun_options`) over the job's; roles without their own keep the job's.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
-from disagg.cluster import ClusterProfile
+from disagg.engines.worker import WorkerRole
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import RoleKind
 from disagg.recipe.schema import RecipeConfig, RoleOverride
@@ -23,8 +18,17 @@ ROLE_KEYS: dict[RoleKind, RoleKey] = {
     RoleKind.DECODE: "decode",
     RoleKind.AGGREGATED: "agg",
 }
-# A bare word (no registry, tag, digest or path): what an alias looks like.
-_BARE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def adapter_role(kind: RoleKind) -> WorkerRole:
+    """The engine adapters' name for a worker kind; any other kind is a programming error."""
+    if kind is RoleKind.PREFILL:
+        return "prefill"
+    if kind is RoleKind.DECODE:
+        return "decode"
+    if kind is RoleKind.AGGREGATED:
+        return "aggregated"
+    raise ValueError(f"{kind.value} is not a worker role")
 
 
 def role_override(config: RecipeConfig, kind: RoleKind) -> RoleOverride | None:
@@ -44,25 +48,3 @@ def role_srun_options(config: RecipeConfig, kind: RoleKind) -> dict[str, str]:
     if override is None:
         return {}
     return {key: env_text(value) for key, value in override.srun_options.items()}
-
-
-def alias_problem(written: str, profile: ClusterProfile | None) -> tuple[str, str] | None:
-    """(message, hint) when `written` reads as an alias the cluster's `containers` map lacks.
-
-    srtctl passes such a name to pyxis as an image of that name; on a cluster that names
-    its images by alias it is almost always a mistyped alias, which would fail only on the
-    compute nodes after the job queued (compat row `unknown-container-alias`; asked of a
-    role's own image only). A reference with a registry, tag, digest or path is used as
-    written, as srtctl does.
-    """
-    if profile is None or not profile.containers or written in profile.containers:
-        return None
-    if not _BARE.fullmatch(written) or written.endswith((".sqsh", ".squashfs")):
-        return None
-    known = ", ".join(sorted(profile.containers))
-    return (
-        f"container {written!r} is not an alias of the cluster profile's `containers` "
-        f"(aliases: {known})",
-        "use one of those aliases, or write the full image reference (registry/name:tag) "
-        "or a squashfs path",
-    )

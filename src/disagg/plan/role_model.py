@@ -5,10 +5,16 @@
 
 from enum import StrEnum
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from disagg.model_defaults import empty_dict, empty_list
-from disagg.plan.strict_model import Strict
+
+
+class Strict(BaseModel):
+    """The base of every plan model: no unknown fields; validators built on first use, as one
+    piece with the plan that holds them."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class GpuVendor(StrEnum):

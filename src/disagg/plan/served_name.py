@@ -1,14 +1,8 @@
 """The model name a job serves: what workers register, routers route and clients send.
 
-srtctl computes one name per job (`SrtConfig.served_model_name` in srt-slurm's
-core/schema.py, and each backend's `get_served_model_name`): the first
-`served-model-name` the recipe writes in the prefill, then aggregated, then decode
-settings (SGLang and vLLM; TRT-LLM and the mocker have none), else the basename of the
-model path an alias resolves to: `Qwen3-32B` for `/models/Qwen3-32B`, for an alias
-naming it, for `hf:Qwen/Qwen3-32B` and for a directory `Qwen/Qwen3-32B`. Every worker
-gets that one name (its own written name is replaced), and the benchmark sends it.
-Schema 2 adds an engine-wide `engine.served_model_name` for engines whose settings have
-no such key.
+As srtctl computes it (`SrtConfig.served_model_name`): the first `served-model-name`
+written in the prefill, aggregated, then decode settings, else the engine-wide name
+(schema 2), else the basename of the model path; every worker gets that one name.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
-"""`setup_script`: a script run inside each worker's container, and each Dynamo frontend's,
-before its program starts (srt-slurm v1.0.68: the bash preamble of `WorkerStageMixin.
-_build_worker_preamble` and `DynamoFrontend._build_preamble`).
+"""`setup_script`: a script run inside each worker's and each Dynamo frontend's container
+before its program (srt-slurm v1.0.68: `WorkerStageMixin._build_worker_preamble`,
+`DynamoFrontend._build_preamble`), found as `/configs/<name>` or `/configs/patches/<name>`.
 
-srtctl looks the name up as `/configs/<name>`, then `/configs/patches/<name>`, in the
-directory it mounts at `/configs` (its own `configs/`). Scripts such as
-`rebuild-deepep.sh` change the container the engine then runs in, so the script runs
-where the engine does: every task of every worker (every MPI rank of one), before the
-Dynamo install. The configs directory is `${run.configs}`: `/configs` inside a
-container, its host side for a role without one.
-
-Where srtctl prints a warning and starts the engine without the script when neither
-file exists, the task fails here, naming both paths (compat row `setup-script-missing`):
-an engine started without the container change its recipe asks for measures something
-else.
+Where srtctl warns and starts the engine without a missing script, the task fails here
+(compat row `setup-script-missing`): such an engine measures something else.
 """
 
 from __future__ import annotations
@@ -44,30 +35,19 @@ def running_setup_script(argv: list[str], name: str) -> list[str]:
     return ["bash", "-c", f'{setup_commands(name)} && exec "$@"', NAME_ARG, *argv]
 
 
-def with_setup_script(role: RolePlan, name: str) -> RolePlan:
-    """`role` (each of its nodes' commands) running the setup script first."""
-    return role.model_copy(
-        update={
-            "argv": running_setup_script(role.argv, name),
-            "node_argv": [running_setup_script(argv, name) for argv in role.node_argv],
-        }
-    )
-
-
-def takes_setup_script(role: RolePlan, frontend: str) -> bool:
-    """Whether srtctl runs the setup script before `role`: every worker, and the frontend
-    processes of a Dynamo job (not nginx, not a router of another kind)."""
-    if role.kind in WORKER_KINDS:
-        return True
-    return frontend == "dynamo" and "dynamo.frontend" in role.argv
-
-
 def in_stages(stages: list[list[RolePlan]], name: str, frontend: str) -> list[list[RolePlan]]:
-    """`stages` with the setup script before every role srtctl runs it before."""
-    return [
-        [
-            with_setup_script(role, name) if takes_setup_script(role, frontend) else role
-            for role in stage
-        ]
-        for stage in stages
-    ]
+    """`stages` with the setup script before every role srtctl runs it before (each of its
+    nodes' commands): every worker, and the frontend processes of a Dynamo job (not nginx,
+    not a router of another kind)."""
+
+    def setting_up(role: RolePlan) -> RolePlan:
+        if role.kind not in WORKER_KINDS and not (
+            frontend == "dynamo" and "dynamo.frontend" in role.argv
+        ):
+            return role
+        node_argv = [running_setup_script(argv, name) for argv in role.node_argv]
+        return role.model_copy(
+            update={"argv": running_setup_script(role.argv, name), "node_argv": node_argv}
+        )
+
+    return [[setting_up(role) for role in stage] for stage in stages]

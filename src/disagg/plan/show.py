@@ -34,14 +34,8 @@ def abridged_argv(argv: list[str]) -> tuple[str, bool]:
 
     def flush() -> None:
         nonlocal cut
-        if len(run) > MAX_RUN:
-            cut = True
-            hidden = len(run) - KEEP_HEAD - KEEP_TAIL
-            out.extend(shlex.quote(v) for v in run[:KEEP_HEAD])
-            out.append(f"... ({hidden} more) ...")
-            out.extend(shlex.quote(v) for v in run[-KEEP_TAIL:])
-        else:
-            out.extend(shlex.quote(v) for v in run)
+        cut = cut or len(run) > MAX_RUN
+        out.extend(_abridged([shlex.quote(v) for v in run]))
         run.clear()
 
     for token in argv:
@@ -55,6 +49,14 @@ def abridged_argv(argv: list[str]) -> tuple[str, bool]:
         run.append(token)
     flush()
     return " ".join(out), cut
+
+
+def _abridged(items: list[str]) -> list[str]:
+    """`items`, a run longer than MAX_RUN cut to its ends."""
+    if len(items) <= MAX_RUN:
+        return items
+    hidden = len(items) - KEEP_HEAD - KEEP_TAIL
+    return [*items[:KEEP_HEAD], f"... ({hidden} more) ...", *items[-KEEP_TAIL:]]
 
 
 def _number(token: str) -> bool:
@@ -95,13 +97,7 @@ def _points(plan: Plan) -> str:
             parts.append(f"{rate} @ c={point.concurrency}" if point.concurrency else rate)
         else:
             parts.append(str(point.concurrency) if point.concurrency else "unbounded")
-    if len(parts) > MAX_RUN:
-        parts = [
-            *parts[:KEEP_HEAD],
-            f"... ({len(parts) - KEEP_HEAD - KEEP_TAIL} more) ...",
-            *parts[-KEEP_TAIL:],
-        ]
-    return ", ".join(parts) or "-"
+    return ", ".join(_abridged(parts)) or "-"
 
 
 def _trace(plan: Plan) -> list[tuple[str, str]]:

@@ -1,10 +1,6 @@
-"""What a job stages before it starts: the model (a hub repo id), one draft model the roles
-name, the recipe's extra repos, and the images (`disagg.plan.job_plan.containers_to_stage`).
-
-A `model.path` without `hf:` that no cluster alias names is a directory, as srtctl reads it;
-nothing stages it. A plan is made where the cluster's filesystem may not be, so a missing
-directory is said in the plan (`missing_model_dir`), by lint (DA015) and refused by the
-submit pre-flight, where srtctl fails too.
+"""What a job stages before it starts: the model, one draft model, the recipe's extra repos
+and the images. A `model.path` that is a directory stages nothing; one missing here is
+said in the plan, since the plan may be made where the cluster's filesystem is not.
 """
 
 from __future__ import annotations
@@ -15,7 +11,7 @@ from collections.abc import Callable
 from disagg.cluster import ClusterProfile, ModelRef, is_repo_id
 from disagg.errors import Fail
 from disagg.plan.job_plan import containers_to_stage
-from disagg.plan.model import ModelToStage, RoleKind, RolePlan, StagingPlan
+from disagg.plan.model import WORKER_KINDS, ModelToStage, RoleKind, RolePlan, StagingPlan
 from disagg.recipe.schema import RecipeConfig
 
 
@@ -39,7 +35,7 @@ def staging_plan(
     if model.repo_id:
         models.append(ModelToStage(repo_id=model.repo_id, revision=revision, purpose="main"))
     drafts: dict[str, None] = {}
-    for kind in (RoleKind.PREFILL, RoleKind.DECODE, RoleKind.AGGREGATED):
+    for kind in WORKER_KINDS:
         if any(role.kind is kind for role in workers):
             draft = draft_of(kind)
             if draft and is_repo_id(draft):

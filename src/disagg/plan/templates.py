@@ -1,10 +1,5 @@
-"""`${role.field}` placeholders in role argv/env, filled in inside the allocation.
-
-Fields: `host` (the role's first node address), `url` (`http://host:http_port`),
-any port name (`http_port`, `bootstrap_port`, `dist_init_port`), `node_rank` and
-`nnodes` (per launched task), `addr` (`host:dist_init_port`). `self` names the role
-being launched; `model.path` is the staged main model, `model.draft` the draft model,
-`run.dir` the run directory.
+"""`${role.field}` placeholders in role argv/env, filled in inside the allocation
+(`host`, `url`, port names, `node_rank`, `nnodes`, `addr`; `self` names the role launched).
 """
 
 from __future__ import annotations

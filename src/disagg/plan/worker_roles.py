@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
+from string import Formatter
 from typing import TYPE_CHECKING, Any
 
 from disagg.engines.base import WorkerCommand
@@ -20,11 +21,9 @@ from disagg.plan.containers import Containers
 from disagg.plan.engine_checks import EngineChecks
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import HealthPlan, MpiPlan, ParallelPlan, RoleKind, RolePlan
-from disagg.plan.node_env import fill_node_fields
 from disagg.plan.node_layout import PlacedWorker
-from disagg.plan.role_images import role_srun_options
+from disagg.plan.role_images import adapter_role, role_srun_options
 from disagg.plan.served_name import served_model_name
-from disagg.plan.worker_kinds import adapter_role
 from disagg.recipe.schema import FrontendSection
 
 if TYPE_CHECKING:
@@ -32,37 +31,31 @@ if TYPE_CHECKING:
 
 SIM_HEALTH_DEADLINE_S = 60.0
 ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
+# srtctl formats worker environment values with `str.format_map` (`start_worker`); a node's
+# values are known only inside the allocation, so a plan carries placeholders for them.
+NODE_FIELDS = {"node": "${self.node}", "node_id": "${self.node_id}"}
 
 
 class WorkerRoles:
     """The workers of one variant. What they hit on the way collects here: `inputs` (worker
     name -> the settings and spec its adapter was asked with), `differs` (compat rows),
-    `ignored` (field -> why, shared with the engine checks) and `predicted` (the label and
-    assumptions of a predicted run)."""
+    the checks' `ignored` and `predicted` (the label and assumptions of a predicted run)."""
 
     def __init__(
         self, checks: EngineChecks, containers: Containers, predict: PredictOptions | None
     ) -> None:
-        self.variant = checks.variant
-        self.config = checks.config
-        self.frontend = checks.config.frontend or FrontendSection()  # its defaults if none
-        self.adapter = checks.adapter
         self.checks = checks
-        self.backend = checks.backend
         self.containers = containers
-        self.profile = containers.profile
-        self.model = containers.model
-        self.simulated = containers.simulated
         self.predict = predict
-        self.fail = checks.fail
-        self.refuse = checks.refuse
+        self.config = checks.config
+        self.adapter = checks.adapter
+        self.frontend = checks.config.frontend or FrontendSection()  # its defaults if none
         self.inputs: dict[str, tuple[Mapping[str, Any], WorkerSpec]] = {}
         self.differs: list[str] = []
-        self.ignored = checks.ignored
         self.predicted: dict[str, Any] | None = None
 
     def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
-        backend = role_engines.with_role_knobs(self.config, kind, self.backend)
+        backend = role_engines.with_role_knobs(self.config, kind, self.checks.backend)
         return self.adapter.role_args(backend, adapter_role(kind))
 
     @cached_property
@@ -73,7 +66,9 @@ class WorkerRoles:
             self.adapter.served_model_name(self.role_args(kind))
             for kind in (RoleKind.PREFILL, RoleKind.AGGREGATED, RoleKind.DECODE)
         ]
-        return served_model_name(self.model, written, self.config.backend.served_model_name)
+        return served_model_name(
+            self.containers.model, written, self.config.backend.served_model_name
+        )
 
     def roles(self, placed: list[PlacedWorker]) -> list[RolePlan]:
         """Every worker process, in placement order."""
@@ -87,13 +82,15 @@ class WorkerRoles:
                 served_name=self.served,
                 nnodes=len(ranks),
                 gpus_per_node=len(ids),
-                ib_devices=tuple(self.profile.rdma_devices) if self.profile else (),
-                simulated=self.simulated,
+                ib_devices=tuple(self.containers.profile.rdma_devices)
+                if self.containers.profile
+                else (),
+                simulated=self.containers.simulated,
                 # the section's default (dynamo) when the recipe has none, as `frontend` uses
                 frontend=self.frontend.type,
                 gpu_type=self.config.resources.gpu_type,
-                schema2=self.variant.dialect == "schema2",
-                backend=own_engine[1] if own_engine else self.backend,
+                schema2=self.checks.variant.dialect == "schema2",
+                backend=own_engine[1] if own_engine else self.checks.backend,
                 engine=own_engine[0] if own_engine else None,
             )
             self.checks.supported(kind, args, spec)
@@ -138,7 +135,7 @@ class WorkerRoles:
         self.differs += command.differs
         path = ".".join(self.adapter.args_path(adapter_role(kind)))
         for item in command.ignored:
-            self.ignored.setdefault(f"{path}.{item.key}", item.reason)
+            self.checks.ignored.setdefault(f"{path}.{item.key}", item.reason)
         if self.predict is not None:
             command.argv += self._predict_argv(kind, args)
         self.inputs[name] = (seen, spec)
@@ -181,7 +178,7 @@ class WorkerRoles:
             RoleKind.DECODE: backend.decode_environment,
             RoleKind.AGGREGATED: backend.aggregated_environment,
         }[kind]
-        env = self.profile.worker_env() if self.profile else {}
+        env = self.containers.profile.worker_env() if self.containers.profile else {}
         for path, values in (
             (("backend", f"{kind.value}_environment"), per_kind),
             (("environment",), self.config.environment),
@@ -192,8 +189,8 @@ class WorkerRoles:
                     env[key] = fill_node_fields(text)
                 except ValueError as exc:
                     field = (*path, key)
-                    raise self.fail(
-                        f"{self.variant.written_name('.'.join(field))} {text!r} cannot be "
+                    raise self.checks.fail(
+                        f"{self.checks.variant.written_name('.'.join(field))} {text!r} cannot be "
                         f"filled as srtctl fills {{node}} and {{node_id}} ({exc})",
                         field,
                         "write a literal brace as {{ or }}",
@@ -205,16 +202,22 @@ class WorkerRoles:
         if check is not None:
             deadline = float(check.max_attempts * check.interval_seconds)
         else:
-            deadline = SIM_HEALTH_DEADLINE_S if self.simulated else self.adapter.health_deadline_s
-        path = "/health" if self.simulated else self.adapter.health_path
-        return HealthPlan(path=path, deadline_s=deadline, interval_s=0.2 if self.simulated else 1.0)
+            deadline = (
+                SIM_HEALTH_DEADLINE_S
+                if self.containers.simulated
+                else self.adapter.health_deadline_s
+            )
+        path = "/health" if self.containers.simulated else self.adapter.health_path
+        return HealthPlan(
+            path=path, deadline_s=deadline, interval_s=0.2 if self.containers.simulated else 1.0
+        )
 
     def _predict_argv(self, kind: RoleKind, args: Mapping[str, Any]) -> list[str]:
         """The predicted worker's `--predict-*` flags; what cannot be mapped is refused."""
         from disagg.predict.mapping import Unmappable, WorkerInputs, target_for
 
         assert self.predict is not None
-        model = self.model
+        model = self.containers.model
         local = model.kind == "path" and Path(model.value).expanduser().is_dir()
         names = (*filter(None, [self.predict.model]), self.served, model.value, model.written)
         inputs = WorkerInputs(
@@ -229,7 +232,7 @@ class WorkerRoles:
         try:
             target = target_for(inputs, self.predict, self.adapter.args_path(adapter_role(kind)))
         except Unmappable as exc:
-            raise self.refuse(exc.what, exc.path) from None
+            raise self.checks.refuse(exc.what, exc.path) from None
         self.predicted = target.summary()
         return target.argv()
 
@@ -238,7 +241,7 @@ class WorkerRoles:
         needs one (TRT-LLM's `trtllm-serve disaggregated`)."""
         prefill = [r.name for r in workers if r.kind is RoleKind.PREFILL]
         decode = [r.name for r in workers if r.kind is RoleKind.DECODE]
-        if not prefill or self.simulated:
+        if not prefill or self.containers.simulated:
             return None
         section = self.frontend.model_dump(exclude_none=True)
         own = self.adapter.pd_router(prefill, decode, section)
@@ -255,6 +258,30 @@ class WorkerRoles:
             mpi=mpi_plan(own),
             health=HealthPlan(path="/health", deadline_s=ENGINE_ROUTER_HEALTH_DEADLINE_S),
         )
+
+
+class _Kept(dict[str, str]):
+    """The node fields as placeholders; any other name kept as written, braces included."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def fill_node_fields(value: str) -> str:
+    """`value` as srtctl's formatting leaves it, with the node fields as placeholders.
+
+    Raises ValueError (the reason) for a value srtctl's formatting would fail on, or a
+    node field with a conversion or format spec, whose result depends on the node.
+    """
+    if "{" not in value and "}" not in value:
+        return value
+    try:
+        for _text, field, spec, conversion in Formatter().parse(value):
+            if field in NODE_FIELDS and (spec or conversion):
+                raise ValueError(f"{{{field}}} with a format spec or conversion")
+        return value.format_map(_Kept(NODE_FIELDS))
+    except (ValueError, IndexError, KeyError, AttributeError, TypeError) as exc:
+        raise ValueError(str(exc) or type(exc).__name__) from None
 
 
 def mpi_plan(command: WorkerCommand) -> MpiPlan | None:

@@ -1,12 +1,8 @@
 """`services:` kinds run as roles of their own: generic commands and the Mooncake store.
 
-The discovery plane (etcd, NATS) belongs to the Dynamo frontend and the Mooncake master
-to `disagg.frontends.mooncake`; every other kind a plan starts is one module here with its
-`ADAPTER` (a `ServiceKind`), which registers it by its `type`. Each entry becomes one
-service role (`service_<name>`), one task per placed node, started in a stage of its own:
-`before_workers` just before the workers (after the master), `after_frontend` once every
-other stage is up. Kinds not registered here are judged by `disagg.recipe.honoured`
-(refused when the run depends on them, else listed as not started).
+Each kind is one module here with its `ADAPTER` (a `ServiceKind`), registered by its
+`type`; each entry becomes one role (`service_<name>`) started in a stage of its own.
+Kinds not registered here are judged by `disagg.recipe.honoured`.
 """
 
 from __future__ import annotations
@@ -67,8 +63,8 @@ def with_service_stages(stages: list[list[RolePlan]], plane: ServicePlane) -> li
     the after-frontend ones last."""
     out = list(stages)
     if plane.before_workers:
-        kinds = [{role.kind for role in stage} for stage in out]
-        at = next((i for i, found in enumerate(kinds) if found & set(WORKER_KINDS)), 0)
+        workers = (i for i, stage in enumerate(out) if any(r.kind in WORKER_KINDS for r in stage))
+        at = next(workers, 0)
         out.insert(at, list(plane.before_workers))
     if plane.after_frontend:
         out.append(list(plane.after_frontend))

@@ -15,11 +15,12 @@ from disagg.plan.model import ReadinessPlan, RoleKind, RolePlan
 from disagg.recipe.job_sections import ServiceReadiness, ServiceSection
 from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.unhonoured_field import Unhonoured
-from disagg.services.nodes import PLACEMENTS, node_ranks
 
 Start = Literal["after_frontend", "before_workers"]
-# (path, "refused" | "ignored", why): an entry's field its role does not carry out.
 _SRUN = "a service's own srun options are not applied"
+# srt-slurm's `placement.node` names
+_ROLE_NODES = {"prefill": RoleKind.PREFILL, "decode": RoleKind.DECODE, "agg": RoleKind.AGGREGATED}
+PLACEMENTS = ("head", "infra", "workers", "compute", "all", *_ROLE_NODES)
 # A service name names its role, its log file and `${service_<name>.host}` placeholders.
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -64,6 +65,24 @@ def with_preamble(argv: list[str], preamble: str | None, name: str) -> list[str]
         return argv
     script = preamble.rstrip("\n") + '\nexec "$@"\n'
     return ["bash", "-c", script, name, *argv]
+
+
+def node_ranks(node: str, workers: list[RolePlan], job: JobNodes) -> list[int] | None:
+    """The node ranks `node` names, in order; None for a name srt-slurm does not define.
+    `head`/`infra`: one node; a role: the nodes its workers use; `workers`/`compute`: every
+    worker node (no node pools here, so the two agree); `all`: every node."""
+    if node == "head":
+        return [job.head]
+    if node == "infra":
+        return [job.infra]
+    if node in ("workers", "compute"):
+        return sorted({rank for role in workers for rank in role.node_ranks})
+    if node == "all":
+        return list(range(job.total))
+    kind = _ROLE_NODES.get(node)
+    if kind is None:
+        return None
+    return sorted({rank for role in workers if role.kind is kind for rank in role.node_ranks})
 
 
 def placed_ranks(entry: ServiceSection, ctx: ServiceContext, default: str) -> list[int]:

@@ -1,12 +1,6 @@
-"""`type: generic` services: exactly the command the recipe wrote, where it says, when it says.
-
-As srt-slurm runs one: `command` + `args` as argv (no shell), the `preamble` (if any) in
-a shell first, the recipe's `env` over the discovery plane's (`ETCD_ENDPOINTS`,
-`NATS_SERVER`, unless `inherit_discovery_env: false`), in the entry's container (else
-the job's), one instance per placed node (`placement.node`, default `head`), started
-after the frontend (default) or before the workers (`start: before_workers`), gated on
-its `readiness` probe on every node. A critical one (`critical: true`) that ends fails
-the run by name like a worker; any other ends with its log and the run goes on.
+"""`type: generic` services: exactly the command the recipe wrote, where it says, when it
+says, as srt-slurm runs one: argv without a shell, the recipe's `env` over the discovery
+plane's unless `inherit_discovery_env: false`.
 """
 
 from __future__ import annotations

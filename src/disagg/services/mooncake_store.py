@@ -1,15 +1,8 @@
 """`type: mooncake-store`: a standalone Mooncake Store wired to the job's Mooncake master.
 
-srt-slurm's schema defines the kind (a standalone store, `start: before_workers` and
-critical by default) but its command is not in the srt-slurm source this project
-follows, so the store runs Mooncake's own standalone store process, `mooncake_client`
-(the `services` dependency group's wheel ships it next to `mooncake_master`), told the
-master's RPC and metadata addresses, listening on its node's address with its run-time
-ports, its HTTP server on for the readiness gate (`GET /health` answers
-`{"status":"healthy"}` once the segment is mounted). The recipe's `args` come last, so a
-flag given there (`--global_segment_size=...`, `--protocol=rdma`) wins. One instance per
-worker node unless `placement.node` says otherwise. It needs the master: a recipe with a
-store and no mooncake-master entry (or v1 `mooncake_kv_store`) is bad input.
+srt-slurm's schema defines the kind but not its command, so the store runs Mooncake's own
+`mooncake_client`, its HTTP server on for the readiness gate; the recipe's `args` come
+last, so a flag given there wins. A store without the master is bad input.
 """
 
 from __future__ import annotations
