@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from disagg.errors import DisaggError, Fail, UnsupportedRecipe
+from disagg.plan.container_paths import mount_pairs
 from disagg.plan.model import BenchCommand, BenchPlan, Plan, PointPlan, RolePlan
 from disagg.recipe.benchmark_section import BenchmarkSection
 
@@ -58,6 +59,15 @@ class BenchInputs:
         """`benchmark.container_image` as an image reference (aliases resolved), or None."""
         written = self.section.container_image
         return self.resolve_container(written) if written else None
+
+    def host_side(self, path: Path) -> tuple[Path, Path] | None:
+        """(mount's host side, `path` there) for a path inside a container mount, read as
+        placement reads mounts (a pyxis option such as `:ro` is no part of the path), the
+        most specific container side first; None when no mount holds it."""
+        for host, inside in sorted(mount_pairs(self.mounts), key=lambda pair: -len(pair[1])):
+            if path.is_relative_to(inside):
+                return Path(host), Path(host) / path.relative_to(inside)
+        return None
 
 
 def command_plan(inputs: BenchInputs, command: BenchCommand, ignored: dict[str, str]) -> BenchPlan:

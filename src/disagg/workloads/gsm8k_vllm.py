@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from disagg.plan.container_paths import mount_pairs
 from disagg.plan.model import BenchCommand, BenchPlan
 from disagg.workloads.base import BenchInputs, command_plan
 from disagg.workloads.contract import ENDPOINT, RESULTS_DIR
@@ -45,10 +44,8 @@ def data_dir(inputs: BenchInputs) -> str | None:
     path = Path(written).expanduser()
     if not path.is_absolute():
         return str((inputs.recipe_dir / path).absolute())
-    for host, inside in sorted(mount_pairs(inputs.mounts), key=lambda pair: -len(pair[1])):
-        if path.is_relative_to(inside):
-            return str(Path(host) / path.relative_to(inside))
-    return str(path)
+    found = inputs.host_side(path)
+    return str(found[1] if found else path)
 
 
 def vllm_command(inputs: BenchInputs, ignored: dict[str, str]) -> BenchPlan:

@@ -24,12 +24,12 @@ from typing import Any
 from disagg.plan.model import BenchPlan, Plan, RoleKind, SlowDownPlan
 from disagg.plan.templates import substitute
 from disagg.recipe.benchmark_section import BenchmarkSection
+from disagg.workloads import profiling
 
 FIELDS = ("slow_down_sleep_time", "slow_down_wait_time")
 # frontend.type values (as read) that are srtctl's SGLang router.
 FRONTENDS = ("sglang",)
 COMPAT = "slow-down-failure"
-POST_TIMEOUT_S = 60.0  # srtctl's client timeout for these POSTs
 
 
 def planned(section: BenchmarkSection, frontend: str) -> tuple[SlowDownPlan | None, str | None]:
@@ -74,22 +74,14 @@ def rendered(bench: BenchPlan, bindings: Mapping[str, Mapping[str, str]]) -> Ben
 
 def post(url: str, forward_sleep_time: float | None) -> str | None:
     """POST SGLang's slow-down body to `url`; why it failed, or None."""
-    import urllib.error  # here: planning, which imports this module, posts nothing
-    import urllib.request
-
-    body = json.dumps({"forward_sleep_time": forward_sleep_time}).encode()
-    request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=POST_TIMEOUT_S) as response:
-            response.read()
-    except urllib.error.HTTPError as exc:
-        detail = exc.read()[:300].decode(errors="replace")
-        return f"POST {url} {body.decode()} -> HTTP {exc.code}: {detail}"
-    except (OSError, ValueError) as exc:
-        return f"POST {url} {body.decode()} failed: {exc}"
-    return None
+    body = {"forward_sleep_time": forward_sleep_time}
+    record = profiling.post(url, body)
+    if record["ok"]:
+        return None
+    sent = f"POST {url} {json.dumps(body)}"
+    if record["status"] is None:
+        return f"{sent} failed: {record['answer']}"
+    return f"{sent} -> HTTP {record['status']}: {record['answer']}"
 
 
 class SlowDown:
