@@ -1,12 +1,9 @@
 """What a point's result was measured under, so that a resume never reuses another plan's.
 
 A result is reusable only when everything that changes its numbers is the same: the
-load (lengths, prompt format, arrival, seed, SLOs, the point itself), the roles
-(their commands and environment as the plan renders them, GPUs, images), the engine,
-the GPU type and vendor, and the models. Names, paths of the recipe and the run's
-time limits are left out: they change no number. The inputs are kept in the result
-(`measured_under`) next to their hash (`measurement_fingerprint`), so a mismatch is
-said field by field.
+load, the roles as rendered, GPUs, images, engine, hardware and models; names, recipe
+paths and time limits change no number and are left out. The inputs are kept in the
+result (`measured_under`) beside their hash, so a mismatch is said field by field.
 """
 
 from __future__ import annotations

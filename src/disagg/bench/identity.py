@@ -1,15 +1,10 @@
 """What a result file says about the setup that measured it, under InferenceX's names.
 
-InferenceX's aggregator keys every row on hardware, framework, precision, speculative
-decoding, ISL/OSL, concurrency and the prefill/decode parallelism (`prefill_tp`,
-`decode_ep`, `*_dp_attention`, `*_num_workers`); results without them cannot be
-compared with anything. These fields come from the plan (the only input of a run), so
-every benchmark type writes the same ones: `setup_fields(plan)` is merged into each
-point's JSON. docs/results.md lists them with their sources.
-
-Parallelism is read from each worker's rendered command line (what actually ran), with
-the flag spellings of the engines the plan can start; a worker without such a flag
-counts 1, as the engines default.
+InferenceX keys every row on hardware, framework, precision, speculative decoding,
+ISL/OSL, concurrency and the prefill/decode parallelism; results without them compare
+with nothing. They come from the plan, so every benchmark type writes the same ones
+(docs/results.md lists them). Parallelism the plan did not record is read from each
+worker's command line, with the engines' flag spellings; a missing flag counts 1.
 """
 
 from __future__ import annotations

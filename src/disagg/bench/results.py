@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -115,15 +116,6 @@ def judge(
     return None
 
 
-def inferencex_fields(
-    metrics: dict[str, Any], ctx: PointContext, bench: BenchPlan
-) -> dict[str, Any]:
-    """InferenceX's load, GPU and per-GPU fields; `*_intvty` = 1000 / tpot_ms."""
-    fields: dict[str, Any] = {"conc": ctx.point.concurrency, "isl": bench.isl, "osl": bench.osl}
-    fields |= per_gpu_fields(metrics, ctx.prefill_gpus, ctx.decode_gpus, ctx.disaggregated)
-    return fields | intvty_fields(metrics)
-
-
 def output_source(records: Sequence[RequestRecord]) -> str:
     sources = {r.output_source for r in records if r.success}
     if not sources:
@@ -155,7 +147,10 @@ def build_result(
         "max_concurrency": point.concurrency,
     }
     result.update(metrics)
-    result.update(inferencex_fields(metrics, ctx, bench))
+    # InferenceX's load, GPU and per-GPU fields; `*_intvty` = 1000 / tpot_ms
+    result.update({"conc": point.concurrency, "isl": bench.isl, "osl": bench.osl})
+    result.update(per_gpu_fields(metrics, ctx.prefill_gpus, ctx.decode_gpus, ctx.disaggregated))
+    result.update(intvty_fields(metrics))
     result.update({name: ctx.setup.get(name) for name in SETUP_FIELDS})
     # what the numbers were measured under, for resume (`disagg.bench.fingerprint`), and
     # the profile start POSTs made before the sweep (`disagg.workloads.profiling`)
@@ -197,11 +192,7 @@ DETAILED_FIELDS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
 
 def error_counts(errors: Sequence[str]) -> dict[str, int]:
     """Distinct error messages (first 200 characters) and how often each occurred."""
-    counts: dict[str, int] = {}
-    for error in errors:
-        if error:
-            key = error[:200]
-            counts[key] = counts.get(key, 0) + 1
+    counts = Counter(error[:200] for error in errors if error)
     return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
 

@@ -1,12 +1,10 @@
 """The one benchmark driver: a point's requests -> warm-up + measured window -> metrics -> files.
 
-Workloads differ only in what they send (`PointRequests`: sa-bench's synthetic prompts,
-a replayed trace); limits, slow-down, the serving check, the validity gate and the
-result files are the driver's, the same for every in-process benchmark. A bad server
-never raises here: it makes the point invalid. Contract kept for the orchestrator:
-`PointDriver` measures one point and writes its result JSON atomically into `out_dir`
-(plus a `.jsonl` of per-request records next to it); a stop (a role died) ends it
-within a second, marked invalid.
+Workloads differ only in what they send (`PointRequests`); limits, slow-down, the
+serving check, the validity gate and the result files are the driver's. A bad server
+never raises here: it makes the point invalid. `PointDriver` writes the point's result
+JSON atomically into `out_dir` (and a `.jsonl` of its requests); a stop ends it within
+a second, marked invalid.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """What the accuracy benchmarks (`gsm8k`, `gpqa`) share: their command and their result.
 
-srtctl runs SGLang's evaluation harness (`python3 -m sglang.test.run_eval`) in the
-benchmark step against the frontend and copies the score file it writes under /tmp
-into the job's logs. disagg renders the same harness call in the bench role, wrapped
-so that:
-- a harness that is not importable in the bench role's image ends the run at once,
-  saying so (nothing is pretended: no harness, no score);
-- only a score file written by this run is taken (a marker file dates the start);
-- the score file becomes one typed, judged result (`AccuracyResult`): a score that is
-  missing, not a number or outside 0..1 makes the run fail, and so does a role that
-  stopped serving while the harness ran.
+srtctl runs SGLang's evaluation harness (`python3 -m sglang.test.run_eval`) against the
+frontend and copies the score file it writes under /tmp. disagg renders the same call,
+wrapped so that a harness missing from the image ends the run at once (no harness, no
+score), only a score file written by this run is taken (a marker file dates the start),
+and the score becomes one judged `AccuracyResult`: a score missing, not a number or
+outside 0..1 fails the run, and so does a role that stopped serving meanwhile.
 """
 
 from __future__ import annotations

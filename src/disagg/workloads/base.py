@@ -1,12 +1,10 @@
 """The benchmark seam: what every `benchmark.type` adapter owns.
 
-An adapter names the recipe fields it reads (any other field set in `benchmark:` is
-refused at plan time, or listed as ignored with the reason), turns the section into
-the plan's `BenchPlan` and bench role, and runs in one of two ways:
-- in-process points: the orchestrator's point loop calls `measure` once per point,
-  the one driver (`disagg.bench.runner`), which sends what the adapter's `requests` makes;
-- a command in the bench role (`command` set on the BenchPlan): the orchestrator
-  starts it after the canary and `collect` turns what it wrote into point results.
+An adapter names the recipe fields it reads (any other set field is refused at plan
+time, or listed as ignored with why), makes the plan's `BenchPlan` and bench role, and
+runs either as in-process points, each sent by the one driver (`disagg.bench.runner`)
+from what its `requests` makes, or as a command in the bench role (`command` set), whose
+output `collect` turns into point results.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """What a custom benchmark command wrote: point files become results, the rest is listed.
 
 A JSON file with vLLM's point fields (`completed`, `total_output_tokens`,
-`output_throughput`, ...; the format `benchmark_serving.py`, InferenceX's client and
-`disagg bench` write) is one point. It is judged by the same validity gate as an
-sa-bench point (`disagg.bench.gate.verdict`) and written to `results/` with
-disagg's fields added (`point`, `valid`, `invalid_reason`, `simulated`, the InferenceX
-per-GPU fields), so `disagg report` shows it. The original stays where it was written;
-every other file is kept and listed.
+`output_throughput`, ...) is one point: judged by the sa-bench gate
+(`disagg.bench.gate.verdict`) and written to `results/` with disagg's fields added, so
+`disagg report` shows it. The original stays; every other file is listed.
 """
 
 from __future__ import annotations

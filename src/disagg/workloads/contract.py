@@ -1,10 +1,7 @@
 """What a benchmark run as a command in the bench role gets: its role and environment.
 
-The role runs the command on node 0 with the public endpoint's URL in place of
-`ENDPOINT`, the contract variables (docs/benchmarks.md: srt-slurm's `SRT_FRONTEND_*`,
-the topology names InferenceX's scripts read, the concurrency list, ISL/OSL, the job
-id, the results directory) under the recipe's own `benchmark.env`, and with
-`aiperf_server_metrics: true` the workers' metrics URLs for AIPerf.
+The command runs on node 0 with the public endpoint's URL in place of `ENDPOINT` and
+the contract variables (docs/benchmarks.md) under the recipe's own `benchmark.env`.
 """
 
 from __future__ import annotations

@@ -2,15 +2,11 @@
 
 srtctl runs, for `backend.type: vllm`, a GSM8K script it bundles against
 `/v1/completions` (`vllm-bench.sh HOST PORT MODEL 1319 256 5 0.0 1`: questions, max
-tokens, shots, temperature, repeat), each repeat saving `gsm8k_run{i}.json`. disagg
-renders the same arguments and defaults for `disagg.workloads.gsm8k_eval`, run in the
-bench role from disagg's own Python (`${run.python}`, outside any container: it needs
-only the standard library and disagg), writing into the run's results directory, where
-each repeat's file is judged as an accuracy result (`disagg.workloads.accuracy`).
-
-The data is read, never downloaded: `benchmark.dataset_path` (a directory holding
-`train.jsonl` and `test.jsonl`; relative to the recipe), else the bench node's
-temporary directory, where srtctl's script caches the files it downloads.
+tokens, shots, temperature, repeat). disagg renders the same arguments for
+`disagg.workloads.gsm8k_eval`, run from disagg's own Python (`${run.python}`, no
+container: it needs only the standard library), each repeat's file judged as an
+accuracy result. The data is read, never downloaded: `benchmark.dataset_path`, else
+the bench node's temporary directory, where srtctl's script caches its download.
 """
 
 from __future__ import annotations

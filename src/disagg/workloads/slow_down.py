@@ -1,16 +1,11 @@
 """sa-bench's `benchmark.slow_down_sleep_time` / `slow_down_wait_time`, as srtctl runs them.
 
-srtctl (SA-Bench only): when both are set and positive and `frontend.type` is its SGLang
-router (`sglang`, schema 2's `sglang-router`), each measured run first POSTs
-`{"forward_sleep_time": sleep}` to `/slow_down` on every decode worker's leader, then
-`{"forward_sleep_time": null}` after `wait` seconds or when the run ends, whichever is
-first. Each point's measured run does it again; the warm-up does not. Anywhere else
-(another frontend, non-positive values, no decode workers) srtctl skips it with a
-warning: the plan lists the fields as ignored with that reason. One field without the
-other is srtctl's "unset": the feature is off.
-
-A POST that fails (no answer, HTTP >= 400) makes the point invalid, which fails the run
-(srtctl only prints a warning; compat row `slow-down-failure`).
+srtctl, behind its SGLang router only and with both fields positive, POSTs
+`{"forward_sleep_time": sleep}` to `/slow_down` on every decode leader at each measured
+run's start (not the warm-up), and `{"forward_sleep_time": null}` after `wait` seconds
+or when the run ends, whichever is first; anywhere else it skips it with a warning (the
+plan lists the fields as ignored with that reason). One field without the other is
+"unset". A failed POST makes the point invalid (srtctl only warns; `slow-down-failure`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """`mooncake-router` / `trace-replay`: replay a timestamped trace with disagg's own generator.
 
-The trace is Mooncake's format, one JSON object a line: `timestamp` (ms since the
-trace began), `input_length`, `output_length` and `hash_ids` (one id per
-`block_tokens`-token block of the prompt; requests sharing leading ids share that
-prefix). Each request is sent at its timestamp (relative to the first), on the same
-absolute schedule the sa-bench rate mode uses; `concurrencies`, if given, makes one
-replay per value with at most that many requests in flight.
-
-A trace this machine can read is read and checked when planning. One inside a
-container mount whose host side is elsewhere (a cluster's filesystem) is left to the
-job, as srtctl leaves it: `resolve` reads it there before any role starts.
+The trace is Mooncake's JSONL: `timestamp` (ms), `input_length`, `output_length` and
+`hash_ids` (one id per `block_tokens`-token block; requests sharing leading ids share
+that prefix). Each request is sent at its timestamp on the sa-bench rate mode's
+absolute schedule; `concurrencies` makes one replay per value, capped in flight.
+A trace inside a container mount whose host side is not here is left to the job, as
+srtctl leaves it: `resolve` reads it there before any role starts.
 """
 
 from __future__ import annotations
