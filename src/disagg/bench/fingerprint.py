@@ -8,12 +8,11 @@ result (`measured_under`) beside their hash, so a mismatch is said field by fiel
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from disagg.bench.identity import config_text
+from disagg.bench.identity import config_text, digest
 from disagg.plan.model import Plan, PointPlan, RoleKind
 
 FINGERPRINT = "measurement_fingerprint"
@@ -34,9 +33,9 @@ def measured_under(plan: Plan, point: PointPlan) -> dict[str, Any]:
             bench.pop(name, None)
     for name in _BENCH_HASHED & set(bench):
         if bench[name] is not None:
-            bench[name] = _digest(bench[name])
+            bench[name] = digest(bench[name])
     roles = {
-        role.name: _digest(
+        role.name: digest(
             role.model_dump(
                 mode="json",
                 include={
@@ -72,7 +71,7 @@ def measured_under(plan: Plan, point: PointPlan) -> dict[str, Any]:
 def fingerprint_fields(plan: Plan, point: PointPlan) -> dict[str, Any]:
     """The two result fields: the inputs and their hash."""
     inputs = measured_under(plan, point)
-    return {FINGERPRINT: _digest(inputs), MEASURED_UNDER: inputs}
+    return {FINGERPRINT: digest(inputs), MEASURED_UNDER: inputs}
 
 
 def mismatch(result: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
@@ -105,8 +104,3 @@ def _differences(old: Any, new: Any, path: str) -> list[str]:
 def _short(value: Any) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _digest(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

@@ -234,12 +234,10 @@ class _Conn(asyncio.Protocol):
         try:
             done = ex.feed(data, monotonic())
         except (HttpError, ValueError) as exc:
-            self._finish(ex, HttpError(str(exc)))
-            self.close()
+            self.fail(ex, HttpError(str(exc)))
             return
         if ex.sink.abandoned:  # the parser gave up on the body: do not read the rest
-            self._finish(ex, HttpError(ex.sink.error or "stopped reading the response"))
-            self.close()
+            self.fail(ex, HttpError(ex.sink.error or "stopped reading the response"))
             return
         if done:
             self._finish(ex, None)

@@ -118,9 +118,9 @@ def _speculative(role: RolePlan) -> str:
     return spec_decoding(role.argv_on(0))
 
 
-def recipe_fingerprint(config: Mapping[str, Any]) -> str:
-    """sha256 of the resolved variant config (canonical JSON): equal iff the recipe is."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+def digest(value: Any) -> str:
+    """sha256 of `value` as canonical JSON: equal iff the value is (a recipe's fingerprint)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -202,7 +202,7 @@ def setup_fields(plan: Plan) -> dict[str, Any]:
         "router": router,
         "router_version": router_version,
         "recipe": plan.selector,
-        "recipe_fingerprint": recipe_fingerprint(config),
+        "recipe_fingerprint": digest(config),
         **predicted_fields(plan),
     }
     return {name: fields.get(name) for name in SETUP_FIELDS}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 from disagg.bench.records import RequestRecord
@@ -86,17 +87,10 @@ def is_good(rec: RequestRecord, slo_ms: dict[str, float]) -> bool:
 
 def max_concurrency_seen(records: Sequence[RequestRecord]) -> int:
     """Most requests in flight at once, from send and finish times."""
-    events = []
-    for rec in records:
-        if rec.send:
-            events.append((rec.send, 1))
-            events.append((rec.finished, -1))
-    events.sort()
-    best = now = 0
-    for _, step in events:
-        now += step
-        best = max(best, now)
-    return best
+    events = sorted(
+        event for rec in records if rec.send for event in ((rec.send, 1), (rec.finished, -1))
+    )
+    return max([0, *accumulate(step for _, step in events)])
 
 
 def compute(
