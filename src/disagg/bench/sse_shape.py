@@ -106,10 +106,9 @@ class Shape:
         return int(self.nonempty if len(rest) > 1 else self.empty)
 
     def run(self, data: bytes, start: int, last: int, limit: int) -> tuple[int, int]:
-        """Events of this shape from `start` on in `data[:last]` (whole events only):
-        (token events, where the event after them starts). (0, start) when there are
-        none, or when any of them is not valid or is longer than `limit` (each event is
-        then checked alone)."""
+        """(token events, where the next event starts) for the events of this shape from
+        `start` on in `data[:last]`; (0, start) when none, or any is invalid or over
+        `limit` (each event is then checked alone)."""
         if not data.startswith(self.prefix, start):
             return 0, start
         # every piece but the last ends where an event of this shape ends: the first is

@@ -109,9 +109,8 @@ def execute(
 ) -> Execution:
     """Warm up, then measure. `workers` 0 = automatic; 1 = in this process.
 
-    `point_timeout_s` bounds the whole point, warm-up included; a failed warm-up skips
-    the measured window (see `warmup_failure`), and so does a reason `before_window`
-    returns.
+    `point_timeout_s` bounds the whole point, warm-up included; a failed warm-up or a
+    reason `before_window` returns skips the measured window.
     """
     if load.deadline is None and point_timeout_s is not None:
         load = replace(load, deadline=monotonic() + point_timeout_s)

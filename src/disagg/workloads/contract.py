@@ -87,12 +87,9 @@ KVBM_METRICS_PORT = "DYN_KVBM_METRICS_PORT"
 
 
 def server_metrics_urls(plan: Plan) -> list[str]:
-    """Every worker's Prometheus endpoint, as srt-slurm v1.0.68 hands a custom command
-    AIPerf's `AIPERF_SERVER_METRICS_URLS` (`_get_aiperf_server_metrics_env` with the
-    logical workers, cli/mixins/benchmark_stage.py): each worker's leader on the port that
-    serves its `/metrics` (`_logical_worker_endpoints`: the Dynamo system port under
-    Dynamo, else its HTTP port), then a prefill or aggregated leader's KVBM metrics port
-    when the recipe's environment names one."""
+    """AIPerf's `AIPERF_SERVER_METRICS_URLS` as srt-slurm v1.0.68 hands it to a custom
+    command (`_get_aiperf_server_metrics_env`): each worker leader's `/metrics` (the Dynamo
+    system port under Dynamo, else HTTP), then prefill/aggregated leaders' KVBM port."""
     port = "system" if plan.frontend == "dynamo" else "http"
     workers = [role for role in plan.roles if role.kind in WORKER_KINDS and port in role.ports]
     urls = [f"http://${{{r.name}.host}}:${{{r.name}.{port}_port}}/metrics" for r in workers]

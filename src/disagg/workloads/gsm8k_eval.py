@@ -40,11 +40,6 @@ NO_DATA_EXIT = 3
 FAILED_EXIT = 4
 
 
-def default_data_dir() -> Path:
-    """Where the reference caches the files it downloads: the temporary directory."""
-    return Path(tempfile.gettempdir())
-
-
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The items of a GSM8K file (`#` lines and blank lines skipped), each with a string
     `question` and `answer`; anything else is an error naming the file and line."""
@@ -216,7 +211,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> int:
-    data_dir: Path = args.data_dir or default_data_dir()
+    # by default where the reference caches the files it downloads
+    data_dir: Path = args.data_dir or Path(tempfile.gettempdir())
     print(f"gsm8k: reading {data_dir / DATA_FILES[0]} and {data_dir / DATA_FILES[1]}", flush=True)
     try:
         train, test = (read_jsonl(data_dir / name) for name in DATA_FILES)

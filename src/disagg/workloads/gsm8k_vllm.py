@@ -31,9 +31,8 @@ NOT_PASSED = {
 
 
 def data_dir(inputs: BenchInputs) -> str | None:
-    """`benchmark.dataset_path` as the host path the evaluator reads, or None: relative to
-    the recipe; a path inside a container mount (schema 2 names it so) is read from the
-    mount's host side, since the evaluator runs in no container."""
+    """`benchmark.dataset_path` as the host path the evaluator (in no container) reads, or
+    None: relative to the recipe; inside a container mount, from the mount's host side."""
     written = inputs.section.dataset_path
     if not written:
         return None
@@ -77,9 +76,8 @@ def is_vllm_command(bench: BenchPlan) -> bool:
 
 
 def check_data(bench: BenchPlan) -> None:
-    """In the job, before any role starts: a named dataset_path holds both files (a path
-    on the shared filesystem; the temporary-directory default is the bench node's own,
-    so the evaluator checks that one when it starts)."""
+    """In the job, before any role starts: a named dataset_path holds both files (the
+    temporary-directory default is the bench node's own: the evaluator checks it)."""
     from disagg.errors import DisaggError
     from disagg.workloads.gsm8k_eval import DATA_FILES
 

@@ -136,9 +136,8 @@ def planned(
 
 def command_env(plan: Plan) -> dict[str, str]:
     """What srtctl gives every benchmark command of a profiled job (`_get_benchmark_
-    profiling_env`): the type, each phase's steps, torch's directory, each mode's worker
-    leaders (`PROFILE_<MODE>_IPS`, `PROFILE_<MODE>_ENDPOINTS`: `host:port`, the system
-    port under Dynamo) and `PROFILING_BACKEND=trtllm` for TRT-LLM; {} when not profiled."""
+    profiling_env`): type, steps, torch's directory, each mode's leaders' `host:port` (the
+    system port under Dynamo), TRT-LLM's backend; {} when not profiled."""
     raw = plan.config.get("profiling")
     section = ProfilingSection.model_validate(raw) if isinstance(raw, dict) else None
     if section is None or not enabled(section):

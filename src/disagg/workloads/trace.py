@@ -239,9 +239,8 @@ class TraceReplay(BenchmarkAdapter):
             read_trace(Path(bench.trace.path))
 
     def resolve(self, bench: BenchPlan) -> BenchPlan:
-        """A trace on the cluster is read and checked here, in the job, before any load: a
-        missing or malformed one ends the run naming the file and line; its records set
-        the request counts and lengths the plan left to it."""
+        """A trace on the cluster is read here, in the job, before any load (a bad one ends
+        the run naming file and line); its records set the counts and lengths."""
         if bench.trace is None or not bench.trace.at_run_time:
             return super().resolve(bench)
         try:
