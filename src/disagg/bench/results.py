@@ -30,6 +30,7 @@ from disagg.bench.identity import SETUP_FIELDS
 from disagg.bench.inferencex import intvty_fields, per_gpu_fields
 from disagg.bench.records import RequestRecord
 from disagg.plan.model import BenchPlan, PointPlan
+from disagg.probe import MAX_RESULT_BYTES, read_limited
 
 RESULT_VERSION = 1
 DEFAULT_MAX_FAILURE_RATIO = 0.01  # a run without a plan: the recipe default
@@ -218,15 +219,19 @@ def write_point(
     return path
 
 
-def read_result(path: Path) -> dict[str, Any] | None:
-    """A result JSON, or None if unreadable or not a disagg result."""
-    from disagg.probe import MAX_RESULT_BYTES, read_limited
-
-    try:  # bounded: a result that is a FIFO, a device or huge is unreadable, not awaited
-        data = json.loads(read_limited(path, what="result", limit=MAX_RESULT_BYTES))
+def read_object(path: Path, what: str) -> dict[str, Any] | None:
+    """The JSON object in a file, else None (unreadable, or another JSON value)."""
+    try:  # bounded: a FIFO, a device or a huge file is unreadable, not awaited
+        data = json.loads(read_limited(path, what=what, limit=MAX_RESULT_BYTES))
     except (ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or "point" not in data or "valid" not in data:
+    return data if isinstance(data, dict) else None
+
+
+def read_result(path: Path) -> dict[str, Any] | None:
+    """A result JSON, or None if unreadable or not a disagg result."""
+    data = read_object(path, "result")
+    if data is None or "point" not in data or "valid" not in data:
         return None
     return data
 

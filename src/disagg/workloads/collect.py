@@ -8,14 +8,13 @@ A JSON file with vLLM's point fields (`completed`, `total_output_tokens`,
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from disagg.atomic import write_json
+from disagg.bench.results import read_object
 from disagg.plan.model import Plan
-from disagg.probe import MAX_RESULT_BYTES, read_limited
 
 POINT_FIELDS = ("completed", "total_output_tokens", "output_throughput")
 MAX_FILES = 10_000
@@ -39,11 +38,8 @@ class Collected:
 
 def read_point_file(path: Path) -> dict[str, Any] | None:
     """The JSON object of a vLLM-format point file, else None (another kind of file)."""
-    try:  # bounded: a FIFO, a device or a huge file is not a point file, and not awaited
-        data = json.loads(read_limited(path, what="point file", limit=MAX_RESULT_BYTES))
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict) or not all(k in data for k in POINT_FIELDS):
+    data = read_object(path, "point file")
+    if data is None or not all(k in data for k in POINT_FIELDS):
         return None
     return data
 
