@@ -15,6 +15,7 @@ from itertools import accumulate
 from typing import Any
 
 from disagg.bench.records import RequestRecord
+from disagg.errors import DisaggError
 
 PERCENTILES = (90.0, 95.0, 99.0)
 SLO_KEYS = ("ttft", "tpot", "e2el")
@@ -26,8 +27,6 @@ def parse_slo(items: str | Sequence[str] | None, *, flag: str = "--goodput") -> 
     One reader for `disagg bench --goodput/--slo` and `disagg report --goodput/--slo`
     (vLLM writes `KEY:MS`, srt-slurm `KEY=MS`); bad input is exit 2 naming `flag`.
     """
-    from disagg.errors import DisaggError
-
     texts = [items] if isinstance(items, str) else list(items or [])
     limits: dict[str, float] = {}
     for part in (p for text in texts for p in text.replace(",", " ").split()):

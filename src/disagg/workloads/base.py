@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from disagg.errors import DisaggError, Fail, UnsupportedRecipe
 from disagg.plan.container_paths import mount_pairs
-from disagg.plan.model import BenchCommand, BenchPlan, Plan, PointPlan, RolePlan
+from disagg.plan.model import BenchCommand, BenchPlan, Plan, PointPlan, RoleKind, RolePlan
 from disagg.recipe.benchmark_section import BenchmarkSection
 
 if TYPE_CHECKING:
@@ -135,8 +135,6 @@ class BenchmarkAdapter(ABC):
             from disagg.workloads.contract import command_role
 
             return command_role(plan)
-        from disagg.plan.model import RoleKind
-
         return RolePlan(name="bench", kind=RoleKind.BENCH, node_ranks=[0])
 
     def requests(self, bench: BenchPlan, point: PointPlan) -> PointRequests:

@@ -13,8 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from disagg.atomic import write_json
-from disagg.bench.results import read_object
-from disagg.plan.model import Plan
+from disagg.bench.gate import is_number, strict_json_value, verdict
+from disagg.bench.identity import setup_fields
+from disagg.bench.inferencex import intvty_fields, per_gpu_fields
+from disagg.bench.results import (
+    PointContext,
+    existing_valid_result,
+    judged,
+    read_object,
+    read_result,
+    result_stem,
+)
+from disagg.plan.model import Plan, PointPlan
 
 POINT_FIELDS = ("completed", "total_output_tokens", "output_throughput")
 MAX_FILES = 10_000
@@ -45,8 +55,6 @@ def read_point_file(path: Path) -> dict[str, Any] | None:
 
 
 def _concurrency(data: dict[str, Any]) -> int | None:
-    from disagg.bench.gate import is_number
-
     for key in ("max_concurrency", "conc", "concurrency"):
         value = data.get(key)
         if is_number(value) and value >= 1:
@@ -61,10 +69,6 @@ def normalise(
 
     `not_serving` (a role stopped serving while the command ran) makes it invalid.
     """
-    from disagg.bench.gate import strict_json_value, verdict
-    from disagg.bench.identity import setup_fields
-    from disagg.bench.inferencex import intvty_fields, per_gpu_fields
-
     conc = _concurrency(data)
     reason = not_serving or verdict(data, plan.bench.max_failure_ratio)
     result: dict[str, Any] = strict_json_value(data)
@@ -89,9 +93,6 @@ def normalise(
 
 
 def _stem(plan: Plan, conc: int | None) -> str:
-    from disagg.bench.results import PointContext, result_stem
-    from disagg.plan.model import PointPlan
-
     ctx = PointContext(
         run_name=plan.name,
         point=PointPlan(concurrency=conc, num_prompts=1),
@@ -149,8 +150,6 @@ def valid_results(run_dir: Path, plan: Plan) -> list[tuple[str, Path]]:
     In-process benchmarks: the newest valid result of each planned point. A command
     benchmark plans no points: every valid result its run wrote to `results/`.
     """
-    from disagg.bench.results import existing_valid_result, judged, read_result
-
     results = run_dir / "results"
     if plan.bench.command is None:
         found = [(p.key, existing_valid_result(results, p)) for p in plan.bench.points]

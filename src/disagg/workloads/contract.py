@@ -6,6 +6,7 @@ the contract variables (docs/benchmarks.md) under the recipe's own `benchmark.en
 
 from __future__ import annotations
 
+from disagg.bench.identity import setup_fields
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import WORKER_KINDS, Plan, RoleKind, RolePlan
 from disagg.workloads.profiling import command_env
@@ -32,8 +33,6 @@ def _front(plan: Plan) -> RolePlan | None:
 
 def contract_env(plan: Plan) -> dict[str, str]:
     """The variables every custom command gets (docs/benchmarks.md has the table)."""
-    from disagg.bench.identity import setup_fields
-
     bench = plan.bench
     env: dict[str, str] = {}
     # Where load goes, as the orchestrator sends it (nginx when it fans out): srtctl's

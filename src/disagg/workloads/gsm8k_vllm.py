@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from disagg.errors import DisaggError
 from disagg.plan.model import BenchCommand, BenchPlan
 from disagg.workloads.base import BenchInputs, command_plan
 from disagg.workloads.contract import ENDPOINT, RESULTS_DIR
+from disagg.workloads.gsm8k_eval import DATA_FILES
 
 EVAL_MODULE = "disagg.workloads.gsm8k_eval"
 DIFFERS = ("gsm8k-vllm-evaluator",)
@@ -78,9 +80,6 @@ def is_vllm_command(bench: BenchPlan) -> bool:
 def check_data(bench: BenchPlan) -> None:
     """In the job, before any role starts: a named dataset_path holds both files (the
     temporary-directory default is the bench node's own: the evaluator checks it)."""
-    from disagg.errors import DisaggError
-    from disagg.workloads.gsm8k_eval import DATA_FILES
-
     command = bench.command
     if command is None or "--data-dir" not in command.argv:
         return
