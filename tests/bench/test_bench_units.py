@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from disagg.bench.metrics import percentile, summarize
-from disagg.bench.schedule import arrival_offsets
+from disagg.bench.runner import arrival_offsets
 from disagg.bench.sse import StreamParser
 from disagg.errors import DisaggError
 

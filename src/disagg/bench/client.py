@@ -1,9 +1,8 @@
 """The streaming HTTP client: how one request is sent and its stream read into its record,
 over one connection pool shared by the point (`bench.phase` schedules the requests).
 
-Hot path per request: one pre-built JSON body, one `session.post`, then raw reads
-fed to `StreamParser` with a `time.monotonic()` stamp per read. No per-host
-connection cap, no cookie jar, no decompression, no line splitting by aiohttp.
+Hot path per request: one pre-built JSON body, then raw reads fed to `StreamParser`
+with a `time.monotonic()` stamp per read.
 """
 
 from __future__ import annotations
@@ -22,8 +21,6 @@ from disagg.bench.http1 import HttpError, Pool, describe
 from disagg.bench.records import RequestRecord, RequestSpec
 from disagg.bench.sse import StreamParser
 from disagg.bench.sse_shape import Shape
-
-_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
 
 
 @dataclass
@@ -83,7 +80,7 @@ def make_session(timeout_s: float) -> aiohttp.ClientSession:
         auto_decompress=False,
         read_bufsize=256 * 1024,
         cookie_jar=aiohttp.DummyCookieJar(),
-        headers=_HEADERS,
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
     )
 
 
@@ -144,30 +141,35 @@ class Client:
         self.last_progress = 0.0  # latest send or token of a finished request (monotonic)
         self.shape: Shape | None = None  # of the content events of the latest response
 
-    def parser(self) -> StreamParser:
-        """A parser for one response; it keeps the raw bytes only if a tokenizer can use them.
-        It starts with the shape of the previous response's events: a server that sends
-        every response's events in the same shape has them checked without decoding."""
-        keep = self.count.path is not None
-        return StreamParser(self.load.chat, keep_text=keep, shape=self.shape)
-
-    def began(self, parser: StreamParser, now: float) -> None:
-        self.inflight.add(parser)
-        self.last_progress = now  # a request sent is progress for the stall clock
-
-    def ended(self, parser: StreamParser) -> None:
-        self.inflight.discard(parser)
-        if parser.shape is not None:
-            self.shape = parser.shape
-        if parser.last > self.last_progress:
-            self.last_progress = parser.last
-
     def progress_at(self) -> float:
         """When any request last progressed: sent, or a token arrived (read by the poller)."""
         latest = max((p.last for p in self.inflight), default=0.0)
         return max(latest, self.last_progress)
 
     async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
+        """The parser starts with the previous response's shape: a server that sends every
+        response's events in the same shape has them checked without decoding. It keeps the
+        raw bytes only if a tokenizer can use them."""
+        parser = StreamParser(
+            self.load.chat, keep_text=self.count.path is not None, shape=self.shape
+        )
+        rec.send = monotonic()
+        self.inflight.add(parser)
+        self.last_progress = rec.send  # a request sent is progress for the stall clock
+        try:
+            await self._exchange(spec, rec, parser)
+        except asyncio.CancelledError:
+            rec.error = "stopped before the response ended"
+            raise
+        finally:
+            self.inflight.discard(parser)
+            if parser.shape is not None:
+                self.shape = parser.shape
+            self.last_progress = max(self.last_progress, parser.last)
+            _finish(rec, parser, self.count, counters)
+
+    async def _exchange(self, spec: RequestSpec, rec: RequestRecord, parser: StreamParser) -> None:
+        """Send `spec`, feed the response to `parser`; a failure goes into `rec.error`."""
         raise NotImplementedError
 
 
@@ -178,25 +180,15 @@ class FastClient(Client):
         super().__init__(load)
         self.pool = pool
 
-    async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
-        parser = self.parser()
-        rec.send = monotonic()
-        self.began(parser, rec.send)
+    async def _exchange(self, spec: RequestSpec, rec: RequestRecord, parser: StreamParser) -> None:
         try:
             rec.headers_at = await self.pool.request(spec.body, parser)
             rec.status = 200
-        except asyncio.CancelledError:
-            rec.error = "stopped before the response ended"
-            self.ended(parser)
-            _finish(rec, parser, self.count, counters)
-            raise
         except HttpError as exc:
             rec.error = str(exc)
             rec.status = exc.status
         except (OSError, ValueError) as exc:
             rec.error = describe(exc)
-        self.ended(parser)
-        _finish(rec, parser, self.count, counters)
 
 
 class AiohttpClient(Client):
@@ -206,10 +198,7 @@ class AiohttpClient(Client):
         super().__init__(load)
         self.session = session
 
-    async def send(self, spec: RequestSpec, rec: RequestRecord, counters: Counters) -> None:
-        parser = self.parser()
-        rec.send = monotonic()
-        self.began(parser, rec.send)
+    async def _exchange(self, spec: RequestSpec, rec: RequestRecord, parser: StreamParser) -> None:
         timeout = self.load.request_timeout_s
         try:
             async with self.session.post(self.load.url, data=spec.body) as resp:
@@ -233,19 +222,12 @@ class AiohttpClient(Client):
                         if now - max(rec.send, parser.last) > timeout:  # keep-alives only
                             rec.error = _no_progress(timeout)
                             break
-        except asyncio.CancelledError:
-            rec.error = "stopped before the response ended"
-            self.ended(parser)
-            _finish(rec, parser, self.count, counters)
-            raise
         except TimeoutError:
             rec.error = _no_progress(timeout)
         except aiohttp.ClientResponseError as exc:
             rec.error = f"HTTP {exc.status}: {exc.message}"
         except (aiohttp.ClientError, OSError, ValueError) as exc:
             rec.error = describe(exc)
-        self.ended(parser)
-        _finish(rec, parser, self.count, counters)
 
 
 def _no_progress(timeout_s: float) -> str:

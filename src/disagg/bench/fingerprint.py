@@ -1,22 +1,18 @@
 """What a point's result was measured under, so that a resume never reuses another plan's.
 
 A result is reusable only when everything that changes its numbers is the same: the
-load (lengths, prompt format, arrival, seed, SLOs, the point itself), the roles
-(their commands and environment as the plan renders them, GPUs, images), the engine,
-the GPU type and vendor, and the models. Names, paths of the recipe and the run's
-time limits are left out: they change no number. The inputs are kept in the result
-(`measured_under`) next to their hash (`measurement_fingerprint`), so a mismatch is
-said field by field.
+load, the roles as rendered, GPUs, images, engine, hardware and models; names, recipe
+paths and time limits change no number and are left out. The inputs are kept in the
+result (`measured_under`) beside their hash, so a mismatch is said field by field.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from disagg.bench.identity import config_text
+from disagg.bench.identity import config_text, digest
 from disagg.plan.model import Plan, PointPlan, RoleKind
 
 FINGERPRINT = "measurement_fingerprint"
@@ -37,9 +33,9 @@ def measured_under(plan: Plan, point: PointPlan) -> dict[str, Any]:
             bench.pop(name, None)
     for name in _BENCH_HASHED & set(bench):
         if bench[name] is not None:
-            bench[name] = _digest(bench[name])
+            bench[name] = digest(bench[name])
     roles = {
-        role.name: _digest(
+        role.name: digest(
             role.model_dump(
                 mode="json",
                 include={
@@ -75,7 +71,7 @@ def measured_under(plan: Plan, point: PointPlan) -> dict[str, Any]:
 def fingerprint_fields(plan: Plan, point: PointPlan) -> dict[str, Any]:
     """The two result fields: the inputs and their hash."""
     inputs = measured_under(plan, point)
-    return {FINGERPRINT: _digest(inputs), MEASURED_UNDER: inputs}
+    return {FINGERPRINT: digest(inputs), MEASURED_UNDER: inputs}
 
 
 def mismatch(result: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
@@ -108,8 +104,3 @@ def _differences(old: Any, new: Any, path: str) -> list[str]:
 def _short(value: Any) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _digest(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

@@ -1,13 +1,10 @@
 """The one validity gate for a point's numbers, applied by every reader of a result file.
 
-A result file's own `valid` is a claim, not a verdict: a custom client, an older
-disagg or a hand edit can write `valid: true` beside numbers no one may trust. So
-the run's table, `disagg status`, `disagg report`, `disagg collect` and resume all
-judge a file through `verdict` each time they read it. A point is valid only when
-every number in it is finite, its measured numbers are not negative, its counts are
-whole and add up (completed + failed never exceed the prompts asked), its duration
-is positive, some request completed and produced tokens, and its failed share is
-within the run's `max_failure_ratio`.
+A file's own `valid` is a claim, not a verdict (a custom client, an older disagg or a
+hand edit can write it beside numbers no one may trust), so every reader judges it
+through `verdict`: every number finite, measured ones not negative, counts whole and
+adding up, duration positive, some request completed with tokens, and the failed share
+within `max_failure_ratio`.
 """
 
 from __future__ import annotations

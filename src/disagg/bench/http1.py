@@ -1,16 +1,14 @@
 """A minimal HTTP/1.1 keep-alive client protocol for the measurement hot path.
 
-Why not only aiohttp: on Python 3.11 aiohttp writes a request body from a task that
-runs one loop iteration later, and wakes a coroutine for every read. When a few
-hundred streams finish together (fixed concurrency does that), a request's bytes
-leave several milliseconds after its send timestamp, which shows up as TTFT, and
-each token costs ~20 us of CPU. Here a request is one `transport.write` at send
-time, and each `data_received` feeds the SSE parser directly with one timestamp:
-no future, coroutine switch or timer per token; one future per request.
+Why not only aiohttp: on Python 3.11 aiohttp writes a request body one loop iteration
+after the send, and wakes a coroutine for every read; when a few hundred streams finish
+together, a request's bytes leave milliseconds after its send timestamp (it shows as
+TTFT), and each token costs ~20 us of CPU. Here a request is one `transport.write` at
+send time, and each `data_received` feeds the SSE parser directly with one timestamp.
 
-Scope: POST with a known body, `Content-Length`, chunked or close-delimited
-responses, keep-alive reuse, TLS via `ssl`. A request without progress (no token)
-for longer than the timeout fails (one watchdog per pool, not a timer per read).
+Scope: POST with a known body, `Content-Length`, chunked or close-delimited responses,
+keep-alive reuse, TLS. A request without progress (no token) for longer than the
+timeout fails (one watchdog per pool, not a timer per read).
 """
 
 from __future__ import annotations
@@ -35,18 +33,13 @@ class Sink(Protocol):
 
     `last` is when the body last made progress (a generated token; 0.0 before the
     first): the pool's timeout counts from there, so bytes without a token, such as
-    keep-alive comments, cannot hold a request forever.
+    keep-alive comments, cannot hold a request forever. `abandoned`: the body is past
+    saving (an over-size event), stop reading it; `error`: why the body failed.
     """
 
     last: float
-
-    @property
-    def abandoned(self) -> bool:
-        """The body is past saving (an over-size event): stop reading it."""
-
-    @property
-    def error(self) -> str | None:
-        """Why the body failed, if it did."""
+    abandoned: bool
+    error: str | None
 
     def feed(self, data: bytes, now: float) -> None: ...
 
@@ -241,12 +234,10 @@ class _Conn(asyncio.Protocol):
         try:
             done = ex.feed(data, monotonic())
         except (HttpError, ValueError) as exc:
-            self._finish(ex, HttpError(str(exc)))
-            self.close()
+            self.fail(ex, HttpError(str(exc)))
             return
         if ex.sink.abandoned:  # the parser gave up on the body: do not read the rest
-            self._finish(ex, HttpError(ex.sink.error or "stopped reading the response"))
-            self.close()
+            self.fail(ex, HttpError(ex.sink.error or "stopped reading the response"))
             return
         if done:
             self._finish(ex, None)

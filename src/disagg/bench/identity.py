@@ -1,15 +1,10 @@
 """What a result file says about the setup that measured it, under InferenceX's names.
 
-InferenceX's aggregator keys every row on hardware, framework, precision, speculative
-decoding, ISL/OSL, concurrency and the prefill/decode parallelism (`prefill_tp`,
-`decode_ep`, `*_dp_attention`, `*_num_workers`); results without them cannot be
-compared with anything. These fields come from the plan (the only input of a run), so
-every benchmark type writes the same ones: `setup_fields(plan)` is merged into each
-point's JSON. docs/results.md lists them with their sources.
-
-Parallelism is read from each worker's rendered command line (what actually ran), with
-the flag spellings of the engines the plan can start; a worker without such a flag
-counts 1, as the engines default.
+InferenceX keys every row on hardware, framework, precision, speculative decoding,
+ISL/OSL, concurrency and the prefill/decode parallelism; results without them compare
+with nothing. They come from the plan, so every benchmark type writes the same ones
+(docs/results.md lists them). Parallelism the plan did not record is read from each
+worker's command line, with the engines' flag spellings; a missing flag counts 1.
 """
 
 from __future__ import annotations
@@ -123,9 +118,9 @@ def _speculative(role: RolePlan) -> str:
     return spec_decoding(role.argv_on(0))
 
 
-def recipe_fingerprint(config: Mapping[str, Any]) -> str:
-    """sha256 of the resolved variant config (canonical JSON): equal iff the recipe is."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+def digest(value: Any) -> str:
+    """sha256 of `value` as canonical JSON: equal iff the value is (a recipe's fingerprint)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -207,7 +202,7 @@ def setup_fields(plan: Plan) -> dict[str, Any]:
         "router": router,
         "router_version": router_version,
         "recipe": plan.selector,
-        "recipe_fingerprint": recipe_fingerprint(config),
+        "recipe_fingerprint": digest(config),
         **predicted_fields(plan),
     }
     return {name: fields.get(name) for name in SETUP_FIELDS}

@@ -1,16 +1,11 @@
 """InferenceX's per-point row (`agg_*.json`), made from a disagg result file, and its schema.
 
-InferenceX turns each benchmark result into one flat row: the setup (hardware,
-framework, precision, speculative decoding, image, ISL/OSL, concurrency, prefill and
-decode parallelism for multi-node runs or `tp`/`ep`/`dp_attention` for single-node
-ones), the per-GPU throughputs, every `*_ms` latency converted to seconds under the
-name without `_ms`, and `{stat}_intvty` = 1000 / `{stat}_tpot_ms`. `InferenceXRow`
-is that field list as a schema; `ResultSetup` is the part of it that every disagg
-result file carries under the same names.
-
-A simulated result is never a hardware number: `to_row` refuses it unless asked to
-mark it, and then sets `simulated: true` and suffixes `hw` with `-simulated`, so an
-aggregator that ignores unknown fields still keeps it apart from real hardware.
+InferenceX turns each result into one flat row: the setup, the per-GPU throughputs,
+every `*_ms` latency in seconds under the name without `_ms`, and `{stat}_intvty` =
+1000 / `{stat}_tpot_ms`. `InferenceXRow` is that row's schema; `ResultSetup` the part
+every disagg result carries under the same names. A simulated result is never a
+hardware number: `to_row` refuses it unless asked, and then marks it (`simulated:
+true`, `hw` suffixed `-simulated`) so an aggregator ignoring unknown fields keeps it apart.
 """
 
 from __future__ import annotations

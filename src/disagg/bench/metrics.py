@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 from disagg.bench.records import RequestRecord
+from disagg.errors import DisaggError
 
 PERCENTILES = (90.0, 95.0, 99.0)
 SLO_KEYS = ("ttft", "tpot", "e2el")
@@ -25,8 +27,6 @@ def parse_slo(items: str | Sequence[str] | None, *, flag: str = "--goodput") -> 
     One reader for `disagg bench --goodput/--slo` and `disagg report --goodput/--slo`
     (vLLM writes `KEY:MS`, srt-slurm `KEY=MS`); bad input is exit 2 naming `flag`.
     """
-    from disagg.errors import DisaggError
-
     texts = [items] if isinstance(items, str) else list(items or [])
     limits: dict[str, float] = {}
     for part in (p for text in texts for p in text.replace(",", " ").split()):
@@ -86,17 +86,10 @@ def is_good(rec: RequestRecord, slo_ms: dict[str, float]) -> bool:
 
 def max_concurrency_seen(records: Sequence[RequestRecord]) -> int:
     """Most requests in flight at once, from send and finish times."""
-    events = []
-    for rec in records:
-        if rec.send:
-            events.append((rec.send, 1))
-            events.append((rec.finished, -1))
-    events.sort()
-    best = now = 0
-    for _, step in events:
-        now += step
-        best = max(best, now)
-    return best
+    events = sorted(
+        event for rec in records if rec.send for event in ((rec.send, 1), (rec.finished, -1))
+    )
+    return max([0, *accumulate(step for _, step in events)])
 
 
 def compute(

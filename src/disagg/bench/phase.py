@@ -37,11 +37,10 @@ async def run_phase(
 ) -> list[RequestRecord]:
     """Run requests from absolute time `t0` (monotonic): fixed concurrency, or a schedule.
 
-    With `offsets`, request i is due at `t0 + offsets[i]`; `load.concurrency` (if set)
-    caps in-flight requests. Without, `load.concurrency` streams each send the next
-    request as soon as their previous one ends. `stop()` polled every 0.1 s ends the
-    phase early, and so do the point's deadline and its stall timeout (the reason is
-    left in `counters.cut`); unsent requests are recorded as failed.
+    With `offsets`, request i is due at `t0 + offsets[i]`, in flight capped by
+    `load.concurrency` if set; without, `load.concurrency` streams each send their next
+    request when the previous one ends. A stop, the point's deadline or its stall timeout
+    (the reason in `counters.cut`) ends the phase early; unsent requests fail.
     """
     load = client.load
     records = records_for(specs)

@@ -1,17 +1,14 @@
 """Synthetic prompts with exact lengths, and the request bodies built from them.
 
-A prompt is either a list of random token ids (`/v1/completions` on SGLang and vLLM
-accepts them: the server sees exactly `isl` tokens and no tokenizer is needed) or
-text. Text is needed for the chat endpoint, chat templates and the sglang-router
-(which rejects token-id prompts). With a tokenizer, random ids are decoded to text
-and re-encoded until the text has the wanted token count; without one, the text is
-`isl` short common words, one token each in the usual BPE vocabularies (exact for
-the simulated engine, close for real ones).
-Bodies are serialised once, before the measured window, so the hot path only sends bytes,
-as long as a point's bodies fit in `EAGER_BYTES`; a larger point gets `LazySpecs`, which
-builds each body just before it is sent, so memory does not grow with the request count.
-Request i's lengths and prompt come from its own seeded generator, so both ways give
-the same bytes.
+A prompt is random token ids (`/v1/completions` on SGLang and vLLM takes them: the
+server sees exactly `isl` tokens, no tokenizer needed) or text, which the chat
+endpoint, chat templates and the sglang-router (it rejects token ids) need. With a
+tokenizer, text is re-encoded until it has the wanted token count; without one it is
+`isl` short common words, one token each in the usual BPE vocabularies.
+Bodies are serialised before the measured window so the hot path only sends bytes; a
+point whose bodies exceed `EAGER_BYTES` gets `LazySpecs`, built just before each send,
+so memory does not grow with the request count. Request i's lengths and prompt come
+from its own seeded generator, so both ways give the same bytes.
 """
 
 from __future__ import annotations
@@ -190,9 +187,6 @@ class PromptFactory:
     def spec_at(self, index: int, seed_offset: int = 0) -> RequestSpec:
         """Request `index` of a build (the same bytes whenever it is asked for)."""
         rng, isl, osl = self.lengths_at(index, seed_offset)
-        return self._spec(index, rng, isl, osl)
-
-    def _spec(self, index: int, rng: random.Random, isl: int, osl: int) -> RequestSpec:
         s = self.settings
         if s.endpoint != "chat" and self.template is None and s.prompt_format != "text":
             low, high = self.id_range

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,7 @@ from disagg.bench.identity import SETUP_FIELDS
 from disagg.bench.inferencex import intvty_fields, per_gpu_fields
 from disagg.bench.records import RequestRecord
 from disagg.plan.model import BenchPlan, PointPlan
+from disagg.probe import MAX_RESULT_BYTES, read_limited
 
 RESULT_VERSION = 1
 DEFAULT_MAX_FAILURE_RATIO = 0.01  # a run without a plan: the recipe default
@@ -115,15 +117,6 @@ def judge(
     return None
 
 
-def inferencex_fields(
-    metrics: dict[str, Any], ctx: PointContext, bench: BenchPlan
-) -> dict[str, Any]:
-    """InferenceX's load, GPU and per-GPU fields; `*_intvty` = 1000 / tpot_ms."""
-    fields: dict[str, Any] = {"conc": ctx.point.concurrency, "isl": bench.isl, "osl": bench.osl}
-    fields |= per_gpu_fields(metrics, ctx.prefill_gpus, ctx.decode_gpus, ctx.disaggregated)
-    return fields | intvty_fields(metrics)
-
-
 def output_source(records: Sequence[RequestRecord]) -> str:
     sources = {r.output_source for r in records if r.success}
     if not sources:
@@ -155,7 +148,10 @@ def build_result(
         "max_concurrency": point.concurrency,
     }
     result.update(metrics)
-    result.update(inferencex_fields(metrics, ctx, bench))
+    # InferenceX's load, GPU and per-GPU fields; `*_intvty` = 1000 / tpot_ms
+    result.update({"conc": point.concurrency, "isl": bench.isl, "osl": bench.osl})
+    result.update(per_gpu_fields(metrics, ctx.prefill_gpus, ctx.decode_gpus, ctx.disaggregated))
+    result.update(intvty_fields(metrics))
     result.update({name: ctx.setup.get(name) for name in SETUP_FIELDS})
     # what the numbers were measured under, for resume (`disagg.bench.fingerprint`), and
     # the profile start POSTs made before the sweep (`disagg.workloads.profiling`)
@@ -197,11 +193,7 @@ DETAILED_FIELDS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
 
 def error_counts(errors: Sequence[str]) -> dict[str, int]:
     """Distinct error messages (first 200 characters) and how often each occurred."""
-    counts: dict[str, int] = {}
-    for error in errors:
-        if error:
-            key = error[:200]
-            counts[key] = counts.get(key, 0) + 1
+    counts = Counter(error[:200] for error in errors if error)
     return dict(sorted(counts.items(), key=lambda item: -item[1]))
 
 
@@ -227,15 +219,19 @@ def write_point(
     return path
 
 
-def read_result(path: Path) -> dict[str, Any] | None:
-    """A result JSON, or None if unreadable or not a disagg result."""
-    from disagg.probe import MAX_RESULT_BYTES, read_limited
-
-    try:  # bounded: a result that is a FIFO, a device or huge is unreadable, not awaited
-        data = json.loads(read_limited(path, what="result", limit=MAX_RESULT_BYTES))
+def read_object(path: Path, what: str) -> dict[str, Any] | None:
+    """The JSON object in a file, else None (unreadable, or another JSON value)."""
+    try:  # bounded: a FIFO, a device or a huge file is unreadable, not awaited
+        data = json.loads(read_limited(path, what=what, limit=MAX_RESULT_BYTES))
     except (ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or "point" not in data or "valid" not in data:
+    return data if isinstance(data, dict) else None
+
+
+def read_result(path: Path) -> dict[str, Any] | None:
+    """A result JSON, or None if unreadable or not a disagg result."""
+    data = read_object(path, "result")
+    if data is None or "point" not in data or "valid" not in data:
         return None
     return data
 

@@ -1,16 +1,15 @@
 """The one benchmark driver: a point's requests -> warm-up + measured window -> metrics -> files.
 
-Workloads differ only in what they send (`PointRequests`: sa-bench's synthetic prompts,
-a replayed trace); limits, slow-down, the serving check, the validity gate and the
-result files are the driver's, the same for every in-process benchmark. A bad server
-never raises here: it makes the point invalid. Contract kept for the orchestrator:
-`PointDriver` measures one point and writes its result JSON atomically into `out_dir`
-(plus a `.jsonl` of per-request records next to it); a stop (a role died) ends it
-within a second, marked invalid.
+Workloads differ only in what they send (`PointRequests`); limits, slow-down, the
+serving check, the validity gate and the result files are the driver's. A bad server
+never raises here: it makes the point invalid. `PointDriver` writes the point's result
+JSON atomically into `out_dir` (and a `.jsonl` of its requests); a stop ends it within
+a second, marked invalid.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,8 +23,8 @@ from disagg.bench.progress import point_progress
 from disagg.bench.prompts import PromptFactory, PromptSettings
 from disagg.bench.records import RequestSpec
 from disagg.bench.results import PointContext, build_result, judge, result_stem, write_point
-from disagg.bench.schedule import arrival_offsets
 from disagg.bench.workers import execute
+from disagg.errors import DisaggError
 from disagg.plan.limits import LimitsPlan
 from disagg.plan.model import BenchPlan, PointPlan
 from disagg.predict import timescale
@@ -35,6 +34,7 @@ from disagg.workloads.slow_down import SlowDown
 # roles behind the endpoint did not serve throughout the point (a role that paused),
 # or None. It comes before every other reason but a stop (it names the failures' cause).
 ServingCheck = Callable[[], str | None]
+Arrival = Literal["constant", "poisson", "gamma"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,36 @@ def endpoint_url(base_url: str, endpoint: str) -> str:
     if not base.endswith("/v1"):
         base += "/v1"
     return base + ("/chat/completions" if endpoint == "chat" else "/completions")
+
+
+def arrival_offsets(
+    count: int, rate: float, arrival: Arrival, *, burstiness: float = 1.0, seed: int = 0
+) -> list[float]:
+    """Send times in seconds after the window start; the first request goes at 0.
+
+    Cumulative from the start, so that the offered rate does not drift when the client or
+    the server falls behind (the lag shows as client queue time instead). Gamma
+    inter-arrival times with shape `burstiness` and mean `1/rate` (1 is Poisson, below 1
+    burstier, above 1 smoother), as in vLLM's benchmark.
+    """
+    if rate <= 0:
+        raise DisaggError(
+            f"request rate must be positive, got {rate:g}",
+            hint="omit it to run at a fixed concurrency",
+        )
+    if arrival == "gamma" and burstiness <= 0:
+        raise DisaggError(f"burstiness must be positive, got {burstiness:g}")
+    rng = random.Random(seed)
+    shape = 1.0 if arrival == "poisson" else burstiness
+    offsets = [0.0] * count
+    now = 0.0
+    for i in range(1, count):
+        if arrival == "constant":
+            now = i / rate
+        else:
+            now += rng.gammavariate(shape, 1.0 / (rate * shape))
+        offsets[i] = now
+    return offsets
 
 
 def synthetic_requests(bench: BenchPlan, point: PointPlan) -> PointRequests:

@@ -2,18 +2,11 @@
 
 Every event is timestamped with the time of the read that delivered it, so events
 are never merged into one (ITL is a gap between events, not between reads). Every
-`data:` payload is checked as JSON: an event that does not decode (a truncated
-object, stray bytes) is an error for its request, never a counted token. A content
-event is one with a non-empty `text` (completions) or `content`/`reasoning_content`
-(chat) in its first choice; `usage` and `error` are read from any event. Once one
-content event has been decoded, the others of the same shape are checked without
-building their objects (`disagg.bench.sse_shape`).
-
-Parsing is linear in the bytes received: a read is searched once for event ends, and
-the part of an event still arriving is kept as a list of pieces joined once, when the
-event ends. An event may be at most `max_event_bytes` long; a longer one is an error
-for the request and the rest of the stream is ignored. The raw bytes are kept (for
-re-tokenising the text) only when asked for.
+`data:` payload is checked as JSON: one that does not decode is an error for its
+request, never a counted token; events of a learnt shape are checked without
+building their objects (`disagg.bench.sse_shape`). Parsing is linear in the bytes
+received: a read is searched once for event ends, and an event still arriving is kept
+as pieces joined once. An event over `max_event_bytes` fails the request.
 """
 
 from __future__ import annotations
@@ -43,7 +36,6 @@ class StreamParser:
         "_pending_len",
         "_raw",
         "_raw_len",
-        "_shape",
         "_shape_tries",
         "abandoned",
         "chunks",
@@ -53,6 +45,7 @@ class StreamParser:
         "itls",
         "last",
         "prompt_tokens",
+        "shape",
         "usage_tokens",
     )
 
@@ -73,7 +66,7 @@ class StreamParser:
         self._raw_len = 0
         # of this stream's content events, once learnt; or, to begin with, the shape an
         # earlier stream from the same server learnt (any event it matches is valid)
-        self._shape = shape
+        self.shape = shape
         self.abandoned = False  # an event outgrew the cap: the rest is not worth reading
         self._shape_tries = 0
         self.chunks = 0  # content events seen
@@ -103,7 +96,7 @@ class StreamParser:
             if end - start > limit:
                 self._fits(end - start)
                 return
-            shape = self._shape
+            shape = self.shape
             if shape is not None:
                 if (
                     last < 0
@@ -146,11 +139,6 @@ class StreamParser:
         if start < size:
             self._keep(data[start:] if start else data)
 
-    @property
-    def shape(self) -> Shape | None:
-        """The shape of this stream's content events, once learnt (for the next stream)."""
-        return self._shape
-
     def _keep_raw(self, data: bytes) -> None:
         self._raw_len += len(data)
         if self._raw_len > RAW_KEEP_LIMIT:
@@ -188,7 +176,7 @@ class StreamParser:
         self._pending, self._pending_len = [], 0
         if not self._fits(len(event)):
             return -1
-        shape = self._shape
+        shape = self.shape
         tokens = shape.tokens(event, 0, len(event)) if shape is not None else -1
         if tokens < 0:
             self._event(event, now)
@@ -236,7 +224,7 @@ class StreamParser:
             self._token(now)
             if self._shape_tries < _SHAPE_TRIES:  # learn (or learn anew) the stream's shape
                 self._shape_tries += 1
-                self._shape = Shape.learn(event, self._chat) or self._shape
+                self.shape = Shape.learn(event, self._chat) or self.shape
         usage = obj.get("usage")
         if isinstance(usage, dict):
             self._read_usage(usage)
@@ -253,10 +241,7 @@ class StreamParser:
             self.prompt_tokens = prompt
 
     def text(self) -> str | None:
-        """The generated text, decoded from the kept raw bytes (fallback path only).
-
-        None when the parser was made without `keep_text` or the stream outgrew the limit.
-        """
+        """The generated text from the kept raw bytes; None when not kept or over the limit."""
         if self._raw is None:
             return None
         out: list[str] = []

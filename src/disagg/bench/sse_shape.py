@@ -5,17 +5,12 @@ its first choice carries a non-empty `text` (completions) or `content` /
 `reasoning_content` (chat).
 
 Decoding every token event costs more than the rest of the client's work per token. A
-server sends the same bytes around each token's text (the same id, model and fields),
-so once a content event has been decoded its bytes before and after the text are kept
-as its `Shape`. An event `prefix + T + suffix`, where T is the rest of a valid JSON
-string up to and including its closing quote, decodes to the learnt object with only
-that text changed, since a JSON string token ends where it ends whatever it holds: it
-is exactly as valid as the learnt event, and a token event exactly when its text is
-non-empty. `json.decoder.scanstring` (C) proves T valid without building the object;
-any event of another shape is decoded in full. A read holding many events of the shape (a
-server that writes a whole answer at once) is checked as one run: split where each
-event of the shape ends, all their texts are proved valid by one scan, joined by
-spaces (a space can neither end an escape nor be taken into one).
+server sends the same bytes around each token's text, so once a content event has been
+decoded its bytes before and after the text are kept as its `Shape`. An event `prefix +
+T + suffix`, where T is the rest of a valid JSON string, decodes to the learnt object
+with only the text changed: `json.decoder.scanstring` (C) proves T valid without
+building the object. Many events of the shape in one read are checked by one scan of
+their texts joined by spaces (a space can neither end an escape nor be taken into one).
 """
 
 from __future__ import annotations
@@ -68,10 +63,8 @@ class Shape:
     """A content event's bytes before and after its text (see the module's docstring).
 
     `prefix` ends with the text's opening quote, `suffix` starts after its closing quote.
-    `nonempty` and `empty` say whether an event of this shape is a token event with a
-    non-empty and with an empty text (another field of the choice may count when the
-    text is empty). Learnt only from events without `usage` or `error`, so an event of
-    this shape carries neither.
+    `nonempty` / `empty`: whether an event of this shape with a non-empty / empty text is
+    a token event. Learnt only from events without `usage` or `error`.
     """
 
     __slots__ = (
@@ -113,10 +106,9 @@ class Shape:
         return int(self.nonempty if len(rest) > 1 else self.empty)
 
     def run(self, data: bytes, start: int, last: int, limit: int) -> tuple[int, int]:
-        """Events of this shape from `start` on in `data[:last]` (whole events only):
-        (token events, where the event after them starts). (0, start) when there are
-        none, or when any of them is not valid or is longer than `limit` (each event is
-        then checked alone)."""
+        """(token events, where the next event starts) for the events of this shape from
+        `start` on in `data[:last]`; (0, start) when none, or any is invalid or over
+        `limit` (each event is then checked alone)."""
         if not data.startswith(self.prefix, start):
             return 0, start
         # every piece but the last ends where an event of this shape ends: the first is

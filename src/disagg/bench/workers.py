@@ -1,12 +1,10 @@
 """Run a `Load` in this process or spread over worker processes, and merge the records.
 
-Above a few hundred streams one Python event loop becomes the bottleneck of the
-measurement, so the load is split round-robin over worker processes. Each worker
-owns its event loop and its own connection pool (shared nothing). The parent picks
-absolute start times on CLOCK_MONOTONIC (the same clock in every process), so all
-workers start the warm-up and then the measured window together, and merges the
-records afterwards. Workers are started with `spawn`, which is safe even when the
-caller (the orchestrator) runs threads.
+Above a few hundred streams one event loop is the measurement's bottleneck, so the load
+is split round-robin over `spawn`ed worker processes (safe under the orchestrator's
+threads), each with its own loop and connection pool. The parent picks absolute start
+times on CLOCK_MONOTONIC (shared by every process) so all start the warm-up and the
+window together.
 """
 
 from __future__ import annotations
@@ -111,27 +109,28 @@ def execute(
 ) -> Execution:
     """Warm up, then measure. `workers` 0 = automatic; 1 = in this process.
 
-    `point_timeout_s` bounds the whole point, warm-up included; a failed warm-up skips
-    the measured window (see `warmup_failure`), and so does a reason `before_window`
-    returns.
+    `point_timeout_s` bounds the whole point, warm-up included; a failed warm-up or a
+    reason `before_window` returns skips the measured window.
     """
     if load.deadline is None and point_timeout_s is not None:
         load = replace(load, deadline=monotonic() + point_timeout_s)
     count = workers or auto_workers(load)
     count = max(1, min(count, load.concurrency or count, len(load.requests) or 1))
     if count == 1:
-        return _in_process(load, stop, progress, before_window)
+        flag = stop.is_set if stop is not None else (lambda: False)
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            return runner.run(_run_local(load, flag, progress, before_window))
     return _multi_process(load, count, stop, progress, before_window)
 
 
 async def _run_local(
     load: Load,
     stop: Callable[[], bool],
-    counters: Counters,
     progress: ProgressFn | None,
     before_window: BeforeWindow | None,
 ) -> Execution:
     raise_fd_limit()
+    counters = Counters()
 
     async def report() -> None:
         while True:
@@ -162,17 +161,6 @@ async def _run_local(
     return Execution(records=records, t0=t0, cpu_s=cpu, workers=1, stopped=stop(), cut=cut)
 
 
-def _in_process(
-    load: Load,
-    stop: threading.Event | None,
-    progress: ProgressFn | None,
-    before_window: BeforeWindow | None = None,
-) -> Execution:
-    flag = stop.is_set if stop is not None else (lambda: False)
-    with asyncio.Runner(loop_factory=new_loop) as runner:
-        return runner.run(_run_local(load, flag, Counters(), progress, before_window))
-
-
 def _split(load: Load, parts: int) -> list[Load]:
     """Round-robin shares: request i goes to worker i % parts, with its scheduled offset."""
     shares = []
@@ -198,9 +186,7 @@ def _worker_main(conn: Connection, load: Load, stop: Any, shared: Any, slot: int
     async def main() -> None:
         raise_fd_limit()
         counters = Counters()
-
-        def flag() -> bool:
-            return bool(stop.is_set())
+        flag = stop.is_set
 
         async def report() -> None:
             while True:

@@ -1,28 +1,23 @@
 """What the accuracy benchmarks (`gsm8k`, `gpqa`) share: their command and their result.
 
-srtctl runs SGLang's evaluation harness (`python3 -m sglang.test.run_eval`) in the
-benchmark step against the frontend and copies the score file it writes under /tmp
-into the job's logs. disagg renders the same harness call in the bench role, wrapped
-so that:
-- a harness that is not importable in the bench role's image ends the run at once,
-  saying so (nothing is pretended: no harness, no score);
-- only a score file written by this run is taken (a marker file dates the start);
-- the score file becomes one typed, judged result (`AccuracyResult`): a score that is
-  missing, not a number or outside 0..1 makes the run fail, and so does a role that
-  stopped serving while the harness ran.
+srtctl runs SGLang's evaluation harness (`python3 -m sglang.test.run_eval`) against the
+frontend and copies the score file it writes under /tmp. disagg renders the same call,
+wrapped so that a harness missing from the image ends the run at once (no harness, no
+score), only a score file written by this run is taken (a marker file dates the start),
+and the score becomes one judged `AccuracyResult`: a score missing, not a number or
+outside 0..1 fails the run, and so does a role that stopped serving meanwhile.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from disagg.atomic import write_json
+from disagg.bench.gate import finite_numbers
+from disagg.bench.results import read_object
 from disagg.plan.model import BenchCommand, BenchPlan, Plan
-from disagg.probe import MAX_RESULT_BYTES, read_limited
 from disagg.workloads.base import BenchInputs, command_plan
 from disagg.workloads.collect import Collected, CollectedPoint
 from disagg.workloads.contract import ENDPOINT, RESULTS_DIR
@@ -115,20 +110,12 @@ class AccuracyResult:
 
 def judge(eval_name: str, path: Path, not_serving: str | None) -> AccuracyResult:
     """The score file at `path` as a typed result; what is wrong with it is its reason."""
-    try:
-        data = json.loads(read_limited(path, what="score file", limit=MAX_RESULT_BYTES))
-    except (ValueError, RecursionError):
-        data = None
-    metrics: dict[str, float] = {}
-    if isinstance(data, dict):
-        for key, value in data.items():
-            number = isinstance(value, int | float) and not isinstance(value, bool)
-            if number and math.isfinite(value):
-                metrics[str(key)] = float(value)
-    raw = data.get("score") if isinstance(data, dict) else None
+    data = read_object(path, "score file")
+    metrics = finite_numbers(data) if data is not None else {}
+    raw = data.get("score") if data is not None else None
     score = metrics.get("score")
     reason: str | None = None
-    if not isinstance(data, dict):
+    if data is None:
         reason = f"{path.name} is not a JSON object"
     elif raw is None:
         reason = f"{path.name} has no `score`"

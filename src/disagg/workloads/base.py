@@ -1,12 +1,10 @@
 """The benchmark seam: what every `benchmark.type` adapter owns.
 
-An adapter names the recipe fields it reads (any other field set in `benchmark:` is
-refused at plan time, or listed as ignored with the reason), turns the section into
-the plan's `BenchPlan` and bench role, and runs in one of two ways:
-- in-process points: the orchestrator's point loop calls `measure` once per point,
-  the one driver (`disagg.bench.runner`), which sends what the adapter's `requests` makes;
-- a command in the bench role (`command` set on the BenchPlan): the orchestrator
-  starts it after the canary and `collect` turns what it wrote into point results.
+An adapter names the recipe fields it reads (any other set field is refused at plan
+time, or listed as ignored with why), makes the plan's `BenchPlan` and bench role, and
+runs either as in-process points, each sent by the one driver (`disagg.bench.runner`)
+from what its `requests` makes, or as a command in the bench role (`command` set), whose
+output `collect` turns into point results.
 """
 
 from __future__ import annotations
@@ -18,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from disagg.errors import DisaggError, Fail, UnsupportedRecipe
-from disagg.plan.model import BenchCommand, BenchPlan, Plan, PointPlan, RolePlan
+from disagg.plan.container_paths import mount_pairs
+from disagg.plan.model import BenchCommand, BenchPlan, Plan, PointPlan, RoleKind, RolePlan
 from disagg.recipe.benchmark_section import BenchmarkSection
 
 if TYPE_CHECKING:
@@ -58,6 +57,15 @@ class BenchInputs:
         """`benchmark.container_image` as an image reference (aliases resolved), or None."""
         written = self.section.container_image
         return self.resolve_container(written) if written else None
+
+    def host_side(self, path: Path) -> tuple[Path, Path] | None:
+        """(mount's host side, `path` there) for a path inside a container mount, read as
+        placement reads mounts (a pyxis option such as `:ro` is no part of the path), the
+        most specific container side first; None when no mount holds it."""
+        for host, inside in sorted(mount_pairs(self.mounts), key=lambda pair: -len(pair[1])):
+            if path.is_relative_to(inside):
+                return Path(host), Path(host) / path.relative_to(inside)
+        return None
 
 
 def command_plan(inputs: BenchInputs, command: BenchCommand, ignored: dict[str, str]) -> BenchPlan:
@@ -127,8 +135,6 @@ class BenchmarkAdapter(ABC):
             from disagg.workloads.contract import command_role
 
             return command_role(plan)
-        from disagg.plan.model import RoleKind
-
         return RolePlan(name="bench", kind=RoleKind.BENCH, node_ranks=[0])
 
     def requests(self, bench: BenchPlan, point: PointPlan) -> PointRequests:

@@ -1,24 +1,30 @@
 """What a custom benchmark command wrote: point files become results, the rest is listed.
 
 A JSON file with vLLM's point fields (`completed`, `total_output_tokens`,
-`output_throughput`, ...; the format `benchmark_serving.py`, InferenceX's client and
-`disagg bench` write) is one point. It is judged by the same validity gate as an
-sa-bench point (`disagg.bench.gate.verdict`) and written to `results/` with
-disagg's fields added (`point`, `valid`, `invalid_reason`, `simulated`, the InferenceX
-per-GPU fields), so `disagg report` shows it. The original stays where it was written;
-every other file is kept and listed.
+`output_throughput`, ...) is one point: judged by the sa-bench gate
+(`disagg.bench.gate.verdict`) and written to `results/` with disagg's fields added, so
+`disagg report` shows it. The original stays; every other file is listed.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from disagg.atomic import write_json
-from disagg.plan.model import Plan
-from disagg.probe import MAX_RESULT_BYTES, read_limited
+from disagg.bench.gate import is_number, strict_json_value, verdict
+from disagg.bench.identity import setup_fields
+from disagg.bench.inferencex import intvty_fields, per_gpu_fields
+from disagg.bench.results import (
+    PointContext,
+    existing_valid_result,
+    judged,
+    read_object,
+    read_result,
+    result_stem,
+)
+from disagg.plan.model import Plan, PointPlan
 
 POINT_FIELDS = ("completed", "total_output_tokens", "output_throughput")
 MAX_FILES = 10_000
@@ -42,18 +48,13 @@ class Collected:
 
 def read_point_file(path: Path) -> dict[str, Any] | None:
     """The JSON object of a vLLM-format point file, else None (another kind of file)."""
-    try:  # bounded: a FIFO, a device or a huge file is not a point file, and not awaited
-        data = json.loads(read_limited(path, what="point file", limit=MAX_RESULT_BYTES))
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict) or not all(k in data for k in POINT_FIELDS):
+    data = read_object(path, "point file")
+    if data is None or not all(k in data for k in POINT_FIELDS):
         return None
     return data
 
 
 def _concurrency(data: dict[str, Any]) -> int | None:
-    from disagg.bench.gate import is_number
-
     for key in ("max_concurrency", "conc", "concurrency"):
         value = data.get(key)
         if is_number(value) and value >= 1:
@@ -68,10 +69,6 @@ def normalise(
 
     `not_serving` (a role stopped serving while the command ran) makes it invalid.
     """
-    from disagg.bench.gate import strict_json_value, verdict
-    from disagg.bench.identity import setup_fields
-    from disagg.bench.inferencex import intvty_fields, per_gpu_fields
-
     conc = _concurrency(data)
     reason = not_serving or verdict(data, plan.bench.max_failure_ratio)
     result: dict[str, Any] = strict_json_value(data)
@@ -96,9 +93,6 @@ def normalise(
 
 
 def _stem(plan: Plan, conc: int | None) -> str:
-    from disagg.bench.results import PointContext, result_stem
-    from disagg.plan.model import PointPlan
-
     ctx = PointContext(
         run_name=plan.name,
         point=PointPlan(concurrency=conc, num_prompts=1),
@@ -156,8 +150,6 @@ def valid_results(run_dir: Path, plan: Plan) -> list[tuple[str, Path]]:
     In-process benchmarks: the newest valid result of each planned point. A command
     benchmark plans no points: every valid result its run wrote to `results/`.
     """
-    from disagg.bench.results import existing_valid_result, judged, read_result
-
     results = run_dir / "results"
     if plan.bench.command is None:
         found = [(p.key, existing_valid_result(results, p)) for p in plan.bench.points]

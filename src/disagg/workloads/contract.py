@@ -1,14 +1,12 @@
 """What a benchmark run as a command in the bench role gets: its role and environment.
 
-The role runs the command on node 0 with the public endpoint's URL in place of
-`ENDPOINT`, the contract variables (docs/benchmarks.md: srt-slurm's `SRT_FRONTEND_*`,
-the topology names InferenceX's scripts read, the concurrency list, ISL/OSL, the job
-id, the results directory) under the recipe's own `benchmark.env`, and with
-`aiperf_server_metrics: true` the workers' metrics URLs for AIPerf.
+The command runs on node 0 with the public endpoint's URL in place of `ENDPOINT` and
+the contract variables (docs/benchmarks.md) under the recipe's own `benchmark.env`.
 """
 
 from __future__ import annotations
 
+from disagg.bench.identity import setup_fields
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import WORKER_KINDS, Plan, RoleKind, RolePlan
 from disagg.workloads.profiling import command_env
@@ -35,8 +33,6 @@ def _front(plan: Plan) -> RolePlan | None:
 
 def contract_env(plan: Plan) -> dict[str, str]:
     """The variables every custom command gets (docs/benchmarks.md has the table)."""
-    from disagg.bench.identity import setup_fields
-
     bench = plan.bench
     env: dict[str, str] = {}
     # Where load goes, as the orchestrator sends it (nginx when it fans out): srtctl's
@@ -90,12 +86,9 @@ KVBM_METRICS_PORT = "DYN_KVBM_METRICS_PORT"
 
 
 def server_metrics_urls(plan: Plan) -> list[str]:
-    """Every worker's Prometheus endpoint, as srt-slurm v1.0.68 hands a custom command
-    AIPerf's `AIPERF_SERVER_METRICS_URLS` (`_get_aiperf_server_metrics_env` with the
-    logical workers, cli/mixins/benchmark_stage.py): each worker's leader on the port that
-    serves its `/metrics` (`_logical_worker_endpoints`: the Dynamo system port under
-    Dynamo, else its HTTP port), then a prefill or aggregated leader's KVBM metrics port
-    when the recipe's environment names one."""
+    """AIPerf's `AIPERF_SERVER_METRICS_URLS` as srt-slurm v1.0.68 hands it to a custom
+    command (`_get_aiperf_server_metrics_env`): each worker leader's `/metrics` (the Dynamo
+    system port under Dynamo, else HTTP), then prefill/aggregated leaders' KVBM port."""
     port = "system" if plan.frontend == "dynamo" else "http"
     workers = [role for role in plan.roles if role.kind in WORKER_KINDS and port in role.ports]
     urls = [f"http://${{{r.name}.host}}:${{{r.name}.{port}_port}}/metrics" for r in workers]

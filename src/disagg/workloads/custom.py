@@ -1,15 +1,9 @@
 """`custom`: the recipe's own client script, run with `bash -lc` in the bench role.
 
-It starts once every role is healthy and the canary passed, with the recipe's
-`benchmark.env` on top of the contract variables (docs/benchmarks.md): srt-slurm's
-`SRT_FRONTEND_*`, the topology names InferenceX's scripts read, the concurrency list,
-ISL/OSL, the job id and a results directory inside the run directory, and with
-`aiperf_server_metrics: true` the workers' metrics URLs for AIPerf (all in
-`disagg.workloads.contract`). Its exit status
-decides the run, and so does a missing result: a command that ends well but wrote no
-point file fails the run unless the recipe says it writes none (`expect_results:
-false`). Its output goes to the bench role's log. Afterwards `collect` (in
-`disagg.workloads.collect`) turns the point files it wrote into results.
+It starts once every role is healthy and the canary passed, with `benchmark.env` on
+top of the contract variables (`disagg.workloads.contract`, docs/benchmarks.md). Its
+exit status decides the run, and so does a missing result (unless `expect_results:
+false`); `disagg.workloads.collect` turns the point files it wrote into results.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """`gsm8k`: GSM8K accuracy, with the evaluator srtctl picks by `backend.type`.
 
-SGLang (and every engine but vLLM) gets `python3 -m sglang.test.run_eval --eval-name
-gsm8k` with its defaults (1319 examples, 16384 max tokens, 512 threads, 5 shots;
-temperature/top_p/top_k only when set); see `disagg.workloads.accuracy`. vLLM gets
-srtctl's `/v1/completions` evaluation with its arguments (1319 questions, 256 max
-tokens, 5 shots, temperature 0.0, 1 repeat), which disagg runs with its own evaluator;
-see `disagg.workloads.gsm8k_vllm`.
+Every engine but vLLM gets SGLang's harness (`disagg.workloads.accuracy`: 1319
+examples, 16384 max tokens, 512 threads, 5 shots; sampling flags only when set). vLLM
+gets srtctl's `/v1/completions` evaluation (1319 questions, 256 max tokens, 5 shots,
+temperature 0.0, 1 repeat), run by disagg's own evaluator (`disagg.workloads.gsm8k_vllm`).
 """
 
 from __future__ import annotations

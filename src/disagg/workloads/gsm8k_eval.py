@@ -1,21 +1,13 @@
 """`python -m disagg.workloads.gsm8k_eval`: disagg's own GSM8K evaluator for `/v1/completions`.
 
-srtctl evaluates GSM8K on a vLLM backend with a script it bundles; disagg does not ship
-that script, so this module does the same evaluation from its described contract:
-- data: GSM8K's `train.jsonl` (few-shot examples) and `test.jsonl` (questions), read
-  from a local directory, never downloaded (a compute node may have no network);
-- prompt: the first `num_shots` training items as `Question: Q\\nAnswer: A\\n\\n`, then
-  `Question: Q\\nAnswer:` for each of the first `num_questions` test items;
-- request: `POST /v1/completions` with the prompt, `max_tokens`, `temperature`, seed 42,
-  the stop sequences `Question`, `Assistant:`, `<|separator|>`, and the served model;
-- answer: the last run of digits in the text once commas are dropped (none, or one with
-  a leading zero: invalid), compared with the same of the test item's answer;
-- result: one JSON file per repeat (`gsm8k_run{i}.json`) with the reference's fields
-  (accuracy, invalid_rate, latency, ...) and `score` (= accuracy), which disagg judges.
-
-Unlike the reference, a request that fails is not scored as a wrong answer: the run
-fails, naming how many failed and the first error (compat row `gsm8k-vllm-evaluator`).
-Only the standard library is used, so it runs from disagg's own environment.
+disagg does not ship srtctl's bundled vLLM GSM8K script, so this does the same
+evaluation from its described contract: `train.jsonl` / `test.jsonl` read from a local
+directory (a compute node may have no network); the first `num_shots` training items
+as `Question: Q\\nAnswer: A\\n\\n` before each test question; `POST /v1/completions` with
+seed 42 and the reference's stop sequences; the answer is the last run of digits once
+commas are dropped. One JSON file per repeat (`gsm8k_run{i}.json`) with the
+reference's fields and `score` (= accuracy). Unlike the reference, a failed request
+fails the run instead of counting as wrong (compat row `gsm8k-vllm-evaluator`).
 """
 
 from __future__ import annotations
@@ -46,11 +38,6 @@ REQUEST_TIMEOUT_S = 600.0
 DATA_FILES = ("train.jsonl", "test.jsonl")
 NO_DATA_EXIT = 3
 FAILED_EXIT = 4
-
-
-def default_data_dir() -> Path:
-    """Where the reference caches the files it downloads: the temporary directory."""
-    return Path(tempfile.gettempdir())
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -224,7 +211,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> int:
-    data_dir: Path = args.data_dir or default_data_dir()
+    # by default where the reference caches the files it downloads
+    data_dir: Path = args.data_dir or Path(tempfile.gettempdir())
     print(f"gsm8k: reading {data_dir / DATA_FILES[0]} and {data_dir / DATA_FILES[1]}", flush=True)
     try:
         train, test = (read_jsonl(data_dir / name) for name in DATA_FILES)

@@ -2,25 +2,22 @@
 
 srtctl runs, for `backend.type: vllm`, a GSM8K script it bundles against
 `/v1/completions` (`vllm-bench.sh HOST PORT MODEL 1319 256 5 0.0 1`: questions, max
-tokens, shots, temperature, repeat), each repeat saving `gsm8k_run{i}.json`. disagg
-renders the same arguments and defaults for `disagg.workloads.gsm8k_eval`, run in the
-bench role from disagg's own Python (`${run.python}`, outside any container: it needs
-only the standard library and disagg), writing into the run's results directory, where
-each repeat's file is judged as an accuracy result (`disagg.workloads.accuracy`).
-
-The data is read, never downloaded: `benchmark.dataset_path` (a directory holding
-`train.jsonl` and `test.jsonl`; relative to the recipe), else the bench node's
-temporary directory, where srtctl's script caches the files it downloads.
+tokens, shots, temperature, repeat). disagg renders the same arguments for
+`disagg.workloads.gsm8k_eval`, run from disagg's own Python (`${run.python}`, no
+container: it needs only the standard library), each repeat's file judged as an
+accuracy result. The data is read, never downloaded: `benchmark.dataset_path`, else
+the bench node's temporary directory, where srtctl's script caches its download.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from disagg.plan.container_paths import mount_pairs
+from disagg.errors import DisaggError
 from disagg.plan.model import BenchCommand, BenchPlan
 from disagg.workloads.base import BenchInputs, command_plan
 from disagg.workloads.contract import ENDPOINT, RESULTS_DIR
+from disagg.workloads.gsm8k_eval import DATA_FILES
 
 EVAL_MODULE = "disagg.workloads.gsm8k_eval"
 DIFFERS = ("gsm8k-vllm-evaluator",)
@@ -36,19 +33,16 @@ NOT_PASSED = {
 
 
 def data_dir(inputs: BenchInputs) -> str | None:
-    """`benchmark.dataset_path` as the host path the evaluator reads, or None: relative to
-    the recipe; a path inside a container mount (schema 2 names it so) is read from the
-    mount's host side, since the evaluator runs in no container."""
+    """`benchmark.dataset_path` as the host path the evaluator (in no container) reads, or
+    None: relative to the recipe; inside a container mount, from the mount's host side."""
     written = inputs.section.dataset_path
     if not written:
         return None
     path = Path(written).expanduser()
     if not path.is_absolute():
         return str((inputs.recipe_dir / path).absolute())
-    for host, inside in sorted(mount_pairs(inputs.mounts), key=lambda pair: -len(pair[1])):
-        if path.is_relative_to(inside):
-            return str(Path(host) / path.relative_to(inside))
-    return str(path)
+    found = inputs.host_side(path)
+    return str(found[1] if found else path)
 
 
 def vllm_command(inputs: BenchInputs, ignored: dict[str, str]) -> BenchPlan:
@@ -84,12 +78,8 @@ def is_vllm_command(bench: BenchPlan) -> bool:
 
 
 def check_data(bench: BenchPlan) -> None:
-    """In the job, before any role starts: a named dataset_path holds both files (a path
-    on the shared filesystem; the temporary-directory default is the bench node's own,
-    so the evaluator checks that one when it starts)."""
-    from disagg.errors import DisaggError
-    from disagg.workloads.gsm8k_eval import DATA_FILES
-
+    """In the job, before any role starts: a named dataset_path holds both files (the
+    temporary-directory default is the bench node's own: the evaluator checks it)."""
     command = bench.command
     if command is None or "--data-dir" not in command.argv:
         return

@@ -1,10 +1,7 @@
 """`manual`: the job keeps the servers up with no benchmark step, as srtctl does.
 
-srtctl logs the frontend URL, then waits until the job is stopped (Ctrl+C, scancel,
-the time limit), ending the job early when a worker fails. disagg's bench role does
-the same: it prints the public URL and waits; the run's liveness watch fails the run
-when a role dies, and `disagg cancel` (or the time limit) ends it. No point is
-measured and none is expected.
+The bench role prints the public URL and waits; the liveness watch fails the run when a
+role dies, and `disagg cancel` (or the time limit) ends it. No point is expected.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """`mooncake-router` with a named `mooncake_workload`: AIPerf replaying a Mooncake trace,
 as srtctl runs it.
 
-srtctl's runner fetches the named FAST'25 trace from Mooncake's repository, warms up with
-a short AIPerf run (10 concurrent, 20 requests), then runs `aiperf profile` on the trace
-with `--custom-dataset-type mooncake_trace --fixed-schedule`, streaming, seed 42 and the
-goodput thresholds (TTFT 2000 ms, ITL 25 ms unless set). disagg renders the same two
-AIPerf calls in the bench role. AIPerf is not installed with disagg: where the bench
-role's environment has no `aiperf`, the run ends at once saying so (srtctl pip-installs
-it there; see the `mooncake-router` row of `disagg.plan.compat`). AIPerf's artifacts stay
-in the run directory; they are not turned into disagg's judged points.
-
-A recipe that gives `trace_file:` replays that file with disagg's own generator
-(`disagg.workloads.trace`), as before; srtctl's runner does not read `trace_file`.
+srtctl fetches the named FAST'25 trace, warms up with a short AIPerf run (10 concurrent,
+20 requests), then runs `aiperf profile` on the trace (`mooncake_trace`, fixed schedule,
+streaming, seed 42, goodput TTFT 2000 ms / ITL 25 ms unless set); disagg renders the
+same calls in the bench role. AIPerf is not installed with disagg: without `aiperf` the
+run ends at once saying so (compat row `mooncake-router`). Its artifacts stay in the run
+directory, not turned into judged points. With `trace_file:` disagg replays that file
+with its own generator (`disagg.workloads.trace`) instead.
 """
 
 from __future__ import annotations

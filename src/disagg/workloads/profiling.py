@@ -1,36 +1,19 @@
 """A recipe's `profiling:` on the benchmark side, as srtctl v1.0.68's benchmark scripts do it.
 
-srtctl gives the benchmark the profile type, each phase's steps and every worker
-leader's `host:port` (`cli/mixins/benchmark_stage.py`, `_get_benchmark_profiling_env`:
-under Dynamo the leader's system port, else its HTTP port), and sa-bench's and
-trace-replay's scripts call `benchmarks/scripts/lib/profiling.sh`:
+srtctl's sa-bench and trace-replay scripts (`benchmarks/scripts/lib/profiling.sh`) POST
+`/start_profile` (`/engine/start_profile` under Dynamo) to each prefill, decode, then
+aggregated leader before the first concurrency's warm-up, for `type` nsys or torch,
+and `/stop_profile` after the last; they also get the profile type, steps and leaders'
+`host:port` in their environment (`_get_benchmark_profiling_env`). Trace replay on
+TRT-LLM posts nothing (`profiling_trtllm.sh` is a no-op).
 
-- `start_all_profiling`, once, before the first concurrency's warm-up (after the
-  endpoint check): for `type` nsys or torch only (nsys-time is skipped with a warning),
-  to each prefill, then decode, then aggregated leader, POST
-  `{"output_dir": "/logs/profiles/<mode>", "start_step": S, "num_steps": E - S,
-  "activities": ["CPU", "GPU"] | ["CUDA_PROFILER"]}` (steps unset: 0 and 50) to
-  `/start_profile` behind SGLang's router (`frontend.type: sglang`) or
-  `/engine/start_profile` under Dynamo; any other frontend type stops the script with
-  an error; a failed POST is a warning;
-- `stop_all_profiling`, after the last concurrency (and on the script's exit): POST `{}`
-  to each `/stop_profile` (`/engine/stop_profile`), ignoring the answer.
-
-Trace replay uses a no-op library for TRT-LLM (`profiling_trtllm.sh`: its capture is
-driven by `TLLM_PROFILE_START_STOP` or nsys's time window); no other benchmark disagg
-runs POSTs anything.
-
-Here the same POSTs go out at the same moments, around disagg's own points: after the
-canary, before the first point measured (warm-up included), and after the last point or
-when the sweep ends early. Differences (docs/compat.md): a start POST that fails or
-answers HTTP >= 400 fails the run before any point is measured (`profiling-failure`);
-TRT-LLM workers get no POST from sa-bench either (`profiling-trtllm`); a Dynamo worker
-answering 404 at `/engine/start_profile` gets the same body at
-`/engine/control/start_profile`, where Dynamo 1.x serves it (`profiling-dynamo-route`).
-Every POST and its answer are recorded: in each point's result (`profile_posts`, the
-starts) and in `state.json` / `summary.json` (all). A stop POST that fails is a warning
-in the log: SGLang answers 500 "Profiling is not in progress" once a profile has taken its
-`num_steps` and ended itself.
+Here the same POSTs go out at the same moments around disagg's own points. Differences
+(docs/compat.md): a failed start fails the run before any point (`profiling-failure`);
+sa-bench on TRT-LLM posts nothing either (`profiling-trtllm`); a Dynamo 404 at
+`/engine/...` is retried at `/engine/control/...`, where Dynamo 1.x serves it
+(`profiling-dynamo-route`). Every POST is recorded (`profile_posts` in each point, all
+in `state.json`); a failed stop is only a warning, since SGLang answers 500 "Profiling
+is not in progress" once a profile took its `num_steps` and ended itself.
 """
 
 from __future__ import annotations
@@ -153,9 +136,8 @@ def planned(
 
 def command_env(plan: Plan) -> dict[str, str]:
     """What srtctl gives every benchmark command of a profiled job (`_get_benchmark_
-    profiling_env`): the type, each phase's steps, torch's directory, each mode's worker
-    leaders (`PROFILE_<MODE>_IPS`, `PROFILE_<MODE>_ENDPOINTS`: `host:port`, the system
-    port under Dynamo) and `PROFILING_BACKEND=trtllm` for TRT-LLM; {} when not profiled."""
+    profiling_env`): type, steps, torch's directory, each mode's leaders' `host:port` (the
+    system port under Dynamo), TRT-LLM's backend; {} when not profiled."""
     raw = plan.config.get("profiling")
     section = ProfilingSection.model_validate(raw) if isinstance(raw, dict) else None
     if section is None or not enabled(section):

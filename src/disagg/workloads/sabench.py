@@ -1,11 +1,9 @@
 """`sa-bench`: disagg's own load generator, one in-process measured point per concurrency.
 
-Points: `benchmark.concurrencies` ("1x2x4" or a list); each point sends `num_prompts`
-(else concurrency x `num_prompts_mult`, default 10, at least 16) after a warm-up of
-concurrency x `num_warmup_mult` (default 2) requests. `req_rate` sends on a Poisson
-schedule at that rate, capped by the concurrency. `slow_down_sleep_time` and
-`slow_down_wait_time` slow the decode workers down at each measured window's start
-(`disagg.workloads.slow_down`).
+Each point sends `num_prompts` (else concurrency x `num_prompts_mult`, default 10, at
+least 16) after a warm-up of concurrency x `num_warmup_mult` (default 2). `req_rate`
+sends on a Poisson schedule, capped by the concurrency; `slow_down_*` slows the decode
+workers at each window's start (`disagg.workloads.slow_down`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """sa-bench's `benchmark.slow_down_sleep_time` / `slow_down_wait_time`, as srtctl runs them.
 
-srtctl (SA-Bench only): when both are set and positive and `frontend.type` is its SGLang
-router (`sglang`, schema 2's `sglang-router`), each measured run first POSTs
-`{"forward_sleep_time": sleep}` to `/slow_down` on every decode worker's leader, then
-`{"forward_sleep_time": null}` after `wait` seconds or when the run ends, whichever is
-first. Each point's measured run does it again; the warm-up does not. Anywhere else
-(another frontend, non-positive values, no decode workers) srtctl skips it with a
-warning: the plan lists the fields as ignored with that reason. One field without the
-other is srtctl's "unset": the feature is off.
-
-A POST that fails (no answer, HTTP >= 400) makes the point invalid, which fails the run
-(srtctl only prints a warning; compat row `slow-down-failure`).
+srtctl, behind its SGLang router only and with both fields positive, POSTs
+`{"forward_sleep_time": sleep}` to `/slow_down` on every decode leader at each measured
+run's start (not the warm-up), and `{"forward_sleep_time": null}` after `wait` seconds
+or when the run ends, whichever is first; anywhere else it skips it with a warning (the
+plan lists the fields as ignored with that reason). One field without the other is
+"unset". A failed POST makes the point invalid (srtctl only warns; `slow-down-failure`).
 """
 
 from __future__ import annotations
@@ -24,12 +19,12 @@ from typing import Any
 from disagg.plan.model import BenchPlan, Plan, RoleKind, SlowDownPlan
 from disagg.plan.templates import substitute
 from disagg.recipe.benchmark_section import BenchmarkSection
+from disagg.workloads import profiling
 
 FIELDS = ("slow_down_sleep_time", "slow_down_wait_time")
 # frontend.type values (as read) that are srtctl's SGLang router.
 FRONTENDS = ("sglang",)
 COMPAT = "slow-down-failure"
-POST_TIMEOUT_S = 60.0  # srtctl's client timeout for these POSTs
 
 
 def planned(section: BenchmarkSection, frontend: str) -> tuple[SlowDownPlan | None, str | None]:
@@ -74,22 +69,14 @@ def rendered(bench: BenchPlan, bindings: Mapping[str, Mapping[str, str]]) -> Ben
 
 def post(url: str, forward_sleep_time: float | None) -> str | None:
     """POST SGLang's slow-down body to `url`; why it failed, or None."""
-    import urllib.error  # here: planning, which imports this module, posts nothing
-    import urllib.request
-
-    body = json.dumps({"forward_sleep_time": forward_sleep_time}).encode()
-    request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=POST_TIMEOUT_S) as response:
-            response.read()
-    except urllib.error.HTTPError as exc:
-        detail = exc.read()[:300].decode(errors="replace")
-        return f"POST {url} {body.decode()} -> HTTP {exc.code}: {detail}"
-    except (OSError, ValueError) as exc:
-        return f"POST {url} {body.decode()} failed: {exc}"
-    return None
+    body = {"forward_sleep_time": forward_sleep_time}
+    record = profiling.post(url, body)
+    if record["ok"]:
+        return None
+    sent = f"POST {url} {json.dumps(body)}"
+    if record["status"] is None:
+        return f"{sent} failed: {record['answer']}"
+    return f"{sent} -> HTTP {record['status']}: {record['answer']}"
 
 
 class SlowDown:

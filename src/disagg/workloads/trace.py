@@ -1,28 +1,22 @@
 """`mooncake-router` / `trace-replay`: replay a timestamped trace with disagg's own generator.
 
-The trace is Mooncake's format, one JSON object a line: `timestamp` (ms since the
-trace began), `input_length`, `output_length` and `hash_ids` (one id per
-`block_tokens`-token block of the prompt; requests sharing leading ids share that
-prefix). Each request is sent at its timestamp (relative to the first), on the same
-absolute schedule the sa-bench rate mode uses; `concurrencies`, if given, makes one
-replay per value with at most that many requests in flight.
-
-A trace this machine can read is read and checked when planning. One inside a
-container mount whose host side is elsewhere (a cluster's filesystem) is left to the
-job, as srtctl leaves it: `resolve` reads it there before any role starts.
+The trace is Mooncake's JSONL: `timestamp` (ms), `input_length`, `output_length` and
+`hash_ids` (one id per `block_tokens`-token block; requests sharing leading ids share
+that prefix). Each request is sent at its timestamp on the sa-bench rate mode's
+absolute schedule; `concurrencies` makes one replay per value, capped in flight.
+A trace inside a container mount whose host side is not here is left to the job, as
+srtctl leaves it: `resolve` reads it there before any role starts.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from disagg.errors import DisaggError, SourceLocation, UnsupportedRecipe
-from disagg.plan.container_paths import mount_pairs
 from disagg.plan.model import BenchPlan, PointPlan, TracePlan
 from disagg.workloads.base import BenchInputs, BenchmarkAdapter
 from disagg.workloads.sabench import concurrencies, slo
@@ -141,53 +135,6 @@ def build_requests(
     return specs
 
 
-def _sorted(records: list[TraceRecord]) -> list[TraceRecord]:
-    return sorted(records, key=lambda r: r.timestamp_ms)
-
-
-def trace_requests(bench: BenchPlan, point: PointPlan) -> PointRequests:
-    """The plan's trace as one point's requests, each sent at its timestamp (the same
-    driver, limits and validity gate as sa-bench's points)."""
-    from disagg.bench.prompts import PromptFactory, PromptSettings
-    from disagg.bench.runner import PointRequests
-
-    assert bench.trace is not None
-    records = _sorted(read_trace(Path(bench.trace.path)))
-    factory = PromptFactory(PromptSettings.of(bench, prompt_format="text"))
-    return PointRequests(
-        requests=build_requests(factory, records, bench.trace.block_tokens),
-        offsets=trace_offsets(records, bench.trace.speedup),
-    )
-
-
-def _on_cluster(path: Path, mounts: Mapping[str, str]) -> Path | None:
-    """The host side of a trace named inside a container mount whose host side is not on
-    this machine (a cluster's shared filesystem), or None when the trace is read here.
-
-    The mounts are read as placement reads them (`mount_pairs`: a pyxis option such as
-    `:ro` is no part of the path), the most specific container side first. Such a trace
-    is read where the job runs: the orchestrator on the first node sees the mount's host
-    side, as the container does."""
-    for host, inside in sorted(mount_pairs(mounts), key=lambda pair: -len(pair[1])):
-        try:
-            rest = path.relative_to(inside)
-        except ValueError:
-            continue
-        found = Path(host) / rest
-        return None if Path(host).exists() else found
-    return None
-
-
-def _host_side(path: Path, mounts: Mapping[str, str]) -> Path:
-    """A trace named by its path inside a container mount whose host side is here."""
-    for host, inside in sorted(mount_pairs(mounts), key=lambda pair: -len(pair[1])):
-        try:
-            return Path(host) / path.relative_to(inside)
-        except ValueError:
-            continue
-    return path
-
-
 def traced_bench(bench: BenchPlan, records: list[TraceRecord]) -> BenchPlan:
     """`bench` with what the trace decides: each point's request count, the mean lengths."""
     count = len(records)
@@ -255,24 +202,36 @@ class TraceReplay(BenchmarkAdapter):
             concurrencies=levels,
             ignored=ignored,
         )
-        remote = None if path.exists() else _on_cluster(path, inputs.mounts)
-        if remote is not None:  # srtctl's way: the job reads it, nothing is read here
-            trace = TracePlan(path=str(remote), written=b.trace_file, at_run_time=True)
+        # A trace inside a container mount is read from the mount's host side; when that is
+        # not on this machine (a cluster's filesystem), the job reads it, as srtctl does.
+        found = None if path.exists() else inputs.host_side(path)
+        if found is not None and not found[0].exists():
+            trace = TracePlan(path=str(found[1]), written=b.trace_file, at_run_time=True)
             return planned.model_copy(update={"trace": trace})
-        if not path.exists():
-            path = _host_side(path, inputs.mounts)
+        if found is not None:
+            path = found[1]
         try:
             records = read_trace(path)
         except DisaggError as exc:
-            location = exc.location or None
-            if location is None:
+            if not exc.location:
                 raise inputs.fail(exc.message, ("benchmark", "trace_file"), exc.hint) from None
             raise
         trace = TracePlan(path=str(path.resolve()), written=b.trace_file)
         return traced_bench(planned, records).model_copy(update={"trace": trace})
 
     def requests(self, bench: BenchPlan, point: PointPlan) -> PointRequests:
-        return trace_requests(bench, point)
+        """Each of the trace's requests sent at its timestamp (the same driver, limits and
+        validity gate as sa-bench's points)."""
+        from disagg.bench.prompts import PromptFactory, PromptSettings
+        from disagg.bench.runner import PointRequests
+
+        assert bench.trace is not None
+        records = sorted(read_trace(Path(bench.trace.path)), key=lambda r: r.timestamp_ms)
+        factory = PromptFactory(PromptSettings.of(bench, prompt_format="text"))
+        return PointRequests(
+            requests=build_requests(factory, records, bench.trace.block_tokens),
+            offsets=trace_offsets(records, bench.trace.speedup),
+        )
 
     def prepare(self, bench: BenchPlan) -> None:
         assert bench.trace is not None
@@ -280,9 +239,8 @@ class TraceReplay(BenchmarkAdapter):
             read_trace(Path(bench.trace.path))
 
     def resolve(self, bench: BenchPlan) -> BenchPlan:
-        """A trace on the cluster is read and checked here, in the job, before any load: a
-        missing or malformed one ends the run naming the file and line; its records set
-        the request counts and lengths the plan left to it."""
+        """A trace on the cluster is read here, in the job, before any load (a bad one ends
+        the run naming file and line); its records set the counts and lengths."""
         if bench.trace is None or not bench.trace.at_run_time:
             return super().resolve(bench)
         try:
