@@ -45,14 +45,19 @@ class DirectFrontend(Frontend):
                 ("frontend", "type"),
                 "use a router (sglang-router, smg) for several or prefill/decode workers",
             )
-        return FrontendRoles(
-            frontend=f"{engine} (direct)",
-            stages=[ctx.workers],
-            serving_role=aggregated[0],
-            prompt_format="text",
-            simulator="disagg sim-engine" if ctx.simulated else None,
-            differs=[DIRECT_ROW],
-        )
+        return served_directly(ctx, f"{engine} (direct)", aggregated[0])
+
+
+def served_directly(ctx: FrontendContext, frontend: str, worker: str) -> FrontendRoles:
+    """No router: the load goes to `worker`'s own HTTP port."""
+    return FrontendRoles(
+        frontend=frontend,
+        stages=[ctx.workers],
+        serving_role=worker,
+        prompt_format="text",
+        simulator="disagg sim-engine" if ctx.simulated else None,
+        differs=[DIRECT_ROW],
+    )
 
 
 ADAPTER = DirectFrontend()

@@ -138,28 +138,18 @@ def _add_etcd(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection
     if _external(plane, entry, "ETCD_ENDPOINTS"):
         return
     name = entry.name if entry else "etcd"
+    argv = ["etcd", "--name", "disagg", "--data-dir", f"${{run.dir}}/{name}"]
+    argv += ["--listen-client-urls", "http://${self.bind_host}:${self.http_port}"]
+    argv += ["--advertise-client-urls", "http://${self.host}:${self.http_port}"]
+    argv += ["--listen-peer-urls", "http://${self.bind_host}:${self.peer_port}"]
+    argv += ["--initial-advertise-peer-urls", "http://${self.host}:${self.peer_port}"]
+    argv += ["--initial-cluster", "disagg=http://${self.host}:${self.peer_port}"]
     role = RolePlan(
         name=name,
         kind=RoleKind.SERVICE,
         node_ranks=[ctx.nodes.infra],
         ports=["http", "peer"],
-        argv=[
-            "etcd",
-            "--name",
-            "disagg",
-            "--data-dir",
-            f"${{run.dir}}/{name}",
-            "--listen-client-urls",
-            "http://${self.bind_host}:${self.http_port}",
-            "--advertise-client-urls",
-            "http://${self.host}:${self.http_port}",
-            "--listen-peer-urls",
-            "http://${self.bind_host}:${self.peer_port}",
-            "--initial-advertise-peer-urls",
-            "http://${self.host}:${self.peer_port}",
-            "--initial-cluster",
-            "disagg=http://${self.host}:${self.peer_port}",
-        ],
+        argv=argv,
         health=HealthPlan(path="/health", deadline_s=SERVICE_HEALTH_DEADLINE_S, expect='"true"'),
     )
     if entry is not None:

@@ -47,13 +47,6 @@ class Install:
     rev: str | None = None  # None: the repository's HEAD (top_of_tree)
     patches: tuple[str, ...] = ()
 
-    @property
-    def label(self) -> str:
-        """What the plan shows: `ai-dynamo==1.6.1`, `ai-dynamo @ git+URL@REV`."""
-        if self.kind == "git":
-            return f"ai-dynamo @ git+{self.git}@{self.rev or 'HEAD'}"
-        return f"ai-dynamo=={self.version}"
-
     def commands(self) -> str:
         """The shell that installs it into TARGET (run under the job's lock)."""
         pip = f"python3 -m pip install --quiet --target {TARGET}"

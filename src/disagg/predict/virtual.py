@@ -132,19 +132,14 @@ class Outcome:
     """What the load generator would have measured, on the model's clock (seconds)."""
 
     ttft: list[float] = field(default_factory=list)
-    e2el: list[float] = field(default_factory=list)
     tpot: list[float] = field(default_factory=list)
     output_tokens: int = 0
     input_tokens: int = 0
     end: float = 0.0  # the clock starts at 0 with the first request
 
     @property
-    def duration(self) -> float:
-        return max(self.end, 1e-12)
-
-    @property
     def total_throughput(self) -> float:
-        return (self.input_tokens + self.output_tokens) / self.duration
+        return (self.input_tokens + self.output_tokens) / max(self.end, 1e-12)
 
     @property
     def mean_ttft(self) -> float:
@@ -190,8 +185,8 @@ class Run:
         if self.back:
             for worker in self.front:
                 worker.scheduler.on_prefilled = functools.partial(self._handed, worker)
-        self._front_turn = itertools.cycle(range(len(self.front)))
-        self._back_turn = itertools.cycle(range(len(self.back))) if self.back else None
+        self._front_turn = itertools.cycle(self.front)
+        self._back_turn = itertools.cycle(self.back)
         self._index = itertools.count()
         self._pending: dict[int, tuple[SimRequest, Worker]] = {}
         self.outcome = Outcome()
@@ -212,12 +207,11 @@ class Run:
         self._sent += 1
         stream = Timed(self.clock, self.clock.now, self._done)
         index = next(self._index)
-        worker = self.front[next(self._front_turn)]
+        worker = next(self._front_turn)
         if self.back:
-            assert self._back_turn is not None
             self._pending[index] = (
                 SimRequest(0, w.isl, w.osl, w.osl, stream, room=index),
-                self.back[next(self._back_turn)],
+                next(self._back_turn),
             )
             worker.scheduler.submit(SimRequest(0, w.isl, 1, 1, Sink(), room=index))
         else:
@@ -244,7 +238,6 @@ class Run:
         o = self.outcome
         w = self._workload
         o.ttft.append(stream.first - stream.sent)
-        o.e2el.append(stream.finished - stream.sent)
         if stream.tokens > 1:
             o.tpot.append((stream.finished - stream.first) / (stream.tokens - 1))
         o._spans.append((stream.sent, stream.finished, stream.tokens))
