@@ -1,11 +1,9 @@
 """Direct frontends (schema 2's `sglang`, `vllm`; `trtllm_serve`'s aggregated worker too):
 the single aggregated worker serves.
 
-No router process runs; the load goes to the worker's own HTTP port, so the recipe must
-have exactly one aggregated worker. The worker's command is the engine adapter's (for
-vLLM, srt-slurm's direct `vllm serve`: vLLM's own multi-node serve across the worker's
-nodes, see `disagg.engines.vllm`); the port it serves is picked at run time like every
-role's (compat row `direct-frontend`).
+No router process runs; the load goes to the worker's own HTTP port (picked at run time
+like every role's: compat row `direct-frontend`), so the recipe must have exactly one
+aggregated worker, whose command is the engine adapter's.
 """
 
 from __future__ import annotations

@@ -3,15 +3,10 @@ plane), started as service roles of their own, or file discovery in the run dire
 
 As srt-slurm does, a Dynamo job on a cluster runs both before the workers, each taken
 over by a `services:` entry of its type when the recipe has one (`external: URL` points
-at a running one, `enabled: false` starts none). A run of mocker workers starts them only
-when the recipe names them (an entry, or a Dynamo plane set to `nats`), so that its
-workers register as they would on the cluster; otherwise Dynamo's file discovery in the
-run directory stands in, and the plan says so.
-
-Facts about the Debian builds (etcd 3.4.23, nats-server 2.9.10): etcd answers
-`GET /health` on its client port with `{"health":"true"}`; nats-server answers
-`GET /healthz` on its monitoring port, and takes `max_payload` only from a configuration
-file, refusing one above `max_pending` (64 MB unless raised).
+at a running one, `enabled: false` starts none). Mocker workers get them only when the
+recipe names them; otherwise Dynamo's file discovery stands in, and the plan says so.
+nats-server (2.9.10) takes `max_payload` only from a configuration file, and refuses one
+above `max_pending` (64 MB unless raised).
 """
 
 from __future__ import annotations

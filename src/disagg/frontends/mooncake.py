@@ -2,15 +2,10 @@
 
 srt-slurm runs `mooncake_master` for `backend.mooncake_kv_store` (v1) or a `services:`
 entry of type `mooncake-master` (schema 2 reads it into the same field): once, on the
-infra node, before any worker, critical. Every worker gets its own address
-(`MOONCAKE_LOCAL_HOSTNAME`, which the recipe's `env` may set), the recipe's `env`, then
-the master's addresses (`MOONCAKE_MASTER`, `MOONCAKE_TE_META_DATA_SERVER`), and a vLLM
-worker `MOONCAKE_CONFIG_PATH`: a JSON file from `store_config` with the master's address
-written in (vLLM's MooncakeStoreConnector reads its settings from there, not from the
-environment). Its ports are picked at run time like every role's (srtctl fixes 8700-8702).
-
-Facts about `mooncake_master` 0.3.13 (the non-CUDA wheel): its admin server answers
-`GET /health` with `"service_ready":true` once it serves; it binds every interface.
+infra node, before any worker. Every worker gets its own address, the recipe's `env`,
+then the master's addresses, and a vLLM worker `MOONCAKE_CONFIG_PATH`: vLLM's
+MooncakeStoreConnector reads its settings from that JSON file, not from the environment.
+`mooncake_master` (0.3.13) answers `GET /health` with `"service_ready":true` once it serves.
 """
 
 from __future__ import annotations

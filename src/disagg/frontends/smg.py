@@ -167,7 +167,6 @@ class RouterFrontend(Frontend):
             bootstrap=all(
                 "bootstrap" in role.ports for role in ctx.workers if role.kind is RoleKind.PREFILL
             ),
-            host=ctx.host,
             package=package,
             registered=bool(connectors),
             grpc=grpc_workers(ctx),

@@ -1,16 +1,13 @@
 """Predicted workers run on a virtual clock: a whole benchmark point in seconds of CPU.
 
-The simulated engine's own `Scheduler`s (one per worker) with their predicted timing are
-driven by a discrete-event loop instead of the event loop's timers: each step's duration
-is added to a virtual clock and applied at once. Prefill -> decode hand-overs take the
-KV transfer time of the prefill worker's link; a pipeline-parallel worker's drain is an
-event like any other. This is what a predicted run measures, less the frontend's and the
-HTTP client's own latency, and it is how `benchmarks/predict_accuracy.py` turns each
-published point's recipe into a prediction (docs/predict.md).
+The simulated engine's own `Scheduler`s with their predicted timing are driven by a
+discrete-event loop instead of the event loop's timers: each step's duration is added to
+a virtual clock and applied at once; prefill -> decode hand-overs take the KV transfer
+time of the prefill worker's link. This is what a predicted run measures, less the
+frontend's and the HTTP client's own latency (`benchmarks/predict_accuracy.py`).
 
 Workloads: `concurrency` requests kept in flight until `requests` have been sent (a
-closed loop, as sa-bench and trtllm-bench run), or every request sent at once
-(`concurrency=None`, as `vllm bench serve` without a limit does).
+closed loop), or every request sent at once (`concurrency=None`).
 """
 
 from __future__ import annotations
