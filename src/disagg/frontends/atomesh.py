@@ -10,8 +10,6 @@ share the default). Not installed here: see `disagg.frontends.static`.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from disagg.engines.base import render_args
 from disagg.frontends.base import FrontendContext, written_args
 from disagg.frontends.smg import worker_url
@@ -23,12 +21,10 @@ _MANAGED = frozenset({"host", "port", "pd-disaggregation", "prefill", "decode", 
 
 
 class AtomeshFrontend(StaticRouter):
-    engine: ClassVar[str] = "atom"
-    what: ClassVar[str] = "ATOM's router (atomesh)"
-    others: ClassVar[str] = (
-        "atomesh routes ATOM workers; `frontend.type: sglang-router` fronts the others"
-    )
-    health_path: ClassVar[str] = "/readiness"  # 200 once every worker is registered
+    engine = "atom"
+    what = "ATOM's router (atomesh)"
+    others = "atomesh routes ATOM workers; `frontend.type: sglang-router` fronts the others"
+    health_path = "/readiness"  # 200 once every worker is registered
 
     def argv(self, ctx: FrontendContext) -> tuple[list[str], list[str]]:
         prefill, decode = ctx.names(RoleKind.PREFILL), ctx.names(RoleKind.DECODE)

@@ -23,12 +23,10 @@ _MANAGED = frozenset({"vllm-url", "decode", "host", "port"})
 
 
 class TileRTRouterFrontend(StaticRouter):
-    engine: ClassVar[str] = "tilert"
-    what: ClassVar[str] = "TileRT's router (tilert.pd_vllm.pd_router)"
-    others: ClassVar[str] = (
-        "TileRT's router drives a vLLM prefill and TileRT decode servers: `engine: tilert`"
-    )
-    health_path: ClassVar[str] = "/health"
+    engine = "tilert"
+    what = "TileRT's router (tilert.pd_vllm.pd_router)"
+    others = "TileRT's router drives a vLLM prefill and TileRT decode servers: `engine: tilert`"
+    health_path = "/health"
     env: ClassVar[Mapping[str, str]] = {"CUDA_VISIBLE_DEVICES": ""}
 
     def argv(self, ctx: FrontendContext) -> tuple[list[str], list[str]]:
