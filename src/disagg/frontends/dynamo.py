@@ -155,7 +155,7 @@ def _worker(
     ctx: FrontendContext, role: RolePlan, env: dict[str, str], flags: list[str]
 ) -> RolePlan:
     """A real worker: the engine adapter's command under Dynamo's worker module."""
-    if dynamo_workers.runs_under_dynamo(ctx.engine):
+    if ctx.engine in dynamo_workers.MODULES:  # vLLM's and TRT-LLM's commands, rebuilt
         nodes = dynamo_workers.worker_argvs(ctx, role, flags)
         return _discovered(role, env, nodes[0], node_argv=nodes if len(nodes) > 1 else [])
     module = WORKER_MODULES[ctx.engine]

@@ -28,11 +28,6 @@ _SERVE_ONLY: dict[str, dict[str, str]] = {
 }
 
 
-def runs_under_dynamo(engine: str) -> bool:
-    """Whether a real worker of `engine` has a Dynamo worker command here."""
-    return engine in MODULES
-
-
 def worker_argvs(ctx: FrontendContext, role: RolePlan, runtime: list[str]) -> list[list[str]]:
     """The worker `role` (as the engine adapter rendered it for its own server) as Dynamo's
     worker module of the engine: one argv per node (one when it runs on one node);

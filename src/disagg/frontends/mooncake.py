@@ -103,8 +103,7 @@ def check_wired(config: RecipeConfig, backend: Mapping[str, Any], fail: Fail) ->
     section = backend.get(f"{config.backend.type}_config")
     for role in ("prefill", "decode"):
         args = section.get(role) if isinstance(section, Mapping) else None
-        for key in keys if isinstance(args, Mapping) else ():
-            value = args.get(key)  # type: ignore[union-attr]
+        for value in [args.get(key) for key in keys] if isinstance(args, Mapping) else []:
             text = json.dumps(value) if isinstance(value, Mapping) else str(value or "")
             if "mooncake" in text.lower():
                 return
