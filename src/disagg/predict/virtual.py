@@ -130,13 +130,7 @@ class Outcome:
 
     ttft: list[float] = field(default_factory=list)
     tpot: list[float] = field(default_factory=list)
-    output_tokens: int = 0
-    input_tokens: int = 0
     end: float = 0.0  # the clock starts at 0 with the first request
-
-    @property
-    def total_throughput(self) -> float:
-        return (self.input_tokens + self.output_tokens) / max(self.end, 1e-12)
 
     @property
     def mean_ttft(self) -> float:
@@ -158,8 +152,8 @@ class Outcome:
         in flight x tokens per request / mean end-to-end time. A run of two rounds then
         stands for one of many, without the first round's all-at-once start."""
         later = sorted(self._spans)[concurrency:]
-        if not later:
-            return self.total_throughput
+        if not later:  # a single round: the whole run's throughput
+            return sum(isl + n for _, _, n in self._spans) / max(self.end, 1e-12)
         e2e = statistics.fmean(end - sent for sent, end, _ in later)
         tokens = statistics.fmean(isl + n for _, _, n in later)
         return concurrency * tokens / e2e
@@ -238,8 +232,6 @@ class Run:
         if stream.tokens > 1:
             o.tpot.append((stream.finished - stream.first) / (stream.tokens - 1))
         o._spans.append((stream.sent, stream.finished, stream.tokens))
-        o.output_tokens += stream.tokens
-        o.input_tokens += w.isl
         o.end = max(o.end, stream.finished)
         if w.concurrency is not None and self._sent < w.requests:
             self._send()
