@@ -108,16 +108,15 @@ class DynamoFrontend(Frontend):
                 differs = ["dynamo-install"] if named else ["dynamo-install", "dynamo-default"]
             # dynamo.vllm dumps its config too (dynamo.sglang's row is its adapter's)
             differs += [CONFIG_DUMP_ROW] if ctx.engine == "vllm" else []
-        image = ctx.image
-        # Dynamo, etcd and NATS come with the job's image (`model.container`, also when a
-        # role names its own, as srtctl runs them); the mocker runs from this environment's
-        # ai-dynamo, as the simulated plans' does.
-        if image is not None and not mocked:
-            services = [
-                role if role.container_image else role.model_copy(update={"container_image": image})
-                for role in services
-            ]
-            frontends = [role.model_copy(update={"container_image": image}) for role in frontends]
+            # Dynamo, etcd and NATS come with the job's image (`model.container`, also when
+            # a role names its own, as srtctl runs them); a mocker runs from this environment.
+            if ctx.image is not None:
+                image = {"container_image": ctx.image}
+                services = [
+                    role if role.container_image else role.model_copy(update=image)
+                    for role in services
+                ]
+                frontends = [role.model_copy(update=image) for role in frontends]
         stages = [stage for stage in (services, workers, frontends) if stage]
         stages, serving = fronted(ctx, stages, frontends, topology)
         return FrontendRoles(
