@@ -51,12 +51,6 @@ class DiscoveryPlane:
         worker `--request-plane` (`build_worker_command` in srtctl/backends/*.py)."""
         return [*self.discovery_flags, "--request-plane", self.request_plane]
 
-    @property
-    def frontend_env(self) -> dict[str, str]:
-        """The request plane as srtctl tells the frontend (`DynamoFrontend.start_frontends`:
-        `DYN_REQUEST_PLANE`, which Dynamo's frontend reads for `--request-plane`)."""
-        return {"DYN_REQUEST_PLANE": self.request_plane}
-
 
 def discovery_plane(ctx: FrontendContext, mocked: bool) -> DiscoveryPlane:
     """etcd and NATS as the recipe (and srt-slurm's defaults for a cluster) ask for them."""

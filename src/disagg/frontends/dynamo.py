@@ -216,7 +216,9 @@ def _frontend(
     argv += render_args(written_args(ctx, _MANAGED, hint))
     recipe_env = {key: env_text(value) for key, value in ctx.config.environment.items()}
     extra_env = {key: str(value) for key, value in (ctx.frontend.env or {}).items()}
-    env = {**env, **discovery.frontend_env, **SKIP_SGLANG_LOG_FORMATTING, **recipe_env}
+    # the request plane as srtctl tells the frontend, which reads it for `--request-plane`
+    plane = {"DYN_REQUEST_PLANE": discovery.request_plane}
+    env = {**env, **plane, **SKIP_SGLANG_LOG_FORMATTING, **recipe_env}
     return RolePlan(
         name=name,
         kind=RoleKind.ROUTER,
