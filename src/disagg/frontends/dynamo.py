@@ -47,8 +47,7 @@ _OWN_HOST = (
     "DYN_EVENT_PLANE_HOST",
     "DYN_SYSTEM_HOST",
 )
-# A worker's Dynamo system status server (`DYN_SYSTEM_PORT`), and what its `/health` lists
-# once the worker serves.
+# What a worker's `/health` on its system port (`DYN_SYSTEM_PORT`) lists once it serves.
 GENERATE_READY = '"generate":"ready"'
 # srtctl sets it on every Dynamo frontend and worker (srtctl/frontends/dynamo.py).
 SKIP_SGLANG_LOG_FORMATTING = {"DYN_SKIP_SGLANG_LOG_FORMATTING": "1"}

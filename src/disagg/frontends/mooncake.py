@@ -51,10 +51,8 @@ def mooncake_plane(config: RecipeConfig, *, simulated: bool, image: str | None) 
     store = config.backend.mooncake_kv_store or _from_services(config)
     if store is None:
         return MooncakePlane()
-    # In a container (the recipe's `container`, else the workers' image) the image's
-    # `mooncake_master`; a simulated run, or one without images, starts the master from
-    # disagg's own environment (the `services` dependency group), found through its
-    # Python wherever that environment lies.
+    # In a container (the recipe's, else the workers' image) the image's `mooncake_master`;
+    # otherwise the one of disagg's own environment (the `services` dependency group).
     container = None if simulated or image is None else (store.container or image)
     program = ["mooncake_master"] if container else ["${run.python}", "-m", "mooncake.cli"]
     files: dict[str, str] = {}
