@@ -1,24 +1,14 @@
 """`frontend.type: atomesh`: ATOM's own router, in front of ATOM workers.
 
-Atomesh (`atom/mesh` in ATOM's repository, a Rust gateway built into ATOM's images at
-`/app/ATOM/atom/mesh/target/release/atomesh`) routes prefill/decode ATOM workers whose
-KV goes over Mooncake; it takes the SGLang gateway's command line. The command is the one
-ATOM's own P/D jobs run (`.github/scripts/atomesh/pd_server_atom.sh`):
-
-    atomesh launch --host H --port P --pd-disaggregation --prefill URL ... --decode URL ...
-        --backend atom <frontend.args>
-
-aggregated workers as `--worker-urls URL ...`. The recipe's `frontend.args` follow as
-written; the plan owns the address, the port and the worker list. Without a
-`prometheus-port` of the recipe's, each router gets a port of its own (two on one node
-would share the default). ATOM prefill workers serve no SGLang bootstrap port, so
-`--prefill` names the URL only, as ATOM's jobs do. Not installed here: see
-`disagg.frontends.static`.
+Atomesh (`atom/mesh` in ATOM's repository, built into ATOM's images) routes prefill/decode
+ATOM workers whose KV goes over Mooncake, with the SGLang gateway's command line, as
+ATOM's own P/D jobs run it (`.github/scripts/atomesh/pd_server_atom.sh`). ATOM prefill
+workers serve no SGLang bootstrap port, so `--prefill` names the URL only. Each router
+gets a `prometheus-port` of its own unless the recipe sets one (two on one node would
+share the default). Not installed here: see `disagg.frontends.static`.
 """
 
 from __future__ import annotations
-
-from typing import ClassVar
 
 from disagg.engines.base import render_args
 from disagg.frontends.base import FrontendContext, written_args
@@ -31,17 +21,16 @@ _MANAGED = frozenset({"host", "port", "pd-disaggregation", "prefill", "decode", 
 
 
 class AtomeshFrontend(StaticRouter):
-    engine: ClassVar[str] = "atom"
-    what: ClassVar[str] = "ATOM's router (atomesh)"
-    others: ClassVar[str] = (
-        "atomesh routes ATOM workers; `frontend.type: sglang-router` fronts the others"
-    )
-    health_path: ClassVar[str] = "/readiness"  # 200 once every worker is registered
+    engine = "atom"
+    what = "ATOM's router (atomesh)"
+    others = "atomesh routes ATOM workers; `frontend.type: sglang-router` fronts the others"
+    health_path = "/readiness"  # 200 once every worker is registered
 
     def argv(self, ctx: FrontendContext) -> tuple[list[str], list[str]]:
         prefill, decode = ctx.names(RoleKind.PREFILL), ctx.names(RoleKind.DECODE)
         aggregated = ctx.names(RoleKind.AGGREGATED)
-        argv = [ATOMESH_BINARY, "launch", "--host", ctx.host, "--port", "${self.http_port}"]
+        argv = [ATOMESH_BINARY, "launch", "--host", "${self.bind_host}"]
+        argv += ["--port", "${self.http_port}"]
         if prefill or decode:
             if not prefill or not decode or aggregated:
                 raise ctx.fail(

@@ -16,16 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from disagg.engines.worker import WorkerSpec
-from disagg.errors import Fail, Refuse, UnsupportedRecipe
-from disagg.plan.job_nodes import JobNodes, single
+from disagg.errors import Fail, Refuse
+from disagg.plan.job_nodes import JobNodes
 from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
 from disagg.recipe.schema import FrontendSection, RecipeConfig
 
 PromptFormat = Literal["text", "token_ids"]
-
-
-def _unplaced(what: str, path: tuple[str, ...]) -> UnsupportedRecipe:
-    return UnsupportedRecipe(what)
 
 
 @dataclass(frozen=True)
@@ -39,21 +35,18 @@ class FrontendContext:
     simulated: bool
     served_name: str
     fail: Fail  # builds a positioned error: (message, recipe path, hint)
-    model_dir: str | None = None  # the main model as a local directory, when it is one
+    model_dir: str | None  # the main model as a local directory, when it is one
     # The engine's own PD router (TRT-LLM's `trtllm-serve disaggregated`), when its KV
     # hand-over needs one: no other router can front such workers.
-    engine_router: RolePlan | None = None
-    host: str = "${self.bind_host}"  # the node's own address (loopback locally)
+    engine_router: RolePlan | None
     # Worker name -> (its settings, what the plan decided about it), as the engine adapter
     # was asked: a frontend that runs the engine under its own module asks it again.
-    worker_inputs: Mapping[str, tuple[Mapping[str, Any], WorkerSpec]] = field(default_factory=dict)
-    # `unsupported: <what>` positioned at a recipe path, naming the variant.
-    refuse: Refuse = _unplaced
-    # The job's nodes by purpose (head, infra, worker nodes), as srtctl carves them.
-    nodes: JobNodes = field(default_factory=single)
+    worker_inputs: Mapping[str, tuple[Mapping[str, Any], WorkerSpec]]
+    refuse: Refuse  # `unsupported: <what>` positioned at a recipe path, naming the variant
+    nodes: JobNodes  # the job's nodes by purpose (head, infra, workers), as srtctl carves them
     # The job's image (`model.container` resolved), which srtctl runs its routers in
     # whatever image a role names for itself; None when the workers run in no image.
-    image: str | None = None
+    image: str | None
 
     def names(self, kind: RoleKind) -> list[str]:
         return [role.name for role in self.workers if role.kind is kind]

@@ -1,11 +1,9 @@
 """Direct frontends (schema 2's `sglang`, `vllm`; `trtllm_serve`'s aggregated worker too):
 the single aggregated worker serves.
 
-No router process runs; the load goes to the worker's own HTTP port, so the recipe must
-have exactly one aggregated worker. The worker's command is the engine adapter's (for
-vLLM, srt-slurm's direct `vllm serve`: vLLM's own multi-node serve across the worker's
-nodes, see `disagg.engines.vllm`); the port it serves is picked at run time like every
-role's (compat row `direct-frontend`).
+No router process runs; the load goes to the worker's own HTTP port (picked at run time
+like every role's: compat row `direct-frontend`), so the recipe must have exactly one
+aggregated worker, whose command is the engine adapter's.
 """
 
 from __future__ import annotations
@@ -45,14 +43,19 @@ class DirectFrontend(Frontend):
                 ("frontend", "type"),
                 "use a router (sglang-router, smg) for several or prefill/decode workers",
             )
-        return FrontendRoles(
-            frontend=f"{engine} (direct)",
-            stages=[ctx.workers],
-            serving_role=aggregated[0],
-            prompt_format="text",
-            simulator="disagg sim-engine" if ctx.simulated else None,
-            differs=[DIRECT_ROW],
-        )
+        return served_directly(ctx, f"{engine} (direct)", aggregated[0])
+
+
+def served_directly(ctx: FrontendContext, frontend: str, worker: str) -> FrontendRoles:
+    """No router: the load goes to `worker`'s own HTTP port."""
+    return FrontendRoles(
+        frontend=frontend,
+        stages=[ctx.workers],
+        serving_role=worker,
+        prompt_format="text",
+        simulator="disagg sim-engine" if ctx.simulated else None,
+        differs=[DIRECT_ROW],
+    )
 
 
 ADAPTER = DirectFrontend()

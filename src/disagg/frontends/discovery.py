@@ -3,15 +3,10 @@ plane), started as service roles of their own, or file discovery in the run dire
 
 As srt-slurm does, a Dynamo job on a cluster runs both before the workers, each taken
 over by a `services:` entry of its type when the recipe has one (`external: URL` points
-at a running one, `enabled: false` starts none). A run of mocker workers starts them only
-when the recipe names them (an entry, or a Dynamo plane set to `nats`), so that its
-workers register as they would on the cluster; otherwise Dynamo's file discovery in the
-run directory stands in, and the plan says so.
-
-Facts about the Debian builds (etcd 3.4.23, nats-server 2.9.10): etcd answers
-`GET /health` on its client port with `{"health":"true"}`; nats-server answers
-`GET /healthz` on its monitoring port, and takes `max_payload` only from a configuration
-file, refusing one above `max_pending` (64 MB unless raised).
+at a running one, `enabled: false` starts none). Mocker workers get them only when the
+recipe names them; otherwise Dynamo's file discovery stands in, and the plan says so.
+nats-server (2.9.10) takes `max_payload` only from a configuration file, and refuses one
+above `max_pending` (64 MB unless raised).
 """
 
 from __future__ import annotations
@@ -55,12 +50,6 @@ class DiscoveryPlane:
         """What a Dynamo engine worker is told of the planes: srtctl passes each engine's
         worker `--request-plane` (`build_worker_command` in srtctl/backends/*.py)."""
         return [*self.discovery_flags, "--request-plane", self.request_plane]
-
-    @property
-    def frontend_env(self) -> dict[str, str]:
-        """The request plane as srtctl tells the frontend (`DynamoFrontend.start_frontends`:
-        `DYN_REQUEST_PLANE`, which Dynamo's frontend reads for `--request-plane`)."""
-        return {"DYN_REQUEST_PLANE": self.request_plane}
 
 
 def discovery_plane(ctx: FrontendContext, mocked: bool) -> DiscoveryPlane:
@@ -138,28 +127,18 @@ def _add_etcd(ctx: FrontendContext, plane: DiscoveryPlane, entry: ServiceSection
     if _external(plane, entry, "ETCD_ENDPOINTS"):
         return
     name = entry.name if entry else "etcd"
+    argv = ["etcd", "--name", "disagg", "--data-dir", f"${{run.dir}}/{name}"]
+    argv += ["--listen-client-urls", "http://${self.bind_host}:${self.http_port}"]
+    argv += ["--advertise-client-urls", "http://${self.host}:${self.http_port}"]
+    argv += ["--listen-peer-urls", "http://${self.bind_host}:${self.peer_port}"]
+    argv += ["--initial-advertise-peer-urls", "http://${self.host}:${self.peer_port}"]
+    argv += ["--initial-cluster", "disagg=http://${self.host}:${self.peer_port}"]
     role = RolePlan(
         name=name,
         kind=RoleKind.SERVICE,
         node_ranks=[ctx.nodes.infra],
         ports=["http", "peer"],
-        argv=[
-            "etcd",
-            "--name",
-            "disagg",
-            "--data-dir",
-            f"${{run.dir}}/{name}",
-            "--listen-client-urls",
-            "http://${self.bind_host}:${self.http_port}",
-            "--advertise-client-urls",
-            "http://${self.host}:${self.http_port}",
-            "--listen-peer-urls",
-            "http://${self.bind_host}:${self.peer_port}",
-            "--initial-advertise-peer-urls",
-            "http://${self.host}:${self.peer_port}",
-            "--initial-cluster",
-            "disagg=http://${self.host}:${self.peer_port}",
-        ],
+        argv=argv,
         health=HealthPlan(path="/health", deadline_s=SERVICE_HEALTH_DEADLINE_S, expect='"true"'),
     )
     if entry is not None:

@@ -8,20 +8,12 @@ same discovery). The frontend discovers the workers and routes prefill -> decode
 so no worker URL is passed to it; frontends and nginx run where srtctl runs them
 (`disagg.frontends.topology`).
 
-Facts about ai-dynamo 1.6.1, observed on CPU with the mocker:
-
-- `--discovery-backend file` (a directory in `DYN_FILE_KV`) with `--request-plane tcp`
-  needs neither etcd nor NATS: simulated plans use it unless the recipe names etcd or
-  NATS; on clusters both start first, as srt-slurm does (`disagg.frontends.discovery`).
-- Dynamo advertises the machine's interface address unless `DYN_TCP_RPC_HOST`,
-  `DYN_TCP_RESPONSE_STREAM_HOST`, `DYN_EVENT_PLANE_HOST` and `DYN_SYSTEM_HOST` say
-  otherwise: every role gets its node's own address in them.
-- A worker has no HTTP API; with `DYN_SYSTEM_PORT` it serves `/health`, 503 `notready`
-  (unless `DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS` names an endpoint, which srtctl does
-  not set) but listing each endpoint's state: up once it shows `"generate":"ready"`.
-- The frontend's `/health` answers 200 with no worker at all; `/v1/models` lists the
-  model once a decode (or aggregated) worker has registered: the frontend's gate.
-- Text and token-id prompts both work on `/v1/completions`.
+Facts about ai-dynamo 1.6.1 (observed on CPU with the mocker; docs/engines.md has more):
+file discovery (`DYN_FILE_KV`) with the tcp request plane needs neither etcd nor NATS;
+Dynamo advertises the interface address unless the `DYN_*_HOST` variables name the
+node's own; a worker serves only `/health` on `DYN_SYSTEM_PORT`, listing
+`"generate":"ready"` once up; the frontend's `/v1/models` lists the model once a decode
+(or aggregated) worker registered, its health gate.
 """
 
 from __future__ import annotations
@@ -49,8 +41,13 @@ MOCKER_HEALTH_DEADLINE_S = 60.0
 WORKER_MODULES: dict[str, str] = {"sglang": "dynamo.sglang", **dynamo_workers.MODULES}
 # Flags this adapter sets on the frontend; `frontend.args` may not override them.
 _MANAGED = frozenset({"http-host", "http-port", "discovery-backend", "request-plane"})
-# A worker's Dynamo system status server (`DYN_SYSTEM_PORT`), and what its `/health` lists
-# once the worker serves.
+_OWN_HOST = (
+    "DYN_TCP_RPC_HOST",
+    "DYN_TCP_RESPONSE_STREAM_HOST",
+    "DYN_EVENT_PLANE_HOST",
+    "DYN_SYSTEM_HOST",
+)
+# What a worker's `/health` on its system port (`DYN_SYSTEM_PORT`) lists once it serves.
 GENERATE_READY = '"generate":"ready"'
 # srtctl sets it on every Dynamo frontend and worker (srtctl/frontends/dynamo.py).
 SKIP_SGLANG_LOG_FORMATTING = {"DYN_SKIP_SGLANG_LOG_FORMATTING": "1"}
@@ -71,17 +68,19 @@ class DynamoFrontend(Frontend):
             return _stand_in(ctx, f"Dynamo's {ctx.engine} worker command is not built here")
         discovery = discovery_plane(ctx, mocked)
         services = discovery.services
-        env = _runtime_env(discovery)
+        # every Dynamo process: where discovery is, and its own address to advertise
+        env = {**dict.fromkeys(_OWN_HOST, "${self.bind_host}"), **discovery.env}
         flags = discovery.worker_flags
         python = "${run.python}" if mocked else "python3"
-        workers = [
-            _mocker(ctx, role, env, flags)
-            if ctx.simulated
-            else _mocker_engine(role, env, flags)
-            if mocked
-            else _worker(ctx, role, env, flags)
-            for role in ctx.workers
-        ]
+        if ctx.simulated:
+            workers = [_mocker(ctx, role, env, flags) for role in ctx.workers]
+        elif mocked:  # `backend.type: mocker`, run from this environment's ai-dynamo
+            workers = [
+                _discovered(role, env, [*role.argv, *flags], container_image=None)
+                for role in ctx.workers
+            ]
+        else:
+            workers = [_worker(ctx, role, env, flags) for role in ctx.workers]
         topology = frontend_topology(ctx)
         count = len(topology.frontends)
         frontends = [
@@ -108,16 +107,15 @@ class DynamoFrontend(Frontend):
                 differs = ["dynamo-install"] if named else ["dynamo-install", "dynamo-default"]
             # dynamo.vllm dumps its config too (dynamo.sglang's row is its adapter's)
             differs += [CONFIG_DUMP_ROW] if ctx.engine == "vllm" else []
-        image = ctx.image
-        # Dynamo, etcd and NATS come with the job's image (`model.container`, also when a
-        # role names its own, as srtctl runs them); the mocker runs from this environment's
-        # ai-dynamo, as the simulated plans' does.
-        if image is not None and not mocked:
-            services = [
-                role if role.container_image else role.model_copy(update={"container_image": image})
-                for role in services
-            ]
-            frontends = [role.model_copy(update={"container_image": image}) for role in frontends]
+            # Dynamo, etcd and NATS come with the job's image (`model.container`, also when
+            # a role names its own, as srtctl runs them); a mocker runs from this environment.
+            if ctx.image is not None:
+                image = {"container_image": ctx.image}
+                services = [
+                    role if role.container_image else role.model_copy(update=image)
+                    for role in services
+                ]
+                frontends = [role.model_copy(update=image) for role in frontends]
         stages = [stage for stage in (services, workers, frontends) if stage]
         stages, serving = fronted(ctx, stages, frontends, topology)
         return FrontendRoles(
@@ -131,37 +129,6 @@ class DynamoFrontend(Frontend):
             honoured=discovery.honoured,
             differs=differs,
         )
-
-
-def _runtime_env(discovery: DiscoveryPlane) -> dict[str, str]:
-    """What every Dynamo process needs: where discovery is, and its own address."""
-    own = "${self.bind_host}"
-    return {
-        "DYN_TCP_RPC_HOST": own,
-        "DYN_TCP_RESPONSE_STREAM_HOST": own,
-        "DYN_EVENT_PLANE_HOST": own,
-        "DYN_SYSTEM_HOST": own,
-        **discovery.env,
-    }
-
-
-def _worker_env(role: RolePlan, env: dict[str, str]) -> dict[str, str]:
-    return {**role.env, **env, "DYN_SYSTEM_PORT": "${self.system_port}"}
-
-
-def _worker_health(deadline_s: float) -> HealthPlan:
-    """Up once Dynamo's system server lists the worker's `generate` endpoint as ready."""
-    return HealthPlan(
-        path="/health",
-        port=SYSTEM_PORT,
-        expect=GENERATE_READY,
-        any_status=True,
-        deadline_s=deadline_s,
-    )
-
-
-def _with_system_port(ports: list[str]) -> list[str]:
-    return ports if SYSTEM_PORT in ports else [*ports, SYSTEM_PORT]
 
 
 def _mocker(
@@ -178,28 +145,15 @@ def _mocker(
         argv += ["--disaggregation-mode", "decode"]
     backend = ctx.config.backend_settings(exclude_none=True)
     argv += mocker_engine.render(mocker_engine.settings(backend, {}, srt_slurm_defaults=False))
-    return role.model_copy(
-        update={
-            "argv": argv,
-            "ports": ports,
-            "env": _worker_env(role, env),
-            "health": _worker_health(MOCKER_HEALTH_DEADLINE_S),
-            "container_image": None,
-        }
-    )
-
-
-def _mocker_engine(role: RolePlan, env: dict[str, str], flags: list[str]) -> RolePlan:
-    """A `backend.type: mocker` worker: the engine adapter's command, discovered by the
-    frontend; it runs from this environment's ai-dynamo, as the frontend does."""
-    return _discovered(role, env, [*role.argv, *flags], container_image=None)
+    health = _worker_health(MOCKER_HEALTH_DEADLINE_S)
+    return _discovered(role, env, argv, ports=ports, health=health, container_image=None)
 
 
 def _worker(
     ctx: FrontendContext, role: RolePlan, env: dict[str, str], flags: list[str]
 ) -> RolePlan:
     """A real worker: the engine adapter's command under Dynamo's worker module."""
-    if dynamo_workers.runs_under_dynamo(ctx.engine):
+    if ctx.engine in dynamo_workers.MODULES:  # vLLM's and TRT-LLM's commands, rebuilt
         nodes = dynamo_workers.worker_argvs(ctx, role, flags)
         return _discovered(role, env, nodes[0], node_argv=nodes if len(nodes) > 1 else [])
     module = WORKER_MODULES[ctx.engine]
@@ -212,25 +166,34 @@ def _worker(
             "the engine's command is not `python -m <module> ...`",
         )
     argv[at] = module
-    # The same planes the frontend is told, not Dynamo's defaults: a recipe's NATS request
-    # plane, or file discovery, must reach the worker too (dynamo.sglang takes Dynamo's
-    # runtime flags beside SGLang's own).
+    # The same planes the frontend is told (dynamo.sglang takes Dynamo's runtime flags
+    # beside SGLang's own): a NATS request plane or file discovery must reach it too.
     return _discovered(role, env, [*argv, *flags])
 
 
 def _discovered(role: RolePlan, env: dict[str, str], argv: list[str], **update: Any) -> RolePlan:
     """`role` running `argv` as a Dynamo worker: its Dynamo environment, and health asked
-    of Dynamo's system port (`/health`) on the engine adapter's deadline."""
-    health = _worker_health((role.health or HealthPlan()).deadline_s)
-    ports = _with_system_port(role.ports)
+    of Dynamo's system port on the engine adapter's deadline (unless `update` says)."""
+    ports = role.ports if SYSTEM_PORT in role.ports else [*role.ports, SYSTEM_PORT]
     return role.model_copy(
         update={
             "argv": argv,
-            "env": _worker_env(role, env),
-            "health": health,
+            "env": {**role.env, **env, "DYN_SYSTEM_PORT": "${self.system_port}"},
+            "health": _worker_health((role.health or HealthPlan()).deadline_s),
             "ports": ports,
             **update,
         }
+    )
+
+
+def _worker_health(deadline_s: float) -> HealthPlan:
+    """Up once Dynamo's system server lists the worker's `generate` endpoint as ready."""
+    return HealthPlan(
+        path="/health",
+        port=SYSTEM_PORT,
+        expect=GENERATE_READY,
+        any_status=True,
+        deadline_s=deadline_s,
     )
 
 
@@ -248,10 +211,13 @@ def _frontend(
     `frontend.env`."""
     argv = [python, "-m", FRONTEND_MODULE, "--http-host", "${self.bind_host}"]
     argv += ["--http-port", "${self.http_port}", *discovery.discovery_flags]
-    argv += _frontend_args(ctx)
+    hint = "disagg picks the frontend's address, port, discovery and request plane"
+    argv += render_args(written_args(ctx, _MANAGED, hint))
     recipe_env = {key: env_text(value) for key, value in ctx.config.environment.items()}
     extra_env = {key: str(value) for key, value in (ctx.frontend.env or {}).items()}
-    env = {**env, **discovery.frontend_env, **SKIP_SGLANG_LOG_FORMATTING, **recipe_env}
+    # the request plane as srtctl tells the frontend, which reads it for `--request-plane`
+    plane = {"DYN_REQUEST_PLANE": discovery.request_plane}
+    env = {**env, **plane, **SKIP_SGLANG_LOG_FORMATTING, **recipe_env}
     return RolePlan(
         name=name,
         kind=RoleKind.ROUTER,
@@ -265,11 +231,6 @@ def _frontend(
             expect=json.dumps(ctx.served_name),
         ),
     )
-
-
-def _frontend_args(ctx: FrontendContext) -> list[str]:
-    hint = "disagg picks the frontend's address, port, discovery and request plane"
-    return render_args(written_args(ctx, _MANAGED, hint))
 
 
 def _ignored(ctx: FrontendContext, mocked: bool) -> list[dict[str, str]]:

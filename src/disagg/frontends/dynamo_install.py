@@ -1,18 +1,14 @@
 """`dynamo.source` / `dynamo.version` / `hash` / `wheel` / `top_of_tree`: the Dynamo a job runs.
 
-What srt-slurm installs (`DynamoConfig.get_install_commands`, v1.0.68; 2.x's
-`dynamo.source` spells the same fields `pypi`, `wheel`, `git` + `rev`, `patches`): a
-release (the default), a staged nightly (`wheel`: a package version, `--pre --no-deps`),
-or a commit: cloned, each `cargo_patches` line put in place of that crate's declaration,
-built with maturin, cached by commit (and a digest of the patches) and built under a
-lock, so the first job to need a commit builds it and every later one installs the
-cached build; `top_of_tree` the same at HEAD, never cached.
+What srt-slurm installs (`DynamoConfig.get_install_commands`, v1.0.68; 2.x spells the
+same fields `pypi`, `wheel`, `git` + `rev`, `patches`): a release (the default), a staged
+nightly (`wheel`), or a commit built with maturin (with `cargo_patches` applied), cached
+by commit and built under a lock; `top_of_tree` the same at HEAD, never cached.
 
-Here the first Dynamo role to start installs it with pip into the run directory under a
-lock; every other role of the job, on any node, finds the marker and uses it through
-PYTHONPATH, so it happens once per job. The marker holds the installed version, which the
-results record; a failed install leaves none, so the role that tried fails the run by
-name. Where this differs from srtctl is the `dynamo-install` row of docs/compat.md.
+Here the first Dynamo role to start installs it into the run directory under a lock and
+writes a marker holding the installed version (which the results record); every other
+role of the job finds the marker and uses it through PYTHONPATH. Where this differs from
+srtctl is the `dynamo-install` row of docs/compat.md.
 """
 
 from __future__ import annotations
@@ -46,13 +42,6 @@ class Install:
     git: str | None = None
     rev: str | None = None  # None: the repository's HEAD (top_of_tree)
     patches: tuple[str, ...] = ()
-
-    @property
-    def label(self) -> str:
-        """What the plan shows: `ai-dynamo==1.6.1`, `ai-dynamo @ git+URL@REV`."""
-        if self.kind == "git":
-            return f"ai-dynamo @ git+{self.git}@{self.rev or 'HEAD'}"
-        return f"ai-dynamo=={self.version}"
 
     def commands(self) -> str:
         """The shell that installs it into TARGET (run under the job's lock)."""

@@ -1,12 +1,9 @@
-"""vLLM and TRT-LLM workers under Dynamo: `python3 -m dynamo.vllm` / `python3 -m dynamo.trtllm`,
-as srt-slurm renders them (ai-dynamo 1.6.1's worker modules).
+"""vLLM and TRT-LLM workers under Dynamo (`python3 -m dynamo.vllm` / `dynamo.trtllm`), as
+srt-slurm renders them for ai-dynamo 1.6.1 (docs/engines.md, "Under Dynamo").
 
-`dynamo.vllm` takes the engine adapter's own flags and per-node placement flags, with no
-`--host`/`--port` (a Dynamo worker has no HTTP API) and the KV transfer as the engine's
-`--kv-transfer-config` (Dynamo 1.x took the `--connector` shorthand away). `dynamo.trtllm`
-reads the role's YAML the engine adapter writes and keeps its MPI step, each rank under
-the engine's launch prefix. Both take `--disaggregation-mode` for prefill/decode workers
-(the frontend routes prefill -> decode itself) and the discovery and request planes.
+`dynamo.vllm` takes the engine adapter's own flags without `--host`/`--port` (a Dynamo
+worker has no HTTP API); `dynamo.trtllm` reads the role's YAML the engine adapter writes
+and keeps its MPI step.
 """
 
 from __future__ import annotations
@@ -29,11 +26,6 @@ _SERVE_ONLY: dict[str, dict[str, str]] = {
         for role in ("prefill", "decode", "aggregated")
     },
 }
-
-
-def runs_under_dynamo(engine: str) -> bool:
-    """Whether a real worker of `engine` has a Dynamo worker command here."""
-    return engine in MODULES
 
 
 def worker_argvs(ctx: FrontendContext, role: RolePlan, runtime: list[str]) -> list[list[str]]:

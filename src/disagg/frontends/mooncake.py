@@ -2,15 +2,10 @@
 
 srt-slurm runs `mooncake_master` for `backend.mooncake_kv_store` (v1) or a `services:`
 entry of type `mooncake-master` (schema 2 reads it into the same field): once, on the
-infra node, before any worker, critical. Every worker gets its own address
-(`MOONCAKE_LOCAL_HOSTNAME`, which the recipe's `env` may set), the recipe's `env`, then
-the master's addresses (`MOONCAKE_MASTER`, `MOONCAKE_TE_META_DATA_SERVER`), and a vLLM
-worker `MOONCAKE_CONFIG_PATH`: a JSON file from `store_config` with the master's address
-written in (vLLM's MooncakeStoreConnector reads its settings from there, not from the
-environment). Its ports are picked at run time like every role's (srtctl fixes 8700-8702).
-
-Facts about `mooncake_master` 0.3.13 (the non-CUDA wheel): its admin server answers
-`GET /health` with `"service_ready":true` once it serves; it binds every interface.
+infra node, before any worker. Every worker gets its own address, the recipe's `env`,
+then the master's addresses, and a vLLM worker `MOONCAKE_CONFIG_PATH`: vLLM's
+MooncakeStoreConnector reads its settings from that JSON file, not from the environment.
+`mooncake_master` (0.3.13) answers `GET /health` with `"service_ready":true` once it serves.
 """
 
 from __future__ import annotations
@@ -56,10 +51,8 @@ def mooncake_plane(config: RecipeConfig, *, simulated: bool, image: str | None) 
     store = config.backend.mooncake_kv_store or _from_services(config)
     if store is None:
         return MooncakePlane()
-    # In a container (the recipe's `container`, else the workers' image) the image's
-    # `mooncake_master`; a simulated run, or one without images, starts the master from
-    # disagg's own environment (the `services` dependency group), found through its
-    # Python wherever that environment lies.
+    # In a container (the recipe's, else the workers' image) the image's `mooncake_master`;
+    # otherwise the one of disagg's own environment (the `services` dependency group).
     container = None if simulated or image is None else (store.container or image)
     program = ["mooncake_master"] if container else ["${run.python}", "-m", "mooncake.cli"]
     files: dict[str, str] = {}
@@ -108,8 +101,7 @@ def check_wired(config: RecipeConfig, backend: Mapping[str, Any], fail: Fail) ->
     section = backend.get(f"{config.backend.type}_config")
     for role in ("prefill", "decode"):
         args = section.get(role) if isinstance(section, Mapping) else None
-        for key in keys if isinstance(args, Mapping) else ():
-            value = args.get(key)  # type: ignore[union-attr]
+        for value in [args.get(key) for key in keys] if isinstance(args, Mapping) else []:
             text = json.dumps(value) if isinstance(value, Mapping) else str(value or "")
             if "mooncake" in text.lower():
                 return

@@ -1,13 +1,10 @@
 """`python -m disagg.frontends.register`: run smg and register its workers with `POST /workers`.
 
 smg moves a vLLM prefill worker's KV to the decode worker only for workers registered
-with their `worker_type` and `kv_connector`; given as `--prefill/--decode` URLs it
-sends both legs at once, SGLang-style, and the decode worker recomputes the prompt.
-This wrapper starts the router (its argv after `--`), registers every `--worker URL
-TYPE CONNECTOR` once the router answers, and then lives exactly as long as the router:
-its exit status is the router's, and SIGTERM/SIGINT/SIGHUP are passed on. smg's
-`/readiness` is 503 until every registered worker is healthy, so the orchestrator's
-health gate still means "requests can flow".
+with their `worker_type` and `kv_connector` (given as `--prefill/--decode` URLs it sends
+both legs at once and the decode worker recomputes the prompt). This wrapper lives
+exactly as long as the router it starts, passing signals on and exiting with its status;
+smg's `/readiness` stays 503 until every registered worker is healthy.
 """
 
 from __future__ import annotations

@@ -5,26 +5,16 @@ sglang-router project and takes every flag rendered here (it lacks only `--mini-
 never rendered). `frontend.package: sglang-router` keeps the last release for recipes
 that pin it.
 
-Facts about sglang-router 0.3.2, observed in front of logging servers (smg 1.13.0 alike,
-answering 400 instead of 422 for token ids):
+Facts about sglang-router 0.3.2, observed in front of logging servers (smg 1.13.0 alike):
 
-- PD mode (`--pd-disaggregation --prefill URL BOOTSTRAP_PORT --decode URL`): each worker
-  is probed for gRPC (an HTTP/2 preface; HTTP/1.1 servers reject it and HTTP is used),
-  then `GET /health`, `/server_info`, `/model_info`. A request body goes to one prefill
-  and one decode worker with `bootstrap_host`, `bootstrap_port` and `bootstrap_room` (a
-  random u64) added, plus defaults (`ignore_eos: false`, `stream: false`); the client
-  gets the decode worker's answer.
-- `/health` and `/liveness` answer 200 before any worker is registered; `/readiness` is
-  503 until every worker is registered and healthy: the health path to gate on.
-- Workers not up at start are retried every `--worker-startup-check-interval` (30 s);
-  the router starts once every worker is healthy, so its first check finds them.
+- PD mode sends each request to one prefill and one decode worker with
+  `bootstrap_host`/`_port`/`_room` added; the client gets the decode worker's answer.
+- `/health` answers 200 before any worker is registered; `/readiness` is 503 until every
+  worker is registered and healthy: the health path to gate on.
 - The Prometheus exporter always starts (0.0.0.0:29000) and a port in use makes the
   router panic: every router gets its own `metrics` port and `--prometheus-host`.
-- It loads a tokenizer for each worker's `model_path` (from `/server_info`), from the hub
-  unless local (offline: a warning only); `--tokenizer-path DIR` names a local one.
-- `/v1/completions` needs `model`, and `prompt` a string or list of strings: token-id
-  prompts get 422 (`StringOrArray`); `/generate` with `input_ids` passes through.
-- On SIGTERM it exits within a fraction of a second when idle.
+- It loads each worker's tokenizer from the hub unless `--tokenizer-path DIR` names one.
+- `/v1/completions` refuses token-id prompts (422; smg 400): text prompts only.
 """
 
 from __future__ import annotations
@@ -120,17 +110,9 @@ def router_argv(
         argv += ["--worker-urls", *(worker_url(name, grpc) for name in aggregated)]
     else:
         raise DisaggError("a router needs at least one worker", hint="no worker roles given")
-    argv += [
-        "--host",
-        host,
-        "--port",
-        "${self.http_port}",
-        "--prometheus-port",
-        "${self.metrics_port}",
-        "--prometheus-host",
-        host,
-        *(["--policy", chosen_policy] if chosen_policy else []),
-    ]
+    argv += ["--host", host, "--port", "${self.http_port}"]
+    argv += ["--prometheus-port", "${self.metrics_port}", "--prometheus-host", host]
+    argv += ["--policy", chosen_policy] if chosen_policy else []
     if not any(_key(key) == "shutdown_grace_period_secs" for key in extra):
         # smg waits up to 180 s (5 s even when idle) for in-flight requests on SIGTERM; the
         # orchestrator stops it only once the load is over, so 1 s is plenty.
@@ -185,7 +167,6 @@ class RouterFrontend(Frontend):
             bootstrap=all(
                 "bootstrap" in role.ports for role in ctx.workers if role.kind is RoleKind.PREFILL
             ),
-            host=ctx.host,
             package=package,
             registered=bool(connectors),
             grpc=grpc_workers(ctx),
@@ -203,11 +184,11 @@ def grpc_workers(ctx: FrontendContext) -> frozenset[str]:
     """The workers whose settings ask for a gRPC server: SGLang's `grpc-mode` (srtctl
     v1.0.68's `SGLangProtocol.is_grpc_mode`), vLLM's `grpc` (srtctl 2.x's smg frontend)."""
     key = {"sglang": "grpc-mode", "vllm": "grpc"}.get(ctx.engine)
-    found = set()
-    for name, (settings, _spec) in ctx.worker_inputs.items():
-        if key and any(str(k).replace("_", "-") == key and v for k, v in settings.items()):
-            found.add(name)
-    return frozenset(found)
+    return frozenset(
+        name
+        for name, (settings, _spec) in ctx.worker_inputs.items()
+        if key and any(str(k).replace("_", "-") == key and v for k, v in settings.items())
+    )
 
 
 def _kv_connectors(ctx: FrontendContext) -> dict[str, str]:
@@ -237,11 +218,11 @@ def _registering(argv: list[str], ctx: FrontendContext, connectors: dict[str, st
     """The router argv wrapped so that each worker is registered with its connector."""
     wrapper = [argv[0], "-m", REGISTER_MODULE]
     wrapper += ["--router", "http://${self.bind_host}:${self.http_port}"]
+    grpc = grpc_workers(ctx)
     for role in ctx.workers:
         if role.kind in (RoleKind.PREFILL, RoleKind.DECODE):
             connector = connectors.get(role.name, "none")
-            url = worker_url(role.name, grpc_workers(ctx))
-            wrapper += ["--worker", url, role.kind.value, connector]
+            wrapper += ["--worker", worker_url(role.name, grpc), role.kind.value, connector]
     return [*wrapper, "--", *argv]
 
 

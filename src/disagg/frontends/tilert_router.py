@@ -1,18 +1,10 @@
 """`frontend.type: tilert-router`: TileRT's router over a vLLM prefill and TileRT decode.
 
-TileRT's router (`python -m tilert.pd_vllm.pd_router`, TileRT's README, Topology A) is
-the OpenAI API of TileRT's disaggregated layout: it runs each request's prefill on the
-vLLM prefill (`--vllm-url`, one), hands the decode to a free TileRT decode server
-(`--decode HOST:CTRL_PORT:HTTP_PORT`, one per decode worker) and streams the answer. Its
-command here:
-
-    python3 -m tilert.pd_vllm.pd_router --vllm-url URL --decode H:C:P ... --host H
-        --port P <frontend.args>
-
-with the recipe's `frontend.args` as written and `CUDA_VISIBLE_DEVICES` empty (TileRT:
-the router must never touch a GPU). Its `/health` answers as soon as it listens; the
-workers are health-gated before it starts. Not installed here: see
-`disagg.frontends.static`.
+TileRT's router (`python -m tilert.pd_vllm.pd_router`, TileRT's README, Topology A) runs
+each request's prefill on the one vLLM prefill (`--vllm-url`), hands the decode to a free
+TileRT decode server (`--decode HOST:CTRL_PORT:HTTP_PORT` each) and streams the answer.
+`CUDA_VISIBLE_DEVICES` is empty: the router must never touch a GPU. Its `/health`
+answers as soon as it listens. Not installed here: see `disagg.frontends.static`.
 """
 
 from __future__ import annotations
@@ -31,12 +23,10 @@ _MANAGED = frozenset({"vllm-url", "decode", "host", "port"})
 
 
 class TileRTRouterFrontend(StaticRouter):
-    engine: ClassVar[str] = "tilert"
-    what: ClassVar[str] = "TileRT's router (tilert.pd_vllm.pd_router)"
-    others: ClassVar[str] = (
-        "TileRT's router drives a vLLM prefill and TileRT decode servers: `engine: tilert`"
-    )
-    health_path: ClassVar[str] = "/health"
+    engine = "tilert"
+    what = "TileRT's router (tilert.pd_vllm.pd_router)"
+    others = "TileRT's router drives a vLLM prefill and TileRT decode servers: `engine: tilert`"
+    health_path = "/health"
     env: ClassVar[Mapping[str, str]] = {"CUDA_VISIBLE_DEVICES": ""}
 
     def argv(self, ctx: FrontendContext) -> tuple[list[str], list[str]]:
@@ -51,7 +41,7 @@ class TileRTRouterFrontend(StaticRouter):
         argv = ["python3", "-m", ROUTER_MODULE, "--vllm-url", f"${{{prefill[0]}.url}}"]
         argv += ["--decode"]
         argv += [f"${{{name}.host}}:${{{name}.ctrl_port}}:${{{name}.http_port}}" for name in decode]
-        argv += ["--host", ctx.host, "--port", "${self.http_port}"]
+        argv += ["--host", "${self.bind_host}", "--port", "${self.http_port}"]
         return argv + render_args(written_args(ctx, _MANAGED)), ["http"]
 
 

@@ -5,7 +5,7 @@ aggregated `trtllm-serve` worker serving directly."""
 from __future__ import annotations
 
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored
-from disagg.frontends.direct import DIRECT_ROW
+from disagg.frontends.direct import served_directly
 from disagg.frontends.smg import ADAPTER as smg
 from disagg.frontends.topology import orchestrator_rank
 from disagg.plan.model import RoleKind
@@ -24,14 +24,7 @@ class TrtllmServeFrontend(Frontend):
             )
         aggregated = ctx.names(RoleKind.AGGREGATED)
         if len(ctx.workers) == 1 and aggregated:
-            return FrontendRoles(
-                frontend="trtllm-serve (direct)",
-                stages=[ctx.workers],
-                serving_role=aggregated[0],
-                prompt_format="text",
-                simulator="disagg sim-engine" if ctx.simulated else None,
-                differs=[DIRECT_ROW],
-            )
+            return served_directly(ctx, "trtllm-serve (direct)", aggregated[0])
         planned = smg.plan(ctx)  # simulated workers speak SGLang's protocol
         why = f"trtllm_serve: the simulated workers are fronted by {planned.frontend}"
         planned.ignored = [ignored("frontend.type", why), *planned.ignored]

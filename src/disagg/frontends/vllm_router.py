@@ -1,21 +1,12 @@
-"""srt-slurm's `vllm-router` frontend: the vLLM Router (the `vllm-router` package, 0.1.17)
-in front of `vllm serve` workers, as srtctl's `VLLMRouterFrontend` launches it: its argv
-in srtctl's order, the flags srtctl derives (`--intra-node-data-parallel-size` when each
-URL fronts several data-parallel ranks of one node, `--worker-startup-timeout-secs` from
-the health check), then `frontend.args` as written (a list repeats the flag).
+"""srt-slurm's `vllm-router` frontend: the vLLM Router (`vllm-router` 0.1.17) in front of
+`vllm serve` workers, with the argv srtctl's `VLLMRouterFrontend` gives it.
 
-Facts about vllm-router 0.1.17, observed in front of disagg's simulated engine:
-
-- It listens only once every worker answers `GET /health`; then `/health`, `/readiness`
-  and `/workers` answer 200. `/readiness` is the health path here.
-- The Prometheus exporter starts on 127.0.0.1:29000 by default, so each router gets its
-  own `metrics` port, as smg's do (compat row `vllm-router-metrics`).
-- Aggregated mode forwards `/v1/completions` unchanged, token-id prompts included.
-- In PD mode it sends each request to a prefill worker with vLLM's `kv_transfer_params`
-  and then to a decode worker with those the prefill answered: vLLM's own NIXL hand-over,
-  which the simulated engine (SGLang's bootstrap hand-over) does not speak, so simulated
-  prefill/decode workers are refused.
-- On SIGTERM it exits within about a second when idle.
+Facts about vllm-router 0.1.17, observed in front of disagg's simulated engine: it
+listens only once every worker answers `GET /health`; its Prometheus exporter starts on
+127.0.0.1:29000 by default, so each router gets its own `metrics` port (compat row
+`vllm-router-metrics`); in PD mode it hands the KV over with vLLM's own
+`kv_transfer_params`, which the simulated engine does not speak, so simulated
+prefill/decode workers are refused.
 """
 
 from __future__ import annotations
@@ -141,7 +132,6 @@ class VllmRouterFrontend(Frontend):
             aggregated=ctx.names(RoleKind.AGGREGATED),
             prefill=prefill,
             decode=ctx.names(RoleKind.DECODE),
-            host=ctx.host,
             intra_dp=intra_dp,
             startup_timeout_s=timeout,
             extra=extra,

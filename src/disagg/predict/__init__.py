@@ -15,23 +15,16 @@ VERSION = "0.12.0"
 INSTALL = "uv sync --group predict"
 
 
-def installed_version() -> str | None:
-    """The installed aiconfigurator-core's version, None when it cannot be imported."""
-    try:
-        import aiconfigurator_core  # noqa: F401
-    except ImportError:
-        return None
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(PACKAGE)
-    except PackageNotFoundError:
-        return None
-
-
 def require() -> str:
     """The installed version, or a DisaggError naming the install command."""
-    found = installed_version()
+    from importlib.metadata import version
+
+    try:
+        import aiconfigurator_core  # noqa: F401
+
+        found: str | None = version(PACKAGE)
+    except ImportError:  # importlib's PackageNotFoundError is one too
+        found = None
     if found is None:
         raise DisaggError(
             f"--predict needs {PACKAGE} {VERSION} (AIConfigurator's performance model), "

@@ -2,12 +2,8 @@
 
 What `aiconfigurator cli estimate --estimate-mode disagg` states for one configuration
 (prefill batch 1, a decode batch of B) is what a predicted run measures when B requests
-decode together from start to end and each prompt is prefilled alone. This runs that
-point through the real `Scheduler` with `PredictedTiming` on the virtual clock
-(`disagg.predict.virtual`), so the checks against AIConfigurator and the accuracy
-benchmark take seconds. TTFT here is the prefill pass plus the KV hand-over;
-AIConfigurator's disaggregated TTFT also carries a fixed queueing factor, which a
-predicted run models by queueing (docs/predict.md).
+decode together from start to end and each prompt is prefilled alone: this runs that
+point on the virtual clock, so the checks against AIConfigurator take seconds.
 """
 
 from __future__ import annotations

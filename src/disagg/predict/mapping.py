@@ -15,11 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from disagg.engines.worker import Parallelism, SimReading
 from disagg.predict.acceptance import Acceptance, published_acceptance
 from disagg.predict.target import PredictTarget
+
+if TYPE_CHECKING:
+    from disagg.recipe.backend_section import PredictSettings
 
 # resources.gpu_type (or the cluster profile's) -> AIConfigurator's system.
 SYSTEMS = {
@@ -94,16 +97,8 @@ class WorkerInputs:
     model_dir: str | None  # a local checkpoint directory, when there is one
 
 
-class WrittenSettings(Protocol):
-    """A recipe's `backend.predict` (disagg.recipe.backend_section.PredictSettings)."""
-
-    accept_rate: float | None
-    time_scale: float | None
-    model: str | None
-
-
 def options_for(
-    engine: str | None, written: WrittenSettings | None, given: PredictOptions | None
+    engine: str | None, written: PredictSettings | None, given: PredictOptions | None
 ) -> PredictOptions | None:
     """A variant's predict options: `--predict`'s, else `engine: predict`'s; the command
     line's settings win over the recipe's `backend.predict`. None: not predicted."""

@@ -47,13 +47,10 @@ class PredictTarget:
     step_host_ms: float = 0.0  # the engine's host time per iteration that the GPU waits for
     request_host_ms: float = 0.0  # its API server's host time per request, one after another
 
-    @property
-    def database(self) -> str:
-        return f"{self.backend} {self.version} database"
-
     def label(self) -> str:
         """`predicted (aiconfigurator-core 0.12.0, h200_sxm, sglang 0.5.14 database)`."""
-        return f"predicted ({PACKAGE} {VERSION}, {self.system}, {self.database})"
+        database = f"{self.backend} {self.version} database"
+        return f"predicted ({PACKAGE} {VERSION}, {self.system}, {database})"
 
     def layout(self, fmha: str) -> dict[str, Any]:
         """The parallel sizes and quantisation modes, as AIConfigurator's engine, memory

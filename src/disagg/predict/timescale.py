@@ -1,10 +1,8 @@
 """Time-compressed predicted runs: what the load generator measured, stretched back.
 
-A predicted engine may run `scale` times faster than the model says (each step sleeps
-its duration / scale) so that a sweep of long outputs takes minutes, not hours. The
-load generator then sends on a schedule compressed by the same factor and every time
-it measured is stretched by it afterwards. What is not modelled is stretched too: the
-frontend's and the HTTP client's own latency count `scale` times (docs/predict.md).
+A predicted engine may run `scale` times faster than the model says, and the load
+generator sends on a schedule compressed by the same factor; every time it measured is
+stretched back afterwards, the frontend's and client's own latency too (docs/predict.md).
 """
 
 from __future__ import annotations

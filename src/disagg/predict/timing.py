@@ -49,7 +49,6 @@ class Engines:
     def __init__(self, target: PredictTarget) -> None:
         from aiconfigurator_core.sdk.errors import PerfDataNotAvailableError
 
-        self.target = target
         try:
             self.generation = compile_for(target, target.fmha)
             self.generation.decode_step_latency(1, 128, 2)

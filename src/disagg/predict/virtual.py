@@ -1,16 +1,13 @@
 """Predicted workers run on a virtual clock: a whole benchmark point in seconds of CPU.
 
-The simulated engine's own `Scheduler`s (one per worker) with their predicted timing are
-driven by a discrete-event loop instead of the event loop's timers: each step's duration
-is added to a virtual clock and applied at once. Prefill -> decode hand-overs take the
-KV transfer time of the prefill worker's link; a pipeline-parallel worker's drain is an
-event like any other. This is what a predicted run measures, less the frontend's and the
-HTTP client's own latency, and it is how `benchmarks/predict_accuracy.py` turns each
-published point's recipe into a prediction (docs/predict.md).
+The simulated engine's own `Scheduler`s with their predicted timing are driven by a
+discrete-event loop instead of the event loop's timers: each step's duration is added to
+a virtual clock and applied at once; prefill -> decode hand-overs take the KV transfer
+time of the prefill worker's link. This is what a predicted run measures, less the
+frontend's and the HTTP client's own latency (`benchmarks/predict_accuracy.py`).
 
 Workloads: `concurrency` requests kept in flight until `requests` have been sent (a
-closed loop, as sa-bench and trtllm-bench run), or every request sent at once
-(`concurrency=None`, as `vllm bench serve` without a limit does).
+closed loop), or every request sent at once (`concurrency=None`).
 """
 
 from __future__ import annotations
@@ -132,19 +129,8 @@ class Outcome:
     """What the load generator would have measured, on the model's clock (seconds)."""
 
     ttft: list[float] = field(default_factory=list)
-    e2el: list[float] = field(default_factory=list)
     tpot: list[float] = field(default_factory=list)
-    output_tokens: int = 0
-    input_tokens: int = 0
     end: float = 0.0  # the clock starts at 0 with the first request
-
-    @property
-    def duration(self) -> float:
-        return max(self.end, 1e-12)
-
-    @property
-    def total_throughput(self) -> float:
-        return (self.input_tokens + self.output_tokens) / self.duration
 
     @property
     def mean_ttft(self) -> float:
@@ -166,8 +152,8 @@ class Outcome:
         in flight x tokens per request / mean end-to-end time. A run of two rounds then
         stands for one of many, without the first round's all-at-once start."""
         later = sorted(self._spans)[concurrency:]
-        if not later:
-            return self.total_throughput
+        if not later:  # a single round: the whole run's throughput
+            return sum(isl + n for _, _, n in self._spans) / max(self.end, 1e-12)
         e2e = statistics.fmean(end - sent for sent, end, _ in later)
         tokens = statistics.fmean(isl + n for _, _, n in later)
         return concurrency * tokens / e2e
@@ -190,8 +176,8 @@ class Run:
         if self.back:
             for worker in self.front:
                 worker.scheduler.on_prefilled = functools.partial(self._handed, worker)
-        self._front_turn = itertools.cycle(range(len(self.front)))
-        self._back_turn = itertools.cycle(range(len(self.back))) if self.back else None
+        self._front_turn = itertools.cycle(self.front)
+        self._back_turn = itertools.cycle(self.back)
         self._index = itertools.count()
         self._pending: dict[int, tuple[SimRequest, Worker]] = {}
         self.outcome = Outcome()
@@ -212,12 +198,11 @@ class Run:
         self._sent += 1
         stream = Timed(self.clock, self.clock.now, self._done)
         index = next(self._index)
-        worker = self.front[next(self._front_turn)]
+        worker = next(self._front_turn)
         if self.back:
-            assert self._back_turn is not None
             self._pending[index] = (
                 SimRequest(0, w.isl, w.osl, w.osl, stream, room=index),
-                self.back[next(self._back_turn)],
+                next(self._back_turn),
             )
             worker.scheduler.submit(SimRequest(0, w.isl, 1, 1, Sink(), room=index))
         else:
@@ -244,12 +229,9 @@ class Run:
         o = self.outcome
         w = self._workload
         o.ttft.append(stream.first - stream.sent)
-        o.e2el.append(stream.finished - stream.sent)
         if stream.tokens > 1:
             o.tpot.append((stream.finished - stream.first) / (stream.tokens - 1))
         o._spans.append((stream.sent, stream.finished, stream.tokens))
-        o.output_tokens += stream.tokens
-        o.input_tokens += w.isl
         o.end = max(o.end, stream.finished)
         if w.concurrency is not None and self._sent < w.requests:
             self._send()

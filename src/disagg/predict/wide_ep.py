@@ -93,9 +93,7 @@ def compile_large_ep(target: PredictTarget, fmha: str) -> Any | None:
     backends = comm_backends(target, database)
     if backends is None:
         return None
-    config = build_model_config(
-        **target.layout(fmha),
-    )
+    config = build_model_config(**target.layout(fmha))
     config.moe_comm_backend = backends
     config.num_gpus_per_node = int(database.system_spec["node"]["num_gpus_per_node"])
     config.system = target.system
