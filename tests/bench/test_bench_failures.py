@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,8 +27,10 @@ def test_multi_token_chunks_count_tokens_from_usage(http: str, out: Path) -> Non
     assert run.valid, r["invalid_reason"]
     assert r["output_lens"] == [16] * 16
     assert all(len(itls) == 5 for itls in r["itls"])  # one gap per chunk, not per token
-    # TPOT spreads the 5 chunk gaps over 15 tokens: 5 * 3 ms / 15 = 1 ms
-    assert r["median_tpot_ms"] == pytest.approx(1.0, abs=0.7)
+    # TPOT spreads a request's 5 chunk gaps over its 15 tokens after the first (not over
+    # 5 chunks), whatever the gaps measured on a loaded machine
+    per_request = [sum(itls) / 15 * 1000 for itls in r["itls"]]
+    assert r["median_tpot_ms"] == pytest.approx(statistics.median(per_request), abs=0.01)
     assert r["output_tokens_source"] == "usage" and not r["output_tokens_approximate"]
 
 

@@ -124,12 +124,15 @@ def test_follow_waits_while_a_live_run_holds_the_directory(tmp_path: Path) -> No
     lock = hold_run_dir(tmp_path)  # a run that has not written state.json yet
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "disagg", "logs", str(tmp_path), "-f", "-n", "0"],
+            [sys.executable, "-m", "disagg", "logs", str(tmp_path), "-f", "-n", "1"],
             stdout=subprocess.PIPE,
             text=True,
         )
-        time.sleep(1.0)
-        assert proc.poll() is None  # still following
+        # The tail is printed after the follower has taken its position, so a line
+        # written once the tail is read can only reach it by following.
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "12:00:01 canary ok\n"
+        assert proc.poll() is None  # still following: the run holds its directory
         with (tmp_path / "logs" / "orchestrator.log").open("a") as handle:
             handle.write("12:00:02 point conc1\n")
     finally:
