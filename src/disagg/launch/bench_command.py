@@ -1,12 +1,8 @@
 """The recipe's own benchmark client, run in the bench role: its exit status decides the run.
 
-What it wrote into its results directory is collected into point results
-(`disagg.workloads.collect`); an invalid point, a non-zero exit, or no point file at
-all (unless the plan says the command writes none) fails the run.
-The command's points carry no times disagg could trust, so a role that stopped
-serving (more than `limits.serving_gap` seconds) at any moment while it ran makes
-every point it wrote invalid, naming the role; nothing is measured again, since
-the command is the recipe's own.
+Its points carry no times disagg could trust, so a role that stopped serving at any
+moment while it ran makes every point invalid; nothing is measured again, since the
+command is the recipe's own.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Values for `${scope.field}` placeholders, known only once nodes and ports are.
 
-Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`,
-`node_rank`), `self` (the role being launched, with this task's `node_rank`,
-`bind_host`: the address of the node this task runs on, which servers listen on
-instead of every interface, and srtctl's `{node}` / `{node_id}` environment fields:
-`node`, the scheduler's name of that node, and `node_id`, its index among the nodes
-that hold workers), `model` (`path`, `draft`: for a role in a container,
-as its mounts show them), `run` (`dir`, `python`, `job_id`, `configs`: the directory a
-`setup_script` is found in; in a container `dir` is where the run directory is mounted,
-`RUN_DIR_INSIDE`, and `configs` is `/configs`), and the job's nodes by rank: `nodes`
-(`${nodes.0}`: the first node's address) and `node_names` (its scheduler name).
+Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`, `node_rank`),
+`self` (this task, with `bind_host`, `node` and `node_id`, srtctl's `{node}`/`{node_id}`),
+`model` and `run` (as a container's mounts show them), and the job's nodes by rank:
+`nodes` (addresses) and `node_names`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Every process of a plan as it will start, bound without a cluster: `disagg plan --bound`.
 
-What srtctl's dry run shows, and what a user checks before booking the nodes: each task's
-argv and environment, its node and GPUs, and the files written for its role, with every
-`${...}` placeholder filled the way the orchestrator fills it at launch (the same
-`build_bindings`, `render_task` and `write_role_files`). Nodes are named and addressed
-`node0..N-1`; ports come from the allocator, every port taken as free, from
-`PORT_BASE`; the run directory stays `${run.dir}` for a role on the host (a container
-sees it at `/logs`) and the job id `${run.job_id}`; a hub model is its snapshot
-directory in the cluster's model cache under the revision the plan names.
+What srtctl's dry run shows: each task's argv, environment, node and GPUs and its role's
+files, filled the way the orchestrator fills them at launch, on nodes `node0..N-1` with
+the allocator's ports from `PORT_BASE`; the run directory and job id stay for the job.
 """
 
 from __future__ import annotations

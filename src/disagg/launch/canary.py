@@ -1,9 +1,7 @@
 """The canary: one request through the serving endpoint before any point is measured.
 
-Standard library only, so that it needs no event loop. A server error or a dropped
-connection is tried again: a cold disaggregated deployment can fail its very first
-request once (vLLM's first NIXL handshake), and the points' own failure limits still
-judge every measured request.
+A server error or a dropped connection is tried again: a cold disaggregated deployment
+can fail its very first request once (vLLM's first NIXL handshake).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """A plan's `host_setup`: its commands once on each node before any role, its teardown after.
 
-As srt-slurm runs them: on the bare host (outside any container), joined with `&&`,
-each node within `timeout_s`; a node whose commands fail or run out of time ends the
-job before anything else starts (unless `ignore_failure`, which logs it and goes on).
-`teardown` runs on the same nodes once every role has stopped, however the run ended,
-when the setup was started. Each node's output goes to `logs/host-setup.<rank>.log`
-(`host-teardown` for teardown); on this machine (the local executor) every node rank
-is this host, so each rank's commands run here in turn.
+As srt-slurm runs them: on the bare host, joined with `&&`, each node within
+`timeout_s`; a failed node ends the job before anything starts (unless
+`ignore_failure`). Teardown runs once every role has stopped, if the setup started.
 """
 
 from __future__ import annotations

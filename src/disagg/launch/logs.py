@@ -1,11 +1,8 @@
 """Run logs: where they live, how they are written, and how their ends are read.
 
-One file per launched task: `RUN_DIR/logs/<role>.log`, or `<role>.<node_rank>.log`
-for roles spread over several nodes; the orchestrator writes `orchestrator.log`.
-`disagg logs --follow` prints what they gain, like `tail -f` over several files, and
-stops by itself once the run's `state.json` says it ended, or its orchestrator is dead,
-or (without a readable `state.json`) no live run holds the directory's lock, after
-printing what was still written, so a script can follow a run to its end.
+One file per task (`logs/<role>.log`, `<role>.<node_rank>.log` over several nodes) and
+`orchestrator.log`. `disagg logs --follow` stops by itself once the run ended, so that
+a script can follow a run to its end.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Measuring each point of the sweep through the load generator.
 
-Resume is decided first (`mark_done_points`): a point whose result was measured
-under this same plan is skipped, any other is measured again with the reason said.
-Each point runs in a worker thread the stop event can abandon; a point that ends
-invalid fails the run once the sweep is over, and a role that died during it is
-named before the point's own reason.
-
-A role that stopped serving during a point (more than `limits.serving_gap` seconds
-without a healthy answer, yet back before `limits.liveness_timeout`) makes the point
-invalid; it is measured once more as soon as every role answers again. If that
-attempt has a gap too, the point stays invalid, the sweep goes on, and the run
-ends failed naming the role. Each point's state says its attempts and why earlier
-ones were discarded.
+A point measured under this same plan is skipped; one that ends invalid fails the run
+once the sweep is over. A role that stopped serving during a point (a gap longer than
+`limits.serving_gap`, back before `limits.liveness_timeout`) makes the point invalid,
+and it is measured once more, not forever, when every role answers again.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Port allocation: one per-run base, then a bind probe for every port handed out.
 
-On the local Slurm test cluster (and on a laptop) every "node" is the same host, so
-a port is never given to two roles of a run even when they sit on different nodes.
-The base is random within a range below the Linux ephemeral range, so that two runs
-on one host (or two jobs on one node) rarely probe the same ports.
+A port is never given to two roles of a run, since on a laptop or the test cluster every
+"node" is one host; the base is random below the ephemeral range, so that two runs on
+one host rarely probe the same ports.
 """
 
 from __future__ import annotations

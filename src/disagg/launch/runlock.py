@@ -1,16 +1,8 @@
 """One run per run directory: a second `disagg run`, job or `submit` is refused, naming the holder.
 
-Two runs writing one directory overwrite each other's results and state. The lock
-is `RUN_DIR/run.lock/` (the staging `DirLock`: atomic `mkdir`, owner file with host,
-PID and Slurm job, heartbeat), so it works across nodes of a shared filesystem. A
-lock whose holder died on this host is taken over at once; one from another node
-after two minutes without a heartbeat. A directory whose newest Slurm job (from
-`slurm.json`) still waits or runs is busy too, although nothing holds the lock yet.
-
-An orchestrator killed with SIGKILL cannot tear down; its roles normally follow it
-(`pdeath.py`), but a role that ignores SIGTERM, or its children, may not. A re-run
-reads the old `state.json` and stops each recorded task whose PID still names the same
-process (same host and boot, same start time), with its whole process group.
+The lock is a staging `DirLock` (atomic `mkdir`, owner, heartbeat), so it holds across
+nodes of a shared filesystem; a directory whose newest Slurm job still waits or runs is
+busy too. A re-run stops what a SIGKILLed orchestrator left running, by PID and start time.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """`disagg run` as a library: recipe -> plans -> run directories -> local runs -> report.
 
-The orchestrator runs in this process, so a person sees a live view of roles
-coming up and points being measured; when stderr is not a terminal the view is
-replaced by plain log lines that a CI log or a file can keep.
+The orchestrator runs in this process, so that a person sees a live view; without a
+terminal, plain log lines that a CI log can keep.
 """
 
 from __future__ import annotations

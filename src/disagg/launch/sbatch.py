@@ -1,19 +1,10 @@
 """Render `RUN_DIR/job.sbatch`: the directives a plan asks for, then the in-job orchestrator.
 
-Every value is shell-quoted (sbatch strips the quotes of `#SBATCH` values, the shell
-those of the script body), the job name and output path point into the run
-directory, and no environment value is ever written: secrets such as HF_TOKEN reach
-the job through the submitter's environment, which sbatch propagates by default.
-
-Two directives make Slurm's own endings visible to the orchestrator instead of killing
-it mid-point: `--signal=B:USR1@N` warns it N seconds before the time limit (it stops,
-keeps its results and records the run as timed out), and `--no-kill` on multi-node
-jobs keeps the job alive when a node fails, so the orchestrator sees the roles it lost
-and fails the run naming them instead of receiving the same SIGTERM as a cancel.
-
-A heterogeneous job (`SlurmPlan.het_nodes`, srtctl's `resources.het_jobs`) is written
-as srtctl's template writes it: one block of directives per component, separated by
-`#SBATCH hetjob`.
+Every value is shell-quoted and no environment value is written: secrets reach the
+job through the submitter's environment. `--signal=B:USR1@N` warns the orchestrator
+before the time limit (it keeps its results, the run times out), and `--no-kill` keeps
+a multi-node job alive when a node fails, so that the run names the roles it lost.
+A heterogeneous job is one block of directives per component, as srtctl writes it.
 """
 
 from __future__ import annotations

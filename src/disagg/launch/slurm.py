@@ -1,9 +1,7 @@
 """Runs on Slurm: write a run directory's job files, submit it, watch it, cancel it.
 
-A run directory submitted to Slurm holds `plan.json`, `job.sbatch` and `slurm.json`
-(the job ids it was submitted as, newest last). `disagg status` joins what Slurm
-says about the job (state, pending reason) with what the orchestrator wrote
-(`state.json`: phase, points done, the failed role and its log tail).
+`disagg status` joins what Slurm says about the job (state, pending reason) with what
+the orchestrator wrote (`state.json`).
 """
 
 from __future__ import annotations

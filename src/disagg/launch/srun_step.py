@@ -1,10 +1,7 @@
 """The srun command line of one step (what the Slurm golden tests record).
 
-    srun --overlap --jobid J --nodes 1 --ntasks 1 --nodelist NODE --job-name ROLE.RANK ARGV
-
-The task's variables are set on the srun process itself, never joined into `--export`.
-Slurm sets a step's GPU visibility variables from its GRES, so the orchestrator's GPU
-pinning is re-applied with `env VAR=ids` in front of the command.
+The task's variables are set on the srun process, never joined into `--export`; Slurm
+sets GPU visibility from the step's GRES, so the plan's pinning is re-applied with `env`.
 """
 
 from __future__ import annotations
