@@ -22,10 +22,8 @@ OWN_LOG = ["bash", "-c", 'exec </dev/null >>"$0" 2>&1; exec "$@"']  # then the l
 
 
 def own_log_argv(argv: Sequence[str], log: str) -> list[str]:
-    """`argv` with its stdio on `log` (appended) and /dev/null rather than the executor's:
-    what the command leaves in the background (`cmd &`) then holds no srun I/O open, and
-    its Slurm step ends with the command (slurmstepd waits 60 s for a step's I/O
-    otherwise); the sweep stops and names the rest. The exit code is argv's."""
+    """`argv` with its stdio on `log` and /dev/null: what it leaves in the background then
+    holds no srun I/O open, so its step ends with it (slurmstepd waits 60 s otherwise)."""
     return [*OWN_LOG, log, *argv]
 
 

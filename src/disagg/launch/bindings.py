@@ -124,11 +124,8 @@ def worker_node_index(plan: Plan, node_rank: int) -> int:
 def render_task(
     plan: Plan, role: RolePlan, node_rank: int, bindings: Bindings
 ) -> tuple[list[str], dict[str, str]]:
-    """argv and added environment for one task of `role` on node `node_rank`.
-
-    GPU visibility comes last so that it always matches the plan's `gpu_ids`,
-    set through every variable the GPU vendor reads.
-    """
+    """argv and added environment for one task of `role` on node `node_rank`; GPU
+    visibility last, so that it always matches the plan's `gpu_ids`."""
     scoped = _scoped(plan, role, node_rank, bindings)
     argv = substitute_all(
         role.argv_on(role.node_ranks.index(node_rank)), scoped, self_name=role.name

@@ -16,7 +16,7 @@ from disagg.errors import DisaggError
 from disagg.launch.bindings import Bindings, build_bindings, render_task, write_role_files
 from disagg.launch.ports import allocate_ports
 from disagg.plan.container_paths import in_container, translate
-from disagg.plan.model import WORKER_KINDS, Plan
+from disagg.plan.model import WORKER_KINDS, Plan, RolePlan
 
 PORT_BASE = 50000
 RUN_DIR = "${run.dir}"  # left for the job to fill: the run directory is made at submit
@@ -111,16 +111,15 @@ def bind_plan(plan: Plan) -> BoundPlan:
         bound.model_inside, bound.draft_inside = main, draft or None
     for role in plan.roles:
         bound.roles[role.name] = BoundRole(
-            files=_files(plan, role.name, bindings),
-            tasks=[_task(plan, role.name, rank, bindings, nodes) for rank in role.launch_ranks]
+            files=_files(plan, role, bindings),
+            tasks=[_task(plan, role, rank, bindings, nodes) for rank in role.launch_ranks]
             if role.argv
             else [],
         )
     return bound
 
 
-def _files(plan: Plan, name: str, bindings: Bindings) -> dict[str, str]:
-    role = plan.role(name)
+def _files(plan: Plan, role: RolePlan, bindings: Bindings) -> dict[str, str]:
     if not role.files:
         return {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -128,8 +127,7 @@ def _files(plan: Plan, name: str, bindings: Bindings) -> dict[str, str]:
         return {str(path.relative_to(tmp)): path.read_text() for path in written}
 
 
-def _task(plan: Plan, name: str, rank: int, bindings: Bindings, nodes: list[str]) -> BoundTask:
-    role = plan.role(name)
+def _task(plan: Plan, role: RolePlan, rank: int, bindings: Bindings, nodes: list[str]) -> BoundTask:
     task = BoundTask(node_rank=rank, node=nodes[rank], gpus=list(role.gpu_ids))
     try:
         task.argv, task.env = render_task(plan, role, rank, bindings)

@@ -91,9 +91,7 @@ def run_canary(run: RunContext) -> None:
     attempt = 0
     while True:
         attempt += 1
-        result = run.interruptible(
-            lambda: canary(url, run.plan.bench, timeout_s=run.options.canary_timeout_s)
-        )
+        result = run.interruptible(lambda: canary(url, run.plan.bench))
         if result.ok:
             tries = f" (attempt {attempt} of {CANARY_ATTEMPTS})" if attempt > 1 else ""
             run.log.info("canary ok through %s%s: %r", url, tries, result.detail)

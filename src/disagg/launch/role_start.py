@@ -80,7 +80,7 @@ class RoleStarter:
             raise DisaggError(
                 f"the plan needs {run.plan.nodes} node(s), the allocation has {len(addresses)}"
             )
-        ports = allocate_ports(run.plan, run.launcher, base=run.options.port_base)
+        ports = allocate_ports(run.plan, run.launcher)
         names = run.launcher.node_names()
         run.bindings = build_bindings(
             run.plan,

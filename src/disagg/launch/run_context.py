@@ -42,9 +42,7 @@ class OrchestratorOptions:
     echo: bool = True  # also print the orchestrator's log lines on stderr
     quiet_bench: bool = False  # let measure_point print its own progress unless set
     stop_grace_s: float = 5.0
-    canary_timeout_s: float = 60.0
     handle_signals: bool = True  # SIGTERM/SIGINT/SIGHUP -> cancel (main thread only)
-    port_base: int | None = None
 
 
 class Stop(Exception):

@@ -31,12 +31,8 @@ def hold_run_dir(
     own_job: str | None = None,
     log: Callable[[str], None] | None = None,
 ) -> DirLock:
-    """Lock `run_dir` for this process or raise `RunDirBusy`; release the result when done.
-
-    `own_job` is the Slurm job this process runs in: that job's own entry in
-    `slurm.json` does not make the directory busy. `wait_s` lets a job wait for the
-    `disagg submit` that is still handing the directory over.
-    """
+    """Lock `run_dir` for this process or raise `RunDirBusy`. `own_job`'s entry in
+    `slurm.json` is not busy; `wait_s` lets a job wait for the submit handing it over."""
     _refuse_if_job_active(run_dir, own_job)
     lock = DirLock(
         run_dir / RUN_LOCK,

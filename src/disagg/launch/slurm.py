@@ -57,10 +57,8 @@ def write_job_script(plan: Plan, run_dir: Path) -> Path:
 
 
 def submit(run_dir: Path) -> str:
-    """`sbatch --parsable RUN_DIR/job.sbatch`; the job id is recorded in `slurm.json`.
-
-    The submitter's environment goes to the job as sbatch's default does: that is how
-    secrets (HF_TOKEN, registry credentials) reach the roles, written nowhere."""
+    """`sbatch --parsable RUN_DIR/job.sbatch`, recorded in `slurm.json`; the submitter's
+    environment goes to the job: secrets reach the roles written nowhere."""
     out = slurmctl.run(["sbatch", "--parsable", str(run_dir / SBATCH_FILE)], env=os.environ)
     job_id = out.strip().split(";", 1)[0]
     if not job_id.isdigit():

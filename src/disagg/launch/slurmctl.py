@@ -31,7 +31,6 @@ def run(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     env: Mapping[str, str] | None = None,
-    stdin: str | None = None,
 ) -> str:
     """A Slurm client command's stdout; failures raise SlurmCommandError."""
     if shutil.which(argv[0]) is None:
@@ -42,7 +41,6 @@ def run(
     try:
         done = subprocess.run(
             list(argv),
-            input=stdin,
             capture_output=True,
             text=True,
             timeout=timeout_s,

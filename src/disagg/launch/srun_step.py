@@ -40,16 +40,8 @@ def srun_argv(
     het_group: int | None = None,
     role_options: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The full srun command line of one task.
-
-    `role_options` (the role's own srun options) go over the job's, and over an MPI
-    step's own, as srtctl merges a role's over the recipe's on its worker steps.
-    In a container, `run_dir` is mounted at `RUN_DIR_INSIDE` (`${run.dir}` there).
-    With `mpi`, the step spans `mpi_nodes` (the head node first) with one rank per GPU:
-    `--nodes/--ntasks/--ntasks-per-node/--mpi` instead of one task on `node`.
-    `het_group`: the component of a heterogeneous job the node belongs to (Slurm refuses
-    a step on another component's node without it, as srtctl's `start_srun_process` says).
-    """
+    """The full srun command line of one task. `role_options` go over the job's and an MPI
+    step's, as srtctl merges them; `het_group` lets a step reach another component's node."""
     if mpi is not None and mpi_nodes:
         count = len(mpi_nodes)
         placement = [
