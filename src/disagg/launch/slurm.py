@@ -6,7 +6,6 @@ the orchestrator wrote (`state.json`).
 
 from __future__ import annotations
 
-import os
 import time
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -59,7 +58,7 @@ def write_job_script(plan: Plan, run_dir: Path) -> Path:
 def submit(run_dir: Path) -> str:
     """`sbatch --parsable RUN_DIR/job.sbatch`, recorded in `slurm.json`; the submitter's
     environment goes to the job: secrets reach the roles written nowhere."""
-    out = slurmctl.run(["sbatch", "--parsable", str(run_dir / SBATCH_FILE)], env=os.environ)
+    out = slurmctl.run(["sbatch", "--parsable", str(run_dir / SBATCH_FILE)])
     job_id = out.strip().split(";", 1)[0]
     if not job_id.isdigit():
         raise DisaggError(f"sbatch answered {out.strip()!r}, not a job id", exit_code=1)
@@ -69,10 +68,6 @@ def submit(run_dir: Path) -> str:
     record.cancelled_at = None
     record.write(run_dir)
     return job_id
-
-
-SLURM_TIMEOUT = "TIMEOUT"
-TIMEOUT = "timeout"  # the job reached its time limit
 
 
 @dataclass
@@ -91,9 +86,9 @@ class RunView:
     @property
     def run_status(self) -> str:
         """What happened to the run, in one word a script can compare."""
-        if self.job is not None and self.job.state == SLURM_TIMEOUT:
+        if self.job is not None and self.job.state == "TIMEOUT":
             # Slurm's SIGTERM at the time limit reads as a cancel to the orchestrator.
-            return TIMEOUT
+            return RunStatus.TIMEOUT.value
         if self.summary is not None:
             return self.summary.status.value
         if self.job is not None and self.job.finished:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from disagg.errors import DisaggError
@@ -26,13 +26,9 @@ class SlurmCommandError(DisaggError):
         self.stderr = stderr
 
 
-def run(
-    argv: Sequence[str],
-    *,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    env: Mapping[str, str] | None = None,
-) -> str:
-    """A Slurm client command's stdout; failures raise SlurmCommandError."""
+def run(argv: Sequence[str], *, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
+    """A Slurm client command's stdout (it inherits this environment, as sbatch passes it to
+    the job); failures raise SlurmCommandError."""
     if shutil.which(argv[0]) is None:
         raise SlurmCommandError(
             f"{argv[0]} not found",
@@ -44,7 +40,6 @@ def run(
             capture_output=True,
             text=True,
             timeout=timeout_s,
-            env=dict(env) if env is not None else None,
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
