@@ -25,6 +25,7 @@ from disagg.probe import probe
 
 SLURM_RECORD = "slurm.json"
 ORCHESTRATOR_DEAD = "dead"  # `status` of a run whose orchestrator died without a summary
+TIMEOUT = RunStatus.TIMEOUT.value  # the job reached its time limit
 CANCEL_GRACE_S = 20.0
 
 
@@ -88,7 +89,7 @@ class RunView:
         """What happened to the run, in one word a script can compare."""
         if self.job is not None and self.job.state == "TIMEOUT":
             # Slurm's SIGTERM at the time limit reads as a cancel to the orchestrator.
-            return RunStatus.TIMEOUT.value
+            return TIMEOUT
         if self.summary is not None:
             return self.summary.status.value
         if self.job is not None and self.job.finished:
