@@ -64,10 +64,8 @@ def build_bindings(
 def configs_host_dir(plan: Plan) -> str:
     """The host side of the job's `/configs` mount (srtctl's configs directory), else
     `/configs` itself (a role on a host that has it there)."""
-    for host, inside in mount_pairs(plan.slurm.container_mounts):
-        if inside == CONFIGS_INSIDE:
-            return host
-    return CONFIGS_INSIDE
+    mounts = mount_pairs(plan.slurm.container_mounts)
+    return next((host for host, inside in mounts if inside == CONFIGS_INSIDE), CONFIGS_INSIDE)
 
 
 def job_id() -> str:
