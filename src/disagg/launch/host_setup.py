@@ -13,13 +13,12 @@ from pathlib import Path
 from disagg.errors import DisaggError
 from disagg.launch.executor import RoleProcess, Task
 from disagg.launch.logs import tail, task_log_path
-from disagg.launch.run_context import RunContext, Stop
+from disagg.launch.run_context import LOG_TAIL_LINES, RunContext, Stop
 
 SETUP = "host-setup"
 TEARDOWN = "host-teardown"
 STARTED = "host_setup_start"  # the timeline mark that says teardown is owed
 _POLL_S = 0.1
-_LOG_TAIL = 30
 
 
 def run_host_setup(run: RunContext) -> None:
@@ -40,7 +39,7 @@ def run_host_setup(run: RunContext) -> None:
         with run.lock:
             if run.state.failure is not None and run.state.failure.reason == reason:
                 run.state.failure.log = str(log)
-                run.state.failure.log_tail = tail(log, _LOG_TAIL)
+                run.state.failure.log_tail = tail(log, LOG_TAIL_LINES)
         run.publish()
         raise Stop
     run.check_stop()
