@@ -20,10 +20,8 @@ from disagg.plan.model import BenchPlan, RoleKind
 
 CANARY_ATTEMPTS = 3
 CANARY_RETRY_WAIT_S = 2.0
-# Answers a cold deployment gives once and not again: a server error (vLLM's first NIXL
-# handshake timing out, a router's pooled connection closed under it), or a dropped
-# connection. A 4xx (wrong model name, bad request), a timeout or a malformed answer is
-# the same on every try.
+# Server errors a cold deployment gives once (a first NIXL handshake timing out, a pooled
+# connection closed); a 4xx, a timeout or a malformed answer is the same on every try.
 TRANSIENT_HTTP = frozenset({500, 502, 503, 504})
 
 

@@ -222,9 +222,8 @@ def cancel(target: str) -> RunView:
             exit_code=1,
         )
     if job.state == "RUNNING":
-        # Only the batch shell (the orchestrator): roles are srun steps in their own sessions.
-        # It tears the roles down, keeps the results and writes summary.json, then waits a
-        # moment so that the scancel below ends the job as CANCELLED rather than FAILED.
+        # The batch shell alone: the orchestrator tears the roles down and keeps the results;
+        # waiting for it lets the scancel below end the job as CANCELLED rather than FAILED.
         asked_at = time.time()
         slurmctl.cancel(job_id, signal="TERM", batch_only=True)
         deadline = time.monotonic() + CANCEL_GRACE_S
