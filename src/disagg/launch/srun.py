@@ -208,24 +208,19 @@ class SrunLauncher(RoleLauncher):
         if code is not None:
             return code
         step = self.step_id(step_name(process.role, process.node_rank))
-        if step is not None:
-            # TERM reaches the task processes themselves; srun exits when they are gone.
-            self._cancel(step, signal="TERM")
-        else:
-            _signal(popen, signal.SIGTERM)  # srun forwards it to the tasks
-        try:
-            return popen.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-        if step is not None:
-            self._cancel(step)  # TERM, KillWait, KILL: the whole step
-        else:
-            _signal(popen, signal.SIGTERM)
-        try:
-            return popen.wait(timeout=grace_s + 5.0)
-        except subprocess.TimeoutExpired:
-            _signal(popen, signal.SIGKILL)
-            return popen.wait()
+        # TERM to the tasks themselves (srun exits when they are gone), then scancel's TERM,
+        # KillWait, KILL of the whole step; without a step, srun forwards SIGTERM to them.
+        for step_signal, wait_s in (("TERM", grace_s), (None, grace_s + 5.0)):
+            if step is not None:
+                self._cancel(step, signal=step_signal)
+            else:
+                _signal(popen, signal.SIGTERM)
+            try:
+                return popen.wait(timeout=wait_s)
+            except subprocess.TimeoutExpired:
+                pass
+        _signal(popen, signal.SIGKILL)
+        return popen.wait()
 
     def step_id(self, name: str) -> str | None:
         """The `JOB.STEP` id of this job's step called `name`, if it still runs."""
