@@ -1,12 +1,8 @@
 """The recipe's own benchmark client, run in the bench role: its exit status decides the run.
 
-What it wrote into its results directory is collected into point results
-(`disagg.workloads.collect`); an invalid point, a non-zero exit, or no point file at
-all (unless the plan says the command writes none) fails the run.
-The command's points carry no times disagg could trust, so a role that stopped
-serving (more than `limits.serving_gap` seconds) at any moment while it ran makes
-every point it wrote invalid, naming the role; nothing is measured again, since
-the command is the recipe's own.
+Its points carry no times disagg could trust, so a role that stopped serving at any
+moment while it ran makes every point invalid; nothing is measured again, since the
+command is the recipe's own.
 """
 
 from __future__ import annotations
@@ -26,10 +22,8 @@ OWN_LOG = ["bash", "-c", 'exec </dev/null >>"$0" 2>&1; exec "$@"']  # then the l
 
 
 def own_log_argv(argv: Sequence[str], log: str) -> list[str]:
-    """`argv` with its stdio on `log` (appended) and /dev/null rather than the executor's:
-    what the command leaves in the background (`cmd &`) then holds no srun I/O open, and
-    its Slurm step ends with the command (slurmstepd waits 60 s for a step's I/O
-    otherwise); the sweep stops and names the rest. The exit code is argv's."""
+    """`argv` with its stdio on `log` and /dev/null: what it leaves in the background then
+    holds no srun I/O open, so its step ends with it (slurmstepd waits 60 s otherwise)."""
     return [*OWN_LOG, log, *argv]
 
 

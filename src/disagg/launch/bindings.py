@@ -1,15 +1,9 @@
 """Values for `${scope.field}` placeholders, known only once nodes and ports are.
 
-Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`,
-`node_rank`), `self` (the role being launched, with this task's `node_rank`,
-`bind_host`: the address of the node this task runs on, which servers listen on
-instead of every interface, and srtctl's `{node}` / `{node_id}` environment fields:
-`node`, the scheduler's name of that node, and `node_id`, its index among the nodes
-that hold workers), `model` (`path`, `draft`: for a role in a container,
-as its mounts show them), `run` (`dir`, `python`, `job_id`, `configs`: the directory a
-`setup_script` is found in; in a container `dir` is where the run directory is mounted,
-`RUN_DIR_INSIDE`, and `configs` is `/configs`), and the job's nodes by rank: `nodes`
-(`${nodes.0}`: the first node's address) and `node_names` (its scheduler name).
+Scopes: each role by name (`host`, `url`, `<name>_port`, `addr`, `nnodes`, `node_rank`),
+`self` (this task, with `bind_host`, `node` and `node_id`, srtctl's `{node}`/`{node_id}`),
+`model` and `run` (as a container's mounts show them), and the job's nodes by rank:
+`nodes` (addresses) and `node_names`.
 """
 
 from __future__ import annotations
@@ -70,10 +64,8 @@ def build_bindings(
 def configs_host_dir(plan: Plan) -> str:
     """The host side of the job's `/configs` mount (srtctl's configs directory), else
     `/configs` itself (a role on a host that has it there)."""
-    for host, inside in mount_pairs(plan.slurm.container_mounts):
-        if inside == CONFIGS_INSIDE:
-            return host
-    return CONFIGS_INSIDE
+    mounts = mount_pairs(plan.slurm.container_mounts)
+    return next((host for host, inside in mounts if inside == CONFIGS_INSIDE), CONFIGS_INSIDE)
 
 
 def job_id() -> str:
@@ -130,11 +122,8 @@ def worker_node_index(plan: Plan, node_rank: int) -> int:
 def render_task(
     plan: Plan, role: RolePlan, node_rank: int, bindings: Bindings
 ) -> tuple[list[str], dict[str, str]]:
-    """argv and added environment for one task of `role` on node `node_rank`.
-
-    GPU visibility comes last so that it always matches the plan's `gpu_ids`,
-    set through every variable the GPU vendor reads.
-    """
+    """argv and added environment for one task of `role` on node `node_rank`; GPU
+    visibility last, so that it always matches the plan's `gpu_ids`."""
     scoped = _scoped(plan, role, node_rank, bindings)
     argv = substitute_all(
         role.argv_on(role.node_ranks.index(node_rank)), scoped, self_name=role.name

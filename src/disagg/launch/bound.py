@@ -1,13 +1,8 @@
 """Every process of a plan as it will start, bound without a cluster: `disagg plan --bound`.
 
-What srtctl's dry run shows, and what a user checks before booking the nodes: each task's
-argv and environment, its node and GPUs, and the files written for its role, with every
-`${...}` placeholder filled the way the orchestrator fills it at launch (the same
-`build_bindings`, `render_task` and `write_role_files`). Nodes are named and addressed
-`node0..N-1`; ports come from the allocator, every port taken as free, from
-`PORT_BASE`; the run directory stays `${run.dir}` for a role on the host (a container
-sees it at `/logs`) and the job id `${run.job_id}`; a hub model is its snapshot
-directory in the cluster's model cache under the revision the plan names.
+What srtctl's dry run shows: each task's argv, environment, node and GPUs and its role's
+files, filled the way the orchestrator fills them at launch, on nodes `node0..N-1` with
+the allocator's ports from `PORT_BASE`; the run directory and job id stay for the job.
 """
 
 from __future__ import annotations
@@ -21,7 +16,7 @@ from disagg.errors import DisaggError
 from disagg.launch.bindings import Bindings, build_bindings, render_task, write_role_files
 from disagg.launch.ports import allocate_ports
 from disagg.plan.container_paths import in_container, translate
-from disagg.plan.model import WORKER_KINDS, Plan
+from disagg.plan.model import WORKER_KINDS, Plan, RolePlan
 
 PORT_BASE = 50000
 RUN_DIR = "${run.dir}"  # left for the job to fill: the run directory is made at submit
@@ -116,16 +111,15 @@ def bind_plan(plan: Plan) -> BoundPlan:
         bound.model_inside, bound.draft_inside = main, draft or None
     for role in plan.roles:
         bound.roles[role.name] = BoundRole(
-            files=_files(plan, role.name, bindings),
-            tasks=[_task(plan, role.name, rank, bindings, nodes) for rank in role.launch_ranks]
+            files=_files(plan, role, bindings),
+            tasks=[_task(plan, role, rank, bindings, nodes) for rank in role.launch_ranks]
             if role.argv
             else [],
         )
     return bound
 
 
-def _files(plan: Plan, name: str, bindings: Bindings) -> dict[str, str]:
-    role = plan.role(name)
+def _files(plan: Plan, role: RolePlan, bindings: Bindings) -> dict[str, str]:
     if not role.files:
         return {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,8 +127,7 @@ def _files(plan: Plan, name: str, bindings: Bindings) -> dict[str, str]:
         return {str(path.relative_to(tmp)): path.read_text() for path in written}
 
 
-def _task(plan: Plan, name: str, rank: int, bindings: Bindings, nodes: list[str]) -> BoundTask:
-    role = plan.role(name)
+def _task(plan: Plan, role: RolePlan, rank: int, bindings: Bindings, nodes: list[str]) -> BoundTask:
     task = BoundTask(node_rank=rank, node=nodes[rank], gpus=list(role.gpu_ids))
     try:
         task.argv, task.env = render_task(plan, role, rank, bindings)

@@ -1,9 +1,7 @@
 """The canary: one request through the serving endpoint before any point is measured.
 
-Standard library only, so that it needs no event loop. A server error or a dropped
-connection is tried again: a cold disaggregated deployment can fail its very first
-request once (vLLM's first NIXL handshake), and the points' own failure limits still
-judge every measured request.
+A server error or a dropped connection is tried again: a cold disaggregated deployment
+can fail its very first request once (vLLM's first NIXL handshake).
 """
 
 from __future__ import annotations
@@ -22,10 +20,8 @@ from disagg.plan.model import BenchPlan, RoleKind
 
 CANARY_ATTEMPTS = 3
 CANARY_RETRY_WAIT_S = 2.0
-# Answers a cold deployment gives once and not again: a server error (vLLM's first NIXL
-# handshake timing out, a router's pooled connection closed under it), or a dropped
-# connection. A 4xx (wrong model name, bad request), a timeout or a malformed answer is
-# the same on every try.
+# Server errors a cold deployment gives once (a first NIXL handshake timing out, a pooled
+# connection closed); a 4xx, a timeout or a malformed answer is the same on every try.
 TRANSIENT_HTTP = frozenset({500, 502, 503, 504})
 
 
@@ -93,9 +89,7 @@ def run_canary(run: RunContext) -> None:
     attempt = 0
     while True:
         attempt += 1
-        result = run.interruptible(
-            lambda: canary(url, run.plan.bench, timeout_s=run.options.canary_timeout_s)
-        )
+        result = run.interruptible(lambda: canary(url, run.plan.bench))
         if result.ok:
             tries = f" (attempt {attempt} of {CANARY_ATTEMPTS})" if attempt > 1 else ""
             run.log.info("canary ok through %s%s: %r", url, tries, result.detail)

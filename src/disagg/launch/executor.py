@@ -1,10 +1,9 @@
 """The executor seam: how one task starts on a node and how it stops.
 
-The start sequence (order, gates, liveness, teardown, logs, state) is written once, over
-this interface; an executor (`local.py`: processes here, `srun.py`: `srun --overlap`
-steps) only starts a `Task`, stops it, and answers what it alone can: its nodes, a free
-port there, the nodes a job lost. Every task carries a mark in its environment
-(`procs.MARK_VAR`), so that what it leaves outside its process group is found and stopped.
+The start sequence is written once, over this interface; an executor (`local.py`,
+`srun.py`) only starts a `Task`, stops it, and answers what it alone can. Every task
+carries a mark in its environment (`procs.MARK_VAR`), so that what it leaves outside
+its process group is found and stopped.
 """
 
 from __future__ import annotations
@@ -25,12 +24,8 @@ from disagg.plan.model import MpiPlan, RolePlan
 
 @dataclass(frozen=True)
 class Task:
-    """One task of a role on one node.
-
-    `env` is every variable the orchestrator adds, passed as a mapping and never split on
-    commas. With `mpi`, the task is one MPI step over `mpi_nodes` (head first); an
-    executor that cannot start one refuses. `srun_options` are the role's own (Slurm only).
-    """
+    """One task of a role on one node; `env` is passed as a mapping, never split on commas.
+    With `mpi`, one MPI step over `mpi_nodes` (head first)."""
 
     role: str
     node_rank: int
@@ -73,8 +68,7 @@ class RoleProcess(ABC):
         """Terminate, wait up to `grace_s`, then kill; return the exit code."""
 
     def listens_on(self, port: int) -> bool | None:
-        """Whether the task's own processes hold the listening socket of `port`; None when
-        the executor cannot tell (the task runs on another host)."""
+        """Whether the task's own processes hold `port`'s listening socket; None: cannot tell."""
         return None
 
 
@@ -142,13 +136,12 @@ class RoleLauncher(ABC):
         return not procs.busy_ports(port, 1)
 
     def lost_nodes(self) -> dict[int, str]:
-        """Node ranks that left the allocation (a failed node), each described in words;
-        asked when a task ends unexpectedly, so that the failure names the node."""
+        """Node ranks that left the allocation, described, so that a failure names the node."""
         return {}
 
     def track(self) -> None:  # noqa: B027 - optional hook
-        """Note what each running task has started (called every few seconds while a run
-        lasts), so that teardown can stop it even after it left the task's group."""
+        """Note what each running task has started, for teardown to stop even after it left
+        the task's group."""
 
     def close(self) -> None:  # noqa: B027 - optional hook, most launchers hold nothing
         """Release anything the launcher holds (for example cancel leftover steps)."""
@@ -163,11 +156,8 @@ def spawn_logged(
     failure: str,
     hint: str,
 ) -> subprocess.Popen[bytes]:
-    """Start `argv` in its own session, output appended to `log_path` after a banner line.
-
-    Its own session (process group) lets teardown signal the whole tree a role starts;
-    the environment is this process's plus `env`, passed as a mapping and never split.
-    """
+    """Start `argv` in its own session, so that teardown can signal the whole tree it starts;
+    output appended to `log_path` after a banner line."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     with open_log(log_path) as log:
         log.write(f"=== disagg: {banner} started {stamp}\n".encode())

@@ -1,10 +1,7 @@
 """The checks the orchestrator gates on: a role's health endpoint, a service's readiness.
 
-A readiness gate (the plan's `ReadinessPlan`, srt-slurm's `readiness:`) passes on a node
-when every probe the recipe gives passes there: a TCP connect to the node's port, an HTTP
-GET answering the given status, or a line of the service's log matching a pattern.
-Standard library only (no event loop to start), with short timeouts so that a probe
-never delays noticing that a role died.
+Standard library only, with short timeouts, so that a probe never delays noticing that
+a role died.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """A plan's `host_setup`: its commands once on each node before any role, its teardown after.
 
-As srt-slurm runs them: on the bare host (outside any container), joined with `&&`,
-each node within `timeout_s`; a node whose commands fail or run out of time ends the
-job before anything else starts (unless `ignore_failure`, which logs it and goes on).
-`teardown` runs on the same nodes once every role has stopped, however the run ended,
-when the setup was started. Each node's output goes to `logs/host-setup.<rank>.log`
-(`host-teardown` for teardown); on this machine (the local executor) every node rank
-is this host, so each rank's commands run here in turn.
+As srt-slurm runs them: on the bare host, joined with `&&`, each node within
+`timeout_s`; a failed node ends the job before anything starts (unless
+`ignore_failure`). Teardown runs once every role has stopped, if the setup started.
 """
 
 from __future__ import annotations
@@ -17,13 +13,12 @@ from pathlib import Path
 from disagg.errors import DisaggError
 from disagg.launch.executor import RoleProcess, Task
 from disagg.launch.logs import tail, task_log_path
-from disagg.launch.run_context import RunContext, Stop
+from disagg.launch.run_context import LOG_TAIL_LINES, RunContext, Stop
 
 SETUP = "host-setup"
 TEARDOWN = "host-teardown"
 STARTED = "host_setup_start"  # the timeline mark that says teardown is owed
 _POLL_S = 0.1
-_LOG_TAIL = 30
 
 
 def run_host_setup(run: RunContext) -> None:
@@ -44,7 +39,7 @@ def run_host_setup(run: RunContext) -> None:
         with run.lock:
             if run.state.failure is not None and run.state.failure.reason == reason:
                 run.state.failure.log = str(log)
-                run.state.failure.log_tail = tail(log, _LOG_TAIL)
+                run.state.failure.log_tail = tail(log, LOG_TAIL_LINES)
         run.publish()
         raise Stop
     run.check_stop()

@@ -1,12 +1,8 @@
-"""The local executor: every task is a subprocess on this machine.
+"""The local executor: every task is a subprocess on this machine, every node 127.0.0.1.
 
-Each task runs in its own session (and so its own process group), so that stopping it
-reaches every process it spawned (an engine's workers, a router's children); what left
-the group (`setsid cmd &`) is found by its mark or by having been seen below the task
-(`track`), and stopped too. The health gate asks the task whether it holds the listening
-socket of its port. Each task also gets SIGTERM when the orchestrator dies
-(`pdeath.py`), so a killed `disagg run` leaves nothing running. Every node rank maps to
-127.0.0.1: a local run is a one-host allocation with as many "nodes" as the plan asks for.
+Each task runs in its own session, so that stopping it reaches every process it spawned,
+and gets SIGTERM when the orchestrator dies (`pdeath.py`), so that a killed `disagg run`
+leaves nothing running.
 """
 
 from __future__ import annotations

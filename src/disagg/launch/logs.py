@@ -1,11 +1,8 @@
 """Run logs: where they live, how they are written, and how their ends are read.
 
-One file per launched task: `RUN_DIR/logs/<role>.log`, or `<role>.<node_rank>.log`
-for roles spread over several nodes; the orchestrator writes `orchestrator.log`.
-`disagg logs --follow` prints what they gain, like `tail -f` over several files, and
-stops by itself once the run's `state.json` says it ended, or its orchestrator is dead,
-or (without a readable `state.json`) no live run holds the directory's lock, after
-printing what was still written, so a script can follow a run to its end.
+One file per task (`logs/<role>.log`, `<role>.<node_rank>.log` over several nodes) and
+`orchestrator.log`. `disagg logs --follow` stops by itself once the run ended, so that
+a script can follow a run to its end.
 """
 
 from __future__ import annotations
@@ -34,12 +31,8 @@ ERROR_SCAN_BYTES = 1024 * 1024
 
 
 def open_log(path: Path) -> BinaryIO:
-    """Open a log for appending, created if missing, without following a planted link.
-
-    Neither the log nor its directory may be a symbolic link (a run directory may be
-    shared, and a link would make the run write wherever it points), and the log must be
-    a plain file with no other name (not a FIFO, a device or a hard link to another file).
-    """
+    """Open a log for appending, refusing a link, FIFO or device planted in a shared run
+    directory: the run would write wherever it points."""
     directory = path.parent
     directory.mkdir(parents=True, exist_ok=True)
     try:
@@ -142,11 +135,8 @@ def first_error_line(path: Path, since: int) -> str | None:
 
 
 class _LogFileHandler(logging.FileHandler):
-    """The orchestrator's log file; a failed write (disk full) is said once on stderr.
-
-    logging's default prints a traceback per lost line, which would bury the one
-    error that explains the run's end.
-    """
+    """The orchestrator's log file; a failed write (disk full) is said once on stderr, not
+    as logging's traceback per lost line, which would bury the error that ended the run."""
 
     _reported = False
 
@@ -210,11 +200,8 @@ class Cursor:
 
 
 def run_ended(run_dir: Path) -> bool:
-    """Whether nothing will write the run's logs any more.
-
-    `state.json` says so when there is a readable one; without one (deleted, truncated,
-    not yet written) the run lock decides: no live holder means no run.
-    """
+    """Whether nothing will write the run's logs any more: `state.json` says, else the run
+    lock (no live holder, no run)."""
     from disagg.launch.runlock import run_dir_held
 
     try:

@@ -1,19 +1,10 @@
 """The in-allocation orchestrator: one plan.json in, roles up, points measured, roles down.
 
-Phases: stage models -> allocate ports -> start the plan's stages in order (services,
-workers, frontends: each launched, then health-gated) -> canary -> measure each point
--> teardown -> summary.json. Each phase before teardown is its own module (`role_start`,
-`canary`, `point_loop`, `bench_command`); they share the run's `RunContext`.
-
-A monitor thread polls every role task during all phases. The first task that
-exits, a health deadline or time limit that passes, SIGTERM/SIGINT, or (under Slurm)
-the SIGUSR1 that warns of the job's time limit sets one stop event that
-every phase waits on, so a broken run ends within seconds: results of points
-already measured stay, the failing role is named and the end of its log shown.
-Teardown never depends on a write succeeding: tasks are stopped first, and a summary
-that cannot be written turns a completed run into a failed one but leaves nothing
-running. The same code runs on a laptop (`LocalLauncher`) and inside a Slurm job
-(`SrunLauncher`); only the launcher (`make_launcher`) differs.
+A monitor thread polls every task in every phase; the first task that exits, a passed
+deadline or time limit, or a signal sets one stop event every phase waits on, so a
+broken run ends within seconds with its measured points kept and its failing role named.
+Teardown never depends on a write succeeding: a summary that cannot be written fails
+the run but leaves nothing running.
 """
 
 from __future__ import annotations

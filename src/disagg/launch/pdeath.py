@@ -1,11 +1,9 @@
 """Run a role's command so that it ends when the orchestrator that started it dies.
 
-`python pdeath.py PARENT_PID COMMAND [ARG...]` asks Linux for SIGTERM on the death
-of its parent (PR_SET_PDEATHSIG), checks that the parent is still PARENT_PID (it may
-have died before the request took effect), then replaces itself with COMMAND, which
-keeps the request. A SIGKILLed `disagg run` or a closed terminal then leaves no
-engine holding ports or GPU memory. Standard library only: the launcher runs this
-file directly, without importing disagg. Elsewhere than Linux it only execs.
+`python pdeath.py PARENT_PID COMMAND [ARG...]` asks Linux for SIGTERM on its parent's
+death, checks the parent is still PARENT_PID, then execs COMMAND, which keeps the
+request: a SIGKILLed `disagg run` leaves no engine holding ports or GPU memory.
+Standard library only: the launcher runs this file directly.
 """
 
 from __future__ import annotations

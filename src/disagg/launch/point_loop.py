@@ -1,17 +1,9 @@
 """Measuring each point of the sweep through the load generator.
 
-Resume is decided first (`mark_done_points`): a point whose result was measured
-under this same plan is skipped, any other is measured again with the reason said.
-Each point runs in a worker thread the stop event can abandon; a point that ends
-invalid fails the run once the sweep is over, and a role that died during it is
-named before the point's own reason.
-
-A role that stopped serving during a point (more than `limits.serving_gap` seconds
-without a healthy answer, yet back before `limits.liveness_timeout`) makes the point
-invalid; it is measured once more as soon as every role answers again. If that
-attempt has a gap too, the point stays invalid, the sweep goes on, and the run
-ends failed naming the role. Each point's state says its attempts and why earlier
-ones were discarded.
+A point measured under this same plan is skipped; one that ends invalid fails the run
+once the sweep is over. A role that stopped serving during a point (a gap longer than
+`limits.serving_gap`, back before `limits.liveness_timeout`) makes the point invalid,
+and it is measured once more, not forever, when every role answers again.
 """
 
 from __future__ import annotations
@@ -137,7 +129,26 @@ def _measure_point(
     """Measure `point`: once more when a role stopped serving during it and every role
     answers again, but not again after that; the last attempt's serving check."""
     while True:
-        outcome, check, started = _attempt(run, point, point_state, measure, watch)
+        with run.lock:
+            run.state.current_point = point.key
+            point_state.status = PointStatus.RUNNING
+            point_state.started_at = time.time()
+            point_state.attempts += 1
+        run.publish()
+        eta = sweep_eta(run.state.points, time.time())
+        again = f", attempt {point_state.attempts}" if point_state.attempts > 1 else ""
+        run.log.info(
+            "point %s (%d of %d%s): measuring %d request(s)%s",
+            point.key,
+            run.state.points.index(point_state) + 1,
+            len(run.state.points),
+            again,
+            point.num_prompts,
+            f"; sweep ETA ~{duration_text(eta)}" if eta is not None else "",
+        )
+        started = time.monotonic()
+        check = ServingGaps(watch)
+        outcome = run.interruptible(partial(measure, serving=check), grace_s=MEASURE_STOP_GRACE_S)
         if outcome.valid or check.gap is None or run.stop.is_set():
             break
         if point_state.attempts >= MAX_ATTEMPTS:
@@ -209,37 +220,6 @@ def _record_posts(run: RunContext, profiles: profiling.Profiles) -> None:
     with run.lock:
         run.state.profile_posts = list(profiles.posts)
     run.publish()
-
-
-def _attempt(
-    run: RunContext,
-    point: PointPlan,
-    point_state: PointState,
-    measure: Callable[..., PointOutcome],
-    watch: LivenessWatch,
-) -> tuple[PointOutcome, ServingGaps, float]:
-    """One measurement of `point`: (its outcome, its serving check, when it began)."""
-    with run.lock:
-        run.state.current_point = point.key
-        point_state.status = PointStatus.RUNNING
-        point_state.started_at = time.time()
-        point_state.attempts += 1
-    run.publish()
-    eta = sweep_eta(run.state.points, time.time())
-    again = f", attempt {point_state.attempts}" if point_state.attempts > 1 else ""
-    run.log.info(
-        "point %s (%d of %d%s): measuring %d request(s)%s",
-        point.key,
-        run.state.points.index(point_state) + 1,
-        len(run.state.points),
-        again,
-        point.num_prompts,
-        f"; sweep ETA ~{duration_text(eta)}" if eta is not None else "",
-    )
-    started = time.monotonic()
-    check = ServingGaps(watch)
-    outcome = run.interruptible(lambda: measure(serving=check), grace_s=MEASURE_STOP_GRACE_S)
-    return outcome, check, started
 
 
 def rendered_bench(run: RunContext) -> BenchPlan:

@@ -1,15 +1,13 @@
 """Port allocation: one per-run base, then a bind probe for every port handed out.
 
-On the local Slurm test cluster (and on a laptop) every "node" is the same host, so
-a port is never given to two roles of a run even when they sit on different nodes.
-The base is random within a range below the Linux ephemeral range, so that two runs
-on one host (or two jobs on one node) rarely probe the same ports.
+A port is never given to two roles of a run, since on a laptop or the test cluster every
+"node" is one host; the base is random below the ephemeral range, so that two runs on
+one host rarely probe the same ports.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
 from typing import Protocol
 
 from disagg.errors import DisaggError
@@ -58,9 +56,7 @@ def allocate_ports(
         fields: dict[str, int] = {}
         for name in role.ports:
             width = port_block(name)[1]
-            port = _next_free(port, taken, launcher, role.node_ranks)
-            while width > 1 and not _free_run(port, width, taken, launcher, role.node_ranks):
-                port = _next_free(port + 1, taken, launcher, role.node_ranks)
+            port = _next_free(port, width, taken, launcher, role.node_ranks or [0])
             fields[port_field(name)] = port
             taken.update(range(port, port + width))
             port += width
@@ -68,23 +64,15 @@ def allocate_ports(
     return result
 
 
-def _free_run(
-    start: int, width: int, taken: set[int], launcher: PortProbe, nodes: Iterable[int]
-) -> bool:
-    """Whether `start` and the `width - 1` ports after it are all free on every node."""
-    ranks = list(nodes) or [0]
-    block = range(start, start + width)
-    if start + width > 65535 or any(port in taken for port in block):
-        return False
-    return all(launcher.port_is_free(rank, port) for port in block for rank in ranks)
-
-
-def _next_free(start: int, taken: set[int], launcher: PortProbe, nodes: Iterable[int]) -> int:
-    ranks = list(nodes) or [0]
+def _next_free(
+    start: int, width: int, taken: set[int], launcher: PortProbe, ranks: list[int]
+) -> int:
+    """The first port from `start` that, with the `width - 1` after it, is free on every node."""
     for port in range(start, min(start + 2000, 65535)):
-        if port in taken:
+        block = range(port, port + width)
+        if port + width > 65535 or taken.intersection(block):
             continue
-        if all(launcher.port_is_free(rank, port) for rank in ranks):
+        if all(launcher.port_is_free(rank, free) for free in block for rank in ranks):
             return port
     raise DisaggError(
         f"no free port found between {start} and {start + 2000}",

@@ -1,21 +1,12 @@
 """This host's processes as `/proc` shows them: identity, leftovers, listeners, busy ports.
 
-A PID alone is not an identity: after a crash the number may belong to something else.
-Its start time (`/proc/PID/stat` field 22, clock ticks since boot) is fixed for its life
-and survives exec, so PID + start time + host (with its boot id) names one process.
+A PID alone is not an identity (after a crash the number may be reused); PID + start
+time (`/proc/PID/stat` field 22) + host and boot id names one process. A child that left
+its task's process group (`setsid cmd &`) is found by the mark every task inherits
+(`MARK_VAR`), or by having been seen below the task, and stopped by name.
 
-Stopping a task's process group misses a child that left it (`setsid cmd &`, a daemon
-that double-forks): once its parent exits nothing links it to the task but what it
-inherited. Every task is therefore started with `DISAGG_TASK_MARK=<run token>/<role>.<rank>`
-in its environment, and a sweep stops the processes that carry the mark (or descend from
-the task, or were seen below it while it ran: `ProcessTable`), naming each one.
-
-An HTTP 200 on a role's port proves only that something answers there: the health gate
-asks whether the listening socket belongs to the role's own processes (`held_by`).
-
-Standard library only: on Slurm the orchestrator runs this file as a short step on a
-node (`python -I -c <this file> MARK GRACE`, or `--ports START COUNT`), since a role's
-node is another host.
+Standard library only: on Slurm this file runs as a short step on a role's node
+(`python -I -c <this file> MARK GRACE`, or `--ports START COUNT`).
 """
 
 from __future__ import annotations
@@ -165,8 +156,8 @@ class ProcessTable:
 
 
 def find(mark: str, roots: tuple[int, ...] = ()) -> dict[int, int]:
-    """Processes (pid -> start ticks) carrying `mark` or descending from a pid of `roots`;
-    not the roots themselves (their owner stops them), nor this process."""
+    """Processes (pid -> start ticks) carrying `mark` or below `roots`; not the roots (their
+    owner stops them), nor this process."""
     table = ProcessTable()
     me = os.getpid()
     found = table.descendants(roots)
@@ -250,9 +241,8 @@ def holders(port: int) -> str:
 
 
 def foreign_listener(name: str, owned: Iterable[bool | None], port: int) -> str | None:
-    """Why an answer on `port` is not role `name` answering, else None. `owned` holds, for
-    each of the role's tasks on that node, whether it listens there (None: the executor
-    cannot tell, which counts as its own)."""
+    """Why an answer on `port` is not role `name` answering, else None; `owned`: whether each
+    of the role's tasks there listens on it (None, cannot tell, counts as its own)."""
     if any(answer is not False for answer in owned):
         return None
     held = holders(port) or "another process"

@@ -1,11 +1,7 @@
 """Bringing roles up: stage models, bind ports, start the plan's stages health-gated.
 
-Start order comes from the plan (the frontend adapter's stages: services, workers,
-frontends); each stage passes its gates before the next one starts, and every command
-is rendered before anything starts, so a placeholder typo costs nothing. A gate passes
-only when the role's own processes answer: a task that ended never does, and where the
-executor can tell (the local one), the listening socket must be the role's. Once up,
-every role with a health check stays watched (`LivenessWatch`).
+Every command is rendered before anything starts, so a placeholder typo costs nothing;
+a gate passes only when the role's own processes answer, never a task that ended.
 """
 
 from __future__ import annotations
@@ -84,7 +80,7 @@ class RoleStarter:
             raise DisaggError(
                 f"the plan needs {run.plan.nodes} node(s), the allocation has {len(addresses)}"
             )
-        ports = allocate_ports(run.plan, run.launcher, base=run.options.port_base)
+        ports = allocate_ports(run.plan, run.launcher)
         names = run.launcher.node_names()
         run.bindings = build_bindings(
             run.plan,
@@ -143,8 +139,7 @@ class RoleStarter:
         run.publish()
 
     def check_ports_still_free(self, role: RolePlan, ports: dict[str, int]) -> None:
-        """Probe the role's ports again just before it starts: one taken since they were
-        handed out would be answered by something else, and the role would fail to bind."""
+        """A port taken since it was handed out would fail the role's bind: probe again."""
         for field, port in ports.items():
             for rank in role.node_ranks or [0]:
                 if self.run.launcher.port_is_free(rank, port):
@@ -172,21 +167,17 @@ class RoleStarter:
         """Poll every gate of the stage until it passes; a passed deadline fails the run."""
         run = self.run
         start = time.monotonic()
-        health: list[HealthGate] = []
+        gates: list[HealthGate | ReadinessGate] = []
         for role in roles:
             if role.readiness is not None:
-                continue  # its own gate, on each of its nodes (ReadinessGate)
-            if role.health is None:
+                gates.append(ReadinessGate(run, role))
+            elif role.health is None:
                 run.state.role(role.name).healthy = True
-                continue
-            url = health_url(run, role)
-            if url is None:
+            elif (url := health_url(run, role)) is None:
                 raise DisaggError(f"role {role.name} has a health check but no http port")
-            health.append(HealthGate(self, role, url, start))
-        gates: list[HealthGate | ReadinessGate] = [
-            *(ReadinessGate(run, role) for role in roles if role.readiness),
-            *health,
-        ]
+            else:
+                gates.append(HealthGate(self, role, url, start))
+        gates.sort(key=lambda gate: isinstance(gate, HealthGate))  # readiness gates first
         interval = min((gate.interval_s for gate in gates), default=0.2)
         timeout = min(2.0, max(0.5, interval * 5))  # one probe's limit
         while gates:
@@ -250,9 +241,8 @@ class HealthGate:
 
 
 class ReadinessGate:
-    """A service's own gate over its nodes (srt-slurm's `readiness:`). A node that passes
-    stays passed; a task that ends before the gate passes fails the run by the service's
-    name (a non-critical service too: the stage cannot go on without it)."""
+    """A service's own gate over its nodes (srt-slurm's `readiness:`); a task that ends
+    first fails the run, a non-critical service's too: the stage cannot go on without it."""
 
     def __init__(self, run: RunContext, role: RolePlan) -> None:
         assert role.readiness is not None
@@ -318,17 +308,14 @@ class ReadinessGate:
 def health_url(run: RunContext, role: RolePlan) -> str | None:
     """Where `role` answers its health check; None without a check or the port it names."""
     fields = run.bindings.get(role.name, {})
-    if role.health is None:
-        return None
-    port = fields.get(f"{role.health.port}_port")
-    if port is None:
+    if role.health is None or (port := fields.get(f"{role.health.port}_port")) is None:
         return None
     return f"http://{fields['host']}:{port}{role.health.path}"
 
 
 def stage_labels(stages: list[list[RolePlan]]) -> list[str]:
-    """Timeline names of the start stages: `workers`, `router`, `services` (a second stage
-    of the same kind gets its number, e.g. `services3`), else `stageN`."""
+    """Timeline names of the start stages: `workers`, `router`, `services`, else `stageN`
+    (a repeated name gets its stage number, e.g. `services3`)."""
     labels: list[str] = []
     for number, stage in enumerate(stages):
         kinds = {role.kind for role in stage}

@@ -1,10 +1,7 @@
 """What every phase of a run shares: the plan, the state record, the stop event.
 
-The orchestrator's phases (role start, point loop, teardown) are separate modules;
-they meet here. One lock guards the state, one stop event ends every phase, and
-`fail` records the first failure only (later ones are its consequences). Every
-state change is published (state.json + the live view); a write that fails is said
-once and fails the run but never stops teardown.
+One lock guards the state and one stop event ends every phase; `fail` keeps the first
+failure only, since later ones are its consequences.
 """
 
 from __future__ import annotations
@@ -45,9 +42,7 @@ class OrchestratorOptions:
     echo: bool = True  # also print the orchestrator's log lines on stderr
     quiet_bench: bool = False  # let measure_point print its own progress unless set
     stop_grace_s: float = 5.0
-    canary_timeout_s: float = 60.0
     handle_signals: bool = True  # SIGTERM/SIGINT/SIGHUP -> cancel (main thread only)
-    port_base: int | None = None
 
 
 class Stop(Exception):
@@ -138,7 +133,6 @@ class RunContext:
     def fail_invalid_points(
         self, keys: list[str], first_reason: str | None, *, role: str | None
     ) -> None:
-        """Fail the run for points that are not results, naming them and the first's reason."""
         self.fail(
             f"{len(keys)} invalid point(s): {', '.join(keys)} (first: {first_reason})", role=role
         )
@@ -197,9 +191,8 @@ class RunContext:
                     )
 
     def name_dead_roles(self) -> None:
-        """Before a point's failed requests are blamed on the point: a role killed in the
-        middle closes its sockets a moment before its exit can be collected, so poll for
-        up to DEATH_SETTLE_S until one is seen (the run stops naming it) or none is."""
+        """Poll up to DEATH_SETTLE_S for a role that died, so that it is named before a
+        point's failed requests are blamed on the point."""
         deadline = time.monotonic() + DEATH_SETTLE_S
         while True:
             self.poll_tasks()
@@ -246,7 +239,6 @@ class RunContext:
                     task.stopped = stopped
 
     def note_swept(self, role: str, process: RoleProcess) -> None:
-        """Name each process a task left running outside its process group (now stopped)."""
         if process.swept:
             self.log.warning(
                 "%s left %d process(es) running outside its process group, stopped: %s",
@@ -261,8 +253,7 @@ class RunContext:
         self.timeline[milestone] = round(time.time() - self.started, 4)
 
     def measure_bench(self, bench: BenchPlan) -> None:
-        """Measure `bench` (the plan's, with what the job read at run time filled in):
-        the points' request counts in the state follow it."""
+        """Measure `bench`, the plan's filled in at run time; the request counts follow it."""
         self.plan = self.plan.model_copy(update={"bench": bench})
         with self.lock:
             for point, state in zip(bench.points, self.state.points, strict=True):
@@ -285,8 +276,8 @@ class RunContext:
             hook(snapshot)
 
     def write_failed(self, name: str, exc: OSError) -> None:
-        """A full disk or read-only run directory: said once, fails the run, stops nothing
-        else (a write that fails must never leave roles running)."""
+        """Said once and fails the run, but stops nothing else: a failed write must never
+        leave roles running."""
         with self.lock:
             if self.write_error is not None:
                 return
@@ -311,11 +302,8 @@ class RunContext:
             self.phase_seconds[phase.value] = round(time.monotonic() - started, 3)
 
     def interruptible(self, fn: Callable[[], T], *, grace_s: float = 0.0) -> T:
-        """Run `fn` in a worker thread; once the run stops, wait `grace_s` for it, then give up.
-
-        The load generator ends a point within a second of the stop event, so it gets a
-        grace period to write what it measured; a canary stuck on a dead router does not.
-        """
+        """Run `fn` in a worker thread; once the run stops, wait `grace_s` for it, then give up
+        (the load generator gets a grace to write what it measured; a stuck canary does not)."""
         box: list[T] = []
         errors: list[BaseException] = []
 

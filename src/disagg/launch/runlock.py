@@ -1,16 +1,8 @@
 """One run per run directory: a second `disagg run`, job or `submit` is refused, naming the holder.
 
-Two runs writing one directory overwrite each other's results and state. The lock
-is `RUN_DIR/run.lock/` (the staging `DirLock`: atomic `mkdir`, owner file with host,
-PID and Slurm job, heartbeat), so it works across nodes of a shared filesystem. A
-lock whose holder died on this host is taken over at once; one from another node
-after two minutes without a heartbeat. A directory whose newest Slurm job (from
-`slurm.json`) still waits or runs is busy too, although nothing holds the lock yet.
-
-An orchestrator killed with SIGKILL cannot tear down; its roles normally follow it
-(`pdeath.py`), but a role that ignores SIGTERM, or its children, may not. A re-run
-reads the old `state.json` and stops each recorded task whose PID still names the same
-process (same host and boot, same start time), with its whole process group.
+The lock is a staging `DirLock` (atomic `mkdir`, owner, heartbeat), so it holds across
+nodes of a shared filesystem; a directory whose newest Slurm job still waits or runs is
+busy too. A re-run stops what a SIGKILLed orchestrator left running, by PID and start time.
 """
 
 from __future__ import annotations
@@ -39,12 +31,8 @@ def hold_run_dir(
     own_job: str | None = None,
     log: Callable[[str], None] | None = None,
 ) -> DirLock:
-    """Lock `run_dir` for this process or raise `RunDirBusy`; release the result when done.
-
-    `own_job` is the Slurm job this process runs in: that job's own entry in
-    `slurm.json` does not make the directory busy. `wait_s` lets a job wait for the
-    `disagg submit` that is still handing the directory over.
-    """
+    """Lock `run_dir` for this process or raise `RunDirBusy`. `own_job`'s entry in
+    `slurm.json` is not busy; `wait_s` lets a job wait for the submit handing it over."""
     _refuse_if_job_active(run_dir, own_job)
     lock = DirLock(
         run_dir / RUN_LOCK,

@@ -1,8 +1,7 @@
 """`disagg run` as a library: recipe -> plans -> run directories -> local runs -> report.
 
-The orchestrator runs in this process, so a person sees a live view of roles
-coming up and points being measured; when stderr is not a terminal the view is
-replaced by plain log lines that a CI log or a file can keep.
+The orchestrator runs in this process, so that a person sees a live view; without a
+terminal, plain log lines that a CI log can keep.
 """
 
 from __future__ import annotations
@@ -37,10 +36,7 @@ def prepare_run_dir(plan: Plan, run_dir: Path) -> None:
 def run_locally(
     plan: Plan, run_dir: Path, *, console: Console, quiet: bool = False
 ) -> tuple[RunSummary, Path | None]:
-    """Run one plan here; returns its summary and the report directory (when rendered).
-
-    The run directory is locked first: a second run into it is refused, naming the first.
-    """
+    """Run one plan here, its directory locked; its summary and report directory."""
     from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions, make_launcher
     from disagg.launch.runlock import hold_run_dir
     from disagg.launch.view import LiveView, points_table

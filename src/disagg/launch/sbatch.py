@@ -1,19 +1,10 @@
 """Render `RUN_DIR/job.sbatch`: the directives a plan asks for, then the in-job orchestrator.
 
-Every value is shell-quoted (sbatch strips the quotes of `#SBATCH` values, the shell
-those of the script body), the job name and output path point into the run
-directory, and no environment value is ever written: secrets such as HF_TOKEN reach
-the job through the submitter's environment, which sbatch propagates by default.
-
-Two directives make Slurm's own endings visible to the orchestrator instead of killing
-it mid-point: `--signal=B:USR1@N` warns it N seconds before the time limit (it stops,
-keeps its results and records the run as timed out), and `--no-kill` on multi-node
-jobs keeps the job alive when a node fails, so the orchestrator sees the roles it lost
-and fails the run naming them instead of receiving the same SIGTERM as a cancel.
-
-A heterogeneous job (`SlurmPlan.het_nodes`, srtctl's `resources.het_jobs`) is written
-as srtctl's template writes it: one block of directives per component, separated by
-`#SBATCH hetjob`.
+Every value is shell-quoted and no environment value is written: secrets reach the
+job through the submitter's environment. `--signal=B:USR1@N` warns the orchestrator
+before the time limit (it keeps its results, the run times out), and `--no-kill` keeps
+a multi-node job alive when a node fails, so that the run names the roles it lost.
+A heterogeneous job is one block of directives per component, as srtctl writes it.
 """
 
 from __future__ import annotations
@@ -41,13 +32,8 @@ _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
 def directives(
     slurm: SlurmPlan, run_dir: Path, component: int | None = None
 ) -> list[tuple[str, str | None]]:
-    """(key, value) pairs in file order; a value of None is a bare flag (`--exclusive`).
-
-    `component`: the pairs of one component of a heterogeneous job (`slurm.het_nodes`):
-    its own node count and segment, the partition, account, time, GPUs and the extra
-    directives repeated in each as srtctl repeats them; the job-wide name, output,
-    directory and time-limit signal only in the first.
-    """
+    """(key, value) pairs in file order; None is a bare flag (`--exclusive`). `component`:
+    one component of a heterogeneous job, the job-wide ones only in the first, as srtctl."""
     first = not component
     nodes = slurm.nodes if component is None else slurm.het_nodes[component]
     pairs: dict[str, str | None] = {}
@@ -125,10 +111,7 @@ def check_signal_directive(slurm: SlurmPlan) -> None:
 
 
 def _signal_directive(slurm: SlurmPlan) -> str | None:
-    for key, value in slurm.directives.items():
-        if key.removeprefix("--") == "signal":
-            return value
-    return None
+    return next((v for k, v in slurm.directives.items() if k.removeprefix("--") == "signal"), None)
 
 
 def render(plan: Plan, run_dir: Path, *, python: str | None = None) -> str:
@@ -137,7 +120,7 @@ def render(plan: Plan, run_dir: Path, *, python: str | None = None) -> str:
     python = python or sys.executable
     lines = [
         "#!/bin/bash",
-        f"# disagg run of {_comment(plan.selector)}",
+        f"# disagg run of {' '.join(plan.selector.split())}",
         "# Resubmit with `disagg submit --resume RUN_DIR`; results already measured are kept.",
     ]
     q = shlex.quote
@@ -150,7 +133,3 @@ def render(plan: Plan, run_dir: Path, *, python: str | None = None) -> str:
     lines += ["", "set -euo pipefail", f"cd {q(str(run_dir))}"]
     lines.append(f"exec {q(python)} -m disagg.job {q(str(run_dir))} --executor slurm")
     return "\n".join(lines) + "\n"
-
-
-def _comment(text: str) -> str:
-    return " ".join(text.split())

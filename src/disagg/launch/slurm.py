@@ -1,14 +1,11 @@
 """Runs on Slurm: write a run directory's job files, submit it, watch it, cancel it.
 
-A run directory submitted to Slurm holds `plan.json`, `job.sbatch` and `slurm.json`
-(the job ids it was submitted as, newest last). `disagg status` joins what Slurm
-says about the job (state, pending reason) with what the orchestrator wrote
-(`state.json`: phase, points done, the failed role and its log tail).
+`disagg status` joins what Slurm says about the job (state, pending reason) with what
+the orchestrator wrote (`state.json`).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -28,6 +25,7 @@ from disagg.probe import probe
 
 SLURM_RECORD = "slurm.json"
 ORCHESTRATOR_DEAD = "dead"  # `status` of a run whose orchestrator died without a summary
+TIMEOUT = RunStatus.TIMEOUT.value  # the job reached its time limit
 CANCEL_GRACE_S = 20.0
 
 
@@ -59,11 +57,9 @@ def write_job_script(plan: Plan, run_dir: Path) -> Path:
 
 
 def submit(run_dir: Path) -> str:
-    """`sbatch --parsable RUN_DIR/job.sbatch`; the job id is recorded in `slurm.json`.
-
-    The submitter's environment goes to the job as sbatch's default does: that is how
-    secrets (HF_TOKEN, registry credentials) reach the roles, written nowhere."""
-    out = slurmctl.run(["sbatch", "--parsable", str(run_dir / SBATCH_FILE)], env=os.environ)
+    """`sbatch --parsable RUN_DIR/job.sbatch`, recorded in `slurm.json`; the submitter's
+    environment goes to the job: secrets reach the roles written nowhere."""
+    out = slurmctl.run(["sbatch", "--parsable", str(run_dir / SBATCH_FILE)])
     job_id = out.strip().split(";", 1)[0]
     if not job_id.isdigit():
         raise DisaggError(f"sbatch answered {out.strip()!r}, not a job id", exit_code=1)
@@ -73,10 +69,6 @@ def submit(run_dir: Path) -> str:
     record.cancelled_at = None
     record.write(run_dir)
     return job_id
-
-
-SLURM_TIMEOUT = "TIMEOUT"
-TIMEOUT = "timeout"  # the job reached its time limit
 
 
 @dataclass
@@ -95,7 +87,7 @@ class RunView:
     @property
     def run_status(self) -> str:
         """What happened to the run, in one word a script can compare."""
-        if self.job is not None and self.job.state == SLURM_TIMEOUT:
+        if self.job is not None and self.job.state == "TIMEOUT":
             # Slurm's SIGTERM at the time limit reads as a cancel to the orchestrator.
             return TIMEOUT
         if self.summary is not None:
@@ -230,9 +222,8 @@ def cancel(target: str) -> RunView:
             exit_code=1,
         )
     if job.state == "RUNNING":
-        # Only the batch shell (the orchestrator): roles are srun steps in their own sessions.
-        # It tears the roles down, keeps the results and writes summary.json, then waits a
-        # moment so that the scancel below ends the job as CANCELLED rather than FAILED.
+        # The batch shell alone: the orchestrator tears the roles down and keeps the results;
+        # waiting for it lets the scancel below end the job as CANCELLED rather than FAILED.
         asked_at = time.time()
         slurmctl.cancel(job_id, signal="TERM", batch_only=True)
         deadline = time.monotonic() + CANCEL_GRACE_S

@@ -1,9 +1,7 @@
 """Checks `disagg submit` runs before anything reaches `sbatch`.
 
-A job that cannot start (unknown partition, more nodes than the partition has, a
-recipe with lint errors, a checkpoint that is neither complete nor listed for
-staging, a missing container image) is refused here with its reason, instead of
-waiting in the queue or failing on the nodes an hour later.
+A job that cannot start is refused here with its reason, instead of waiting in the
+queue or failing on the nodes an hour later.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Thin, typed calls of the Slurm client commands (scontrol, squeue, sacct, scancel, sinfo).
+"""Typed calls of the Slurm client commands (scontrol, squeue, sacct, scancel, sinfo).
 
-One place runs them, with a timeout and an error that says which command failed
-and why, so that the executor, the submit pre-flight and `disagg status` agree on
-how Slurm is asked. Parsing uses the machine formats: `--json`, `-o` one-liners
-(`scontrol -o`) and `-P` (pipe-separated) tables.
+One place runs them, with a timeout and an error naming the command, so that the
+executor, the submit pre-flight and `disagg status` ask Slurm alike; parsing uses the
+machine formats (`--json`, `scontrol -o`, `-P`).
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from disagg.errors import DisaggError
@@ -27,14 +26,9 @@ class SlurmCommandError(DisaggError):
         self.stderr = stderr
 
 
-def run(
-    argv: Sequence[str],
-    *,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    env: Mapping[str, str] | None = None,
-    stdin: str | None = None,
-) -> str:
-    """Run a Slurm client command and return its stdout; failures raise SlurmCommandError."""
+def run(argv: Sequence[str], *, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
+    """A Slurm client command's stdout (it inherits this environment, as sbatch passes it to
+    the job); failures raise SlurmCommandError."""
     if shutil.which(argv[0]) is None:
         raise SlurmCommandError(
             f"{argv[0]} not found",
@@ -43,11 +37,9 @@ def run(
     try:
         done = subprocess.run(
             list(argv),
-            input=stdin,
             capture_output=True,
             text=True,
             timeout=timeout_s,
-            env=dict(env) if env is not None else None,
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
@@ -88,7 +80,6 @@ class NodeInfo:
     state: str  # e.g. IDLE, ALLOCATED, IDLE+DRAIN, DOWN*
     reason: str | None
     partitions: tuple[str, ...]
-    cpus: int
     gpus: int
 
 
@@ -111,7 +102,6 @@ def nodes(names: Sequence[str] | None = None) -> list[NodeInfo]:
                 state=rec.get("State", "UNKNOWN"),
                 reason=reason.split(" [", 1)[0] if reason and reason != "(null)" else None,
                 partitions=tuple(p for p in rec.get("Partitions", "").split(",") if p),
-                cpus=_int(rec.get("CPUTot")),
                 gpus=gres_gpus(rec.get("Gres", "")),
             )
         )
@@ -147,7 +137,6 @@ class PartitionInfo:
     state: str
     nodes: tuple[str, ...]
     max_nodes: int | None  # None = unlimited
-    total_nodes: int
     default: bool
 
 
@@ -165,7 +154,6 @@ def partitions() -> dict[str, PartitionInfo]:
             state=rec.get("State", "UP"),
             nodes=tuple(hostnames(nodelist)) if nodelist and nodelist != "(null)" else (),
             max_nodes=None if max_nodes == "UNLIMITED" else _int(max_nodes),
-            total_nodes=_int(rec.get("TotalNodes")),
             default=rec.get("Default", "NO") == "YES",
         )
     return found
@@ -219,11 +207,7 @@ class JobInfo:
 
 def job(job_id: str) -> JobInfo | None:
     """Ask `squeue --json`, then `sacct`, then `scontrol show job`; None if nobody knows it.
-
-    squeue only knows jobs that are queued, running or recently ended; sacct needs
-    accounting storage; scontrol knows jobs until MinJobAge after their end. So the
-    chain works on clusters with and without accounting.
-    """
+    squeue forgets ended jobs, sacct needs accounting, scontrol forgets after MinJobAge."""
     for source in (_job_from_squeue, _job_from_sacct, _job_from_scontrol):
         try:
             info = source(job_id)

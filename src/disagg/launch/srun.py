@@ -1,11 +1,8 @@
 """The Slurm executor inside an allocation: every task is one `srun --overlap` step.
 
-The orchestrator runs in the batch step on the first node. Node names and addresses
-come from `scontrol` (NodeAddr), never from a step's output. In a heterogeneous job
-(`SlurmPlan.het_nodes`) the node ranks run through the components' node lists, group 0
-first, and every component's steps and nodes are watched. A step's end stops only what
-Slurm still tracks as the step's; what a task left outside it (`setsid cmd &`) is found
-by its mark and stopped by a short sweep step on each of its nodes (`procs.py`).
+Node addresses come from `scontrol` (NodeAddr), never from a step's output. A step's
+end stops only what Slurm still tracks as the step's; what a task left outside it is
+found by its mark and stopped by a short sweep step on each of its nodes (`procs.py`).
 """
 
 from __future__ import annotations
@@ -45,8 +42,7 @@ class SrunLauncher(RoleLauncher):
     ) -> None:
         super().__init__(f"slurm-{job_id}-{secrets.token_hex(6)}")
         self.job_id = job_id
-        # A heterogeneous job's component job ids (group order); its steps and nodes are
-        # Slurm's under these ids, not the job's own.
+        # a heterogeneous job's steps and nodes are Slurm's under its components' ids
         self.component_ids = list(component_ids) or [job_id]
         self.slurm = slurm
         self.run_dir = run_dir  # mounted into every container
@@ -129,7 +125,7 @@ class SrunLauncher(RoleLauncher):
 
     def lost_nodes(self) -> dict[int, str]:
         """Nodes the job no longer holds: Slurm removes a failed node from a `--no-kill`
-        job's node list (and ends the steps on it), whatever state the node is in now."""
+        job's node list, whatever state the node is in now."""
         held: set[str] = set()
         try:
             for component in self.component_ids:
@@ -212,24 +208,19 @@ class SrunLauncher(RoleLauncher):
         if code is not None:
             return code
         step = self.step_id(step_name(process.role, process.node_rank))
-        if step is not None:
-            # TERM reaches the task processes themselves; srun exits when they are gone.
-            self._cancel(step, signal="TERM")
-        else:
-            _signal(popen, signal.SIGTERM)  # srun forwards it to the tasks
-        try:
-            return popen.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-        if step is not None:
-            self._cancel(step)  # TERM, KillWait, KILL: the whole step
-        else:
-            _signal(popen, signal.SIGTERM)
-        try:
-            return popen.wait(timeout=grace_s + 5.0)
-        except subprocess.TimeoutExpired:
-            _signal(popen, signal.SIGKILL)
-            return popen.wait()
+        # TERM to the tasks themselves (srun exits when they are gone), then scancel's TERM,
+        # KillWait, KILL of the whole step; without a step, srun forwards SIGTERM to them.
+        for step_signal, wait_s in (("TERM", grace_s), (None, grace_s + 5.0)):
+            if step is not None:
+                self._cancel(step, signal=step_signal)
+            else:
+                _signal(popen, signal.SIGTERM)
+            try:
+                return popen.wait(timeout=wait_s)
+            except subprocess.TimeoutExpired:
+                pass
+        _signal(popen, signal.SIGKILL)
+        return popen.wait()
 
     def step_id(self, name: str) -> str | None:
         """The `JOB.STEP` id of this job's step called `name`, if it still runs."""
@@ -268,8 +259,8 @@ class SrunLauncher(RoleLauncher):
 
 
 def _het_groups(environ: Mapping[str, str], planned: Sequence[int]) -> list[tuple[list[str], str]]:
-    """(node names, component job id) of each component of the heterogeneous job this
-    runs in, checked against the component sizes the plan asked for."""
+    """(node names, component job id) of each component of this heterogeneous job, checked
+    against the plan's component sizes."""
     size = environ.get("SLURM_HET_SIZE", "")
     if not size.isdigit() or int(size) != len(planned):
         raise DisaggError(

@@ -1,10 +1,7 @@
 """The srun command line of one step (what the Slurm golden tests record).
 
-    srun --overlap --jobid J --nodes 1 --ntasks 1 --nodelist NODE --job-name ROLE.RANK ARGV
-
-The task's variables are set on the srun process itself, never joined into `--export`.
-Slurm sets a step's GPU visibility variables from its GRES, so the orchestrator's GPU
-pinning is re-applied with `env VAR=ids` in front of the command.
+The task's variables are set on the srun process, never joined into `--export`; Slurm
+sets GPU visibility from the step's GRES, so the plan's pinning is re-applied with `env`.
 """
 
 from __future__ import annotations
@@ -43,16 +40,8 @@ def srun_argv(
     het_group: int | None = None,
     role_options: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """The full srun command line of one task.
-
-    `role_options` (the role's own srun options) go over the job's, and over an MPI
-    step's own, as srtctl merges a role's over the recipe's on its worker steps.
-    In a container, `run_dir` is mounted at `RUN_DIR_INSIDE` (`${run.dir}` there).
-    With `mpi`, the step spans `mpi_nodes` (the head node first) with one rank per GPU:
-    `--nodes/--ntasks/--ntasks-per-node/--mpi` instead of one task on `node`.
-    `het_group`: the component of a heterogeneous job the node belongs to (Slurm refuses
-    a step on another component's node without it, as srtctl's `start_srun_process` says).
-    """
+    """The full srun command line of one task. `role_options` go over the job's and an MPI
+    step's, as srtctl merges them; `het_group` lets a step reach another component's node."""
     if mpi is not None and mpi_nodes:
         count = len(mpi_nodes)
         placement = [

@@ -1,8 +1,7 @@
 """What a run is doing (`state.json`) and how it ended (`summary.json`).
 
-Both are written atomically, so `disagg status`, `disagg logs` and a live view can
-read them at any moment. They hold PIDs, nodes, ports and reasons, never the
-environment (which may carry secrets such as HF_TOKEN).
+Both are written atomically, so that `disagg status`, `disagg logs` and a live view can
+read them at any moment; they never hold the environment (it may carry secrets).
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def read_record(model: type[M], path: Path) -> M | None:
-    """A run record (`state.json`, `summary.json`, `slurm.json`); None when there is none.
-    A damaged one is an `UnreadableFile` naming the first problem, never a traceback."""
+    """A run record (`state.json`, `summary.json`, `slurm.json`); None when there is none,
+    an `UnreadableFile` naming the first problem when it is damaged."""
     if not probe(path).exists:
         return None
     data = read_limited(path, what="run record", limit=MAX_RECORD_BYTES)
@@ -101,8 +100,7 @@ class RoleState(BaseModel):
 
 
 def _numbers_only(value: object) -> object:
-    """A headline keeps its finite numbers only: a state.json written before headlines were
-    kept finite holds null where a client reported NaN (and one from elsewhere, NaN)."""
+    """A headline keeps its finite numbers only: an older state.json holds null for NaN."""
     if isinstance(value, dict):
         return {
             k: v
@@ -142,8 +140,7 @@ def seconds_per_request(points: Sequence[PointState]) -> float | None:
 
 
 def _finished(points: Sequence[PointState]) -> list[PointState]:
-    """Points that ended with a time to learn from (a state.json of any origin may hold
-    zero or negative numbers: those points teach nothing)."""
+    """Points that ended with a time to learn from (zero or negative numbers teach nothing)."""
     return [
         p
         for p in points
@@ -153,21 +150,16 @@ def _finished(points: Sequence[PointState]) -> list[PointState]:
     ]
 
 
-def _one_stream_seconds(point: PointState, streams: int) -> float:
-    """Seconds one request took on one stream: the point's time over its requests per stream."""
-    return (point.seconds or 0.0) * min(streams, point.requests) / point.requests
-
-
 def _latency_fit(points: Sequence[PointState]) -> tuple[float, float] | None:
-    """(a, b) of `seconds per request on one stream = a * streams ** b`, fitted on the
-    finished fixed-concurrency points (log-log least squares, b within [0, 1]).
-
-    b = 0: requests take as long at any concurrency (the server has room), so a point
-    takes requests / streams x a; b = 1: the server is saturated and throughput is flat.
-    One point (or one concurrency) gives b = 0.
+    """(a, b) of `seconds per request on one stream = a * streams ** b` over the finished
+    fixed-concurrency points (log-log least squares, b within [0, 1]): b = 0, the server
+    has room; b = 1, it is saturated and throughput is flat. One concurrency gives b = 0.
     """
     samples = [
-        (math.log(p.streams), math.log(_one_stream_seconds(p, p.streams)))
+        (
+            math.log(p.streams),
+            math.log((p.seconds or 0.0) * min(p.streams, p.requests) / p.requests),
+        )
         for p in _finished(points)
         if p.streams is not None and p.streams > 0
     ]
@@ -182,8 +174,8 @@ def _latency_fit(points: Sequence[PointState]) -> tuple[float, float] | None:
 
 
 def expected_seconds(point: PointState, points: Sequence[PointState]) -> float | None:
-    """How long `point` should take, from the points finished so far: by its request count
-    and concurrency for a fixed-concurrency point, by the per-request pace otherwise."""
+    """How long `point` should take, from the points finished so far: by the latency fit
+    for a fixed-concurrency point, by the per-request pace otherwise."""
     fit = _latency_fit(points)
     if point.streams is not None and point.streams > 0 and fit is not None:
         a, b = fit
@@ -242,7 +234,7 @@ class RunState(RunRecord):
     """`state.json`: rewritten at each phase change and point."""
 
     orchestrator_pid: int
-    # host/boot and start time of the orchestrator: `status` tells a dead one from a live one
+    # where and when the orchestrator started: `status` tells a dead one from a live one
     orchestrator_host: str | None = None
     orchestrator_started: int | None = None
     status: RunStatus = RunStatus.RUNNING

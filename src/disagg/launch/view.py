@@ -137,15 +137,10 @@ def status_line(state: RunState, now: float | None = None) -> Text:
     return text
 
 
-def live_panel(state: RunState) -> RenderableType:
-    return Group(status_line(state), roles_table(state), points_table(state.points))
-
-
 class LiveView:
     """Feeds orchestrator updates into a rich `Live`; refreshes itself for the clock."""
 
     def __init__(self, console: Console) -> None:
-        self._console = console
         self._state: RunState | None = None
         self._lock = threading.Lock()
         self._live = Live(
@@ -159,7 +154,9 @@ class LiveView:
     def _render(self) -> RenderableType:
         with self._lock:
             state = self._state
-        return live_panel(state) if state is not None else Text("starting...")
+        if state is None:
+            return Text("starting...")
+        return Group(status_line(state), roles_table(state), points_table(state.points))
 
     def update(self, state: RunState) -> None:
         with self._lock:

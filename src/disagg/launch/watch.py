@@ -1,18 +1,11 @@
 """Started roles stay watched: health probes during the canary and every point.
 
 A role that stops serving without exiting (SIGSTOPped, deadlocked, a GPU hang) is
-invisible to the exit monitor: its process is alive. Each watched role gets its own
-prober thread that sends a GET every `interval` seconds, each with its own timeout,
-so a probe stuck on a stopped role delays neither the exit monitor nor the probes
-of the other roles (whose answers then still say when *they* were serving).
-
-Two rules read the probes:
-- liveness: a role that has answered no probe for `timeout` seconds fails the run,
-  naming it (decided in plan order, workers before the router: a router whose
-  readiness follows its workers' must not be blamed for them);
-- serving gaps: a role that went more than `gap` seconds without a healthy answer,
-  and then answered again, leaves the run going; `gaps_since(t)` tells the point
-  loop about it, so the point it happened in is not a result.
+invisible to the exit monitor, so each watched role gets its own prober thread: a probe
+stuck on one role delays neither the monitor nor the others. A role silent for
+`timeout` seconds fails the run (judged in plan order, workers before the router that
+depends on them); a gap longer than `gap` that ended makes the points it overlapped
+invalid (`gaps_since`) and leaves the run going.
 """
 
 from __future__ import annotations
