@@ -4,8 +4,7 @@
 their recipes load, and are reported unsupported when planned.
 """
 
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 from typing import Any, Literal
 

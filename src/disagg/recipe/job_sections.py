@@ -6,8 +6,7 @@ every recipe either dialect defines loads. Which of them a plan honours is decid
 at plan time (`disagg.recipe.honoured`); here they are only typed.
 """
 
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 import math
 from typing import Annotated, Any, Literal

@@ -1,20 +1,14 @@
 """Override-file semantics shared by the loader and the linter (srt-slurm v1 compatible).
 
-A recipe is either flat, or a `base` block plus `override_<n>` blocks (deep-merged
-into `base`) and `zip_override_<n>` blocks (list leaves zipped by index into N
-variants). Top-level `x-` keys only hold YAML anchors and are ignored. A variant
-that holds a `sweep:` map expands further into one variant per combination
-(`disagg.recipe.sweep`). Variants are named as srtctl names their jobs
-(srt-slurm `srtctl/core/config.py`, `generate_override_configs`): an override's job
-is `<base name>_<suffix>` unless the block sets `name`, a zip block's `i`-th is
-`<base name>_<group>_<i>` unless it gives a list of names. The
-functions here work on plain or ruamel containers and never mutate their input,
-so the linter can expand the same document before and after a fix and compare.
+`base` plus `override_<n>` blocks (deep-merged) and `zip_override_<n>` blocks (list
+leaves zipped by index); variants are named as srtctl names its jobs
+(`generate_override_configs`). Inputs are plain or ruamel containers and never
+mutated, so the linter can expand a document before and after a fix and compare.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from disagg.errors import DisaggError, SourceLocation
@@ -29,12 +23,7 @@ SWEEP_MARK = ".sweep["  # `override_x.sweep[2]`: the 3rd combination of override
 FLAT_SWEEP = "sweep"  # a flat recipe's sweep variants: `sweep[0]`, `sweep[1]`, ...
 
 
-def _is_list(value: Any) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
-
-
-# Scalar types a loaded recipe is made of: `_plain` returns them at once instead of
-# asking the (slow) Mapping and Sequence ABCs about every value of every variant.
+# Scalar types `_plain` returns at once instead of asking the (slow) ABCs about each value.
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -44,16 +33,14 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
-    if _is_list(value):
+    if sweeps.is_list(value):
         return [_plain(item) for item in value]
     return value
 
 
 def deep_merge(base: Any, override: Any) -> Any:
-    """Merge `override` onto `base`: maps merge, lists and scalars replace, `None` deletes the key.
-
-    Returns new plain dicts/lists; neither input is modified.
-    """
+    """Merge `override` onto `base` into new plain data: maps merge, lists and scalars
+    replace, `None` deletes the key."""
     if not (isinstance(base, Mapping) and isinstance(override, Mapping)):
         return _plain(override)
     merged: dict[Any, Any] = {key: _plain(value) for key, value in base.items()}
@@ -73,7 +60,7 @@ def _position(container: Any, key: Any, file: str) -> SourceLocation:
     lc = getattr(container, "lc", None)
     if lc is not None:
         try:
-            line, col = lc.value(key) if isinstance(container, Mapping) else lc.item(key)
+            line, col = lc.value(key)
         except (KeyError, IndexError, TypeError, AttributeError):
             line = col = None
         if isinstance(line, int) and isinstance(col, int):
@@ -90,7 +77,7 @@ def _list_leaves(
         here = (*path, str(key))
         if isinstance(value, Mapping):
             found.extend(_list_leaves(value, here, file))
-        elif _is_list(value):
+        elif sweeps.is_list(value):
             found.append((".".join(here), len(value), _position(block, key, file)))
     return found
 
@@ -101,7 +88,7 @@ def _slice(block: Mapping[str, Any], index: int) -> dict[str, Any]:
     for key, value in block.items():
         if isinstance(value, Mapping):
             out[key] = _slice(value, index)
-        elif _is_list(value):
+        elif sweeps.is_list(value):
             out[key] = _plain(value[0 if len(value) == 1 else index])
         else:
             out[key] = value
@@ -109,12 +96,8 @@ def _slice(block: Mapping[str, Any], index: int) -> dict[str, Any]:
 
 
 def expand_zip(block: Mapping[str, Any], *, block_name: str, file: str) -> list[dict[str, Any]]:
-    """Zip the list leaves of a `zip_override_*` block into one override map per variant.
-
-    List leaves are zip dimensions; length-1 lists and scalars broadcast; an element
-    that is itself a list is taken literally (`[[4, 8], [16]]` gives `[4, 8]` then
-    `[16]`). All other lengths must agree, else a DisaggError names every list leaf.
-    """
+    """One override map per variant of a `zip_override_*` block: list leaves zip, length-1
+    lists and scalars broadcast, a list element is taken literally (`[[4, 8], [16]]`)."""
     count = _zip_count(block, block_name=block_name, file=file)
     return [_slice(block, index) for index in range(count)]
 
@@ -158,22 +141,12 @@ def _block(doc: Mapping[str, Any], key: str, file: str) -> Mapping[str, Any]:
 
 
 def expand_variants(doc: Mapping[str, Any], *, file: str) -> dict[str, dict[str, Any]]:
-    """Every variant of a recipe, keyed by selector name, in document order.
-
-    A flat recipe gives `{"base": doc}`. An override file gives `override_<n>` and
-    `zip_override_<n>[i]` entries, each merged onto `base`; `base` itself is not a
-    variant. Top-level `x-` keys are dropped in both cases.
-    """
+    """Every variant by selector name, in document order: `{"base": doc}` for a flat recipe,
+    else each `override_<n>` / `zip_override_<n>[i]` merged onto `base` (not itself one)."""
     variant_keys = [k for k in doc if str(k).startswith((OVERRIDE_PREFIX, ZIP_PREFIX))]
     if BASE not in doc and not variant_keys:
         flat = {k: _plain(v) for k, v in doc.items() if not str(k).startswith(IGNORED_PREFIX)}
-        out: dict[str, dict[str, Any]] = {}
-        spent = 0
-        for name, config in expand_sweep(BASE, flat, doc, file, flat=True):
-            out[name] = config
-            if name != BASE:
-                spent = charge_variant(spent, config, name=name, file=file)
-        return out
+        return _charged(expand_sweep(BASE, flat, doc, file, flat=True), file)
     if BASE not in doc:
         raise DisaggError(
             f"`{variant_keys[0]}` needs a `base:` block to merge into",
@@ -193,46 +166,41 @@ def expand_variants(doc: Mapping[str, Any], *, file: str) -> dict[str, dict[str,
             hint="an override file holds only `base`, `override_<name>`, `zip_override_<name>` "
             "and `x-` blocks; move the key under `base:` or into a variant",
         )
-    variants: dict[str, dict[str, Any]] = {}
-    spent = 0
+    return _charged(_merged_variants(doc, variant_keys, base, file), file)
+
+
+def _merged_variants(
+    doc: Mapping[str, Any], keys: list[str], base: Mapping[str, Any], file: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
     base_name = base.get("name", "unnamed")
-    for key in variant_keys:
+    for key in keys:
         block = _block(doc, key, file)
+        holder = block if sweeps.SWEEP in block else base
         if key.startswith(OVERRIDE_PREFIX):
             merged = deep_merge(base, block)
             if "name" not in block:
                 merged["name"] = f"{base_name}_{key[len(OVERRIDE_PREFIX) :]}"
-            spent = _add(variants, key, merged, spent, (doc, key, base), file)
+            yield from expand_sweep(key, merged, holder, file)
             continue
         group = key[len(ZIP_PREFIX) :]
-        named = _is_list(block.get("name"))
+        named = sweeps.is_list(block.get("name"))
         for index in range(_zip_count(block, block_name=key, file=file)):
             merged = deep_merge(base, _slice(block, index))
             if not named:
                 merged["name"] = f"{base_name}_{group}_{index}"
-            spent = _add(variants, f"{key}[{index}]", merged, spent, (doc, key, base), file)
-    return variants
+            yield from expand_sweep(f"{key}[{index}]", merged, holder, file)
 
 
-Written = tuple[Mapping[str, Any], str, Mapping[str, Any]]  # (doc, variant key, base block)
-
-
-def _add(
-    variants: dict[str, dict[str, Any]],
-    name: str,
-    merged: dict[str, Any],
-    spent: int,
-    written: Written,
-    file: str,
-) -> int:
-    """Add one variant, or the variants of its `sweep`, charging each against the limits."""
-    doc, key, base = written
-    block = doc[key]
-    holder = block if isinstance(block, Mapping) and sweeps.SWEEP in block else base
-    for swept, config in expand_sweep(name, merged, holder, file):
-        variants[swept] = config
-        spent = charge_variant(spent, config, name=swept, file=file)
-    return spent
+def _charged(
+    variants: Iterator[tuple[str, dict[str, Any]]], file: str
+) -> dict[str, dict[str, Any]]:
+    """The variants by name, each charged against the limits as soon as it is built."""
+    out: dict[str, dict[str, Any]] = {}
+    spent = 0
+    for name, config in variants:
+        out[name] = config
+        spent = charge_variant(spent, config, name=name, file=file)
+    return out
 
 
 def expand_sweep(

@@ -12,8 +12,7 @@ engines' own flags and variables. `disagg schema` prints its JSON Schema
 (`disagg.recipe.file_schema`) so editors can complete and check recipes.
 """
 
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 from typing import Annotated, Any, Literal
 

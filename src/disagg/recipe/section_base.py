@@ -2,8 +2,7 @@
 leave out (`omitted`), and the annotation of a field validated only when set (`WhenSet`).
 """
 
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 from collections.abc import Callable
 from typing import Any, ClassVar

@@ -24,14 +24,14 @@ from disagg.errors import DisaggError, SourceLocation
 SWEEP = "sweep"
 
 
-def _is_list(value: Any) -> bool:
+def is_list(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
 def _text(value: Any) -> str:
     """The text srtctl puts in place of a placeholder embedded in a longer string
     (Python's spelling, `True` / `0.85`; a list joined with commas)."""
-    if _is_list(value):
+    if is_list(value):
         return ",".join(str(item) for item in value)
     return str(value)
 
@@ -40,7 +40,7 @@ def fill(template: Any, values: Mapping[str, Any]) -> Any:
     """`template` with every `{parameter}` of `values` replaced (see the module doc)."""
     if isinstance(template, Mapping):
         return {key: fill(item, values) for key, item in template.items()}
-    if _is_list(template):
+    if is_list(template):
         return [fill(item, values) for item in template]
     if not isinstance(template, str):
         return template
@@ -77,7 +77,7 @@ def parameters(
                 location=locate(key),
                 hint="list the parameters directly under `sweep:`, e.g. sweep: {tp: [4, 8]}",
             )
-        if not _is_list(values) or not values:
+        if not is_list(values) or not values:
             raise DisaggError(
                 f"`sweep.{key}` ({context}) must be a non-empty list of values",
                 location=locate(key),

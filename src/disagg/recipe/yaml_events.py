@@ -25,7 +25,7 @@ from yaml.events import (
 
 from disagg.errors import DisaggError, SourceLocation
 from disagg.recipe.limits import MAX_DEPTH, ExpansionBudget, too_deep
-from disagg.recipe.source_map import KeyPath, LineCol, Pos, PosDict, PosList, SourceMap
+from disagg.recipe.source_map import KeyPath, LineCol, Pos, PosDict, SourceMap
 from disagg.recipe.yaml_scalars import BOOLS, FLOAT, TAG, resolve_plain, to_float, to_int
 
 _LIBYAML = getattr(yaml, "CSafeLoader", None)  # None where PyYAML was built without libyaml
@@ -157,8 +157,7 @@ class EventBuilder:
         return value
 
     def _sequence(self, events: Iterator[Any], path: KeyPath, depth: int) -> list[Any]:
-        items = PosList()
-        items.lc = LineCol(self.source, path)
+        items: list[Any] = []
         values = self.source.values
         for event in events:
             if type(event) is SequenceEndEvent:

@@ -7,8 +7,7 @@ are derived from the internal ones (v1-only fields dropped, 2.x fields added), s
 a field added to the internal config is not forgotten here.
 """
 
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 from collections.abc import Mapping
 from functools import cache
