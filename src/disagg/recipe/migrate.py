@@ -1,16 +1,9 @@
 """`disagg migrate`: rewrite a v1 recipe in srt-slurm's `schema: 2` layout, proven equivalent.
 
-The file is edited as a ruamel round-trip document, so comments, key order and
-anchors stay. Each block (a flat recipe, or `base` and every `override_*` /
-`zip_override_*` block, which are partial recipes) has its v1 keys moved to their
-2.x places (see `legacy-v1.md`): `backend` becomes `engine` plus `roles.<role>.args /
-env / extra_args / kv_events`, the worker counts in `resources` become
-`roles.<role>.nodes / workers / gpus / critical`, placements become `placement.node`,
-`dynamo.version / wheel / hash` become `dynamo.source`, `infra` and
-`backend.mooncake_kv_store` become `services` entries (`disagg.recipe.migrate_services`).
-The result is only used when every variant plans exactly as before
-(same roles, commands, GPUs, points; the same refusal for a variant that cannot
-run); otherwise nothing is written and the first difference is named.
+Edited as a ruamel round-trip document, so comments, key order and anchors stay; each
+block's v1 keys move to their 2.x places (`legacy-v1.md`). The result is only written
+when every variant plans exactly as before (or is refused alike); else the first
+difference is named.
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap
 
 from disagg.errors import DisaggError, UnsupportedRecipe
-from disagg.recipe.dialects.schema2 import SOURCE_TO_V1
+from disagg.recipe.dialects.schema2 import ROLE_RESOURCES, ROLE_TO_MODE, SOURCE_TO_V1
 from disagg.recipe.errors import dotted, undotted
 from disagg.recipe.lint.fix import round_trip_yaml
 from disagg.recipe.load import display_path, parse_yaml, read_text
@@ -36,13 +29,8 @@ from disagg.recipe.migrate_services import (
 )
 from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX
 
-MODES = {"prefill": "prefill", "decode": "decode", "aggregated": "agg"}
-_RESOURCES = {
-    "{r}_nodes": "nodes",
-    "{r}_workers": "workers",
-    "gpus_per_{r}": "gpus",
-    "{r}_critical": "critical",
-}
+MODES = {mode: role for role, mode in ROLE_TO_MODE.items()}
+_RESOURCES = {name: key for key, name in ROLE_RESOURCES.items()}
 _PER_ROLE_BACKEND = ("_environment", "_extra_args")
 
 

@@ -1,16 +1,7 @@
-"""`sweep:`: one recipe, every combination of some values (srt-slurm's parameter sweep).
-
-As srtctl expands it (srt-slurm `srtctl/core/sweep.py`, `generate_sweep_configs` and
-`expand_template`, the same in v1.0.68 and 2.x): every key of the `sweep` map is a
-parameter with a list of values; the variants are their cartesian product, in key
-order, the last key varying fastest. Each variant is the config without `sweep`, with
-`{parameter}` in any string value replaced by the value (lists joined with commas when
-embedded in text), named `<name>_<param><value>_<param><value>...`.
-
-One deliberate refinement, invisible in what runs: a string that is only the
-placeholder (`tp: "{tp}"`) takes the value itself rather than its text, which is what
-srtctl's schema makes of the text when it loads the variant (`"8"` -> 8); lists were
-already substituted whole.
+"""`sweep:`: one variant per combination of some values, as srtctl expands it
+(`srtctl/core/sweep.py`): the cartesian product in key order, `{parameter}` replaced in
+strings, named `<name>_<param><value>...`. A string that is only the placeholder takes
+the value itself, which is what srtctl's schema makes of its text (`"8"` -> 8).
 """
 
 from __future__ import annotations
@@ -56,12 +47,9 @@ def fill(template: Any, values: Mapping[str, Any]) -> Any:
 def parameters(
     sweep: Any, *, where: SourceLocation, locate: Any, context: str
 ) -> list[tuple[str, list[Any]]]:
-    """The (parameter, values) pairs of a `sweep` map, or a positioned error.
-
-    srtctl takes every key as a parameter and iterates its value, so a value that is not
-    a list, or schema 2's `mode` / `parameters` spelling, would not sweep what it says.
-    `locate(key)` positions an error at one parameter.
-    """
+    """The (parameter, values) pairs of a `sweep` map, or an error at `locate(key)`: srtctl
+    iterates every key's value, so a non-list or schema 2's `mode` / `parameters` would not
+    sweep what it says."""
     if not isinstance(sweep, Mapping) or not sweep:
         raise DisaggError(
             f"`sweep` ({context}) must be a map of parameters to lists of values",

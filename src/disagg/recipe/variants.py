@@ -1,10 +1,5 @@
-"""Recipe file -> typed variants: the one entry point `plan`, `lint` and `run` share.
-
-`load_variants("file.yaml:*dep8*")` loads the file, expands override/zip blocks
-(`disagg.recipe.overrides`), validates each selected variant against the schema and
-returns `Variant`s that can say where any of their values was written, even when
-the value came from `base` or from one element of a zip list.
-"""
+"""Recipe file -> typed variants: the one entry point `plan`, `lint` and `run` share, so each
+`Variant` can say where any of its values was written (in `base`, in a zip list element)."""
 
 from __future__ import annotations
 
@@ -66,8 +61,7 @@ class Variant:
         return tuple(path)
 
     def written_field(self, path: Sequence[Key]) -> str:
-        """The dotted name (`roles.prefill.args.port`, `services[0].name`) the file itself
-        uses for the internal field at `path`."""
+        """The dotted name the file itself uses for the internal field at `path`."""
         return dotted(self.written_path(path))
 
     def written_name(self, internal: str) -> str:
@@ -81,11 +75,8 @@ class Variant:
         return tuple(written)
 
     def locate(self, path: Sequence[Key], *, key: bool = False) -> SourceLocation:
-        """Where the value (or key) at internal `path` of this variant was written.
-
-        Looks in the variant's own block first (for a zip block, in the list element
-        this variant took), then in `base`, then at the nearest written ancestor.
-        """
+        """Where the value (or key) at internal `path` was written: the variant's own block (a
+        zip block's list element), then `base`, then the nearest written ancestor."""
         return self.locate_written(self.written_path(path), key=key)
 
     def locate_written(self, path: Sequence[Key], *, key: bool = False) -> SourceLocation:

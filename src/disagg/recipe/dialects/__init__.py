@@ -1,9 +1,5 @@
-"""Recipe dialects: srt-slurm v1 (the internal shape) and `schema: 2`, told apart per file.
-
-A file is schema 2 when it says `schema: 2` (at the top level, or in `base` of an
-override file), or, without a `schema` key, when it uses schema 2's own top-level
-keys `engine` or `roles` (v1 never has them). `schema: 1` or no marker is v1.
-"""
+"""Recipe dialects: srt-slurm v1 (the internal shape) and `schema: 2`, told apart per file by
+`schema: 2` (top level or `base`), or else by schema 2's own keys `engine` / `roles`."""
 
 from __future__ import annotations
 
@@ -72,12 +68,7 @@ def typed(
     dialect: Dialect, written: dict[str, Any], locate: Locator, context: str | None
 ) -> tuple[dict[str, Any], Any, Translation | None]:
     """(internal raw config, validated RecipeConfig, schema-2 translation or None) for one
-    variant as the file wrote it.
-
-    Schema 2 is checked against its own key set first (errors at the file's own
-    paths), then translated; the internal config is validated either way, its
-    messages naming schema-2 fields for a schema-2 file.
-    """
+    variant as written. Schema 2 is checked against its own key set first, then translated."""
     from pydantic import ValidationError
 
     from disagg.recipe.errors import validation_error
