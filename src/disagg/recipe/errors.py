@@ -1,9 +1,5 @@
-"""Turn pydantic validation errors into one positioned, readable DisaggError.
-
-pydantic reports `loc` tuples that mix real keys with union member names; we keep
-the part of `loc` that exists in the data, point at the key (unknown key) or the
-value (wrong type), and suggest the closest allowed key for typos.
-"""
+"""Turn pydantic validation errors into one positioned, readable DisaggError: the part of
+`loc` that exists in the data (not union member names), and the closest key for typos."""
 
 from __future__ import annotations
 
@@ -160,10 +156,8 @@ def validation_error(
     context: str | None = None,
     written_path: Callable[[KeyPath], KeyPath] | None = None,
 ) -> DisaggError:
-    """One DisaggError for all problems: the first located, up to MAX_LISTED more listed.
-
-    `written_path` maps a path of `data` to the one the file wrote (a translated
-    schema-2 variant), so messages name the user's own fields."""
+    """One DisaggError for all problems: the first located, up to MAX_LISTED more listed;
+    `written_path` maps a path of `data` to the one the file wrote (schema 2)."""
 
     def named(path: KeyPath) -> str:
         return dotted(written_path(path) if written_path else path)

@@ -1,12 +1,8 @@
-"""v1 fields that schema 2 writes as `services:` entries, for `disagg migrate`.
+"""v1's `infra` and `backend.mooncake_kv_store` as schema 2's `services:` entries.
 
-`infra` becomes etcd / nats entries and `backend.mooncake_kv_store` a mooncake-master
-entry (legacy-v1.md). A variant block's lists replace base's instead of merging
-(overrides.md), so a block whose own `infra` / `mooncake_kv_store` changes what its
-variant runs is given the whole list that variant ends with: base's services plus
-the entries of the settings merged as v1 merged them. In a zip block that list is
-written as one literal (`[[...]]`, broadcast to every variant); a zip block that
-zips these settings themselves has no single list, and is refused with the reason.
+A block's list replaces base's instead of merging, so a block whose own settings change
+what its variant runs gets that variant's whole list (one literal `[[...]]` in a zip
+block; a zip block that zips these settings has no single list and is refused).
 """
 
 from __future__ import annotations

@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 Dialect = Literal["v1", "schema2"]
 SCHEMA_KEY = "schema"
 _SCHEMA2_KEYS = ("engine", "roles")
-# Internal fields only a schema-2 translation writes; a v1 file may not.
-INTERNAL_ONLY = ("role_overrides",)
 
 
 def detect(doc: Mapping[str, Any], locate: Any) -> Dialect:
@@ -99,14 +97,13 @@ def typed(
             result: SourceLocation = locate(translation.written_path(path), key)
             return result
     else:
-        for key in INTERNAL_ONLY:
-            if key in written:
-                raise DisaggError(
-                    f"unknown key `{key}`" + (f" (in {context})" if context else ""),
-                    location=locate((key,), True),
-                    hint="a v1 recipe has no such key; schema 2 writes per-role images and "
-                    "srun options under `roles.<role>`",
-                )
+        if "role_overrides" in written:  # internal: only a schema-2 translation writes it
+            raise DisaggError(
+                "unknown key `role_overrides`" + (f" (in {context})" if context else ""),
+                location=locate(("role_overrides",), True),
+                hint="a v1 recipe has no such key; schema 2 writes per-role images and "
+                "srun options under `roles.<role>`",
+            )
         _check_frontend_spelling(dialect, written, locate, context)
         internal = v1_internal(written)
         locate_internal = locate

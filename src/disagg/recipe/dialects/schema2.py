@@ -265,12 +265,8 @@ def _infra_services(out: dict[str, Any], origins: Origins) -> None:
         payload = (service.get("options") or {}).get("max_payload_mb")
         if service.get("type") == "nats" and payload is not None:
             infra["nats_max_payload_mb"] = payload
-            origins[("infra", "nats_max_payload_mb")] = (
-                "services",
-                index,
-                "options",
-                "max_payload_mb",
-            )
+            where = ("services", index, "options", "max_payload_mb")
+            origins[("infra", "nats_max_payload_mb")] = where
     if infra:  # only then: a `services.<name>` the plan names is not an `infra` field
         out["infra"] = infra
         origins[("infra",)] = ("services",)
