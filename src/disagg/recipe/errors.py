@@ -157,10 +157,14 @@ def validation_error(
     written_path: Callable[[KeyPath], KeyPath] | None = None,
 ) -> DisaggError:
     """One DisaggError for all problems: the first located, up to MAX_LISTED more listed;
-    `written_path` maps a path of `data` to the one the file wrote (schema 2)."""
+    `written_path` maps a path of `data` to the one the file wrote (schema 2), which
+    `locate` takes and messages name."""
 
     def named(path: KeyPath) -> str:
         return dotted(written_path(path) if written_path else path)
+
+    def at(path: KeyPath, key: bool) -> SourceLocation:
+        return locate(written_path(path) if written_path else path, key)
 
     seen: dict[str, tuple[SourceLocation, str, str | None]] = {}
     # An unknown key first: a typo often explains a "missing" field reported beside it.
@@ -175,7 +179,7 @@ def validation_error(
         or not any(len(other) > len(path) and other[: len(path)] == path for other in paths)
     ]
     for error in errors:
-        where, message, hint = _one(error, data, root, locate, prefix, named)
+        where, message, hint = _one(error, data, root, at, prefix, named)
         subject, _, detail = message.partition(": ")
         previous = seen.get(subject)
         if previous is None:

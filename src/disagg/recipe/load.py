@@ -57,7 +57,7 @@ def read_text(path: Path, *, what: str = "recipe") -> str:
     data = read_limited(path, what=f"{what} file", limit=MAX_RECIPE_BYTES)
     nul = data.find(b"\x00")
     if nul >= 0:
-        line, col = _line_col_of_offset(data, nul)
+        line, col = _line_col_of_offset(data.decode("latin-1"), nul)  # one char per byte
         raise DisaggError(
             f"{what} file is binary (NUL byte), not YAML text",
             location=SourceLocation(name, line, col),
@@ -66,7 +66,7 @@ def read_text(path: Path, *, what: str = "recipe") -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line, col = _line_col_of_offset(data, exc.start)
+        line, col = _line_col_of_offset(data.decode("latin-1"), exc.start)
         raise DisaggError(
             f"{what} file is not UTF-8 text (byte 0x{data[exc.start]:02x})",
             location=SourceLocation(name, line, col),
@@ -74,12 +74,9 @@ def read_text(path: Path, *, what: str = "recipe") -> str:
         ) from None
 
 
-def _line_col_of_offset(data: bytes | str, offset: int) -> Pos:
-    head = data[:offset]
-    newline = b"\n" if isinstance(head, bytes) else "\n"
-    line = head.count(newline) + 1  # type: ignore[arg-type]
-    col = offset - (head.rfind(newline) + 1) + 1  # type: ignore[arg-type]
-    return line, col
+def _line_col_of_offset(text: str, offset: int) -> Pos:
+    head = text[:offset]
+    return head.count("\n") + 1, offset - head.rfind("\n")
 
 
 def load_yaml(path: Path, *, what: str = "recipe") -> LoadedYaml:

@@ -72,9 +72,7 @@ def typed(
     from disagg.recipe.errors import validation_error
     from disagg.recipe.schema import RecipeConfig
 
-    internal = written
     translation = None
-    written_path = None
     if dialect == "schema2":
         from disagg.recipe.dialects import schema2, schema2_engines
         from disagg.recipe.dialects.schema2_model import Schema2Recipe
@@ -91,11 +89,6 @@ def typed(
             ) from None
         translation = schema2.translate(written)
         internal = translation.internal
-        written_path = translation.written_path
-
-        def locate_internal(path: Any, key: bool) -> SourceLocation:
-            result: SourceLocation = locate(translation.written_path(path), key)
-            return result
     else:
         if "role_overrides" in written:  # internal: only a schema-2 translation writes it
             raise DisaggError(
@@ -106,7 +99,6 @@ def typed(
             )
         _check_frontend_spelling(dialect, written, locate, context)
         internal = v1_internal(written)
-        locate_internal = locate
     try:
         config = RecipeConfig.model_validate(internal)
     except ValidationError as exc:
@@ -114,9 +106,9 @@ def typed(
             exc,
             data=internal,
             root=RecipeConfig,
-            locate=locate_internal,
+            locate=locate,
             context=context,
-            written_path=written_path,
+            written_path=translation.written_path if translation else None,
         ) from None
     return internal, config, translation
 
