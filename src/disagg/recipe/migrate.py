@@ -31,7 +31,7 @@ from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX
 
 MODES = {mode: role for role, mode in ROLE_TO_MODE.items()}
 _RESOURCES = {name: key for key, name in ROLE_RESOURCES.items()}
-_PER_ROLE_BACKEND = ("_environment", "_extra_args")
+_PER_ROLE_BACKEND = {f"{mode}_{kind}" for mode in MODES for kind in ("environment", "extra_args")}
 
 
 class MigrationError(DisaggError):
@@ -97,15 +97,13 @@ def _difference(old: Any, new: Any) -> str:
 def migrate_document(doc: CommentedMap, file: str) -> None:
     """Rewrite a loaded v1 document in place (flat recipe or override file)."""
     blocks = [k for k in doc if k == BASE or str(k).startswith((OVERRIDE_PREFIX, ZIP_PREFIX))]
-    targets = [doc[k] for k in blocks if isinstance(doc[k], CommentedMap)] if blocks else [doc]
-    engine_map = any(_engine_knobs(block) for block in targets)
-    base = doc.get(BASE) if blocks else doc
-    base_type = _backend_type(base) or "sglang"
+    base_type = _backend_type(doc.get(BASE) if blocks else doc) or "sglang"
     mapped: list[tuple[str | None, CommentedMap]] = [
         (key, doc if key is None else doc[key])
         for key in blocks or [None]
         if isinstance(doc if key is None else doc[key], CommentedMap)
     ]
+    engine_map = any(_engine_knobs(block) for _, block in mapped)
     taken = {key: take_service_fields(block) for key, block in mapped}
     base_block = [pair for pair in mapped if pair[0] in (None, BASE)] or [(None, CommentedMap())]
     taken.setdefault(base_block[0][0], take_service_fields(base_block[0][1]))
@@ -132,9 +130,7 @@ def _engine_knobs(block: CommentedMap) -> bool:
 
 
 def _per_role(key: str) -> bool:
-    if key.endswith("_config"):
-        return True
-    return any(key == f"{mode}{suffix}" for mode in MODES for suffix in _PER_ROLE_BACKEND)
+    return key.endswith("_config") or key in _PER_ROLE_BACKEND
 
 
 def _migrate_block(block: CommentedMap, base_type: str, engine_map: bool, *, is_base: bool) -> None:

@@ -114,27 +114,14 @@ def _candidates(
 
 
 def _zip_path(source: SourceMap, block: str, path: KeyPath, index: int) -> KeyPath:
-    """The raw path of `path` inside a zip block, stepping into the element a list leaf gives."""
-    lc_path: list[Key] = [block]
-    zipped = False
-    for part in path:
-        length = _list_length(source, tuple(lc_path))
-        if length is not None and not zipped:
-            lc_path.append(0 if length == 1 else index)
-            zipped = True
-        lc_path.append(part)
-    length = _list_length(source, tuple(lc_path))
-    if length is not None and not zipped:
-        lc_path.append(0 if length == 1 else index)
-    return tuple(lc_path)
-
-
-def _list_length(source: SourceMap, path: KeyPath) -> int | None:
-    """Length of the list written at `path`, if a list is written there."""
-    count = 0
-    while source.find((*path, count)) is not None:
-        count += 1
-    return count or None
+    """The raw path of `path` inside a zip block: the first list on the way is the zipped
+    leaf, stepped into at this variant's element (a length-1 list broadcasts its one)."""
+    for cut in range(len(path) + 1):
+        here = (block, *path[:cut])
+        if source.find((*here, 0)) is not None:
+            single = source.find((*here, 1)) is None
+            return (*here, 0 if single else index, *path[cut:])
+    return (block, *path)
 
 
 def recipe_doc(loaded: LoadedYaml) -> Mapping[str, Any]:
@@ -151,13 +138,10 @@ def recipe_doc(loaded: LoadedYaml) -> Mapping[str, Any]:
 
 def load_variants(target: str | Path | Selector, *, pattern: str | None = None) -> list[Variant]:
     """Load, expand, select and validate. Bad input raises a positioned DisaggError."""
-    selector = target if isinstance(target, Selector) else _as_selector(target)
-    loaded = load_yaml(selector.path)
-    return variants_of(loaded, pattern if pattern is not None else selector.pattern)
-
-
-def _as_selector(target: str | Path) -> Selector:
-    return Selector(target) if isinstance(target, Path) else parse_selector(target)
+    if not isinstance(target, Selector):
+        target = Selector(target) if isinstance(target, Path) else parse_selector(target)
+    loaded = load_yaml(target.path)
+    return variants_of(loaded, pattern if pattern is not None else target.pattern)
 
 
 def variants_of(loaded: LoadedYaml, pattern: str | None = None) -> list[Variant]:
