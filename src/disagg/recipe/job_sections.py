@@ -205,7 +205,7 @@ class TelemetrySection(Section):
 
 
 class ReportingStatus(Section):
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)  # merged onto Section's
 
     endpoint: str | None = None
     endpoints: list[str] | None = None
