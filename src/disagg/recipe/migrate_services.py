@@ -42,7 +42,10 @@ def migrate_services(
     own = base.get("services")
     original = copy.deepcopy(own) if isinstance(own, CommentedSeq) else CommentedSeq()
     base_entries = _entries(base_infra, base_mooncake)
-    _extend(base, base_entries)
+    if base_entries:
+        if not isinstance(own, CommentedSeq):
+            own = base["services"] = CommentedSeq()
+        own.extend(base_entries)
     for key, block in blocks[1:]:
         infra, mooncake = taken[key]
         if infra is _ABSENT and mooncake is _ABSENT and not (base_entries and "services" in block):
@@ -64,16 +67,6 @@ def migrate_services(
         listed = services if isinstance(services, CommentedSeq) else copy.deepcopy(original)
         listed.extend(entries)
         block["services"] = CommentedSeq([listed]) if zipped else listed
-
-
-def _extend(block: CommentedMap, entries: list[CommentedMap]) -> None:
-    if not entries:
-        return
-    services = block.get("services")
-    if not isinstance(services, CommentedSeq):
-        services = CommentedSeq()
-        block["services"] = services
-    services.extend(entries)
 
 
 def _merged(base: Any, own: Any) -> Any:
