@@ -4,23 +4,32 @@
 leaves zipped by index); variants are named as srtctl names its jobs
 (`generate_override_configs`). Inputs are plain or ruamel containers and never
 mutated, so the linter can expand a document before and after a fix and compare.
+
+A `sweep:` map makes one variant per combination of its values, as srtctl expands it
+(`srtctl/core/sweep.py`): the cartesian product in key order, `{parameter}` replaced in
+strings, named `<name>_<param><value>...`. A string that is only the placeholder takes
+the value itself, which is what srtctl's schema makes of its text (`"8"` -> 8).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from disagg.errors import DisaggError, SourceLocation
-from disagg.recipe import sweep as sweeps
 from disagg.recipe.limits import charge_variant
 
 BASE = "base"
 OVERRIDE_PREFIX = "override_"
 ZIP_PREFIX = "zip_override_"
 IGNORED_PREFIX = "x-"
+SWEEP = "sweep"  # the key; a flat recipe's sweep variants are `sweep[0]`, `sweep[1]`, ...
 SWEEP_MARK = ".sweep["  # `override_x.sweep[2]`: the 3rd combination of override_x's sweep
-FLAT_SWEEP = "sweep"  # a flat recipe's sweep variants: `sweep[0]`, `sweep[1]`, ...
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
 # Scalar types `_plain` returns at once instead of asking the (slow) ABCs about each value.
@@ -33,7 +42,7 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
-    if sweeps.is_list(value):
+    if _is_list(value):
         return [_plain(item) for item in value]
     return value
 
@@ -77,7 +86,7 @@ def _list_leaves(
         here = (*path, str(key))
         if isinstance(value, Mapping):
             found.extend(_list_leaves(value, here, file))
-        elif sweeps.is_list(value):
+        elif _is_list(value):
             found.append((".".join(here), len(value), _position(block, key, file)))
     return found
 
@@ -88,7 +97,7 @@ def _slice(block: Mapping[str, Any], index: int) -> dict[str, Any]:
     for key, value in block.items():
         if isinstance(value, Mapping):
             out[key] = _slice(value, index)
-        elif sweeps.is_list(value):
+        elif _is_list(value):
             out[key] = _plain(value[0 if len(value) == 1 else index])
         else:
             out[key] = value
@@ -175,7 +184,7 @@ def _merged_variants(
     base_name = base.get("name", "unnamed")
     for key in keys:
         block = _block(doc, key, file)
-        holder = block if sweeps.SWEEP in block else base
+        holder = block if SWEEP in block else base
         if key.startswith(OVERRIDE_PREFIX):
             merged = deep_merge(base, block)
             if "name" not in block:
@@ -183,7 +192,7 @@ def _merged_variants(
             yield from expand_sweep(key, merged, holder, file)
             continue
         group = key[len(ZIP_PREFIX) :]
-        named = sweeps.is_list(block.get("name"))
+        named = _is_list(block.get("name"))
         for index in range(_zip_count(block, block_name=key, file=file)):
             merged = deep_merge(base, _slice(block, index))
             if not named:
@@ -209,23 +218,83 @@ def expand_sweep(
     """`(name, merged)`, or, when `merged` holds a `sweep`, one `(name.sweep[i], config)`
     per combination (`sweep[i]` for a `flat` recipe), named and filled as srtctl does.
     `holder` is the map the `sweep` key was written in."""
-    if sweeps.SWEEP not in merged:
+    if SWEEP not in merged:
         yield name, merged
         return
-    found = merged.pop(sweeps.SWEEP)
+    found = merged.pop(SWEEP)
     context = "the recipe" if name == BASE else f"variant {name}"
-    where = _position(holder, sweeps.SWEEP, file)
-    below = holder.get(sweeps.SWEEP)
+    where = _position(holder, SWEEP, file)
+    below = holder.get(SWEEP)
 
     def locate(key: Any) -> SourceLocation:
         return _position(below, key, file) if isinstance(below, Mapping) else where
 
-    params = sweeps.parameters(found, where=where, locate=locate, context=context)
-    prefix = f"{FLAT_SWEEP}[" if flat else f"{name}{SWEEP_MARK}"
-    for index, values in enumerate(sweeps.combinations(params)):
-        config = sweeps.fill(merged, values)
-        config["name"] = sweeps.job_name(merged.get("name", "unnamed"), values)
+    params = _parameters(found, where=where, locate=locate, context=context)
+    prefix = f"{SWEEP}[" if flat else f"{name}{SWEEP_MARK}"
+    names = [name for name, _ in params]
+    # the last parameter varies fastest
+    for index, combination in enumerate(itertools.product(*(v for _, v in params))):
+        values = dict(zip(names, combination, strict=True))
+        config = _fill(merged, values)
+        suffix = "_".join(f"{key}{value}" for key, value in values.items())
+        config["name"] = f"{merged.get('name', 'unnamed')}_{suffix}"
         yield f"{prefix}{index}]", config
+
+
+def _parameters(
+    sweep: Any, *, where: SourceLocation, locate: Any, context: str
+) -> list[tuple[str, list[Any]]]:
+    """The (parameter, values) pairs of a `sweep` map, or an error at `locate(key)`: srtctl
+    iterates every key's value, so a non-list or schema 2's `mode` / `parameters` would not
+    sweep what it says."""
+    if not isinstance(sweep, Mapping) or not sweep:
+        raise DisaggError(
+            f"`sweep` ({context}) must be a map of parameters to lists of values",
+            location=where,
+            hint="e.g. sweep: {tp: [4, 8]} and `{tp}` where the value goes",
+        )
+    found = []
+    for key, values in sweep.items():
+        if key in ("mode", "parameters"):
+            raise DisaggError(
+                f"`sweep.{key}` ({context}): srtctl expands every key of `sweep` as a "
+                "parameter of a grid",
+                location=locate(key),
+                hint="list the parameters directly under `sweep:`, e.g. sweep: {tp: [4, 8]}",
+            )
+        if not _is_list(values) or not values:
+            raise DisaggError(
+                f"`sweep.{key}` ({context}) must be a non-empty list of values",
+                location=locate(key),
+                hint=f"e.g. {key}: [4, 8]",
+            )
+        found.append((str(key), list(values)))
+    return found
+
+
+def _fill(template: Any, values: Mapping[str, Any]) -> Any:
+    """`template` with every `{parameter}` of `values` replaced (see the module doc)."""
+    if isinstance(template, Mapping):
+        return {key: _fill(item, values) for key, item in template.items()}
+    if _is_list(template):
+        return [_fill(item, values) for item in template]
+    if not isinstance(template, str):
+        return template
+    for key, value in values.items():
+        if template == f"{{{key}}}":
+            return value
+    out = template
+    for key, value in values.items():
+        out = out.replace(f"{{{key}}}", _text(value))
+    return out
+
+
+def _text(value: Any) -> str:
+    """The text srtctl puts in place of a placeholder embedded in a longer string
+    (Python's spelling, `True` / `0.85`; a list joined with commas)."""
+    if _is_list(value):
+        return ",".join(str(item) for item in value)
+    return str(value)
 
 
 def origin(name: str) -> str:
@@ -233,6 +302,6 @@ def origin(name: str) -> str:
     a flat recipe's `sweep[2]` -> `base`); any other name is its own origin."""
     if SWEEP_MARK in name:
         return name.split(SWEEP_MARK, 1)[0]
-    if name.startswith(f"{FLAT_SWEEP}[") and name.endswith("]"):
+    if name.startswith(f"{SWEEP}[") and name.endswith("]"):
         return BASE
     return name

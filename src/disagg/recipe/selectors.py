@@ -33,10 +33,8 @@ def parse_selector(text: str) -> Selector:
     """Split `file.yaml:pattern`; a path that exists as written is never split."""
     if not text:
         raise DisaggError("empty recipe argument", hint="give a recipe file, e.g. recipe.yaml")
-    if ":" not in text or probe(text).exists:
-        return Selector(Path(text))
     head, _, pattern = text.rpartition(":")
-    if not head:
+    if not head or probe(text).exists:
         return Selector(Path(text))
     return Selector(Path(head), pattern or None)
 
