@@ -1,15 +1,9 @@
 """The `backend` section (v1) / `engine` + `roles.<role>.args` (schema 2): the serving
-engine, its per-mode flags and environments, and each engine's own knobs.
-
-The engines are the registered adapters (`disagg.engines.registry`): srt-slurm's are
-written out, any other gets its type and `<engine>_config` section without a line of its
-own. Engine flag maps stay open maps because their keys are the engines' own flags. The
-knobs are srt-slurm's recipe fields: an engine that brings knobs of its own declares them
-here too.
+engine, its per-mode flags and environments, and each engine's own knobs. Flag maps stay
+open because their keys are the engines' own flags.
 """
 
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -158,70 +152,25 @@ class BackendSection(Section):
     preemption_mode: str | None = None
 
 
-# Each engine's own engine-wide knobs: srt-slurm's per-engine backend classes (schema 2
-# writes them under `engine:` beside `type`; v1 flat under `backend`). A knob of one
-# engine written for another is refused in schema 2 (`dialects.schema2.check_engine_knobs`).
-_KNOBS: dict[str, frozenset[str]] = {
-    "sglang": frozenset({"gpu_type"}),
-    "trtllm": frozenset(
-        {
-            "served_model_name",
-            "publish_metrics",
-            "publish_events_and_metrics",
-            "sequential_node_start",
-            "numa_memory_bind",
-            "numa_cpu_bind",
-        }
-    ),
-    "vllm": frozenset(
-        {
-            "connector",
-            "set_cuda_visible_devices",
-            "set_visible_devices",
-            "allow_prefill_decode_colocation",
-            "allow_prefill_decode_colocation_across_nodes",
-            "dp_launch_mode",
-            "vllm_serve_binary",
-            "failover",
-        }
-    ),
-    "atom": frozenset({"connector", "mooncake_protocol", "enable_kv_events"}),
-    "tilert": frozenset(
-        {
-            "served_model_name",
-            "prefill_container",
-            "model_profile",
-            "weight_model_type",
-            "weights_dir",
-            "max_seq_len",
-            "kv_cache_dtype",
-            "prefill_kv_cache_dtype",
-            "transport",
-            "with_mtp",
-            "speculative_tokens",
-        }
-    ),
-    "mocker": frozenset(
-        {
-            "engine_type",
-            "speedup_ratio",
-            "decode_speedup_ratio",
-            "num_gpu_blocks_override",
-            "max_num_seqs",
-            "max_num_batched_tokens",
-            "block_size",
-            "data_parallel_size",
-            "num_workers",
-            "startup_time",
-            "kv_transfer_bandwidth",
-            "kv_cache_dtype",
-            "enable_prefix_caching",
-            "enable_chunked_prefill",
-            "preemption_mode",
-        }
-    ),
+# Each engine's own engine-wide knobs (srt-slurm's per-engine backend classes), space-separated;
+# schema 2 refuses one engine's knob written for another (`schema2.check_engine_knobs`).
+_KNOBS = {
+    "sglang": "gpu_type",
+    "trtllm": "served_model_name publish_metrics publish_events_and_metrics "
+    "sequential_node_start numa_memory_bind numa_cpu_bind",
+    "vllm": "connector set_cuda_visible_devices set_visible_devices "
+    "allow_prefill_decode_colocation allow_prefill_decode_colocation_across_nodes "
+    "dp_launch_mode vllm_serve_binary failover",
+    "atom": "connector mooncake_protocol enable_kv_events",
+    "tilert": "served_model_name prefill_container model_profile weight_model_type "
+    "weights_dir max_seq_len kv_cache_dtype prefill_kv_cache_dtype transport "
+    "with_mtp speculative_tokens",
+    "mocker": "engine_type speedup_ratio decode_speedup_ratio num_gpu_blocks_override "
+    "max_num_seqs max_num_batched_tokens block_size data_parallel_size num_workers "
+    "startup_time kv_transfer_bandwidth kv_cache_dtype enable_prefix_caching "
+    "enable_chunked_prefill preemption_mode",
 }
-ENGINE_KNOBS = {engine: _KNOBS.get(engine, frozenset()) for engine in ENGINES}
+ENGINE_KNOBS = {engine: frozenset(_KNOBS.get(engine, "").split()) for engine in ENGINES}
 if ENGINES != SRT_SLURM_ENGINES and not TYPE_CHECKING:  # another engine's role section
     BackendSection = create_model(
         "BackendSection",

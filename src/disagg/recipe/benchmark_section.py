@@ -1,11 +1,6 @@
-"""The `benchmark` section: which load runs against the frontend, and its points.
+"""The `benchmark` section: which load runs against the frontend, and its points."""
 
-`sa-bench` and `custom` run here; the accuracy and trace types are typed so that
-their recipes load, and are reported unsupported when planned.
-"""
-
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 from typing import Any, Literal
 
@@ -113,11 +108,8 @@ class BenchmarkSection(Section):
 
 
 def concurrency_points(raw: Any) -> list[int]:
-    """`benchmark.concurrencies` as integers: `"1x4x16"`, `4`, `[1, 4]` or `["16x128", 4]`.
-
-    Raises ValueError naming the first item that is not a positive integer; the plan
-    and the linter both read the field through here, so they accept the same text.
-    """
+    """`benchmark.concurrencies` (`"1x4x16"`, `4`, `[1, 4]`, `["16x128", 4]`) as integers, or a
+    ValueError naming the first bad item: the plan and the linter both read it through here."""
     items = raw if isinstance(raw, list) else [] if raw is None else [raw]
     points: list[int] = []
     for item in items:

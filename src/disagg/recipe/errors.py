@@ -1,9 +1,5 @@
-"""Turn pydantic validation errors into one positioned, readable DisaggError.
-
-pydantic reports `loc` tuples that mix real keys with union member names; we keep
-the part of `loc` that exists in the data, point at the key (unknown key) or the
-value (wrong type), and suggest the closest allowed key for typos.
-"""
+"""Turn pydantic validation errors into one positioned, readable DisaggError: the part of
+`loc` that exists in the data (not union member names), and the closest key for typos."""
 
 from __future__ import annotations
 
@@ -160,13 +156,15 @@ def validation_error(
     context: str | None = None,
     written_path: Callable[[KeyPath], KeyPath] | None = None,
 ) -> DisaggError:
-    """One DisaggError for all problems: the first located, up to MAX_LISTED more listed.
-
-    `written_path` maps a path of `data` to the one the file wrote (a translated
-    schema-2 variant), so messages name the user's own fields."""
+    """One DisaggError for all problems: the first located, up to MAX_LISTED more listed;
+    `written_path` maps a path of `data` to the one the file wrote (schema 2), which
+    `locate` takes and messages name."""
 
     def named(path: KeyPath) -> str:
         return dotted(written_path(path) if written_path else path)
+
+    def at(path: KeyPath, key: bool) -> SourceLocation:
+        return locate(written_path(path) if written_path else path, key)
 
     seen: dict[str, tuple[SourceLocation, str, str | None]] = {}
     # An unknown key first: a typo often explains a "missing" field reported beside it.
@@ -181,7 +179,7 @@ def validation_error(
         or not any(len(other) > len(path) and other[: len(path)] == path for other in paths)
     ]
     for error in errors:
-        where, message, hint = _one(error, data, root, locate, prefix, named)
+        where, message, hint = _one(error, data, root, at, prefix, named)
         subject, _, detail = message.partition(": ")
         previous = seen.get(subject)
         if previous is None:

@@ -1,12 +1,9 @@
 """Recipe fields a plan does not honour: refused (`unsupported: <field> ...`) or listed as ignored.
 
-srt-slurm defines many fields about the job around the engines (node layout knobs,
-extra services, telemetry, uploads). A valid recipe may set any of them; a plan that
-quietly dropped one would change what the recipe means. Each field here is either
-refused at plan time, when running without it would measure something else, or
-listed as ignored with the reason, in plan output, plan.json and lint, when it only
-concerns what happens around the measurement. Engine, frontend and benchmark fields
-are judged by their own adapters.
+A plan that quietly dropped a field srt-slurm defines would change what the recipe
+means: each is refused when running without it would measure something else, or
+listed as ignored with the reason when it only concerns what happens around the
+measurement. Engine, frontend and benchmark fields are judged by their own adapters.
 """
 
 from __future__ import annotations
@@ -14,45 +11,33 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from disagg.recipe.unhonoured_field import Action, Unhonoured
+from disagg.recipe.unhonoured_field import Unhonoured
 
-# A rule's neutral value meaning "any value but null is set", an empty map included.
-EVEN_EMPTY = object()
-# (path, action, why). A field counts as set when it is present with a value other
-# than null, false, an empty map/list, or the neutral value given.
-_RULES: tuple[tuple[tuple[str, ...], Action, str, Any], ...] = (
-    (("model", "stage_dir"), "ignored", "models are read from the profile's cache", None),
-    (("infra", "nats_max_payload_mb"), "ignored", "no NATS server is started", None),
+# (path, why) of fields ignored when set: present with a value other than null, false
+# or an empty map/list.
+_IGNORED: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("model", "stage_dir"), "models are read from the profile's cache"),
+    (("infra", "nats_max_payload_mb"), "no NATS server is started"),
     # The node is reserved as srtctl reserves it; the Dynamo frontend runs etcd/NATS there.
     (
         ("infra", "etcd_nats_dedicated_node"),
-        "ignored",
         "the node is reserved, but no etcd/NATS runs on it under this frontend",
-        None,
     ),
-    (("telemetry", "enabled"), "ignored", "no power telemetry is collected", None),
-    (("observability", "enabled"), "ignored", "no metrics scraping or tracing", None),
-    (("reporting",), "ignored", "no status reporting or log upload", None),
-    (("output", "log_dir"), "ignored", "logs go to the run directory", None),
-    (("post_eval",), "ignored", "no accuracy evaluation runs after the benchmark", None),
+    (("telemetry", "enabled"), "no power telemetry is collected"),
+    (("observability", "enabled"), "no metrics scraping or tracing"),
+    (("reporting",), "no status reporting or log upload"),
+    (("output", "log_dir"), "logs go to the run directory"),
+    (("post_eval",), "no accuracy evaluation runs after the benchmark"),
 )
 
 
-def _value(raw: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+def _is_set(raw: Mapping[str, Any], path: tuple[str, ...]) -> bool:
     node: Any = raw
     for part in path:
         if not isinstance(node, Mapping) or part not in node:
-            return None
+            return False
         node = node[part]
-    return node
-
-
-def _is_set(value: Any, neutral: Any) -> bool:
-    if neutral is EVEN_EMPTY:
-        return value is not None
-    if value is None or value is False or value == neutral:
-        return False
-    return not (isinstance(value, Mapping | list) and not value)
+    return node is not None and node is not False and node not in ({}, [])
 
 
 def _mooncake_master(name: str, service: Mapping[str, Any]) -> list[Unhonoured]:
@@ -79,11 +64,9 @@ def _mooncake_master(name: str, service: Mapping[str, Any]) -> list[Unhonoured]:
 
 
 def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
-    """Every rule-listed field this resolved variant sets, in rule order."""
-    found = []
-    for path, action, why, neutral in _RULES:
-        if _is_set(_value(raw, path), neutral):
-            found.append(Unhonoured(path, action, why))
+    """Every field of `_IGNORED` this resolved variant sets, in that order, then services and
+    role engines."""
+    found = [Unhonoured(path, "ignored", why) for path, why in _IGNORED if _is_set(raw, path)]
     # etcd / nats entries are Dynamo's discovery plane: its adapter starts them or says why
     # not, and under any other frontend they say what v1's `infra` says (rules above).
     services = raw.get("services")
@@ -145,21 +128,14 @@ def _role_engines(raw: Mapping[str, Any]) -> list[Unhonoured]:
 
 
 def _started(service: Mapping[str, Any], name: str, kind: str) -> list[Unhonoured]:
-    """What the `disagg.services` kind that starts the entry does not carry out of it; an
-    entry of a kind none starts is judged by `_service`."""
+    """What the `disagg.services` kind that starts the entry does not carry out of it. An entry
+    no kind starts is refused when the run depends on it (`critical: true`: srt-slurm fails
+    the run when it dies; `terminal: true`: it is the run), else ignored as a sidecar."""
     from disagg.services import KINDS
 
     adapter = KINDS.get(kind)
-    if adapter is None:
-        return [_service(service, kind)]
-    return adapter.unhonoured(name, service)
-
-
-def _service(service: Mapping[str, Any], kind: str) -> Unhonoured:
-    """A `services:` entry no adapter starts. One the run depends on (`critical: true`:
-    in the live request path, srt-slurm fails the run when it dies; `terminal: true`: it
-    is the run) is refused, since the workers would run without what their settings
-    point at; any other is a sidecar whose absence the measurement does not see."""
+    if adapter is not None:
+        return adapter.unhonoured(name, service)
     path = ("services", str(service.get("name")))
     for key, means in (("critical", "the workers depend on it"), ("terminal", "it is the run")):
         if service.get(key) is True:
@@ -167,6 +143,6 @@ def _service(service: Mapping[str, Any], kind: str) -> Unhonoured:
                 f"no {kind} service is started, and `{key}: true` says {means}; run the "
                 "variant without the service and the worker settings that use it"
             )
-            return Unhonoured(path, "refused", why)
+            return [Unhonoured(path, "refused", why)]
     why = f"no {kind} service is started (a frontend that needs one starts its own)"
-    return Unhonoured(path, "ignored", why)
+    return [Unhonoured(path, "ignored", why)]

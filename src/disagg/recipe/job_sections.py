@@ -1,13 +1,7 @@
-"""Recipe sections about the job around the engines: Slurm, infra, health, profiling,
-observability, telemetry, identity, reporting, output.
+"""Recipe sections about the job around the engines, typed as srt-slurm types them (v1.0.68
+plus `schema: 2`) so every recipe loads; which a plan honours is `honoured`'s call."""
 
-Field names and types are srt-slurm's (v1.0.68, plus what `schema: 2` adds), so
-every recipe either dialect defines loads. Which of them a plan honours is decided
-at plan time (`disagg.recipe.honoured`); here they are only typed.
-"""
-
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 import math
 from typing import Annotated, Any, Literal
@@ -44,11 +38,8 @@ Seconds = Annotated[int | float, AfterValidator(_finite)]
 
 
 class LimitsSection(Section):
-    """disagg's own: how long a run may wait on engines that stop making progress (seconds).
-
-    Start-up has `health_check`; these bound what comes after, so that a hung worker
-    fails the run with its name instead of holding it until Slurm's time limit.
-    """
+    """disagg's own: how long a run may wait on engines that stop making progress (seconds),
+    so a hung worker fails the run with its name instead of holding it to Slurm's limit."""
 
     request_timeout: Seconds = Field(
         default=900, gt=0, description="longest one request may go without a generated token"
@@ -196,8 +187,7 @@ class TelemetrySection(Section):
     """DCGM power telemetry over the measurement windows."""
 
     enabled: bool = False
-    # Named by InferenceX's recipes (newer than srt-slurm v1.0.68, whose code calls its
-    # DCGM power collector the `dcgm-power` provider); no telemetry runs here either way.
+    # Named by InferenceX's recipes (newer than srt-slurm v1.0.68); no telemetry runs here.
     provider: Literal["dcgm-power"] | None = Field(
         default=None, description="the power collector: dcgm-power (the only one)"
     )
@@ -215,7 +205,7 @@ class TelemetrySection(Section):
 
 
 class ReportingStatus(Section):
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)  # merged onto Section's
 
     endpoint: str | None = None
     endpoints: list[str] | None = None

@@ -1,23 +1,9 @@
 """Read a YAML file into plain Python data plus the source position of every key and value.
 
-Why not a round-trip loader (ruamel's keeps positions): it runs in pure Python and
-takes seconds for the recipe corpus. This module drives libyaml's C event parser
-through PyYAML (the parser srt-slurm itself reads recipes with, so both accept the
-same files, e.g. `{image: org/name:tag-1}`, which ruamel's C scanner refuses) and
-builds plain dicts/lists itself, recording `line:col` for each key path on the way,
-so a bad value can be reported as `file:line:col` without a second parse. A file
-the C parser refuses is parsed again by PyYAML's pure-Python parser before anything
-is called malformed.
-
-Scalars resolve as srt-slurm reads them (`disagg.recipe.yaml_scalars`); the event
-stream becomes data in `disagg.recipe.yaml_events`, positions in
-`disagg.recipe.source_map`. Duplicate keys load as srt-slurm loads them (the last
-one wins); the SourceMap records both places so the linter can name them.
-
-Every other way a file can be unreadable (missing, a directory, binary, not UTF-8,
-empty, malformed, several documents, an undefined alias, nesting too deep, aliases
-that expand past `disagg.recipe.limits`) becomes a `DisaggError` with a location;
-nothing here lets a traceback through.
+Not a round-trip loader (ruamel's takes seconds for the corpus in pure Python): libyaml's
+C event parser through PyYAML, the parser srt-slurm reads recipes with, so both accept the
+same files; a file it refuses is parsed again by PyYAML's pure-Python parser before it is
+called malformed. Every way a file can be unreadable becomes a positioned `DisaggError`.
 """
 
 from __future__ import annotations
@@ -71,7 +57,7 @@ def read_text(path: Path, *, what: str = "recipe") -> str:
     data = read_limited(path, what=f"{what} file", limit=MAX_RECIPE_BYTES)
     nul = data.find(b"\x00")
     if nul >= 0:
-        line, col = _line_col_of_offset(data, nul)
+        line, col = _line_col_of_offset(data.decode("latin-1"), nul)  # one char per byte
         raise DisaggError(
             f"{what} file is binary (NUL byte), not YAML text",
             location=SourceLocation(name, line, col),
@@ -80,7 +66,7 @@ def read_text(path: Path, *, what: str = "recipe") -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line, col = _line_col_of_offset(data, exc.start)
+        line, col = _line_col_of_offset(data.decode("latin-1"), exc.start)
         raise DisaggError(
             f"{what} file is not UTF-8 text (byte 0x{data[exc.start]:02x})",
             location=SourceLocation(name, line, col),
@@ -88,12 +74,9 @@ def read_text(path: Path, *, what: str = "recipe") -> str:
         ) from None
 
 
-def _line_col_of_offset(data: bytes | str, offset: int) -> Pos:
-    head = data[:offset]
-    newline = b"\n" if isinstance(head, bytes) else "\n"
-    line = head.count(newline) + 1  # type: ignore[arg-type]
-    col = offset - (head.rfind(newline) + 1) + 1  # type: ignore[arg-type]
-    return line, col
+def _line_col_of_offset(text: str, offset: int) -> Pos:
+    head = text[:offset]
+    return head.count("\n") + 1, offset - head.rfind("\n")
 
 
 def load_yaml(path: Path, *, what: str = "recipe") -> LoadedYaml:

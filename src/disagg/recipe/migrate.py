@@ -1,16 +1,9 @@
 """`disagg migrate`: rewrite a v1 recipe in srt-slurm's `schema: 2` layout, proven equivalent.
 
-The file is edited as a ruamel round-trip document, so comments, key order and
-anchors stay. Each block (a flat recipe, or `base` and every `override_*` /
-`zip_override_*` block, which are partial recipes) has its v1 keys moved to their
-2.x places (see `legacy-v1.md`): `backend` becomes `engine` plus `roles.<role>.args /
-env / extra_args / kv_events`, the worker counts in `resources` become
-`roles.<role>.nodes / workers / gpus / critical`, placements become `placement.node`,
-`dynamo.version / wheel / hash` become `dynamo.source`, `infra` and
-`backend.mooncake_kv_store` become `services` entries (`disagg.recipe.migrate_services`).
-The result is only used when every variant plans exactly as before
-(same roles, commands, GPUs, points; the same refusal for a variant that cannot
-run); otherwise nothing is written and the first difference is named.
+Edited as a ruamel round-trip document, so comments, key order and anchors stay; each
+block's v1 keys move to their 2.x places (`legacy-v1.md`). The result is only written
+when every variant plans exactly as before (or is refused alike); else the first
+difference is named.
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap
 
 from disagg.errors import DisaggError, UnsupportedRecipe
-from disagg.recipe.dialects.schema2 import SOURCE_TO_V1
+from disagg.recipe.dialects.schema2 import ROLE_RESOURCES, ROLE_TO_MODE, SOURCE_TO_V1
 from disagg.recipe.errors import dotted, undotted
 from disagg.recipe.lint.fix import round_trip_yaml
 from disagg.recipe.load import display_path, parse_yaml, read_text
@@ -36,14 +29,9 @@ from disagg.recipe.migrate_services import (
 )
 from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX
 
-MODES = {"prefill": "prefill", "decode": "decode", "aggregated": "agg"}
-_RESOURCES = {
-    "{r}_nodes": "nodes",
-    "{r}_workers": "workers",
-    "gpus_per_{r}": "gpus",
-    "{r}_critical": "critical",
-}
-_PER_ROLE_BACKEND = ("_environment", "_extra_args")
+MODES = {mode: role for role, mode in ROLE_TO_MODE.items()}
+_RESOURCES = {name: key for key, name in ROLE_RESOURCES.items()}
+_PER_ROLE_BACKEND = {f"{mode}_{kind}" for mode in MODES for kind in ("environment", "extra_args")}
 
 
 class MigrationError(DisaggError):
@@ -109,15 +97,13 @@ def _difference(old: Any, new: Any) -> str:
 def migrate_document(doc: CommentedMap, file: str) -> None:
     """Rewrite a loaded v1 document in place (flat recipe or override file)."""
     blocks = [k for k in doc if k == BASE or str(k).startswith((OVERRIDE_PREFIX, ZIP_PREFIX))]
-    targets = [doc[k] for k in blocks if isinstance(doc[k], CommentedMap)] if blocks else [doc]
-    engine_map = any(_engine_knobs(block) for block in targets)
-    base = doc.get(BASE) if blocks else doc
-    base_type = _backend_type(base) or "sglang"
+    base_type = _backend_type(doc.get(BASE) if blocks else doc) or "sglang"
     mapped: list[tuple[str | None, CommentedMap]] = [
         (key, doc if key is None else doc[key])
         for key in blocks or [None]
         if isinstance(doc if key is None else doc[key], CommentedMap)
     ]
+    engine_map = any(_engine_knobs(block) for _, block in mapped)
     taken = {key: take_service_fields(block) for key, block in mapped}
     base_block = [pair for pair in mapped if pair[0] in (None, BASE)] or [(None, CommentedMap())]
     taken.setdefault(base_block[0][0], take_service_fields(base_block[0][1]))
@@ -144,9 +130,7 @@ def _engine_knobs(block: CommentedMap) -> bool:
 
 
 def _per_role(key: str) -> bool:
-    if key.endswith("_config"):
-        return True
-    return any(key == f"{mode}{suffix}" for mode in MODES for suffix in _PER_ROLE_BACKEND)
+    return key.endswith("_config") or key in _PER_ROLE_BACKEND
 
 
 def _migrate_block(block: CommentedMap, base_type: str, engine_map: bool, *, is_base: bool) -> None:

@@ -1,12 +1,8 @@
-"""v1 fields that schema 2 writes as `services:` entries, for `disagg migrate`.
+"""v1's `infra` and `backend.mooncake_kv_store` as schema 2's `services:` entries.
 
-`infra` becomes etcd / nats entries and `backend.mooncake_kv_store` a mooncake-master
-entry (legacy-v1.md). A variant block's lists replace base's instead of merging
-(overrides.md), so a block whose own `infra` / `mooncake_kv_store` changes what its
-variant runs is given the whole list that variant ends with: base's services plus
-the entries of the settings merged as v1 merged them. In a zip block that list is
-written as one literal (`[[...]]`, broadcast to every variant); a zip block that
-zips these settings themselves has no single list, and is refused with the reason.
+A block's list replaces base's instead of merging, so a block whose own settings change
+what its variant runs gets that variant's whole list (one literal `[[...]]` in a zip
+block; a zip block that zips these settings has no single list and is refused).
 """
 
 from __future__ import annotations
@@ -46,7 +42,10 @@ def migrate_services(
     own = base.get("services")
     original = copy.deepcopy(own) if isinstance(own, CommentedSeq) else CommentedSeq()
     base_entries = _entries(base_infra, base_mooncake)
-    _extend(base, base_entries)
+    if base_entries:
+        if not isinstance(own, CommentedSeq):
+            own = base["services"] = CommentedSeq()
+        own.extend(base_entries)
     for key, block in blocks[1:]:
         infra, mooncake = taken[key]
         if infra is _ABSENT and mooncake is _ABSENT and not (base_entries and "services" in block):
@@ -68,16 +67,6 @@ def migrate_services(
         listed = services if isinstance(services, CommentedSeq) else copy.deepcopy(original)
         listed.extend(entries)
         block["services"] = CommentedSeq([listed]) if zipped else listed
-
-
-def _extend(block: CommentedMap, entries: list[CommentedMap]) -> None:
-    if not entries:
-        return
-    services = block.get("services")
-    if not isinstance(services, CommentedSeq):
-        services = CommentedSeq()
-        block["services"] = services
-    services.extend(entries)
 
 
 def _merged(base: Any, own: Any) -> Any:

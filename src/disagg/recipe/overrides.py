@@ -1,40 +1,38 @@
 """Override-file semantics shared by the loader and the linter (srt-slurm v1 compatible).
 
-A recipe is either flat, or a `base` block plus `override_<n>` blocks (deep-merged
-into `base`) and `zip_override_<n>` blocks (list leaves zipped by index into N
-variants). Top-level `x-` keys only hold YAML anchors and are ignored. A variant
-that holds a `sweep:` map expands further into one variant per combination
-(`disagg.recipe.sweep`). Variants are named as srtctl names their jobs
-(srt-slurm `srtctl/core/config.py`, `generate_override_configs`): an override's job
-is `<base name>_<suffix>` unless the block sets `name`, a zip block's `i`-th is
-`<base name>_<group>_<i>` unless it gives a list of names. The
-functions here work on plain or ruamel containers and never mutate their input,
-so the linter can expand the same document before and after a fix and compare.
+`base` plus `override_<n>` blocks (deep-merged) and `zip_override_<n>` blocks (list
+leaves zipped by index); variants are named as srtctl names its jobs
+(`generate_override_configs`). Inputs are plain or ruamel containers and never
+mutated, so the linter can expand a document before and after a fix and compare.
+
+A `sweep:` map makes one variant per combination of its values, as srtctl expands it
+(`srtctl/core/sweep.py`): the cartesian product in key order, `{parameter}` replaced in
+strings, named `<name>_<param><value>...`. A string that is only the placeholder takes
+the value itself, which is what srtctl's schema makes of its text (`"8"` -> 8).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from disagg.errors import DisaggError, SourceLocation
-from disagg.recipe import sweep as sweeps
 from disagg.recipe.limits import charge_variant
 
 BASE = "base"
 OVERRIDE_PREFIX = "override_"
 ZIP_PREFIX = "zip_override_"
 IGNORED_PREFIX = "x-"
+SWEEP = "sweep"  # the key; a flat recipe's sweep variants are `sweep[0]`, `sweep[1]`, ...
 SWEEP_MARK = ".sweep["  # `override_x.sweep[2]`: the 3rd combination of override_x's sweep
-FLAT_SWEEP = "sweep"  # a flat recipe's sweep variants: `sweep[0]`, `sweep[1]`, ...
 
 
 def _is_list(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
-# Scalar types a loaded recipe is made of: `_plain` returns them at once instead of
-# asking the (slow) Mapping and Sequence ABCs about every value of every variant.
+# Scalar types `_plain` returns at once instead of asking the (slow) ABCs about each value.
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
@@ -50,10 +48,8 @@ def _plain(value: Any) -> Any:
 
 
 def deep_merge(base: Any, override: Any) -> Any:
-    """Merge `override` onto `base`: maps merge, lists and scalars replace, `None` deletes the key.
-
-    Returns new plain dicts/lists; neither input is modified.
-    """
+    """Merge `override` onto `base` into new plain data: maps merge, lists and scalars
+    replace, `None` deletes the key."""
     if not (isinstance(base, Mapping) and isinstance(override, Mapping)):
         return _plain(override)
     merged: dict[Any, Any] = {key: _plain(value) for key, value in base.items()}
@@ -73,7 +69,7 @@ def _position(container: Any, key: Any, file: str) -> SourceLocation:
     lc = getattr(container, "lc", None)
     if lc is not None:
         try:
-            line, col = lc.value(key) if isinstance(container, Mapping) else lc.item(key)
+            line, col = lc.value(key)
         except (KeyError, IndexError, TypeError, AttributeError):
             line = col = None
         if isinstance(line, int) and isinstance(col, int):
@@ -109,12 +105,8 @@ def _slice(block: Mapping[str, Any], index: int) -> dict[str, Any]:
 
 
 def expand_zip(block: Mapping[str, Any], *, block_name: str, file: str) -> list[dict[str, Any]]:
-    """Zip the list leaves of a `zip_override_*` block into one override map per variant.
-
-    List leaves are zip dimensions; length-1 lists and scalars broadcast; an element
-    that is itself a list is taken literally (`[[4, 8], [16]]` gives `[4, 8]` then
-    `[16]`). All other lengths must agree, else a DisaggError names every list leaf.
-    """
+    """One override map per variant of a `zip_override_*` block: list leaves zip, length-1
+    lists and scalars broadcast, a list element is taken literally (`[[4, 8], [16]]`)."""
     count = _zip_count(block, block_name=block_name, file=file)
     return [_slice(block, index) for index in range(count)]
 
@@ -158,22 +150,12 @@ def _block(doc: Mapping[str, Any], key: str, file: str) -> Mapping[str, Any]:
 
 
 def expand_variants(doc: Mapping[str, Any], *, file: str) -> dict[str, dict[str, Any]]:
-    """Every variant of a recipe, keyed by selector name, in document order.
-
-    A flat recipe gives `{"base": doc}`. An override file gives `override_<n>` and
-    `zip_override_<n>[i]` entries, each merged onto `base`; `base` itself is not a
-    variant. Top-level `x-` keys are dropped in both cases.
-    """
+    """Every variant by selector name, in document order: `{"base": doc}` for a flat recipe,
+    else each `override_<n>` / `zip_override_<n>[i]` merged onto `base` (not itself one)."""
     variant_keys = [k for k in doc if str(k).startswith((OVERRIDE_PREFIX, ZIP_PREFIX))]
     if BASE not in doc and not variant_keys:
         flat = {k: _plain(v) for k, v in doc.items() if not str(k).startswith(IGNORED_PREFIX)}
-        out: dict[str, dict[str, Any]] = {}
-        spent = 0
-        for name, config in expand_sweep(BASE, flat, doc, file, flat=True):
-            out[name] = config
-            if name != BASE:
-                spent = charge_variant(spent, config, name=name, file=file)
-        return out
+        return _charged(expand_sweep(BASE, flat, doc, file, flat=True), file)
     if BASE not in doc:
         raise DisaggError(
             f"`{variant_keys[0]}` needs a `base:` block to merge into",
@@ -193,16 +175,21 @@ def expand_variants(doc: Mapping[str, Any], *, file: str) -> dict[str, dict[str,
             hint="an override file holds only `base`, `override_<name>`, `zip_override_<name>` "
             "and `x-` blocks; move the key under `base:` or into a variant",
         )
-    variants: dict[str, dict[str, Any]] = {}
-    spent = 0
+    return _charged(_merged_variants(doc, variant_keys, base, file), file)
+
+
+def _merged_variants(
+    doc: Mapping[str, Any], keys: list[str], base: Mapping[str, Any], file: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
     base_name = base.get("name", "unnamed")
-    for key in variant_keys:
+    for key in keys:
         block = _block(doc, key, file)
+        holder = block if SWEEP in block else base
         if key.startswith(OVERRIDE_PREFIX):
             merged = deep_merge(base, block)
             if "name" not in block:
                 merged["name"] = f"{base_name}_{key[len(OVERRIDE_PREFIX) :]}"
-            spent = _add(variants, key, merged, spent, (doc, key, base), file)
+            yield from expand_sweep(key, merged, holder, file)
             continue
         group = key[len(ZIP_PREFIX) :]
         named = _is_list(block.get("name"))
@@ -210,29 +197,19 @@ def expand_variants(doc: Mapping[str, Any], *, file: str) -> dict[str, dict[str,
             merged = deep_merge(base, _slice(block, index))
             if not named:
                 merged["name"] = f"{base_name}_{group}_{index}"
-            spent = _add(variants, f"{key}[{index}]", merged, spent, (doc, key, base), file)
-    return variants
+            yield from expand_sweep(f"{key}[{index}]", merged, holder, file)
 
 
-Written = tuple[Mapping[str, Any], str, Mapping[str, Any]]  # (doc, variant key, base block)
-
-
-def _add(
-    variants: dict[str, dict[str, Any]],
-    name: str,
-    merged: dict[str, Any],
-    spent: int,
-    written: Written,
-    file: str,
-) -> int:
-    """Add one variant, or the variants of its `sweep`, charging each against the limits."""
-    doc, key, base = written
-    block = doc[key]
-    holder = block if isinstance(block, Mapping) and sweeps.SWEEP in block else base
-    for swept, config in expand_sweep(name, merged, holder, file):
-        variants[swept] = config
-        spent = charge_variant(spent, config, name=swept, file=file)
-    return spent
+def _charged(
+    variants: Iterator[tuple[str, dict[str, Any]]], file: str
+) -> dict[str, dict[str, Any]]:
+    """The variants by name, each charged against the limits as soon as it is built."""
+    out: dict[str, dict[str, Any]] = {}
+    spent = 0
+    for name, config in variants:
+        out[name] = config
+        spent = charge_variant(spent, config, name=name, file=file)
+    return out
 
 
 def expand_sweep(
@@ -241,23 +218,83 @@ def expand_sweep(
     """`(name, merged)`, or, when `merged` holds a `sweep`, one `(name.sweep[i], config)`
     per combination (`sweep[i]` for a `flat` recipe), named and filled as srtctl does.
     `holder` is the map the `sweep` key was written in."""
-    if sweeps.SWEEP not in merged:
+    if SWEEP not in merged:
         yield name, merged
         return
-    found = merged.pop(sweeps.SWEEP)
+    found = merged.pop(SWEEP)
     context = "the recipe" if name == BASE else f"variant {name}"
-    where = _position(holder, sweeps.SWEEP, file)
-    below = holder.get(sweeps.SWEEP)
+    where = _position(holder, SWEEP, file)
+    below = holder.get(SWEEP)
 
     def locate(key: Any) -> SourceLocation:
         return _position(below, key, file) if isinstance(below, Mapping) else where
 
-    params = sweeps.parameters(found, where=where, locate=locate, context=context)
-    prefix = f"{FLAT_SWEEP}[" if flat else f"{name}{SWEEP_MARK}"
-    for index, values in enumerate(sweeps.combinations(params)):
-        config = sweeps.fill(merged, values)
-        config["name"] = sweeps.job_name(merged.get("name", "unnamed"), values)
+    params = _parameters(found, where=where, locate=locate, context=context)
+    prefix = f"{SWEEP}[" if flat else f"{name}{SWEEP_MARK}"
+    names = [name for name, _ in params]
+    # the last parameter varies fastest
+    for index, combination in enumerate(itertools.product(*(v for _, v in params))):
+        values = dict(zip(names, combination, strict=True))
+        config = _fill(merged, values)
+        suffix = "_".join(f"{key}{value}" for key, value in values.items())
+        config["name"] = f"{merged.get('name', 'unnamed')}_{suffix}"
         yield f"{prefix}{index}]", config
+
+
+def _parameters(
+    sweep: Any, *, where: SourceLocation, locate: Any, context: str
+) -> list[tuple[str, list[Any]]]:
+    """The (parameter, values) pairs of a `sweep` map, or an error at `locate(key)`: srtctl
+    iterates every key's value, so a non-list or schema 2's `mode` / `parameters` would not
+    sweep what it says."""
+    if not isinstance(sweep, Mapping) or not sweep:
+        raise DisaggError(
+            f"`sweep` ({context}) must be a map of parameters to lists of values",
+            location=where,
+            hint="e.g. sweep: {tp: [4, 8]} and `{tp}` where the value goes",
+        )
+    found = []
+    for key, values in sweep.items():
+        if key in ("mode", "parameters"):
+            raise DisaggError(
+                f"`sweep.{key}` ({context}): srtctl expands every key of `sweep` as a "
+                "parameter of a grid",
+                location=locate(key),
+                hint="list the parameters directly under `sweep:`, e.g. sweep: {tp: [4, 8]}",
+            )
+        if not _is_list(values) or not values:
+            raise DisaggError(
+                f"`sweep.{key}` ({context}) must be a non-empty list of values",
+                location=locate(key),
+                hint=f"e.g. {key}: [4, 8]",
+            )
+        found.append((str(key), list(values)))
+    return found
+
+
+def _fill(template: Any, values: Mapping[str, Any]) -> Any:
+    """`template` with every `{parameter}` of `values` replaced (see the module doc)."""
+    if isinstance(template, Mapping):
+        return {key: _fill(item, values) for key, item in template.items()}
+    if _is_list(template):
+        return [_fill(item, values) for item in template]
+    if not isinstance(template, str):
+        return template
+    for key, value in values.items():
+        if template == f"{{{key}}}":
+            return value
+    out = template
+    for key, value in values.items():
+        out = out.replace(f"{{{key}}}", _text(value))
+    return out
+
+
+def _text(value: Any) -> str:
+    """The text srtctl puts in place of a placeholder embedded in a longer string
+    (Python's spelling, `True` / `0.85`; a list joined with commas)."""
+    if _is_list(value):
+        return ",".join(str(item) for item in value)
+    return str(value)
 
 
 def origin(name: str) -> str:
@@ -265,6 +302,6 @@ def origin(name: str) -> str:
     a flat recipe's `sweep[2]` -> `base`); any other name is its own origin."""
     if SWEEP_MARK in name:
         return name.split(SWEEP_MARK, 1)[0]
-    if name.startswith(f"{FLAT_SWEEP}[") and name.endswith("]"):
+    if name.startswith(f"{SWEEP}[") and name.endswith("]"):
         return BASE
     return name

@@ -1,19 +1,11 @@
-"""The typed recipe: every field srt-slurm v1.0.68 defines, plus `backend.engine`.
+"""The typed recipe: every field srt-slurm v1.0.68 defines, plus `backend.engine`; both
+dialects load into it, so engines, frontends and benchmarks read one place.
 
-Both recipe dialects load into this one shape (schema 2 is translated into it by
-`disagg.recipe.dialects`), so engines, frontends and benchmarks read one place. The
-engine and benchmark sections live in `backend_section` and `benchmark_section`, the
-job around them in `job_sections`; this module assembles `RecipeConfig`.
-
-Strict on purpose: unknown keys are errors (a typo must not silently fall back to a
-default), and values are not coerced across types (`isl: "1k"` is an error, not a
-guess). Engine and environment maps stay open maps because their keys are the
-engines' own flags and variables. `disagg schema` prints its JSON Schema
-(`disagg.recipe.file_schema`) so editors can complete and check recipes.
+Strict on purpose: a typo must not silently fall back to a default, and `isl: "1k"` is
+an error, not a guess.
 """
 
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 from typing import Annotated, Any, Literal
 
@@ -155,8 +147,6 @@ class RecipeConfig(Section):
     name: str
     model: ModelSection
     resources: ResourcesSection
-    # A section left out is validated from `{}` as part of this model (`omitted()`):
-    # a `default_factory=BackendSection` would build each section's validator apart.
     backend: BackendSection = omitted()
     frontend: FrontendSection | None = omitted()
     dynamo: DynamoSection = omitted()
@@ -192,8 +182,8 @@ class RecipeConfig(Section):
     def backend_settings(
         self, *, exclude_unset: bool = False, exclude_none: bool = False
     ) -> dict[str, Any]:
-        """`backend` as a plain map (`model_dump`'s options). Dumped through this model's
-        serializer: `backend.model_dump()` would build the section's own on first use."""
+        """`backend` as a plain map, dumped through this model's serializer (the section's
+        own `model_dump()` would build another)."""
         dumped = self.model_dump(
             include={"backend"}, exclude_unset=exclude_unset, exclude_none=exclude_none
         )

@@ -1,9 +1,7 @@
 """How a recipe section is declared: its base model, the default of a section a recipe may
-leave out (`omitted`), and the annotation of a field validated only when set (`WhenSet`).
-"""
+leave out (`omitted`), and the annotation of a field validated only when set (`WhenSet`)."""
 
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -24,38 +22,25 @@ from disagg.model_defaults import empty_dict
 
 
 class Section(BaseModel):
-    """Base of every recipe section: no unknown keys, no type coercion.
-
-    `defer_build`: a section's validator is built when first used, and then only as part
-    of the model that holds it, so a command that never validates a recipe does not pay
-    for the dozens of sections at import.
-    """
+    """Base of every recipe section: no unknown keys, no type coercion. `defer_build`: a
+    command that never validates a recipe does not build the dozens of sections at import."""
 
     model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 def omitted(description: str | None = None) -> Any:
-    """The default of a section a recipe may leave out: `{}`, validated by the model that
-    holds the section. A `default_factory=TheSection` would build that section's own
-    validator on first use, apart from (and on top of) the holder's."""
+    """The default of a section a recipe may leave out: `{}`, validated by the holder (a
+    `default_factory=TheSection` would build the section's own validator besides)."""
     return Field(default_factory=empty_dict, validate_default=True, description=description)
 
 
 class WhenSet:
     """Annotation of a field most recipes leave out: `Annotated[T, WhenSet()]`.
 
-    The field is typed and checked as strictly as any other (errors keep their paths:
-    pydantic nests a validator's ValidationError), but its validator is built the first
-    time a recipe sets it. Building the parts of RecipeConfig for telemetry, reporting,
-    profiling, services and the like, which few recipes set, was two fifths of building
-    the whole, which every `lint FILE` and `plan FILE` does once. The JSON Schema is T's.
-    One validator per type serves every holder (a schema-2 variant is validated as
-    written, then translated).
-
-    `whole` gives T when the annotation cannot say it to pydantic (a union of models made
-    on demand). `first` is a cheaper check tried before T's validator is built: what it
-    returns is the value, unless NotImplemented; a value it refuses (NotImplemented or a
-    ValidationError) is validated by T, which words every error.
+    As strict as any field, but T's validator (one per type) is built the first time a
+    recipe sets it: building the rarely set sections was two fifths of building the whole.
+    `whole` gives T when the annotation cannot (a union made on demand); `first` is a
+    cheaper check whose NotImplemented or ValidationError falls back to T, which words errors.
     """
 
     _validators: ClassVar[dict[Any, TypeAdapter[Any]]] = {}

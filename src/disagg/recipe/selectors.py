@@ -1,13 +1,7 @@
-"""`file.yaml[:SELECTOR]`: which variants of a recipe a command works on.
+"""`file.yaml[:SELECTOR]`: which variants of a recipe a command works on (srt-slurm forms).
 
-Forms (srt-slurm compatible): `file.yaml` (every variant; for an override file that
-excludes `base`), `file.yaml:base`, `file.yaml:override_x`, `file.yaml:zip_override_x[2]`,
-`file.yaml:zip_override_x` (all of that zip block's variants) and shell-style globs
-such as `file.yaml:*dep8*`. In globs `[` is literal, so `*_lowlat[0]` means index 0.
-A glob never picks `base`, as srtctl's never does (srt-slurm `srtctl/core/config.py`,
-`_expand_wildcard`: "base always excluded"); `file.yaml:base` does. A variant with a
-`sweep` is the set of its combinations: `override_x` picks `override_x.sweep[0]`, ...
-(a flat recipe's are `sweep[0]`, ...).
+A name, a zip block or sweep (all its variants), or a shell-style glob in which `[` is
+literal (`*_lowlat[0]`). A glob never picks `base`, as srtctl's `_expand_wildcard` never does.
 """
 
 from __future__ import annotations
@@ -39,10 +33,8 @@ def parse_selector(text: str) -> Selector:
     """Split `file.yaml:pattern`; a path that exists as written is never split."""
     if not text:
         raise DisaggError("empty recipe argument", hint="give a recipe file, e.g. recipe.yaml")
-    if ":" not in text or probe(text).exists:
-        return Selector(Path(text))
     head, _, pattern = text.rpartition(":")
-    if not head:
+    if not head or probe(text).exists:
         return Selector(Path(text))
     return Selector(Path(head), pattern or None)
 

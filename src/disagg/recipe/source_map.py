@@ -1,9 +1,5 @@
-"""Where each key and value of a loaded YAML file was written, by key path.
-
-Kept beside the plain data the loader builds (`disagg.recipe.load`), so any later
-stage (validation, variants, lint, plan) can report `file:line:col` of a field
-without a second parse, following YAML aliases to where the value was written.
-"""
+"""Where each key and value of a loaded YAML file was written, by key path: kept beside
+the plain data, so any later stage reports `file:line:col` without a second parse."""
 
 from __future__ import annotations
 
@@ -70,11 +66,8 @@ def rewritten(path: KeyPath, table: Mapping[KeyPath, KeyPath]) -> KeyPath | None
 
 
 class LineCol:
-    """ruamel-compatible `.lc` of a loaded map or list (0-based, like ruamel's).
-
-    Lets code written for ruamel's round-trip containers (`container.lc.value(key)`)
-    find positions in the plain containers this module builds.
-    """
+    """ruamel's `.lc.value(key)` (0-based) for the plain maps this loader builds, so code
+    written for ruamel's round-trip containers finds positions in either."""
 
     __slots__ = ("_path", "_source")
 
@@ -82,39 +75,15 @@ class LineCol:
         self._source = source
         self._path = path
 
-    def _get(self, path: KeyPath, *, key: bool) -> tuple[int, int]:
-        pos = self._source.find(path, key=key)
-        if pos is None:
-            raise KeyError(path[-1] if path else path)
-        return pos[0] - 1, pos[1] - 1
-
-    @property
-    def line(self) -> int:
-        return self._get(self._path, key=False)[0]
-
-    @property
-    def col(self) -> int:
-        return self._get(self._path, key=False)[1]
-
-    def key(self, key: Key) -> tuple[int, int]:
-        return self._get((*self._path, key), key=True)
-
     def value(self, key: Key) -> tuple[int, int]:
-        return self._get((*self._path, key), key=False)
-
-    def item(self, index: int) -> tuple[int, int]:
-        return self._get((*self._path, index), key=False)
+        pos = self._source.find((*self._path, key))
+        if pos is None:
+            raise KeyError(key)
+        return pos[0] - 1, pos[1] - 1
 
 
 class PosDict(dict[Any, Any]):
     """A plain dict that also answers `.lc` (see LineCol)."""
-
-    __slots__ = ("lc",)
-    lc: LineCol
-
-
-class PosList(list[Any]):
-    """A plain list that also answers `.lc` (see LineCol)."""
 
     __slots__ = ("lc",)
     lc: LineCol

@@ -1,8 +1,5 @@
 """One recipe field a plan does not carry out: refused, or listed as ignored with the reason.
-
-Apart from `recipe.honoured`, which judges the job's own fields, so that the adapters that
-judge theirs (`disagg.services` kinds) return the same record without importing it.
-"""
+Apart from `honoured`, so the `disagg.services` kinds return it without importing that."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Recipe file -> typed variants: the one entry point `plan`, `lint` and `run` share.
-
-`load_variants("file.yaml:*dep8*")` loads the file, expands override/zip blocks
-(`disagg.recipe.overrides`), validates each selected variant against the schema and
-returns `Variant`s that can say where any of their values was written, even when
-the value came from `base` or from one element of a zip list.
-"""
+"""Recipe file -> typed variants: the one entry point `plan`, `lint` and `run` share, so each
+`Variant` can say where any of its values was written (in `base`, in a zip list element)."""
 
 from __future__ import annotations
 
@@ -66,8 +61,7 @@ class Variant:
         return tuple(path)
 
     def written_field(self, path: Sequence[Key]) -> str:
-        """The dotted name (`roles.prefill.args.port`, `services[0].name`) the file itself
-        uses for the internal field at `path`."""
+        """The dotted name the file itself uses for the internal field at `path`."""
         return dotted(self.written_path(path))
 
     def written_name(self, internal: str) -> str:
@@ -81,11 +75,8 @@ class Variant:
         return tuple(written)
 
     def locate(self, path: Sequence[Key], *, key: bool = False) -> SourceLocation:
-        """Where the value (or key) at internal `path` of this variant was written.
-
-        Looks in the variant's own block first (for a zip block, in the list element
-        this variant took), then in `base`, then at the nearest written ancestor.
-        """
+        """Where the value (or key) at internal `path` was written: the variant's own block (a
+        zip block's list element), then `base`, then the nearest written ancestor."""
         return self.locate_written(self.written_path(path), key=key)
 
     def locate_written(self, path: Sequence[Key], *, key: bool = False) -> SourceLocation:
@@ -123,27 +114,14 @@ def _candidates(
 
 
 def _zip_path(source: SourceMap, block: str, path: KeyPath, index: int) -> KeyPath:
-    """The raw path of `path` inside a zip block, stepping into the element a list leaf gives."""
-    lc_path: list[Key] = [block]
-    zipped = False
-    for part in path:
-        length = _list_length(source, tuple(lc_path))
-        if length is not None and not zipped:
-            lc_path.append(0 if length == 1 else index)
-            zipped = True
-        lc_path.append(part)
-    length = _list_length(source, tuple(lc_path))
-    if length is not None and not zipped:
-        lc_path.append(0 if length == 1 else index)
-    return tuple(lc_path)
-
-
-def _list_length(source: SourceMap, path: KeyPath) -> int | None:
-    """Length of the list written at `path`, if a list is written there."""
-    count = 0
-    while source.find((*path, count)) is not None:
-        count += 1
-    return count or None
+    """The raw path of `path` inside a zip block: the first list on the way is the zipped
+    leaf, stepped into at this variant's element (a length-1 list broadcasts its one)."""
+    for cut in range(len(path) + 1):
+        here = (block, *path[:cut])
+        if source.find((*here, 0)) is not None:
+            single = source.find((*here, 1)) is None
+            return (*here, 0 if single else index, *path[cut:])
+    return (block, *path)
 
 
 def recipe_doc(loaded: LoadedYaml) -> Mapping[str, Any]:
@@ -160,13 +138,10 @@ def recipe_doc(loaded: LoadedYaml) -> Mapping[str, Any]:
 
 def load_variants(target: str | Path | Selector, *, pattern: str | None = None) -> list[Variant]:
     """Load, expand, select and validate. Bad input raises a positioned DisaggError."""
-    selector = target if isinstance(target, Selector) else _as_selector(target)
-    loaded = load_yaml(selector.path)
-    return variants_of(loaded, pattern if pattern is not None else selector.pattern)
-
-
-def _as_selector(target: str | Path) -> Selector:
-    return Selector(target) if isinstance(target, Path) else parse_selector(target)
+    if not isinstance(target, Selector):
+        target = Selector(target) if isinstance(target, Path) else parse_selector(target)
+    loaded = load_yaml(target.path)
+    return variants_of(loaded, pattern if pattern is not None else target.pattern)
 
 
 def variants_of(loaded: LoadedYaml, pattern: str | None = None) -> list[Variant]:

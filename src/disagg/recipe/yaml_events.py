@@ -1,9 +1,7 @@
 """A libyaml event stream -> plain dicts/lists/scalars, recording a SourceMap on the way.
 
-Duplicate keys load as srt-slurm loads them (the last one wins) and are recorded
-for the linter; merges (`<<`), anchors and aliases resolve as in PyYAML, with the
-expansion bounded by `disagg.recipe.limits`. Every refusal is a positioned
-DisaggError.
+Duplicate keys load as srt-slurm loads them (the last one wins) and are recorded for
+the linter; merges, anchors and aliases resolve as in PyYAML, bounded by `limits`.
 """
 
 from __future__ import annotations
@@ -25,22 +23,17 @@ from yaml.events import (
 
 from disagg.errors import DisaggError, SourceLocation
 from disagg.recipe.limits import MAX_DEPTH, ExpansionBudget, too_deep
-from disagg.recipe.source_map import KeyPath, LineCol, Pos, PosDict, PosList, SourceMap
+from disagg.recipe.source_map import KeyPath, LineCol, Pos, PosDict, SourceMap
 from disagg.recipe.yaml_scalars import BOOLS, FLOAT, TAG, resolve_plain, to_float, to_int
 
 _LIBYAML = getattr(yaml, "CSafeLoader", None)  # None where PyYAML was built without libyaml
 
 
 def parse_events(text: str, *, pure: bool = False) -> Iterator[yaml.Event]:
-    """The parser's events for `text`, as `yaml.parse` yields them: libyaml's parser (fast;
-    the one srt-slurm's PyYAML reads recipes with), or, with `pure` or without libyaml,
-    PyYAML's pure-Python parser, which reads some valid YAML libyaml's scanner refuses.
-
-    libyaml's parser is read by calling its `get_event` until it answers None (the
-    stream has ended): about a quarter less CPU than `yaml.parse`'s generator, which
-    asks `check_event` before each event. The pure-Python parser keeps `yaml.parse`
-    (it needs `dispose` to break its reference cycles).
-    """
+    """The parser's events for `text`: libyaml's, or, with `pure` or without libyaml, PyYAML's
+    pure-Python parser, which reads some valid YAML libyaml's scanner refuses. libyaml's
+    `get_event` until None costs a quarter less CPU than `yaml.parse`, which the pure
+    parser keeps (it needs `dispose` to break its reference cycles)."""
     if _LIBYAML is not None and not pure:
         return iter(_LIBYAML(text).get_event, None)
     return yaml.parse(text, Loader=yaml.SafeLoader)
@@ -133,6 +126,7 @@ class EventBuilder:
         text: str = event.value
         if tag is None:
             return resolve_plain(text) if event.implicit[0] else text
+        self._check_tag(event, ("str", "int", "float", "bool", "null"))
         if tag in ("!", TAG + "str"):
             return text
         value: Any = None
@@ -142,12 +136,6 @@ class EventBuilder:
             value = to_float(text) if FLOAT.fullmatch(text) else None
         elif tag == TAG + "bool":
             value = BOOLS.get(text)
-        elif tag != TAG + "null":
-            raise DisaggError(
-                f"unsupported YAML tag {tag}",
-                location=self._loc(event.start_mark),
-                hint="recipes use plain YAML values; remove the tag",
-            )
         if value is None and tag != TAG + "null":
             raise DisaggError(
                 f"{text!r} is not a valid {tag.removeprefix(TAG)}",
@@ -157,8 +145,7 @@ class EventBuilder:
         return value
 
     def _sequence(self, events: Iterator[Any], path: KeyPath, depth: int) -> list[Any]:
-        items = PosList()
-        items.lc = LineCol(self.source, path)
+        items: list[Any] = []
         values = self.source.values
         for event in events:
             if type(event) is SequenceEndEvent:

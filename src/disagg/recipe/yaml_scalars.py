@@ -1,9 +1,5 @@
-"""YAML 1.1 scalar resolution, as srt-slurm's loader (PyYAML `safe_load`) applies it.
-
-`on`/`off`/`yes`/`no` are booleans, `0755` is octal, `1e3` is text, `1:30` is 90;
-one choice of ours: timestamps stay strings, because plans are JSON. The linter
-reads scalars through here too, so both see the same values.
-"""
+"""YAML 1.1 scalar resolution, as srt-slurm's loader (PyYAML `safe_load`) applies it, for the
+loader and the linter alike; timestamps stay strings, because plans are JSON."""
 
 from __future__ import annotations
 

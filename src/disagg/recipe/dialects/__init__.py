@@ -1,9 +1,5 @@
-"""Recipe dialects: srt-slurm v1 (the internal shape) and `schema: 2`, told apart per file.
-
-A file is schema 2 when it says `schema: 2` (at the top level, or in `base` of an
-override file), or, without a `schema` key, when it uses schema 2's own top-level
-keys `engine` or `roles` (v1 never has them). `schema: 1` or no marker is v1.
-"""
+"""Recipe dialects: srt-slurm v1 (the internal shape) and `schema: 2`, told apart per file by
+`schema: 2` (top level or `base`), or else by schema 2's own keys `engine` / `roles`."""
 
 from __future__ import annotations
 
@@ -18,8 +14,6 @@ if TYPE_CHECKING:
 Dialect = Literal["v1", "schema2"]
 SCHEMA_KEY = "schema"
 _SCHEMA2_KEYS = ("engine", "roles")
-# Internal fields only a schema-2 translation writes; a v1 file may not.
-INTERNAL_ONLY = ("role_overrides",)
 
 
 def detect(doc: Mapping[str, Any], locate: Any) -> Dialect:
@@ -72,20 +66,13 @@ def typed(
     dialect: Dialect, written: dict[str, Any], locate: Locator, context: str | None
 ) -> tuple[dict[str, Any], Any, Translation | None]:
     """(internal raw config, validated RecipeConfig, schema-2 translation or None) for one
-    variant as the file wrote it.
-
-    Schema 2 is checked against its own key set first (errors at the file's own
-    paths), then translated; the internal config is validated either way, its
-    messages naming schema-2 fields for a schema-2 file.
-    """
+    variant as written. Schema 2 is checked against its own key set first, then translated."""
     from pydantic import ValidationError
 
     from disagg.recipe.errors import validation_error
     from disagg.recipe.schema import RecipeConfig
 
-    internal = written
     translation = None
-    written_path = None
     if dialect == "schema2":
         from disagg.recipe.dialects import schema2, schema2_engines
         from disagg.recipe.dialects.schema2_model import Schema2Recipe
@@ -102,23 +89,16 @@ def typed(
             ) from None
         translation = schema2.translate(written)
         internal = translation.internal
-        written_path = translation.written_path
-
-        def locate_internal(path: Any, key: bool) -> SourceLocation:
-            result: SourceLocation = locate(translation.written_path(path), key)
-            return result
     else:
-        for key in INTERNAL_ONLY:
-            if key in written:
-                raise DisaggError(
-                    f"unknown key `{key}`" + (f" (in {context})" if context else ""),
-                    location=locate((key,), True),
-                    hint="a v1 recipe has no such key; schema 2 writes per-role images and "
-                    "srun options under `roles.<role>`",
-                )
+        if "role_overrides" in written:  # internal: only a schema-2 translation writes it
+            raise DisaggError(
+                "unknown key `role_overrides`" + (f" (in {context})" if context else ""),
+                location=locate(("role_overrides",), True),
+                hint="a v1 recipe has no such key; schema 2 writes per-role images and "
+                "srun options under `roles.<role>`",
+            )
         _check_frontend_spelling(dialect, written, locate, context)
         internal = v1_internal(written)
-        locate_internal = locate
     try:
         config = RecipeConfig.model_validate(internal)
     except ValidationError as exc:
@@ -126,9 +106,9 @@ def typed(
             exc,
             data=internal,
             root=RecipeConfig,
-            locate=locate_internal,
+            locate=locate,
             context=context,
-            written_path=written_path,
+            written_path=translation.written_path if translation else None,
         ) from None
     return internal, config, translation
 

@@ -1,11 +1,8 @@
 """`schema: 2` -> the internal (v1-shaped) config, and internal paths back to schema-2 paths.
 
-srt-slurm 2.x writes the engine once (`engine:`) and the topology per role
-(`roles.<role>.{nodes,workers,gpus,env,args}`); the internal config keeps v1's
-places for the same facts (`resources.prefill_nodes`, `backend.<engine>_config.prefill`,
-`backend.prefill_environment`), so engine adapters, placement and lint read one
-shape. `translate` records, for each internal path it fills, where the schema-2 file
-wrote it (`Translation.origins`), so every message names the user's own field and line.
+The internal config keeps v1's places for schema 2's per-role facts, so engine adapters,
+placement and lint read one shape; `translate` records where the file wrote each
+internal path, so every message names the user's own field and line.
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ FRONTEND_TYPES_BACK = {internal: written for written, internal in FRONTEND_TYPES
 DIRECT_FRONTENDS = ("sglang-direct", "vllm-direct")
 SOURCE_TO_V1 = {"pypi": "version", "wheel": "wheel", "rev": "hash", "patches": "cargo_patches"}
 _RESOURCE_FIELDS = {"nodes": "{r}_nodes", "workers": "{r}_workers", "gpus": "gpus_per_{r}"}
+ROLE_RESOURCES = {**_RESOURCE_FIELDS, "critical": "{r}_critical"}  # roles.<role>.<key> -> v1
 
 # v1 keys that schema 2 replaced: path -> its 2.x spelling (srt-slurm rejects them too).
 LEGACY_KEYS: dict[KeyPath, str] = {
@@ -113,12 +111,8 @@ Origins = dict[KeyPath, KeyPath]
 
 @dataclass(frozen=True)
 class Translation:
-    """One schema-2 variant in the internal layout, and where the file wrote each part.
-
-    `origins` maps an internal path (or a prefix of one) to the schema-2 path it came
-    from, recorded while translating, so every message about the variant (errors,
-    refusals, ignored fields, lint findings) names the field as the user wrote it.
-    """
+    """One schema-2 variant in the internal layout; `origins` maps an internal path (or a
+    prefix of one) to the schema-2 path it came from."""
 
     internal: dict[str, Any]
     origins: Origins = field(default_factory=dict)
@@ -167,12 +161,10 @@ def translate(raw: Mapping[str, Any]) -> Translation:
         if not isinstance(spec, Mapping):
             continue
         mode = ROLE_TO_MODE[role]
-        for key, name in _RESOURCE_FIELDS.items():
+        for key, name in ROLE_RESOURCES.items():
             value = spec.get(key)
             if value is not None:
                 resources[name.format(r=role)] = 0 if value == "colocate" else value
-        if "critical" in spec:
-            resources[f"{role}_critical"] = spec["critical"]
         if spec.get("args"):
             backend.setdefault(f"{kind}_config", {})[mode] = spec["args"]
         if spec.get("env"):
@@ -213,7 +205,7 @@ def _written_engine(raw: Mapping[str, Any], where: KeyPath) -> Any:
 def _role_origins(origins: Origins, role: str, mode: str, kind: str) -> None:
     """Where a role's facts live in schema 2, recorded whether or not the file sets them
     (a message about a missing field names the schema-2 spelling too)."""
-    for key, name in (*_RESOURCE_FIELDS.items(), ("critical", "{r}_critical")):
+    for key, name in ROLE_RESOURCES.items():
         origins[("resources", name.format(r=role))] = ("roles", role, key)
     origins[("backend", f"{kind}_config", mode)] = ("roles", role, "args")
     origins[("backend", "kv_events_config", mode)] = ("roles", role, "kv_events")
@@ -273,12 +265,8 @@ def _infra_services(out: dict[str, Any], origins: Origins) -> None:
         payload = (service.get("options") or {}).get("max_payload_mb")
         if service.get("type") == "nats" and payload is not None:
             infra["nats_max_payload_mb"] = payload
-            origins[("infra", "nats_max_payload_mb")] = (
-                "services",
-                index,
-                "options",
-                "max_payload_mb",
-            )
+            where = ("services", index, "options", "max_payload_mb")
+            origins[("infra", "nats_max_payload_mb")] = where
     if infra:  # only then: a `services.<name>` the plan names is not an `infra` field
         out["infra"] = infra
         origins[("infra",)] = ("services",)

@@ -1,12 +1,8 @@
 """Schema 2's engine per role (`roles.<role>.engine`) read into disagg's one engine per plan.
 
-srt-slurm 2.x: "Use either one top-level engine or an explicit engine on every role, never
-both. Role engines do not inherit options from each other." A plan runs one engine
-adapter, so the roles' engines are folded into one: every role naming the same engine
-with the same knobs is that engine; a knob on one role's engine only is kept with that
-role (`role_overrides.<role>.knobs`), since it must not reach the others; a role naming
-another engine is kept with its own knobs (`role_overrides.<role>.engine`/`.knobs`).
-Whether a plan can run what is kept is `MIXED_PAIRS` and `disagg.recipe.honoured`'s call.
+Knobs every role's engine writes alike are the engine's; a knob on one role's engine,
+or a role naming another engine, is kept with that role (`role_overrides.<role>`), and
+`honoured` judges whether a plan can run it.
 """
 
 from __future__ import annotations

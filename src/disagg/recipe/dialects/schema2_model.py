@@ -1,14 +1,9 @@
-"""The `schema: 2` recipe layout of srt-slurm 2.x, typed: what a schema-2 file may say.
-
-Validated before translation (`dialects.schema2`), so an unknown key is reported
-against schema 2's own key set, at its own `file:line:col`. Sections the two
-dialects share are the same classes as the internal config; sections that differ
-are derived from the internal ones (v1-only fields dropped, 2.x fields added), so
-a field added to the internal config is not forgotten here.
+"""The `schema: 2` recipe layout of srt-slurm 2.x, typed: validated before translation, so an
+unknown key is reported against schema 2's own key set. Sections that differ from the
+internal ones are derived from them, so a field added there is not forgotten here.
 """
 
-# No `from __future__ import annotations` here: pydantic would compile and evaluate
-# each field's annotation string when the class is made, a cost every command pays.
+# No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 from collections.abc import Mapping
 from functools import cache
@@ -104,10 +99,8 @@ def _named_engine(value: Any) -> Any:
     return NotImplemented
 
 
-# `engine:` (top level, or a role's). Only the named engine's model is made and built: a
-# tagged union of all six, built for every schema-2 file, cost more than the rest of its
-# engine checks. A value that does not validate is validated again by that union, so its
-# errors are worded by pydantic exactly as before; the JSON Schema is the union's.
+# `engine:`: only the named engine's model is built (the union of all cost more than the
+# rest of the engine checks); a value that fails is validated by the union, which words it.
 Engine2 = Annotated[EngineType | Section | None, WhenSet(whole=_any_engine, first=_named_engine)]
 
 
