@@ -139,3 +139,35 @@ def test_every_v1_corpus_file_migrates_and_plans_identically() -> None:
         variants += result.variants
     print(f"\nmigrated {len(files)} files, {variants} variants plan identically")
     assert variants >= 670
+
+
+@pytest.mark.parametrize(
+    ("written", "refusal"),
+    [
+        (
+            "    sglang_config:\n      prefil: {tp-size: 4}\n",
+            r"sglang_config\.prefil: not a worker mode",
+        ),
+        ("    trtllm_config: 5\n", r"trtllm_config is int; expected a mapping"),
+        ("    kv_events_config: {decod: true}\n", r"kv_events_config\.decod: not a worker mode"),
+    ],
+)
+def test_a_backend_setting_of_the_wrong_shape_is_refused_by_name(
+    write: Write, written: str, refusal: str
+) -> None:
+    path = write(OVERRIDES + "  backend:\n" + written)
+    original = path.read_text()
+    with pytest.raises(DisaggError, match=refusal):
+        migrate_file(path, plan_outcomes)
+    assert path.read_text() == original
+
+
+def test_a_null_engine_config_is_no_per_role_settings(write: Write) -> None:
+    # the base block of OVERRIDES as a flat recipe, its sglang_config written as null
+    base = OVERRIDES.split("base:\n")[1].split("override_more:")[0]
+    flat = "\n".join(line.removeprefix("  ") for line in base.splitlines())
+    before, rest = flat.split("  sglang_config:\n")
+    path = write(before + "  sglang_config: null\n" + rest.split("decode: {tp-size: 4}\n")[1])
+    code, _, err = invoke("migrate", "--in-place", str(path))
+    assert code == 0, err
+    assert "schema: 2" in path.read_text() and "sglang_config" not in path.read_text()

@@ -167,6 +167,15 @@ def _position(block: CommentedMap, *keys: str) -> int:
     return len(block)
 
 
+def _mode_role(key: str, mode: Any) -> str:
+    """The schema-2 role of a v1 mode key, or a refusal naming the key written."""
+    if str(mode) not in MODES:
+        raise MigrationError(
+            f"backend.{key}.{mode}: not a worker mode; expected one of {', '.join(MODES)}"
+        )
+    return MODES[str(mode)]
+
+
 def _role(roles: CommentedMap, role: str) -> CommentedMap:
     if role not in roles:
         roles[role] = CommentedMap()
@@ -189,7 +198,14 @@ def _split_backend(backend: CommentedMap, roles: CommentedMap, base_type: str) -
             if isinstance(kind, str) and key != f"{kind}_config":  # a zipped type: any
                 raise MigrationError(f"backend.{key} does not belong to engine {kind}")
             for mode, args in value.items():
-                _role(roles, MODES[str(mode)])["args"] = args
+                _role(roles, _mode_role(key, mode))["args"] = args
+        elif key.endswith("_config") and value is None:
+            continue  # no per-role settings; an override clearing the base's plans apart
+        elif key.endswith("_config"):
+            raise MigrationError(
+                f"backend.{key} is {type(value).__name__}; expected a mapping of "
+                "prefill/decode/aggregated settings or null"
+            )
         elif _per_role(key):
             mode, _, suffix = key.partition("_")
             field = "env" if suffix == "environment" else "extra_args"
@@ -202,7 +218,7 @@ def _split_backend(backend: CommentedMap, roles: CommentedMap, base_type: str) -
 def _kv_events(value: Any, roles: CommentedMap) -> None:
     if isinstance(value, CommentedMap):
         for mode, setting in value.items():
-            _role(roles, MODES[str(mode)])["kv_events"] = setting
+            _role(roles, _mode_role("kv_events_config", mode))["kv_events"] = setting
     elif value:  # global true: prefill and decode with defaults
         for role in ("prefill", "decode"):
             _role(roles, role)["kv_events"] = value
