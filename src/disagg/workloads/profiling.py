@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from typing import Any, Literal
 
 from disagg.errors import Fail
@@ -208,6 +206,9 @@ def rendered(bench: BenchPlan, bindings: dict[str, dict[str, str]]) -> BenchPlan
 
 def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
     """POST `body` as JSON to `url`: what was sent and how it was answered (never raises)."""
+    import urllib.error  # here: planning reads this module, and needs no HTTP client
+    import urllib.request
+
     data = json.dumps(body).encode()
     record: dict[str, Any] = {"url": url, "body": body, "at": round(time.time(), 3)}
     request = urllib.request.Request(
