@@ -1,17 +1,15 @@
 """DA005-DA008: per-variant sanity of roles, GPUs, concurrency points and models to stage.
 
-These catch recipes that load but cannot run as written: an engine asked for more
-(or fewer) GPUs than its worker gets, workers that do not divide their nodes (unless
-the engine packs prefill and decode together, which sizes the job by itself), a
-sweep with an empty, unsorted or repeated concurrency list, or roles naming different
-draft model repos (the plan stages one per variant). Engine settings are read through
-the engine adapters, the same reading the plan uses.
+These catch recipes that load but cannot run as written: an engine given more (or
+fewer) GPUs than its worker gets, workers that do not divide their nodes, a bad
+concurrency list, or roles naming different draft repos (one is staged per variant).
+Engine settings are read through the engine adapters, as the plan reads them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from disagg.cluster import is_repo_id
@@ -20,12 +18,12 @@ from disagg.engines.base import EngineAdapter
 from disagg.engines.worker import Parallelism, WorkerRole, WorkerSpec, as_int
 from disagg.recipe.benchmark_section import concurrency_points
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Location, Rule, Severity
 
-PARALLELISM = ("DA005", "parallelism-vs-gpus")
-LAYOUT = ("DA006", "workers-vs-nodes")
-CONCURRENCY = ("DA007", "concurrency-list")
-DRAFT = ("DA008", "draft-model-not-staged")
+PARALLELISM = Rule("DA005", "parallelism-vs-gpus")
+LAYOUT = Rule("DA006", "workers-vs-nodes")
+CONCURRENCY = Rule("DA007", "concurrency-list")
+DRAFT = Rule("DA008", "draft-model-not-staged")
 
 # resources prefix -> engine config section
 ROLES = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
@@ -80,8 +78,7 @@ def _roles(config: Mapping[str, Any]) -> Iterator[_Role]:
 class _Checker:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.findings: dict[tuple[str, str, str], Finding] = {}
-        self.variants: dict[tuple[str, str, str], list[str]] = {}
+        self.found: dict[tuple[str, str, str], tuple[Finding, list[str]]] = {}
 
     def named(self, variant: str, key: str) -> str:
         """`resources.<key>` as the file spells it: the bare key in v1 (`prefill_workers`),
@@ -97,7 +94,7 @@ class _Checker:
 
     def add(
         self,
-        rule: tuple[str, str],
+        rule: Rule,
         severity: Severity,
         variant: str,
         message: str,
@@ -105,18 +102,16 @@ class _Checker:
         hint: str,
     ) -> None:
         """One finding per place and message, listing every variant that shares it."""
-        key = (rule[0], str(locations[0]), message)
-        old = self.findings.get(key)
-        variants = self.variants.setdefault(key, [])
-        variants.append(variant)
-        self.findings[key] = Finding(
-            rule=rule[0],
-            name=rule[1],
-            severity=severity,
-            message=f"{message} [variants: {', '.join(variants)}]",
-            locations=old.locations if old else tuple(locations),
-            hint=hint,
-        )
+        key = (rule.code, str(locations[0]), message)
+        if key not in self.found:
+            self.found[key] = (rule.finding(severity, message, tuple(locations), hint), [])
+        self.found[key][1].append(variant)
+
+    def findings(self) -> list[Finding]:
+        return [
+            replace(finding, message=f"{finding.message} [variants: {', '.join(variants)}]")
+            for finding, variants in self.found.values()
+        ]
 
     def role_layout(self, variant: str, role: _Role, shared: bool) -> int | None:
         """Check workers vs nodes; return the GPUs each worker gets when that is well defined.
@@ -376,11 +371,7 @@ def _draft_key(adapter: EngineAdapter, role: _Role) -> str:
 
 def check(ctx: FileContext) -> list[Finding]:
     checker = _Checker(ctx)
-    configs = dict(ctx.variants.configs)
-    if ctx.is_override_file and not configs:  # `file.yaml:base` is the only runnable selection
-        base = ctx.data.get("base")
-        configs["base"] = base if isinstance(base, dict) else {}
-    for variant, config in configs.items():
+    for variant, config in ctx.runnable.items():
         adapter = registry.get(_engine(config))
         roles = [r for r in _roles(config) if r.workers or r.nodes]
         shared = any(r.nodes == 0 for r in roles) and any(r.nodes > 0 for r in roles)
@@ -396,4 +387,4 @@ def check(ctx: FileContext) -> list[Finding]:
         if adapter is not None:
             checker.one_draft(variant, adapter, roles)
         checker.concurrency(variant, config)
-    return list(checker.findings.values())
+    return checker.findings()

@@ -68,6 +68,16 @@ class FileContext:
         return to_python(self.root)
 
     @cached_property
+    def runnable(self) -> dict[str, dict[str, Any]]:
+        """Each variant's config; `base` alone in an override file without variants
+        (`file.yaml:base` is then the only runnable selection)."""
+        configs = dict(self.variants.configs)
+        if self.is_override_file and not configs:
+            base = self.data.get("base")
+            configs["base"] = base if isinstance(base, dict) else {}
+        return configs
+
+    @cached_property
     def dialect(self) -> str:
         """`v1` or `schema2`, as the loader decides (`disagg.recipe.dialects`)."""
         from disagg.recipe.dialects import detect
@@ -116,8 +126,9 @@ class FileContext:
         head, bracket, rest = variant.rpartition("[")
         if bracket and rest.endswith("]") and rest[:-1].isdigit():
             name, index = head, int(rest[:-1])
-        scopes = [self.root] if name == BASE and not self.is_override_file else []
-        if name != BASE or self.is_override_file:
+        if name == BASE and not self.is_override_file:
+            scopes = [self.root]
+        else:
             scopes = [b for b in (self.block(name), self.block(BASE)) if b is not None]
         for scope in scopes:
             node: Node | None = scope
