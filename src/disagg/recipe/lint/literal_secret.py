@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Rule, Severity
-from disagg.recipe.lint.nodes import Node
+from disagg.recipe.lint.nodes import Node, is_env_map, scalars
 from disagg.redact import has_token, is_literal_secret, is_secret_name
 
 RULE = Rule("DA009", "literal-secret")
@@ -25,7 +25,7 @@ def check(ctx: FileContext) -> list[Finding]:
         if node.kind == "map":
             for key, value in node.pairs:
                 name = str(key.value)
-                for text in _texts(value):
+                for text in scalars(value):
                     if is_literal_secret(name, text.value):
                         findings.append(_finding(ctx, node, name, text))
         elif node.kind == "seq":
@@ -33,15 +33,6 @@ def check(ctx: FileContext) -> list[Finding]:
     # a token inside a list under a key is seen both as the key's value and as a list item
     once = {(f.locations[0].line, f.locations[0].col): f for f in reversed(findings)}
     return [f for f in findings if once[(f.locations[0].line, f.locations[0].col)] is f]
-
-
-def _texts(node: Node) -> list[Node]:
-    """The scalar value(s) a node holds (a zip list holds one per variant)."""
-    if node.kind == "scalar":
-        return [node]
-    if node.kind == "seq":
-        return [item for item in node.items if item.kind == "scalar"]
-    return []
 
 
 def _argv_secrets(ctx: FileContext, seq: Node) -> list[Finding]:
@@ -68,9 +59,7 @@ def _argv_secrets(ctx: FileContext, seq: Node) -> list[Finding]:
 
 def _finding(ctx: FileContext, owner: Node, name: str, text: Node) -> Finding:
     where = ctx.loc(text, "value")
-    last = owner.path[-1] if owner.path else ""
-    in_env = last.endswith("environment") or last in ("env", "export_env")
-    if in_env:
+    if is_env_map(owner.path):
         hint = (
             f"delete {name} from the recipe and `export {name}=...` in the shell that runs "
             f"`disagg submit`/`run` (the job inherits it); list {name} under the cluster "

@@ -251,6 +251,18 @@ def to_python(node: Node | None) -> Any:
     return {**merged, **out} if merged else out
 
 
+def scalars(node: Node) -> list[Node]:
+    """The scalar value(s) a value node holds (a zip list holds one per variant)."""
+    if node.kind == "seq":
+        return [item for item in node.items if item.kind == "scalar"]
+    return [node] if node.kind == "scalar" else []
+
+
+def is_env_map(path: tuple[str, ...]) -> bool:
+    last = path[-1] if path else ""
+    return last.endswith("environment") or last in ("env", "export_env")
+
+
 def walk(node: Node) -> Iterator[Node]:
     """Every node below `node` once, depth first (alias targets are not revisited)."""
     seen: set[int] = set()
