@@ -55,11 +55,9 @@ def _types(text: bytes) -> list[str]:
 class AdapterTable(Generic[T]):
     """The adapters of one kind (engines, frontends, services, benchmarks) by name.
 
-    Either given as `name -> (module, attribute)`, or found in `package` (`scan`): there a
-    module registers itself with a top-level `ADAPTER = ...` (and `TYPES = (...)` when it
-    answers to other names than its module's), so adding an adapter is adding its module.
-    An adapter is imported (and a class made) once, the first time its name is asked for,
-    so a plan loads the modules of its own adapters only.
+    Given as `name -> (module, attribute)`, or found in `package` (`scan`), so adding an
+    adapter is adding its module. Each is imported once, when its name is first asked
+    for, so a plan loads the modules of its own adapters only.
     """
 
     # `base` is a plain `type`: the adapters' bases are abstract, which `type[T]` refuses.

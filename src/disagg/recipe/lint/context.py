@@ -56,9 +56,8 @@ class FileContext:
 
     @cached_property
     def nodes(self) -> list[Node]:
-        """Every node of the file once, depth first: walked once for the rules that look
-        at every node (export hazards, duplicate keys, literal secrets). The scan recorded
-        them for its root as it composed it; any other root is walked."""
+        """Every node of the file once, depth first, for the rules that look at every node
+        (the scan recorded them for its root; any other root is walked)."""
         if self.root is self.scanned.root and self.scanned.nodes:
             return self.scanned.nodes
         return list(walk(self.root))
@@ -120,8 +119,8 @@ class FileContext:
         translation = self.variants.translations.get(variant)
         if translation is not None:  # a schema-2 file: where it wrote the internal path
             path = tuple(str(part) for part in translation.written_path(path))
-        # `zip_override_x[2]` is element 2 of block `zip_override_x`; a block's own name
-        # may contain `[` (`override_[a`), so only a trailing `[digits]` is an index.
+        # `zip_override_x[2]` is element 2 of its block; only a trailing `[digits]` is an
+        # index (`override_[a` is a block's own name).
         name, index = variant, None
         head, bracket, rest = variant.rpartition("[")
         if bracket and rest.endswith("]") and rest[:-1].isdigit():

@@ -1,10 +1,7 @@
 """`--fix` for DA001: hoist each cross-variant anchor into a top-level `x-shared` block.
 
-The anchored node is moved (ruamel round trip keeps comments and key order) into
-`x-shared`, placed right after `base`, and the block that defined it now aliases
-it like every other user. The fix is only written when every variant expands to
-exactly the same config before and after and the new text has no DA001 left;
-otherwise nothing changes and the result says why.
+ruamel's round trip keeps comments and key order. The fix is only written when every
+variant expands exactly as before and no DA001 is left; otherwise the result says why.
 """
 
 from __future__ import annotations

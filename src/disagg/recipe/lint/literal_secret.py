@@ -1,12 +1,8 @@
 """DA009: a token, API key or password written into the recipe itself.
 
-A recipe is shared, committed and copied into every run's plan.json; a credential
-in it leaks with each of those. The job inherits the submitting shell's environment,
-so the value belongs there (and its name in the cluster profile's `secret_env`, which
-the submit pre-flight checks), not in the file. Which keys look secret is decided by
-`disagg.redact`, the same rule that hides their values in printed plans and reports:
-a credential-like key holding a written value, or a value shaped like a known token
-(`hf_...`, `ghp_...`, `sk-...`, an AWS key id, a JWT) under any key.
+A recipe is shared, committed and copied into every plan.json, so a credential in it
+leaks with each; it belongs in the submitting shell's environment. What looks secret is
+`disagg.redact`'s rule, the one that hides such values in printed plans and reports.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ def check(ctx: FileContext) -> list[Finding]:
                         findings.append(_finding(ctx, node, name, text))
         elif node.kind == "seq":
             findings += _argv_secrets(ctx, node)
-    # a token inside a list under a key is seen both as the key's value and as a list item
+    # a token in a list under a key is seen as the key's value and as a list item
     once = {(f.locations[0].line, f.locations[0].col): f for f in reversed(findings)}
     return [f for f in findings if once[(f.locations[0].line, f.locations[0].col)] is f]
 

@@ -1,12 +1,9 @@
 """One cheap pass over a YAML file's events (libyaml): a node tree that keeps what a load hides.
 
-A plain load resolves aliases and forgets anchors, so it cannot tell a variant that
-aliases its sibling from one that repeats a value. This composer keeps every
-anchor and alias with its position and the top-level block it sits in, builds
-plain Python values (scalars resolved by the loader's own `resolve_plain`), and does not
-stop at an undefined alias: it records it and keeps scanning, so the rule can say
-where an anchor of that name appears later. It stops, like the loader, at the
-bounds of `disagg.recipe.limits` (alias expansion, nesting depth).
+A plain load forgets anchors, so it cannot tell a variant that aliases its sibling from
+one that repeats a value. This keeps every anchor and alias with its position and
+top-level block, and scans on past an undefined alias so DA002 can say where an anchor
+of that name appears later. It stops, like the loader, at `disagg.recipe.limits`.
 """
 
 from __future__ import annotations
@@ -98,9 +95,7 @@ class ScannedFile:
     aliases: list[Alias] = field(default_factory=list)
     syntax: SyntaxProblem | None = None
     documents: int = 0
-    # every node of the first document once, in `walk` order (depth first, keys before
-    # their values, an alias target where it is defined): recorded while composing, so
-    # the rules that look at every node need no second walk
+    # every node of the first document once, in `walk` order, recorded while composing
     nodes: list[Node] = field(default_factory=list)
 
     @property
@@ -109,9 +104,8 @@ class ScannedFile:
 
 
 class _Composer:
-    """Builds the node tree from the event stream; dispatches on the event's exact type
-    (libyaml's events are never subclassed) and pulls children straight from the stream:
-    this loop runs once per node of every linted file."""
+    """Builds the node tree from the event stream. It runs once per node of every linted
+    file, so it dispatches on the exact event type (libyaml's are never subclassed)."""
 
     def __init__(self, scanned: ScannedFile, events: Iterator[yaml.Event]) -> None:
         self.scanned = scanned
@@ -186,9 +180,8 @@ class _Composer:
 def scan(path: str, text: str) -> ScannedFile:
     """Compose `text` once; a syntax error is recorded (with what was seen before it).
 
-    The parser is chosen as the loader chooses it (`disagg.recipe.load`): libyaml's, and
-    PyYAML's pure-Python one where libyaml calls the text malformed (its scanner refuses
-    some valid YAML), so lint never reports a syntax error in a file plan reads."""
+    libyaml's parser, then PyYAML's pure-Python one where libyaml calls the text malformed,
+    as the loader does, so lint never reports a syntax error in a file plan reads."""
     scanned, malformed = _scan(path, text)
     if malformed:
         scanned, _ = _scan(path, text, pure=True)
