@@ -115,10 +115,7 @@ class _Checker:
 
     def role_layout(self, variant: str, role: _Role, shared: bool) -> int | None:
         """Check workers vs nodes; return the GPUs each worker gets when that is well defined.
-
-        `shared`: some role has `<role>_nodes: 0`, so its workers share the other roles'
-        nodes (srt-slurm's co-located layout); the pool is checked as a whole instead.
-        """
+        `shared`: roles share nodes (a `<role>_nodes: 0`), so the pool is checked as a whole."""
         res = ("resources",)
         total = role.nodes * role.gpus_per_node
         where = [
@@ -311,9 +308,8 @@ def _colocated(
     config: Mapping[str, Any], adapter: EngineAdapter | None, roles: list[_Role]
 ) -> dict[str, int] | None:
     """GPUs per worker of each role when an engine that colocates (vLLM) packs prefill and
-    decode together, else None: srt-slurm (`VLLMProtocol.should_colocate_prefill_decode`)
-    then sizes the job from the workers' GPUs alone, so the node counts only size the
-    workers and cannot be too small (`disagg.plan.node_layout.Colocation` checks it)."""
+    decode together, else None: srt-slurm then sizes the job from the workers' GPUs alone,
+    so node counts cannot be too small (`disagg.plan.node_layout.Colocation`)."""
     backend = config.get("backend")
     if adapter is None or not adapter.colocates or not isinstance(backend, Mapping):
         return None
@@ -352,8 +348,8 @@ def _staged_draft(adapter: EngineAdapter, role: _Role) -> str | None:
 def _parallel(
     adapter: EngineAdapter | None, role: _Role, gpus: int | None = None
 ) -> tuple[Parallelism, list[str]] | None:
-    """The engine adapter's reading of a role's parallel layout, and the keys it read; with
-    the worker's `gpus`, as the adapter lays out a worker given them (ATOM sizes TP so)."""
+    """The adapter's reading of a role's parallel layout and the keys it read; with `gpus`,
+    as it lays out a worker given them (ATOM sizes TP so)."""
     if adapter is None or not adapter.uses_gpus:
         return None
     keys = [hit[0] for s in _PARALLEL_SETTINGS if (hit := adapter.flags.find(role.args, s))]
