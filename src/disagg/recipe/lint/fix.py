@@ -49,16 +49,10 @@ def round_trip_yaml(text: str) -> YAML:
 
 def _indentation(text: str) -> tuple[int, int, int]:
     """The file's own indentation, so the rewrite does not reflow untouched blocks."""
-    mapping = 2
-    nested = r"^[^\s#][^\n]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*( +)[^\s#-]"
-    for match in re.finditer(nested, text, re.M):
-        mapping = len(match.group(1))
-        break
-    offset = 0
-    pattern = r"^( *)[^\s#-][^\n]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*( *)- "
-    for match in re.finditer(pattern, text, re.M):
-        offset = max(0, len(match.group(2)) - len(match.group(1)))
-        break
+    nested = re.search(r"^[^\s#][^\n]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*( +)[^\s#-]", text, re.M)
+    mapping = len(nested.group(1)) if nested else 2
+    listed = re.search(r"^( *)[^\s#-][^\n]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*( *)- ", text, re.M)
+    offset = max(0, len(listed.group(2)) - len(listed.group(1))) if listed else 0
     return mapping, max(mapping, offset + 2), offset
 
 
