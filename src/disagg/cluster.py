@@ -175,34 +175,24 @@ class ModelRef:
 
 def is_repo_id(text: str) -> bool:
     """`org/name` (or `hf:org/name`): how engine settings name a draft model on the hub,
-    as opposed to a path. `model.path` is read by `classify_model` instead."""
+    as opposed to a path. `model.path` is read by `resolve_model` instead."""
     if text.startswith(HF_PREFIX):
         return True
     return bool(_REPO_ID.fullmatch(text)) and not text.startswith((".", "/", "~", "$"))
-
-
-def classify_model(text: str) -> ModelRef:
-    """srtctl's reading of a `model.path` once aliases are resolved
-    (`RuntimeContext.from_config` in srt-slurm's core/runtime.py): `hf:org/name` is a hub
-    repo the engines fetch; anything else, `org/name` included, is a directory."""
-    if text.startswith(HF_PREFIX):
-        return ModelRef("repo", text[len(HF_PREFIX) :], text, text)
-    return ModelRef("path", text, text, text)
 
 
 def resolve_model(
     text: str, profile: ClusterProfile | None, *, cwd: Path | None = None
 ) -> ModelRef:
     """A recipe's `model.path` as srtctl resolves it: an alias of the profile's `models`
-    replaced by its target (srt-slurm's `resolve_config_with_defaults`), then read by
-    `classify_model`; with `cwd`, a directory as the job reads it (`local_model_dir`)."""
+    replaced by its target (srt-slurm's `resolve_config_with_defaults`); then `hf:org/name`
+    is a hub repo the engines fetch, anything else (`org/name` included) a directory
+    (`RuntimeContext.from_config`), with `cwd` as the job reads it (`local_model_dir`)."""
     target = profile.models.get(text) if profile is not None else None
     named = text if target is None else target
-    ref = classify_model(named)
-    value = ref.value
-    if ref.kind == "path" and cwd is not None:
-        value = local_model_dir(named, cwd)
-    return ModelRef(ref.kind, value, text, named)
+    if named.startswith(HF_PREFIX):
+        return ModelRef("repo", named[len(HF_PREFIX) :], text, named)
+    return ModelRef("path", named if cwd is None else local_model_dir(named, cwd), text, named)
 
 
 def local_model_dir(text: str, cwd: Path) -> str:
