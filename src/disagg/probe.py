@@ -39,11 +39,9 @@ def probe(path: Path | str) -> PathProbe:
     """Stat `path` (following symlinks); a missing path is `exists=False`, never an error."""
     try:
         info = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return PathProbe(exists=False)
     except OSError as exc:
-        if isinstance(exc, NotADirectoryError):
-            return PathProbe(exists=False)
         return PathProbe(exists=False, problem=exc.strerror or str(exc))
     except ValueError as exc:  # an embedded NUL byte
         return PathProbe(exists=False, problem=str(exc))

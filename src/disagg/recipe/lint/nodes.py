@@ -94,7 +94,6 @@ class ScannedFile:
     anchors: list[Anchor] = field(default_factory=list)
     aliases: list[Alias] = field(default_factory=list)
     syntax: SyntaxProblem | None = None
-    documents: int = 0
     # every node of the first document once, in `walk` order, recorded while composing
     nodes: list[Node] = field(default_factory=list)
 
@@ -196,7 +195,6 @@ def _scan(path: str, text: str, *, pure: bool = False) -> tuple[ScannedFile, boo
     try:
         for event in events:
             if isinstance(event, yaml.DocumentStartEvent):
-                scanned.documents += 1
                 first = next(events)
                 if isinstance(first, yaml.DocumentEndEvent):
                     continue
