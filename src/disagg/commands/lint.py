@@ -1,7 +1,4 @@
-"""`disagg lint PATH... [--fix] [--json]`: fragile YAML and recipes that cannot run as written.
-
-Exit codes: 0 clean (info notes allowed), 1 errors or warnings, 2 unreadable input.
-"""
+"""`disagg lint PATH... [--fix] [--json]`: fragile YAML and recipes that cannot run as written."""
 
 from __future__ import annotations
 

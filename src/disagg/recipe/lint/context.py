@@ -81,11 +81,8 @@ class FileContext:
         """`v1` or `schema2`, as the loader decides (`disagg.recipe.dialects`)."""
         from disagg.recipe.dialects import detect
 
-        data = self.data
-        if not isinstance(data, dict):
-            return "v1"
         try:
-            return detect(data, lambda path: None)
+            return detect(self.data, lambda path: None)
         except DisaggError:
             return "v1"
 
