@@ -1,13 +1,9 @@
 """`python -m disagg.job RUN_DIR [--executor local|slurm]`: run one plan in its run directory.
 
-This is what a Slurm batch script (or `disagg run --local`) executes. It reads only
-`RUN_DIR/plan.json`. Exit status: 0 every point valid; 1 the run failed (a role
-died, a deadline passed, a point was invalid); 2 bad run directory or plan;
-3 cancelled (SIGTERM from `scancel`, or Ctrl-C).
-
-Under Slurm, SIGUSR1 (`#SBATCH --signal=B:USR1@N`, sent before the time limit) stops
-the run as timed out; the orchestrator then waits for Slurm's kill at the limit, so
-that the job ends TIMEOUT, as it did, rather than FAILED.
+What a Slurm batch script (or `disagg run --local`) executes; it reads only plan.json.
+Exit status: 0 every point valid; 1 the run failed; 2 bad run directory or plan;
+3 cancelled. Under Slurm, SIGUSR1 before the time limit stops the run as timed out and
+the job waits for Slurm's kill, so that it ends TIMEOUT, as it did, rather than FAILED.
 """
 
 from __future__ import annotations

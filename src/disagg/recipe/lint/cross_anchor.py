@@ -1,9 +1,8 @@
 """DA001: an alias whose anchor lives in a different variant block.
 
-Anchors resolve in document order, so such an alias works only while its sibling
-block exists, keeps that anchor and stays above it. Deleting or reordering the
-sibling breaks this variant, and the parser then points at the alias, not at the
-cause. Shared values belong in `base` or an `x-` block (`--fix` moves them).
+Such an alias works only while its sibling block exists, keeps that anchor and stays
+above it; deleting or reordering the sibling breaks this variant, and the parser then
+points at the alias, not at the cause. `--fix` moves the value into an `x-` block.
 """
 
 from __future__ import annotations
