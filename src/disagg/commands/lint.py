@@ -13,7 +13,6 @@ from disagg.console import styled
 
 if TYPE_CHECKING:
     from disagg.recipe.lint import Finding, LintReport
-    from disagg.recipe.lint.fix import FixResult
 
 # Plain lines with typer's colour, so that lint does not load rich (a tenth of its start).
 _STYLE: dict[str, dict[str, Any]] = {
@@ -53,12 +52,11 @@ def _print_finding(finding: Finding) -> None:
         typer.echo("    " + styled(f"hint: {finding.hint}", dim=True))
 
 
-def _fix(paths: list[Path], err: bool) -> list[FixResult]:
+def _fix(paths: list[Path], err: bool) -> None:
     from disagg.recipe.lint.fix import fix_file
     from disagg.recipe.lint.runner import expand_paths
 
     files, _ = expand_paths(paths)
-    results = []
     for path in files:
         try:
             result = fix_file(path)
@@ -72,8 +70,6 @@ def _fix(paths: list[Path], err: bool) -> list[FixResult]:
             )
         elif result.reason:
             typer.echo(f"not fixed {path}: {result.reason}", err=err)
-        results.append(result)
-    return results
 
 
 def register(app: typer.Typer) -> None:
