@@ -38,10 +38,10 @@ def _register(argv: Sequence[str] = ()) -> None:
     """Hold the commands of every area, or add only the area of the command `argv` names
     (the others would cost start-up time). Laid out afresh in AREAS order each time the
     set grows, so that `disagg --help` lists them in their order."""
-    from disagg.commands import AREAS, area_of, register_area
+    from disagg.commands import AREAS, COMMANDS, register_area
     from disagg.commands.options import plain_help_types
 
-    area = area_of(argv)
+    area = COMMANDS.get(argv[0]) if argv else None
     wanted = set(AREAS) if area is None else _registered | {area}
     if wanted == _registered:
         return

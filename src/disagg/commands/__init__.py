@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
 
 import typer
 
@@ -31,11 +30,6 @@ COMMANDS = {
     "sim-engine": "sim",
 }
 AREAS = tuple(dict.fromkeys(COMMANDS.values()))
-
-
-def area_of(argv: Sequence[str]) -> str | None:
-    """The area of the command `argv` names first; None for anything else (`--help`)."""
-    return COMMANDS.get(argv[0]) if argv else None
 
 
 def register_area(app: typer.Typer, area: str) -> None:

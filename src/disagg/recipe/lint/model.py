@@ -58,10 +58,8 @@ class Finding:
         return self.locations[0] if self.locations else None
 
     def sort_key(self) -> tuple[str, int, int, str]:
-        where = self.where
-        line = where.line or 0 if where else 0
-        col = where.col or 0 if where else 0
-        return (self.file, line, col, self.rule)
+        where = self.where or Location(self.file)
+        return (self.file, where.line or 0, where.col or 0, self.rule)
 
     def to_json(self) -> dict[str, Any]:
         return {
