@@ -55,11 +55,9 @@ def _types(text: bytes) -> list[str]:
 class AdapterTable(Generic[T]):
     """The adapters of one kind (engines, frontends, services, benchmarks) by name.
 
-    Either given as `name -> (module, attribute)`, or found in `package` (`scan`): there a
-    module registers itself with a top-level `ADAPTER = ...` (and `TYPES = (...)` when it
-    answers to other names than its module's), so adding an adapter is adding its module.
-    An adapter is imported (and a class made) once, the first time its name is asked for,
-    so a plan loads the modules of its own adapters only.
+    Given as `name -> (module, attribute)`, or found in `package` (`scan`), so adding an
+    adapter is adding its module. Each is imported once, when its name is first asked
+    for, so a plan loads the modules of its own adapters only.
     """
 
     # `base` is a plain `type`: the adapters' bases are abstract, which `type[T]` refuses.
@@ -89,17 +87,16 @@ class AdapterTable(Generic[T]):
     def _find(self, name: str) -> tuple[str, str] | None:
         """Where `name`'s adapter is: the module named after it when that one registers it
         (one file read, the common case), else whatever the whole scan finds; remembered."""
-        if name not in self._found:
-            self._found[name] = self._look_up(name)
-        return self._found[name]
-
-    def _look_up(self, name: str) -> tuple[str, str] | None:
+        if name in self._found:
+            return self._found[name]
+        found = None
         direct = name.isidentifier() and not name.startswith("_")
         if self._package is not None and "where" not in self.__dict__ and direct:
             (folder,) = import_module(self._package).__path__
             if name in _registered(os.path.join(folder, f"{name}.py"), name):
-                return (f"{self._package}.{name}", "ADAPTER")
-        return self.where.get(name)
+                found = (f"{self._package}.{name}", "ADAPTER")
+        self._found[name] = found or self.where.get(name)
+        return self._found[name]
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self._find(name) is not None

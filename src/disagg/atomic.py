@@ -30,8 +30,8 @@ _SCOPED_MODE: ContextVar[int | None] = ContextVar("atomic_file_mode", default=No
 
 @contextmanager
 def files_created_with(mode: int | None) -> Iterator[None]:
-    """Files written inside get `mode` (e.g. 0o600 for a report that may quote a recipe's
-    settings) unless a write names its own; None keeps the usual mode."""
+    """Files written inside get `mode` (0o600 for a report that may quote a recipe's
+    settings) unless a write names its own."""
     token = _SCOPED_MODE.set(mode)
     try:
         yield

@@ -36,13 +36,12 @@ _registered: set[str] = set()  # areas whose commands `app` holds
 
 def _register(argv: Sequence[str] = ()) -> None:
     """Hold the commands of every area, or add only the area of the command `argv` names
-    (what `main` asks: the others would cost start-up time and not be used). Tests and
-    `main` may both ask, in any order; the commands are laid out afresh in AREAS order
-    each time the set of areas grows, so that `disagg --help` lists them in their order."""
-    from disagg.commands import AREAS, area_of, register_area
+    (the others would cost start-up time). Laid out afresh in AREAS order each time the
+    set grows, so that `disagg --help` lists them in their order."""
+    from disagg.commands import AREAS, COMMANDS, register_area
     from disagg.commands.options import plain_help_types
 
-    area = area_of(argv)
+    area = COMMANDS.get(argv[0]) if argv else None
     wanted = set(AREAS) if area is None else _registered | {area}
     if wanted == _registered:
         return
@@ -57,12 +56,10 @@ def _register(argv: Sequence[str] = ()) -> None:
 
 
 def _register_listing() -> None:
-    """Hold every command, each with a stand-in callback that takes no parameters, for a
-    command line that can only list them (`disagg`, `--help`, `--version`, a name that is
-    no command): typer makes a click command of each before it parses, reading every
-    parameter's type, about a third of `disagg --help`; a listing needs only each
-    command's name and help, which the stand-ins keep. The real commands come back with
-    the next `_register`."""
+    """Hold every command with a stand-in callback that takes no parameters, for a command
+    line that can only list them (`--help`, `--version`, no command): typer reads every
+    parameter's type before it parses, about a third of `disagg --help`, and a listing
+    needs only each command's name and help. The next `_register` brings the real ones."""
     from copy import copy
 
     _register()

@@ -1,12 +1,9 @@
 """Cluster profiles: what a recipe cannot know about the cluster it runs on.
 
-An srt-slurm cluster config (`srtslurm.yaml`) is read as a profile too
-(`disagg.cluster_srtslurm`).
-
-A recipe says "model `dsr1`, container `dynamo-sglang`, 8 GPUs per node"; the profile
-says what those aliases mean on one cluster (a directory, a repo id, a squashfs
-file), which partition and account to use, how to ask Slurm for GPUs, where the
-shared Hugging Face cache and results live. One recipe, many clusters.
+A recipe says "model `dsr1`, container `dynamo-sglang`"; the profile says what those
+aliases mean on one cluster, which partition to use, how to ask Slurm for GPUs, where
+the shared caches and results live. One recipe, many clusters. An srt-slurm cluster
+config is read as a profile too (`disagg.cluster_srtslurm`).
 """
 
 # No `from __future__ import annotations` here: pydantic would compile and evaluate
@@ -178,40 +175,24 @@ class ModelRef:
 
 def is_repo_id(text: str) -> bool:
     """`org/name` (or `hf:org/name`): how engine settings name a draft model on the hub,
-    as opposed to a path. `model.path` is read by `classify_model` instead."""
+    as opposed to a path. `model.path` is read by `resolve_model` instead."""
     if text.startswith(HF_PREFIX):
         return True
     return bool(_REPO_ID.fullmatch(text)) and not text.startswith((".", "/", "~", "$"))
 
 
-def classify_model(text: str) -> ModelRef:
-    """srtctl's reading of a `model.path` once aliases are resolved
-    (`RuntimeContext.from_config` in srt-slurm's core/runtime.py): `hf:org/name` is a hub
-    repo the engines fetch; anything else, `org/name` included, is a directory."""
-    if text.startswith(HF_PREFIX):
-        return ModelRef("repo", text[len(HF_PREFIX) :], text, text)
-    return ModelRef("path", text, text, text)
-
-
 def resolve_model(
     text: str, profile: ClusterProfile | None, *, cwd: Path | None = None
 ) -> ModelRef:
-    """A recipe's `model.path` as srtctl resolves it.
-
-    A name the profile's `models` (srt-slurm's `model_paths`) holds is replaced by its
-    target, whatever it looks like (`resolve_config_with_defaults` in srt-slurm's
-    core/config.py); the result is then read by `classify_model`. With `cwd`, a
-    directory has its environment variables and `~` expanded and is made absolute
-    against `cwd`, symlinks resolved, as srtctl does at submit (`Path.resolve()` in the
-    working directory); whether it exists is for the pre-flight to judge.
-    """
+    """A recipe's `model.path` as srtctl resolves it: an alias of the profile's `models`
+    replaced by its target (srt-slurm's `resolve_config_with_defaults`); then `hf:org/name`
+    is a hub repo the engines fetch, anything else (`org/name` included) a directory
+    (`RuntimeContext.from_config`), with `cwd` as the job reads it (`local_model_dir`)."""
     target = profile.models.get(text) if profile is not None else None
     named = text if target is None else target
-    ref = classify_model(named)
-    value = ref.value
-    if ref.kind == "path" and cwd is not None:
-        value = local_model_dir(named, cwd)
-    return ModelRef(ref.kind, value, text, named)
+    if named.startswith(HF_PREFIX):
+        return ModelRef("repo", named[len(HF_PREFIX) :], text, named)
+    return ModelRef("path", named if cwd is None else local_model_dir(named, cwd), text, named)
 
 
 def local_model_dir(text: str, cwd: Path) -> str:

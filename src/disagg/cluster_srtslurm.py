@@ -1,12 +1,8 @@
 """srt-slurm cluster configs (`srtslurm.yaml`) read as disagg cluster profiles.
 
-Teams already keep one `srtslurm.yaml` per cluster (partition, account, GPU
-directive style, mounts, container and model aliases). disagg accepts it where a
-profile is expected (`--cluster srtslurm.yaml`), and finds it as srt-slurm does
-when no `--cluster` is given: `$SRTSLURM_CONFIG`, else `srtslurm.yaml` in the
-working directory, its parent or grandparent. Keys with no counterpart in a disagg
-profile are listed (`ignored_settings`) and end up in every plan's ignored list;
-`disagg cluster import` writes the equivalent disagg profile.
+Teams already keep one per cluster, so disagg accepts it where a profile is expected
+and finds it as srt-slurm does when no `--cluster` is given. Keys a disagg profile has
+no counterpart for are listed (`ignored_settings`) in every plan's ignored list.
 """
 
 from __future__ import annotations

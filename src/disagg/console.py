@@ -1,9 +1,7 @@
 """Rich consoles for every command, configured once, and `styled` for plain lines.
 
-Emoji codes are off because `file.yaml:100:20` would otherwise print as a
-hundred-points emoji: locations, selectors and paths must print as written.
-rich is imported when a console is first made, so start-up stays fast for
-commands that print little (`disagg --help` formats with typer's own helper).
+Emoji codes are off: `file.yaml:100:20` would print as a hundred-points emoji. rich is
+imported when a console is first made, so start-up stays fast for commands that print little.
 """
 
 from __future__ import annotations

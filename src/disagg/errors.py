@@ -23,12 +23,9 @@ class SourceLocation:
     column: int | None = None
 
     def __str__(self) -> str:
-        parts = [self.file]
-        if self.line is not None:
-            parts.append(str(self.line))
-            if self.column is not None:
-                parts.append(str(self.column))
-        return ":".join(parts)
+        if self.line is None:
+            return self.file
+        return f"{self.file}:{self.line}" + ("" if self.column is None else f":{self.column}")
 
 
 class DisaggError(Exception):

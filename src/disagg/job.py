@@ -1,13 +1,9 @@
 """`python -m disagg.job RUN_DIR [--executor local|slurm]`: run one plan in its run directory.
 
-This is what a Slurm batch script (or `disagg run --local`) executes. It reads only
-`RUN_DIR/plan.json`. Exit status: 0 every point valid; 1 the run failed (a role
-died, a deadline passed, a point was invalid); 2 bad run directory or plan;
-3 cancelled (SIGTERM from `scancel`, or Ctrl-C).
-
-Under Slurm, SIGUSR1 (`#SBATCH --signal=B:USR1@N`, sent before the time limit) stops
-the run as timed out; the orchestrator then waits for Slurm's kill at the limit, so
-that the job ends TIMEOUT, as it did, rather than FAILED.
+What a Slurm batch script (or `disagg run --local`) executes; it reads only plan.json.
+Exit status: 0 every point valid; 1 the run failed; 2 bad run directory or plan;
+3 cancelled. Under Slurm, SIGUSR1 before the time limit stops the run as timed out and
+the job waits for Slurm's kill, so that it ends TIMEOUT, as it did, rather than FAILED.
 """
 
 from __future__ import annotations
@@ -20,15 +16,13 @@ from pathlib import Path
 from disagg.errors import EXIT_USAGE, DisaggError
 from disagg.plan.model import Plan
 
-# After a cancelled run under Slurm: how long to wait for `disagg cancel`'s scancel, so
-# that the job ends CANCELLED instead of FAILED with exit status 3. A time limit or a
-# plain scancel kills the job during this wait anyway (SIGTERM is default again here).
+# After a cancelled run: wait for `disagg cancel`'s scancel, so the job ends CANCELLED
+# rather than FAILED with exit status 3.
 SLURM_CANCEL_LINGER_S = 10.0
-# After a timed-out run under Slurm: Slurm checks time limits about every 30 s and kills
-# the job up to that late; a run stopped by a time limit far away does not wait.
+# After a timed-out run: Slurm checks time limits about every 30 s and kills that late.
 SLURM_TIMEOUT_LINGER_S = 90.0
-# How long the job waits for the run directory's lock: `disagg submit` holds it until
-# sbatch answered, and a fast scheduler may start the job before that.
+# `disagg submit` holds the run directory's lock until sbatch answered, and a fast
+# scheduler may start the job before that.
 LOCK_WAIT_S = 30.0
 
 

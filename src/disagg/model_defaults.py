@@ -1,10 +1,8 @@
 """Empty defaults for pydantic fields: `Field(default_factory=empty_list)`.
 
-Why not `default_factory=list`: pydantic reads every factory's signature when it builds a
-model's validator, and for a builtin that means parsing its text signature (tokenizing
-it): about a tenth of `disagg lint FILE`'s start, over the recipe and plan models. Why
-not `default=[]`: pydantic deep-copies a mutable default for every instance, five times
-the cost of a call, which a corpus of recipes pays per section.
+Not `default_factory=list`: pydantic parses a builtin's text signature when it builds a
+validator, about a tenth of `disagg lint FILE`'s start. Not `default=[]`: pydantic
+deep-copies a mutable default for every instance, five times the cost of a call.
 """
 
 from __future__ import annotations

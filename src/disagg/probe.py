@@ -1,12 +1,9 @@
 """Look a user-given path up, and read a file, without letting the OS's refusal escape.
 
-`Path.exists()` and friends raise for a name the OS will not look up at all (a
-component longer than 255 bytes, say), so every command that stats a path from the
-command line asks here instead and reports the reason as bad input.
-
-`read_limited` is the one way disagg reads a file it is given (recipes, plans, run
-records, results): a FIFO, a device such as /dev/zero or a file larger than its kind
-can be is refused with the path and the reason, after bounded time and memory.
+`Path.exists()` raises for a name the OS will not look up at all (a component over 255
+bytes), so commands stat user paths here and report the reason as bad input.
+`read_limited` reads every file disagg is given, refusing a FIFO, a device or an
+oversized file in bounded time and memory.
 """
 
 from __future__ import annotations
@@ -42,11 +39,9 @@ def probe(path: Path | str) -> PathProbe:
     """Stat `path` (following symlinks); a missing path is `exists=False`, never an error."""
     try:
         info = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return PathProbe(exists=False)
     except OSError as exc:
-        if isinstance(exc, NotADirectoryError):
-            return PathProbe(exists=False)
         return PathProbe(exists=False, problem=exc.strerror or str(exc))
     except ValueError as exc:  # an embedded NUL byte
         return PathProbe(exists=False, problem=str(exc))
@@ -61,11 +56,8 @@ def shortened(name: str | Path, limit: int = 120) -> str:
 
 
 class UnreadableFile(DisaggError, ValueError):
-    """A file that cannot be what it should be (not a plain file, too large, unreadable).
-
-    Also a ValueError, as a malformed file is, so a caller that treats a bad record as
-    absent handles both alike.
-    """
+    """A file that cannot be what it should be (not a plain file, too large, unreadable);
+    a ValueError too, so a caller that treats a malformed record as absent handles both."""
 
 
 def _kind(mode: int) -> str:
@@ -83,10 +75,8 @@ def _kind(mode: int) -> str:
 def read_limited(path: Path | str, *, what: str, limit: int) -> bytes:
     """The bytes of the regular file `path` (links followed), at most `limit` of them.
 
-    Opened without blocking, so a FIFO is refused, not waited on; a device or anything
-    else that is not a regular file is refused before a byte is read; a file that grows
-    past `limit` while read is refused after `limit + 1` bytes.
-    """
+    Opened without blocking, so a FIFO is refused, not waited on; a file that grows past
+    `limit` while read is refused after `limit + 1` bytes."""
     name = shortened(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

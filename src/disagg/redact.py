@@ -1,14 +1,9 @@
 """Secret-looking values (tokens, API keys, passwords) never appear in what disagg prints.
 
-One helper for every output that shows configuration: printed plans (`plan`, `plan
---json`), `report.html`'s resolved configs, and lint's warning about a literal secret.
-A value is secret when the key (environment variable, config field or `--flag`) that
-holds it looks like a credential, or when the value itself is shaped like a known
-token (Hugging Face `hf_...`, GitHub `ghp_...`/`github_pat_...`, `sk-...` API keys,
-AWS access key ids, JWTs, ...) under whatever key, also inside a longer text such as
-a shell command: the token is cut out, the rest stays readable. A reference to the
-submitting environment (`$HF_TOKEN`, `${HF_TOKEN}`) is not a secret and is shown as
-written.
+One rule for printed plans, report.html's configs and lint's DA009: a value is secret
+when its key (variable, field, `--flag`) looks like a credential, or when it is shaped
+like a known token under any key (cut out of a longer text, the rest stays readable).
+A reference to the submitting environment (`$HF_TOKEN`) is shown as written.
 """
 
 from __future__ import annotations
@@ -94,11 +89,9 @@ def _is_literal(value: Any) -> bool:
 
 
 def redact(data: Any) -> Any:
-    """A copy of `data` with every literal secret replaced by `<redacted>`.
-
-    Maps: by key. Lists of text (argv): the value after a secret-looking `--flag`, and
-    `--flag=value`. Any text: each token-shaped part (the rest stays readable).
-    """
+    """A copy of `data` with every literal secret replaced by `<redacted>`: in maps by key,
+    in argv lists after a secret-looking `--flag` (or `--flag=value`), in any text each
+    token-shaped part."""
     if isinstance(data, Mapping):
         return {
             key: REDACTED if _is_literal(value) and is_secret_name(str(key)) else redact(value)

@@ -1,9 +1,7 @@
-"""Whether a path given for output can be written, found by looking, before any work.
+"""Whether a path given for output can be written, found by looking (creating nothing).
 
-A run directory under a regular file, or on a read-only file system, would otherwise
-fail half-way through a command as an OSError from deep inside (a lock file, a plan,
-a report). Looking first turns that into one clear line naming the path and the reason.
-Nothing is created here.
+A run directory under a regular file or on a read-only file system would otherwise fail
+half-way through a command as an OSError from deep inside; looking first gives one line.
 """
 
 from __future__ import annotations

@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
 
 import typer
 
-# One module per area, so that areas can grow without touching each other. The order
-# is the order of `disagg --help`: the path a recipe takes, then the tools around it.
-AREAS = (
-    "lint",
-    "recipes",
-    "migrate",
-    "staging",
-    "run",
-    "slurm",
-    "cluster",
-    "collect",
-    "report",
-    "bench",
-    "sim",
-)
-
-
-# The area of each top-level command, so that `disagg lint FILE` imports and builds the
-# lint area only: typer makes a click command of every registered command before it
-# parses, some 30 ms of every start for all of them. tests/test_cli_habits.py checks
-# this table against what each area registers.
+# The area (module) of each top-level command, so that `disagg lint FILE` imports and
+# builds the lint area only: typer makes a click command of every registered command
+# before it parses, some 30 ms of every start for all of them. The order is the order
+# of `disagg --help`: the path a recipe takes, then the tools around it.
+# tests/test_cli_habits.py checks this table against what each area registers.
 COMMANDS = {
     "lint": "lint",
     "plan": "recipes",
@@ -46,11 +29,7 @@ COMMANDS = {
     "bench": "bench",
     "sim-engine": "sim",
 }
-
-
-def area_of(argv: Sequence[str]) -> str | None:
-    """The area of the command `argv` names first; None for anything else (`--help`)."""
-    return COMMANDS.get(argv[0]) if argv else None
+AREAS = tuple(dict.fromkeys(COMMANDS.values()))
 
 
 def register_area(app: typer.Typer, area: str) -> None:

@@ -62,20 +62,16 @@ def _print_human(result: dict[str, Any], path: Path) -> None:
     ]
     if result.get("request_goodput") is not None:
         rows.append(("goodput (req/s)", f"{result['request_goodput']:.2f}"))
-    for name in ("ttft", "tpot", "itl", "e2el"):
-        rows.append(
-            (
-                f"{name.upper()} mean / median / p99 (ms)",
-                f"{result[f'mean_{name}_ms']:.2f} / {result[f'median_{name}_ms']:.2f}"
-                f" / {result[f'p99_{name}_ms']:.2f}",
-            )
-        )
-    rows.append(
+    rows += [
         (
-            "client queue median / p99 (ms)",
-            f"{result['median_client_queue_ms']:.2f} / {result['p99_client_queue_ms']:.2f}",
+            f"{name.upper()} mean / median / p99 (ms)",
+            f"{result[f'mean_{name}_ms']:.2f} / {result[f'median_{name}_ms']:.2f}"
+            f" / {result[f'p99_{name}_ms']:.2f}",
         )
-    )
+        for name in ("ttft", "tpot", "itl", "e2el")
+    ]
+    queue = f"{result['median_client_queue_ms']:.2f} / {result['p99_client_queue_ms']:.2f}"
+    rows.append(("client queue median / p99 (ms)", queue))
     if result.get("client_cpu_ms_per_request") is not None:
         rows.append(("client CPU per request (ms)", f"{result['client_cpu_ms_per_request']:.3f}"))
     rows.append(("output tokens from", str(result["output_tokens_source"])))

@@ -1,10 +1,7 @@
 """`disagg collect RUN_DIR... --out DIR`: valid point results, ready for InferenceX tooling.
 
-For each valid point it writes the full result under its own name (`{stem}.json`, vLLM
-fields plus InferenceX's) and InferenceX's flat row beside it (`agg_{stem}.json`, see
-`disagg.bench.inferencex`). Simulated results are refused unless `--allow-simulated`,
-which marks them. Exit status: 0 collected, 2 bad input (no plan, a name clash, a
-simulated run without the flag, a result that lacks the InferenceX fields).
+Exit status: 0 collected, 2 bad input (no plan, a name clash, a simulated run without
+--allow-simulated, a result that lacks the InferenceX fields).
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""`disagg lint PATH... [--fix] [--json]`: fragile YAML and recipes that cannot run as written.
-
-Exit codes: 0 clean (info notes allowed), 1 errors or warnings, 2 unreadable input.
-"""
+"""`disagg lint PATH... [--fix] [--json]`: fragile YAML and recipes that cannot run as written."""
 
 from __future__ import annotations
 
@@ -16,10 +13,8 @@ from disagg.console import styled
 
 if TYPE_CHECKING:
     from disagg.recipe.lint import Finding, LintReport
-    from disagg.recipe.lint.fix import FixResult
 
-# Findings are lines of text with a little colour (`disagg.console.styled`, printed by
-# typer's echo), so that lint does not load rich, about a tenth of `disagg lint FILE`.
+# Plain lines with typer's colour, so that lint does not load rich (a tenth of its start).
 _STYLE: dict[str, dict[str, Any]] = {
     "error": {"fg": "red", "bold": True},
     "warning": {"fg": "yellow"},
@@ -57,12 +52,11 @@ def _print_finding(finding: Finding) -> None:
         typer.echo("    " + styled(f"hint: {finding.hint}", dim=True))
 
 
-def _fix(paths: list[Path], err: bool) -> list[FixResult]:
+def _fix(paths: list[Path], err: bool) -> None:
     from disagg.recipe.lint.fix import fix_file
     from disagg.recipe.lint.runner import expand_paths
 
     files, _ = expand_paths(paths)
-    results = []
     for path in files:
         try:
             result = fix_file(path)
@@ -76,8 +70,6 @@ def _fix(paths: list[Path], err: bool) -> list[FixResult]:
             )
         elif result.reason:
             typer.echo(f"not fixed {path}: {result.reason}", err=err)
-        results.append(result)
-    return results
 
 
 def register(app: typer.Typer) -> None:

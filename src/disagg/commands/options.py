@@ -1,11 +1,8 @@
 """What every command shares: the `--cluster` wording, the checks on the paths it writes
 (`--out`, run directories), and help that speaks the user's words.
 
-Typer 0.2x prints each option's Python type in help (`<bool>`, `<str>`,
-`<list[Path]>`, `<int range>`) and a required argument as `{recipe}`.
-`plain_help_types()` makes help show the placeholders command-line tools use (`TEXT`,
-`N`, `NUMBER`, `PATH`, `a|b|c`, nothing for a flag; `RECIPE` in the usage line), once,
-before the app parses anything.
+Typer 0.2x prints each option's Python type in help (`<list[Path]>`); `plain_help_types()`
+makes it show the placeholders command-line tools use (`TEXT`, `N`, `PATH`, `a|b|c`).
 """
 
 from __future__ import annotations
@@ -72,10 +69,8 @@ def plain_help_types() -> None:
 def out_dir(text: str | None, *, option: str = "--out") -> Path | None:
     """The directory an `--out` option names, checked before anything is written.
 
-    Taken as text, not as a path: a path option turns `--out ""` into `.`, which would
-    scatter a run's files into the current directory. A name that exists and is not a
-    directory is refused here, not as a traceback half-way through a run.
-    """
+    Taken as text: a path option turns `--out ""` into `.`, which would scatter a run's
+    files into the current directory."""
     if text is None:
         return None
     if not text.strip():

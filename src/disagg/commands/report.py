@@ -1,10 +1,4 @@
-"""`disagg report RUN_DIR... [--out DIR] [--json]`: tables, charts and comparisons from runs.
-
-Exit status: 0 report written, 1 no valid point in any run (nothing written) or a
-report file that cannot be written, 2 bad input (missing directory, no run found,
-unreadable plan.json, an --out or report directory that cannot be written: not a
-directory, under a regular file, read-only).
-"""
+"""`disagg report RUN_DIR... [--out DIR] [--json]`: tables, charts and comparisons from runs."""
 
 from __future__ import annotations
 

@@ -191,6 +191,8 @@ def status_command(
     A job that reached its time limit shows as TIMEOUT. Exit status: 0 nothing failed,
     1 a run failed, timed out or was cancelled.
     """
+    from contextlib import nullcontext
+
     from rich.live import Live
 
     from disagg.launch import slurm
@@ -202,26 +204,21 @@ def status_command(
         else:
             make_console(stderr=True).print("no disagg jobs in the queue")
         return
-    if watch and not as_json:
-        with Live(console=make_console(), auto_refresh=False) as live:
-            while True:
-                views = [slurm.view(name) for name in names]
-                live.update(_render_views(views), refresh=True)
-                if all(v.finished for v in views):
-                    break
-                time.sleep(interval)
-    else:
+    live = Live(console=make_console(), auto_refresh=False) if watch and not as_json else None
+    with live or nullcontext():
         while True:
             views = [slurm.view(name) for name in names]
+            if live is not None:
+                live.update(_render_views(views), refresh=True)
             if not watch or all(v.finished for v in views):
                 break
             time.sleep(interval)
-        if as_json:
-            rows = [v.to_json() for v in views]
-            single = targets is not None and len(targets) == 1
-            print(json.dumps(rows[0] if single else rows, indent=2))
-        else:
-            make_console().print(_render_views(views))
+    if as_json:
+        rows = [v.to_json() for v in views]
+        single = targets is not None and len(targets) == 1
+        print(json.dumps(rows[0] if single else rows, indent=2))
+    elif live is None:
+        make_console().print(_render_views(views))
     if any(
         v.run_status in ("failed", "cancelled", slurm.TIMEOUT, slurm.ORCHESTRATOR_DEAD)
         for v in views

@@ -1,17 +1,15 @@
 """DA005-DA008: per-variant sanity of roles, GPUs, concurrency points and models to stage.
 
-These catch recipes that load but cannot run as written: an engine asked for more
-(or fewer) GPUs than its worker gets, workers that do not divide their nodes (unless
-the engine packs prefill and decode together, which sizes the job by itself), a
-sweep with an empty, unsorted or repeated concurrency list, or roles naming different
-draft model repos (the plan stages one per variant). Engine settings are read through
-the engine adapters, the same reading the plan uses.
+These catch recipes that load but cannot run as written: an engine given more (or
+fewer) GPUs than its worker gets, workers that do not divide their nodes, a bad
+concurrency list, or roles naming different draft repos (one is staged per variant).
+Engine settings are read through the engine adapters, as the plan reads them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from disagg.cluster import is_repo_id
@@ -20,12 +18,12 @@ from disagg.engines.base import EngineAdapter
 from disagg.engines.worker import Parallelism, WorkerRole, WorkerSpec, as_int
 from disagg.recipe.benchmark_section import concurrency_points
 from disagg.recipe.lint.context import FileContext
-from disagg.recipe.lint.model import Finding, Location, Severity
+from disagg.recipe.lint.model import Finding, Location, Rule, Severity
 
-PARALLELISM = ("DA005", "parallelism-vs-gpus")
-LAYOUT = ("DA006", "workers-vs-nodes")
-CONCURRENCY = ("DA007", "concurrency-list")
-DRAFT = ("DA008", "draft-model-not-staged")
+PARALLELISM = Rule("DA005", "parallelism-vs-gpus")
+LAYOUT = Rule("DA006", "workers-vs-nodes")
+CONCURRENCY = Rule("DA007", "concurrency-list")
+DRAFT = Rule("DA008", "draft-model-not-staged")
 
 # resources prefix -> engine config section
 ROLES = {"prefill": "prefill", "decode": "decode", "agg": "aggregated"}
@@ -80,65 +78,58 @@ def _roles(config: Mapping[str, Any]) -> Iterator[_Role]:
 class _Checker:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.findings: dict[tuple[str, str, str], Finding] = {}
-        self.variants: dict[tuple[str, str, str], list[str]] = {}
+        self.found: dict[tuple[str, str, str], tuple[Finding, list[str]]] = {}
+        self.variant = ""  # the one being checked
 
-    def named(self, variant: str, key: str) -> str:
+    def named(self, key: str) -> str:
         """`resources.<key>` as the file spells it: the bare key in v1 (`prefill_workers`),
         the role field in schema 2 (`roles.prefill.workers`)."""
-        name = self.ctx.written_name(variant, f"resources.{key}")
+        name = self.ctx.written_name(self.variant, f"resources.{key}")
         return key if name == f"resources.{key}" else name
 
-    def loc(self, variant: str, path: tuple[str, ...], role: str) -> Location:
-        node = self.ctx.locate(variant, path)
+    def loc(self, path: tuple[str, ...], role: str) -> Location:
+        node = self.ctx.locate(self.variant, path)
         if node is None:
             return Location(self.ctx.path, role=role)
         return Location(self.ctx.path, node.line, node.col, role, node.block)
 
     def add(
         self,
-        rule: tuple[str, str],
+        rule: Rule,
         severity: Severity,
-        variant: str,
         message: str,
         locations: list[Location],
         hint: str,
     ) -> None:
         """One finding per place and message, listing every variant that shares it."""
-        key = (rule[0], str(locations[0]), message)
-        old = self.findings.get(key)
-        variants = self.variants.setdefault(key, [])
-        variants.append(variant)
-        self.findings[key] = Finding(
-            rule=rule[0],
-            name=rule[1],
-            severity=severity,
-            message=f"{message} [variants: {', '.join(variants)}]",
-            locations=old.locations if old else tuple(locations),
-            hint=hint,
-        )
+        key = (rule.code, str(locations[0]), message)
+        if key not in self.found:
+            self.found[key] = (rule.finding(severity, message, tuple(locations), hint), [])
+        self.found[key][1].append(self.variant)
 
-    def role_layout(self, variant: str, role: _Role, shared: bool) -> int | None:
+    def findings(self) -> list[Finding]:
+        return [
+            replace(finding, message=f"{finding.message} [variants: {', '.join(variants)}]")
+            for finding, variants in self.found.values()
+        ]
+
+    def role_layout(self, role: _Role, shared: bool) -> int | None:
         """Check workers vs nodes; return the GPUs each worker gets when that is well defined.
-
-        `shared`: some role has `<role>_nodes: 0`, so its workers share the other roles'
-        nodes (srt-slurm's co-located layout); the pool is checked as a whole instead.
-        """
+        `shared`: roles share nodes (a `<role>_nodes: 0`), so the pool is checked as a whole."""
         res = ("resources",)
         total = role.nodes * role.gpus_per_node
         where = [
-            self.loc(variant, (*res, f"{role.name}_workers"), "workers"),
-            self.loc(variant, (*res, f"{role.name}_nodes"), "nodes"),
+            self.loc((*res, f"{role.name}_workers"), "workers"),
+            self.loc((*res, f"{role.name}_nodes"), "nodes"),
         ]
         if role.workers <= 0 or role.nodes < 0 or (role.nodes == 0 and not shared):
             self.add(
                 LAYOUT,
                 Severity.ERROR,
-                variant,
                 f"{role.name}: {role.workers} worker(s) on {role.nodes} node(s); both must be >= 1",
                 where,
-                f"set {self.named(variant, f'{role.name}_workers')} and "
-                f"{self.named(variant, f'{role.name}_nodes')} to positive counts",
+                f"set {self.named(f'{role.name}_workers')} and "
+                f"{self.named(f'{role.name}_nodes')} to positive counts",
             )
             return None
         if role.gpus_per_node <= 0 or shared:
@@ -148,36 +139,32 @@ class _Checker:
                 self.add(
                     LAYOUT,
                     Severity.ERROR,
-                    variant,
                     f"{role.name}: {role.workers} workers cannot split {role.nodes} node(s) x "
                     f"{role.gpus_per_node} GPUs evenly",
                     where,
-                    f"make {self.named(variant, f'{role.name}_workers')} divide {total}, "
-                    f"or set {self.named(variant, f'gpus_per_{role.name}')}",
+                    f"make {self.named(f'{role.name}_workers')} divide {total}, "
+                    f"or set {self.named(f'gpus_per_{role.name}')}",
                 )
                 return None
             return total // role.workers
         per = role.gpus_per_worker
-        where.append(self.loc(variant, (*res, f"gpus_per_{role.name}"), "gpus_per_worker"))
+        where.append(self.loc((*res, f"gpus_per_{role.name}"), "gpus_per_worker"))
         if per <= 0 or (
             role.gpus_per_node % per if per <= role.gpus_per_node else per % role.gpus_per_node
         ):
             self.add(
                 LAYOUT,
                 Severity.ERROR,
-                variant,
-                f"{role.name}: {self.named(variant, f'gpus_per_{role.name}')}={per} neither "
+                f"{role.name}: {self.named(f'gpus_per_{role.name}')}={per} neither "
                 f"divides nor is a multiple of gpus_per_node={role.gpus_per_node}",
                 where,
                 "a worker uses a whole number of nodes, or several workers share one node",
             )
             return None
-        self.capacity(variant, [role], {role.name: per}, where)
+        self.capacity([role], {role.name: per}, where)
         return per
 
-    def capacity(
-        self, variant: str, roles: list[_Role], per: dict[str, int], where: list[Location]
-    ) -> None:
+    def capacity(self, roles: list[_Role], per: dict[str, int], where: list[Location]) -> None:
         """The workers' GPUs must fit the roles' nodes; unused GPUs are worth a note."""
         need = sum(r.workers * per[r.name] for r in roles)
         total = sum(r.nodes for r in roles) * roles[0].gpus_per_node
@@ -187,7 +174,6 @@ class _Checker:
             self.add(
                 LAYOUT,
                 Severity.ERROR,
-                variant,
                 f"{names}: workers need {detail} = {need} GPUs, but "
                 f"{sum(r.nodes for r in roles)} node(s) x {roles[0].gpus_per_node} give only "
                 f"{total}",
@@ -198,13 +184,12 @@ class _Checker:
             self.add(
                 LAYOUT,
                 Severity.INFO,
-                variant,
                 f"{names}: workers use {detail} = {need} of {total} allocated GPUs",
                 where,
                 "lower the node count if the idle GPUs are not intended",
             )
 
-    def shared_pool(self, variant: str, adapter: EngineAdapter | None, roles: list[_Role]) -> None:
+    def shared_pool(self, adapter: EngineAdapter | None, roles: list[_Role]) -> None:
         """Co-located roles: per-worker GPUs from gpus_per_<role> or the engine's parallelism."""
         per: dict[str, int] = {}
         for role in roles:
@@ -215,13 +200,11 @@ class _Checker:
                 if found is None:
                     return
                 per[role.name] = found[0].gpus
-        where = [self.loc(variant, ("resources", f"{r.name}_nodes"), "nodes") for r in roles]
+        where = [self.loc(("resources", f"{r.name}_nodes"), "nodes") for r in roles]
         if roles[0].gpus_per_node > 0:
-            self.capacity(variant, roles, per, where)
+            self.capacity(roles, per, where)
 
-    def parallelism(
-        self, variant: str, adapter: EngineAdapter, role: _Role, gpus: int | None
-    ) -> None:
+    def parallelism(self, adapter: EngineAdapter, role: _Role, gpus: int | None) -> None:
         found = _parallel(adapter, role, gpus)
         if found is None:
             return
@@ -229,15 +212,14 @@ class _Checker:
         engine = adapter.name
         tp_n, dp_n, pp_n, world = par.tp, par.dp, par.pp, par.gpus
         ep_n = par.ep if adapter.flags.find(role.args, "ep") else 1  # vLLM's EP spans every rank
-        where = [self.loc(variant, (*role.args_path, k), k) for k in keys]
-        where.append(self.loc(variant, ("resources", f"{role.name}_nodes"), "nodes"))
+        where = [self.loc((*role.args_path, k), k) for k in keys]
+        where.append(self.loc(("resources", f"{role.name}_nodes"), "nodes"))
         shown = ", ".join(f"{k}={role.args[k]}" for k in keys) or "no parallelism args (1 GPU)"
         if gpus is not None and world != gpus:
             formula = f"tp {tp_n} x pp {pp_n}" + (f" x dp {dp_n}" if world > tp_n * pp_n else "")
             self.add(
                 PARALLELISM,
                 Severity.ERROR if world > gpus else Severity.WARNING,
-                variant,
                 f"{role.name} ({engine}): {shown} needs {formula} = {world} GPUs per worker, "
                 f"but each worker gets {gpus}" + (" (the rest stay idle)" if world < gpus else ""),
                 where,
@@ -248,7 +230,6 @@ class _Checker:
             self.add(
                 PARALLELISM,
                 Severity.ERROR,
-                variant,
                 f"{role.name} ({engine}): with DP attention the data-parallel size {dp_n} must "
                 f"divide the tensor-parallel size {tp_n}",
                 where,
@@ -258,23 +239,22 @@ class _Checker:
             self.add(
                 PARALLELISM,
                 Severity.ERROR,
-                variant,
                 f"{role.name} ({engine}): expert-parallel size {ep_n} must divide the "
                 f"{tp_n * pp_n} ranks of the worker",
                 where,
                 "use an expert-parallel size that divides tp x pp",
             )
 
-    def concurrency(self, variant: str, config: Mapping[str, Any]) -> None:
+    def concurrency(self, config: Mapping[str, Any]) -> None:
         bench = config.get("benchmark")
         if not isinstance(bench, Mapping) or "concurrencies" not in bench:
             return
         raw = bench["concurrencies"]
-        where = [self.loc(variant, ("benchmark", "concurrencies"), "concurrencies")]
+        where = [self.loc(("benchmark", "concurrencies"), "concurrencies")]
 
         def found(severity: Severity, message: str) -> None:
             hint = 'list each concurrency once, ascending, e.g. [1, 4, 16] or "1x4x16"'
-            self.add(CONCURRENCY, severity, variant, message, where, hint)
+            self.add(CONCURRENCY, severity, message, where, hint)
 
         try:
             points = concurrency_points(raw)
@@ -291,7 +271,7 @@ class _Checker:
         if points != sorted(points):
             found(Severity.WARNING, f"benchmark.concurrencies {raw!r} is not in ascending order")
 
-    def one_draft(self, variant: str, adapter: EngineAdapter, roles: list[_Role]) -> None:
+    def one_draft(self, adapter: EngineAdapter, roles: list[_Role]) -> None:
         """The plan stages one draft repo per variant (bound as ${model.draft})."""
         drafts = {r.name: d for r in roles if (d := _staged_draft(adapter, r))}
         if len(set(drafts.values())) < 2:
@@ -299,12 +279,11 @@ class _Checker:
         self.add(
             DRAFT,
             Severity.ERROR,
-            variant,
             "roles name different draft model repos ("
             + ", ".join(f"{name}: {repo}" for name, repo in drafts.items())
             + "); only one draft model is staged per variant",
             [
-                self.loc(variant, (*r.args_path, _draft_key(adapter, r)), _draft_key(adapter, r))
+                self.loc((*r.args_path, _draft_key(adapter, r)), _draft_key(adapter, r))
                 for r in roles
                 if r.name in drafts
             ],
@@ -316,9 +295,8 @@ def _colocated(
     config: Mapping[str, Any], adapter: EngineAdapter | None, roles: list[_Role]
 ) -> dict[str, int] | None:
     """GPUs per worker of each role when an engine that colocates (vLLM) packs prefill and
-    decode together, else None: srt-slurm (`VLLMProtocol.should_colocate_prefill_decode`)
-    then sizes the job from the workers' GPUs alone, so the node counts only size the
-    workers and cannot be too small (`disagg.plan.node_layout.Colocation` checks it)."""
+    decode together, else None: srt-slurm then sizes the job from the workers' GPUs alone,
+    so node counts cannot be too small (`disagg.plan.node_layout.Colocation`)."""
     backend = config.get("backend")
     if adapter is None or not adapter.colocates or not isinstance(backend, Mapping):
         return None
@@ -357,8 +335,8 @@ def _staged_draft(adapter: EngineAdapter, role: _Role) -> str | None:
 def _parallel(
     adapter: EngineAdapter | None, role: _Role, gpus: int | None = None
 ) -> tuple[Parallelism, list[str]] | None:
-    """The engine adapter's reading of a role's parallel layout, and the keys it read; with
-    the worker's `gpus`, as the adapter lays out a worker given them (ATOM sizes TP so)."""
+    """The adapter's reading of a role's parallel layout and the keys it read; with `gpus`,
+    as it lays out a worker given them (ATOM sizes TP so)."""
     if adapter is None or not adapter.uses_gpus:
         return None
     keys = [hit[0] for s in _PARALLEL_SETTINGS if (hit := adapter.flags.find(role.args, s))]
@@ -376,24 +354,21 @@ def _draft_key(adapter: EngineAdapter, role: _Role) -> str:
 
 def check(ctx: FileContext) -> list[Finding]:
     checker = _Checker(ctx)
-    configs = dict(ctx.variants.configs)
-    if ctx.is_override_file and not configs:  # `file.yaml:base` is the only runnable selection
-        base = ctx.data.get("base")
-        configs["base"] = base if isinstance(base, dict) else {}
-    for variant, config in configs.items():
+    for variant, config in ctx.runnable.items():
+        checker.variant = variant
         adapter = registry.get(_engine(config))
         roles = [r for r in _roles(config) if r.workers or r.nodes]
         shared = any(r.nodes == 0 for r in roles) and any(r.nodes > 0 for r in roles)
         packed = _colocated(config, adapter, roles)
         for role in roles:
-            gpus = checker.role_layout(variant, role, shared or packed is not None)
+            gpus = checker.role_layout(role, shared or packed is not None)
             if packed is not None:
                 gpus = packed[role.name]
             if adapter is not None:
-                checker.parallelism(variant, adapter, role, gpus)
+                checker.parallelism(adapter, role, gpus)
         if shared and roles and packed is None:
-            checker.shared_pool(variant, adapter, roles)
+            checker.shared_pool(adapter, roles)
         if adapter is not None:
-            checker.one_draft(variant, adapter, roles)
-        checker.concurrency(variant, config)
-    return list(checker.findings.values())
+            checker.one_draft(adapter, roles)
+        checker.concurrency(config)
+    return checker.findings()

@@ -56,9 +56,8 @@ class FileContext:
 
     @cached_property
     def nodes(self) -> list[Node]:
-        """Every node of the file once, depth first: walked once for the rules that look
-        at every node (export hazards, duplicate keys, literal secrets). The scan recorded
-        them for its root as it composed it; any other root is walked."""
+        """Every node of the file once, depth first, for the rules that look at every node
+        (the scan recorded them for its root; any other root is walked)."""
         if self.root is self.scanned.root and self.scanned.nodes:
             return self.scanned.nodes
         return list(walk(self.root))
@@ -68,15 +67,22 @@ class FileContext:
         return to_python(self.root)
 
     @cached_property
+    def runnable(self) -> dict[str, dict[str, Any]]:
+        """Each variant's config; `base` alone in an override file without variants
+        (`file.yaml:base` is then the only runnable selection)."""
+        configs = dict(self.variants.configs)
+        if self.is_override_file and not configs:
+            base = self.data.get("base")
+            configs["base"] = base if isinstance(base, dict) else {}
+        return configs
+
+    @cached_property
     def dialect(self) -> str:
         """`v1` or `schema2`, as the loader decides (`disagg.recipe.dialects`)."""
         from disagg.recipe.dialects import detect
 
-        data = self.data
-        if not isinstance(data, dict):
-            return "v1"
         try:
-            return detect(data, lambda path: None)
+            return detect(self.data, lambda path: None)
         except DisaggError:
             return "v1"
 
@@ -110,14 +116,15 @@ class FileContext:
         translation = self.variants.translations.get(variant)
         if translation is not None:  # a schema-2 file: where it wrote the internal path
             path = tuple(str(part) for part in translation.written_path(path))
-        # `zip_override_x[2]` is element 2 of block `zip_override_x`; a block's own name
-        # may contain `[` (`override_[a`), so only a trailing `[digits]` is an index.
+        # `zip_override_x[2]` is element 2 of its block; only a trailing `[digits]` is an
+        # index (`override_[a` is a block's own name).
         name, index = variant, None
         head, bracket, rest = variant.rpartition("[")
         if bracket and rest.endswith("]") and rest[:-1].isdigit():
             name, index = head, int(rest[:-1])
-        scopes = [self.root] if name == BASE and not self.is_override_file else []
-        if name != BASE or self.is_override_file:
+        if name == BASE and not self.is_override_file:
+            scopes = [self.root]
+        else:
             scopes = [b for b in (self.block(name), self.block(BASE)) if b is not None]
         for scope in scopes:
             node: Node | None = scope

@@ -1,15 +1,14 @@
 """DA001: an alias whose anchor lives in a different variant block.
 
-Anchors resolve in document order, so such an alias works only while its sibling
-block exists, keeps that anchor and stays above it. Deleting or reordering the
-sibling breaks this variant, and the parser then points at the alias, not at the
-cause. Shared values belong in `base` or an `x-` block (`--fix` moves them).
+Such an alias works only while its sibling block exists, keeps that anchor and stays
+above it; deleting or reordering the sibling breaks this variant, and the parser then
+points at the alias, not at the cause. `--fix` moves the value into an `x-` block.
 """
 
 from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext, is_variant_block
-from disagg.recipe.lint.model import Finding, Location, Rule, Severity
+from disagg.recipe.lint.model import Finding, Rule, Severity
 from disagg.recipe.lint.nodes import Alias, Anchor
 
 RULE = Rule("DA001", "cross-variant-anchor")
@@ -34,7 +33,7 @@ def check(ctx: FileContext) -> list[Finding]:
             groups.setdefault(alias.block, []).append(alias)
         defined = ctx.loc(anchor, "anchor")
         described = "; ".join(
-            f"{block} ({', '.join(str(_alias_loc(ctx, a)) for a in group)})"
+            f"{block} ({', '.join(str(ctx.loc(a, 'alias')) for a in group)})"
             for block, group in groups.items()
         )
         findings.append(
@@ -45,7 +44,7 @@ def check(ctx: FileContext) -> list[Finding]:
                     f"{defined} but aliased from {len(groups)} other block(s): {described}; "
                     f"deleting, renaming or reordering {anchor.block} breaks them"
                 ),
-                locations=(defined, *(_alias_loc(ctx, a) for a in aliases)),
+                locations=(defined, *(ctx.loc(a, "alias") for a in aliases)),
                 hint=(
                     f"move the value into a top-level `x-shared:` block (or `base:`) and alias "
                     f"*{anchor.name} everywhere; `disagg lint --fix` does this"
@@ -54,7 +53,3 @@ def check(ctx: FileContext) -> list[Finding]:
             )
         )
     return findings
-
-
-def _alias_loc(ctx: FileContext, alias: Alias) -> Location:
-    return ctx.loc(alias, "alias")

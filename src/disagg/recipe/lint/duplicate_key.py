@@ -13,10 +13,6 @@ from disagg.recipe.lint.nodes import Node
 RULE = Rule("DA012", "duplicate-key")
 
 
-def _dotted(path: tuple[str, ...], key: object) -> str:
-    return ".".join((*path, str(key)))
-
-
 def check(ctx: FileContext) -> list[Finding]:
     findings: list[Finding] = []
     for node in ctx.nodes:
@@ -30,7 +26,7 @@ def check(ctx: FileContext) -> list[Finding]:
             if earlier is None:
                 first[key.value] = key
                 continue
-            name = _dotted(node.path, key.value)
+            name = ".".join((*node.path, str(key.value)))
             findings.append(
                 RULE.finding(
                     Severity.WARNING,

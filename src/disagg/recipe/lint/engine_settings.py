@@ -1,12 +1,9 @@
 """DA010: engine settings the plan does not carry out as written (ignored or refused, with why).
 
-The plan sets placement itself (listen ports, node ranks, rendezvous addresses, the
-staged model path); a recipe that writes one of those gets the plan's value instead.
-Nothing about that is silent: `disagg plan` and plan.json list each such field under
-`ignored`, and this rule points at where it is written. The engine adapters decide
-which settings these are, the same answer the plan gets. Engine-wide `backend.*` knobs
-no adapter carries out (`engines.backend_fields`) are listed the same way; the ones
-the plan refuses are warnings.
+The plan sets placement itself (ports, node ranks, rendezvous addresses, the staged
+model path) and lists a recipe's own value under `ignored`; this rule points at where
+it is written. The engine adapters decide which settings these are, as for the plan;
+engine-wide `backend.*` knobs the plan refuses (`engines.backend_fields`) are warnings.
 """
 
 from __future__ import annotations
@@ -26,11 +23,15 @@ def check(ctx: FileContext) -> list[Finding]:
     variants: dict[tuple[str, str], list[str]] = {}
     where: dict[tuple[str, str], Location] = {}
     refused: set[str] = set()
-    configs = dict(ctx.variants.configs)
-    if ctx.is_override_file and not configs:  # `file.yaml:base` is the only runnable selection
-        base = ctx.data.get("base")
-        configs["base"] = base if isinstance(base, dict) else {}
-    for variant, config in configs.items():
+
+    def found(variant: str, field: str, why: str, path: tuple[str, ...], role: str) -> None:
+        key = (field, why)
+        variants.setdefault(key, []).append(variant)
+        if key not in where:
+            node = ctx.locate(variant, path)
+            where[key] = ctx.loc(node, role) if node is not None else Location(ctx.path, role=role)
+
+    for variant, config in ctx.runnable.items():
         backend = config.get("backend")
         if not isinstance(backend, Mapping):
             continue
@@ -38,28 +39,14 @@ def check(ctx: FileContext) -> list[Finding]:
         if adapter is None:
             continue
         for field, action, why in unhonoured(backend, adapter.backend_fields):
-            key = (field, why)
-            variants.setdefault(key, []).append(variant)
             if action == "refused":
                 refused.add(field)
-            if key not in where:
-                node = ctx.locate(variant, tuple(field.split(".")))
-                where[key] = (
-                    ctx.loc(node, field) if node is not None else Location(ctx.path, role=field)
-                )
+            found(variant, field, why, tuple(field.split(".")), field)
         for role in WORKER_ROLES:
             path = adapter.args_path(role)
             for item in adapter.ignored(adapter.role_args(backend, role), role):
                 field = ".".join((*path, item.key))
-                key = (field, item.reason)
-                variants.setdefault(key, []).append(variant)
-                if key not in where:
-                    node = ctx.locate(variant, (*path, item.key))
-                    where[key] = (
-                        ctx.loc(node, item.key)
-                        if node is not None
-                        else Location(ctx.path, role=item.key)
-                    )
+                found(variant, field, item.reason, (*path, item.key), item.key)
     return [
         RULE.finding(
             Severity.WARNING if field in refused else Severity.INFO,

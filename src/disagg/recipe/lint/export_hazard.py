@@ -10,25 +10,11 @@ import re
 
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Rule, Severity
-from disagg.recipe.lint.nodes import Node
+from disagg.recipe.lint.nodes import Node, is_env_map, scalars
 
 RULE = Rule("DA004", "export-hazard")
 _VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DIRECTIVE_BLOCKS = ("srun_options", "sbatch_directives")
-
-
-def _is_env_map(path: tuple[str, ...]) -> bool:
-    last = path[-1] if path else ""
-    return last.endswith("environment") or last in ("env", "export_env")
-
-
-def _strings(node: Node) -> list[Node]:
-    """The scalar string(s) a value node holds (zip lists hold one per variant)."""
-    if node.kind == "scalar":
-        return [node] if isinstance(node.value, str) else []
-    if node.kind == "seq":
-        return [i for i in node.items if i.kind == "scalar" and isinstance(i.value, str)]
-    return []
 
 
 def _split_export(value: str) -> list[str]:
@@ -46,17 +32,17 @@ def check(ctx: FileContext) -> list[Finding]:
     for node in ctx.nodes:
         if node.kind != "map":
             continue
-        if _is_env_map(node.path):
+        if is_env_map(node.path):
             for key, value in node.pairs:
-                for text in _strings(value):
-                    if "," in str(text.value):
+                for text in scalars(value):
+                    if isinstance(text.value, str) and "," in text.value:
                         findings.append(_env_finding(ctx, node, str(key.value), text))
         elif node.path and node.path[-1] in _DIRECTIVE_BLOCKS:
             for key, value in node.pairs:
                 if str(key.value).lstrip("-") != "export":
                     continue
-                for text in _strings(value):
-                    broken = _split_export(str(text.value))
+                for text in scalars(value):
+                    broken = isinstance(text.value, str) and _split_export(text.value)
                     if broken:
                         findings.append(_directive_finding(ctx, node, text, broken))
     return findings

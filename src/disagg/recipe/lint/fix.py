@@ -1,10 +1,7 @@
 """`--fix` for DA001: hoist each cross-variant anchor into a top-level `x-shared` block.
 
-The anchored node is moved (ruamel round trip keeps comments and key order) into
-`x-shared`, placed right after `base`, and the block that defined it now aliases
-it like every other user. The fix is only written when every variant expands to
-exactly the same config before and after and the new text has no DA001 left;
-otherwise nothing changes and the result says why.
+ruamel's round trip keeps comments and key order. The fix is only written when every
+variant expands exactly as before and no DA001 is left; otherwise the result says why.
 """
 
 from __future__ import annotations
@@ -52,21 +49,21 @@ def round_trip_yaml(text: str) -> YAML:
 
 def _indentation(text: str) -> tuple[int, int, int]:
     """The file's own indentation, so the rewrite does not reflow untouched blocks."""
-    mapping = 2
-    nested = r"^[^\s#][^\n]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*( +)[^\s#-]"
-    for match in re.finditer(nested, text, re.M):
-        mapping = len(match.group(1))
-        break
-    offset = 0
-    pattern = r"^( *)[^\s#-][^\n]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*( *)- "
-    for match in re.finditer(pattern, text, re.M):
-        offset = max(0, len(match.group(2)) - len(match.group(1)))
-        break
+    nested = re.search(r"^[^\s#][^\n]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*( +)[^\s#-]", text, re.M)
+    mapping = len(nested.group(1)) if nested else 2
+    listed = re.search(r"^( *)[^\s#-][^\n]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*\n)*( *)- ", text, re.M)
+    offset = max(0, len(listed.group(2)) - len(listed.group(1))) if listed else 0
     return mapping, max(mapping, offset + 2), offset
 
 
 def _expand(yaml: YAML, text: str, file: str) -> dict[str, dict[str, Any]]:
     return expand_variants(yaml.load(text), file=file)
+
+
+def _left(result: FixResult, reason: str) -> tuple[None, FixResult]:
+    """The file is left unchanged, for `reason`."""
+    result.reason = reason
+    return None, result
 
 
 def _lookup(doc: Any, anchor: Anchor) -> Any:
@@ -81,11 +78,9 @@ def fix_text(text: str, file: str) -> tuple[str | None, FixResult]:
     result = FixResult(file)
     scanned = scan(file, text)
     if scanned.syntax is not None or scanned.root is None or scanned.root.kind != "map":
-        result.reason = "the file does not parse as a recipe map; fix that first"
-        return None, result
+        return _left(result, "the file does not parse as a recipe map; fix that first")
     if scanned.undefined:
-        result.reason = "the file has undefined aliases (DA002); fix those first"
-        return None, result
+        return _left(result, "the file has undefined aliases (DA002); fix those first")
     ctx = FileContext(file, scanned, scanned.root)
     targets = [anchor for anchor, _ in cross_variant_aliases(ctx).values()]
     if not targets:
@@ -95,24 +90,22 @@ def fix_text(text: str, file: str) -> tuple[str | None, FixResult]:
         before = _expand(yaml, text, file)
         doc = yaml.load(text)
     except (DisaggError, ValueError) as exc:
-        result.reason = f"the file does not expand into variants: {exc}"
-        return None, result
+        return _left(result, f"the file does not expand into variants: {exc}")
     except Exception as exc:  # ruamel raises its own error types (duplicate keys...)
-        result.reason = f"the round-trip parser rejects the file: {exc}"
-        return None, result
+        return _left(result, f"the round-trip parser rejects the file: {exc}")
     shared = doc.get(SHARED)
     if shared is None:
         shared = CommentedMap()
         keys = list(doc)
         doc.insert(keys.index(BASE) + 1 if BASE in keys else 0, SHARED, shared)
     elif not isinstance(shared, CommentedMap):
-        result.reason = f"`{SHARED}` exists but is not a map"
-        return None, result
+        return _left(result, f"`{SHARED}` exists but is not a map")
     for anchor in targets:
         value = _lookup(doc, anchor)
         if not hasattr(value, "yaml_set_anchor"):
-            result.reason = f"&{anchor.name} anchors a value the round-trip writer cannot move"
-            return None, result
+            return _left(
+                result, f"&{anchor.name} anchors a value the round-trip writer cannot move"
+            )
         key = anchor.name
         suffix = 2
         while key in shared and shared[key] is not value:
@@ -131,25 +124,20 @@ def _verify(
 ) -> tuple[str | None, FixResult]:
     rescanned = scan(file, fixed)
     if rescanned.syntax is not None or rescanned.undefined or rescanned.root is None:
-        result.reason = "the rewritten file would not parse; left unchanged"
-        return None, result
+        return _left(result, "the rewritten file would not parse; left unchanged")
     left = cross_variant_aliases(FileContext(file, rescanned, rescanned.root))
     if left:
         names = ", ".join(sorted(a.name for a, _ in left.values()))
-        result.reason = f"anchors still cross variant blocks after the move ({names})"
-        return None, result
+        return _left(result, f"anchors still cross variant blocks after the move ({names})")
     try:
         after = _expand(round_trip_yaml(fixed), fixed, file)
     except Exception as exc:
-        result.reason = f"the rewritten file does not expand ({exc}); left unchanged"
-        return None, result
+        return _left(result, f"the rewritten file does not expand ({exc}); left unchanged")
     if list(after) != list(before):
-        result.reason = "the rewritten file has different variants; left unchanged"
-        return None, result
+        return _left(result, "the rewritten file has different variants; left unchanged")
     for name, config in before.items():
         if after[name] != config:
-            result.reason = f"variant {name} would expand differently; left unchanged"
-            return None, result
+            return _left(result, f"variant {name} would expand differently; left unchanged")
     return fixed, result
 
 

@@ -1,19 +1,15 @@
 """DA009: a token, API key or password written into the recipe itself.
 
-A recipe is shared, committed and copied into every run's plan.json; a credential
-in it leaks with each of those. The job inherits the submitting shell's environment,
-so the value belongs there (and its name in the cluster profile's `secret_env`, which
-the submit pre-flight checks), not in the file. Which keys look secret is decided by
-`disagg.redact`, the same rule that hides their values in printed plans and reports:
-a credential-like key holding a written value, or a value shaped like a known token
-(`hf_...`, `ghp_...`, `sk-...`, an AWS key id, a JWT) under any key.
+A recipe is shared, committed and copied into every plan.json, so a credential in it
+leaks with each; it belongs in the submitting shell's environment. What looks secret is
+`disagg.redact`'s rule, the one that hides such values in printed plans and reports.
 """
 
 from __future__ import annotations
 
 from disagg.recipe.lint.context import FileContext
 from disagg.recipe.lint.model import Finding, Rule, Severity
-from disagg.recipe.lint.nodes import Node
+from disagg.recipe.lint.nodes import Node, is_env_map, scalars
 from disagg.redact import has_token, is_literal_secret, is_secret_name
 
 RULE = Rule("DA009", "literal-secret")
@@ -25,23 +21,14 @@ def check(ctx: FileContext) -> list[Finding]:
         if node.kind == "map":
             for key, value in node.pairs:
                 name = str(key.value)
-                for text in _texts(value):
+                for text in scalars(value):
                     if is_literal_secret(name, text.value):
                         findings.append(_finding(ctx, node, name, text))
         elif node.kind == "seq":
             findings += _argv_secrets(ctx, node)
-    # a token inside a list under a key is seen both as the key's value and as a list item
+    # a token in a list under a key is seen as the key's value and as a list item
     once = {(f.locations[0].line, f.locations[0].col): f for f in reversed(findings)}
     return [f for f in findings if once[(f.locations[0].line, f.locations[0].col)] is f]
-
-
-def _texts(node: Node) -> list[Node]:
-    """The scalar value(s) a node holds (a zip list holds one per variant)."""
-    if node.kind == "scalar":
-        return [node]
-    if node.kind == "seq":
-        return [item for item in node.items if item.kind == "scalar"]
-    return []
 
 
 def _argv_secrets(ctx: FileContext, seq: Node) -> list[Finding]:
@@ -68,9 +55,7 @@ def _argv_secrets(ctx: FileContext, seq: Node) -> list[Finding]:
 
 def _finding(ctx: FileContext, owner: Node, name: str, text: Node) -> Finding:
     where = ctx.loc(text, "value")
-    last = owner.path[-1] if owner.path else ""
-    in_env = last.endswith("environment") or last in ("env", "export_env")
-    if in_env:
+    if is_env_map(owner.path):
         hint = (
             f"delete {name} from the recipe and `export {name}=...` in the shell that runs "
             f"`disagg submit`/`run` (the job inherits it); list {name} under the cluster "

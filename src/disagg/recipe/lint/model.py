@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -34,13 +34,7 @@ class Location:
         return f"{self.file}:{self.line}:{self.col or 1}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "line": self.line,
-            "col": self.col,
-            "role": self.role,
-            "block": self.block,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +58,8 @@ class Finding:
         return self.locations[0] if self.locations else None
 
     def sort_key(self) -> tuple[str, int, int, str]:
-        where = self.where
-        line = where.line or 0 if where else 0
-        col = where.col or 0 if where else 0
-        return (self.file, line, col, self.rule)
+        where = self.where or Location(self.file)
+        return (self.file, where.line or 0, where.col or 0, self.rule)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,11 +1,8 @@
 """DA015: a `model.path` that names a directory this machine does not have.
 
-srtctl reads a `model.path` without `hf:` that the cluster's `model_paths` do not name as
-a directory and fails at submit when it is missing. A plan is often made away from the
-cluster's filesystem, so the plan only says so and `disagg submit`'s pre-flight refuses
-it. Lint warns when the path is written like a hub repo (`org/name`, no alias): most
-likely `hf:` was meant; any other missing directory is an info note, as it is expected
-off the cluster.
+srtctl reads a `model.path` without `hf:` as a directory and fails at submit when it is
+missing. A path written like a hub repo (`org/name`, no alias) is a warning: `hf:` was
+most likely meant; any other missing directory is an info note, expected off the cluster.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """One cheap pass over a YAML file's events (libyaml): a node tree that keeps what a load hides.
 
-A plain load resolves aliases and forgets anchors, so it cannot tell a variant that
-aliases its sibling from one that repeats a value. This composer keeps every
-anchor and alias with its position and the top-level block it sits in, builds
-plain Python values (scalars resolved by the loader's own `resolve_plain`), and does not
-stop at an undefined alias: it records it and keeps scanning, so the rule can say
-where an anchor of that name appears later. It stops, like the loader, at the
-bounds of `disagg.recipe.limits` (alias expansion, nesting depth).
+A plain load forgets anchors, so it cannot tell a variant that aliases its sibling from
+one that repeats a value. This keeps every anchor and alias with its position and
+top-level block, and scans on past an undefined alias so DA002 can say where an anchor
+of that name appears later. It stops, like the loader, at `disagg.recipe.limits`.
 """
 
 from __future__ import annotations
@@ -97,10 +94,7 @@ class ScannedFile:
     anchors: list[Anchor] = field(default_factory=list)
     aliases: list[Alias] = field(default_factory=list)
     syntax: SyntaxProblem | None = None
-    documents: int = 0
-    # every node of the first document once, in `walk` order (depth first, keys before
-    # their values, an alias target where it is defined): recorded while composing, so
-    # the rules that look at every node need no second walk
+    # every node of the first document once, in `walk` order, recorded while composing
     nodes: list[Node] = field(default_factory=list)
 
     @property
@@ -109,9 +103,8 @@ class ScannedFile:
 
 
 class _Composer:
-    """Builds the node tree from the event stream; dispatches on the event's exact type
-    (libyaml's events are never subclassed) and pulls children straight from the stream:
-    this loop runs once per node of every linted file."""
+    """Builds the node tree from the event stream. It runs once per node of every linted
+    file, so it dispatches on the exact event type (libyaml's are never subclassed)."""
 
     def __init__(self, scanned: ScannedFile, events: Iterator[yaml.Event]) -> None:
         self.scanned = scanned
@@ -186,9 +179,8 @@ class _Composer:
 def scan(path: str, text: str) -> ScannedFile:
     """Compose `text` once; a syntax error is recorded (with what was seen before it).
 
-    The parser is chosen as the loader chooses it (`disagg.recipe.load`): libyaml's, and
-    PyYAML's pure-Python one where libyaml calls the text malformed (its scanner refuses
-    some valid YAML), so lint never reports a syntax error in a file plan reads."""
+    libyaml's parser, then PyYAML's pure-Python one where libyaml calls the text malformed,
+    as the loader does, so lint never reports a syntax error in a file plan reads."""
     scanned, malformed = _scan(path, text)
     if malformed:
         scanned, _ = _scan(path, text, pure=True)
@@ -203,7 +195,6 @@ def _scan(path: str, text: str, *, pure: bool = False) -> tuple[ScannedFile, boo
     try:
         for event in events:
             if isinstance(event, yaml.DocumentStartEvent):
-                scanned.documents += 1
                 first = next(events)
                 if isinstance(first, yaml.DocumentEndEvent):
                     continue
@@ -249,6 +240,18 @@ def to_python(node: Node | None) -> Any:
         name = key.value if key.kind == "scalar" else str(to_python(key))
         out[name] = to_python(value)
     return {**merged, **out} if merged else out
+
+
+def scalars(node: Node) -> list[Node]:
+    """The scalar value(s) a value node holds (a zip list holds one per variant)."""
+    if node.kind == "seq":
+        return [item for item in node.items if item.kind == "scalar"]
+    return [node] if node.kind == "scalar" else []
+
+
+def is_env_map(path: tuple[str, ...]) -> bool:
+    last = path[-1] if path else ""
+    return last.endswith("environment") or last in ("env", "export_env")
 
 
 def walk(node: Node) -> Iterator[Node]:

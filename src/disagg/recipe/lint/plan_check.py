@@ -1,13 +1,8 @@
 """DA013: what `disagg plan` would refuse in this file, so that a lint gate means the recipe plans.
 
-The file is loaded, typed (unknown keys, wrong types) and every variant placed the
-way `plan` does it, through the same `disagg.plan.file_plans` outcomes (inside
-`file_plans.shared()`, a file `plan_all` already planned is not placed again), on the
-cluster profile lint was given (`disagg lint` resolves it as `disagg plan` does). Bad
-input is an error; a variant this project cannot run (`unsupported: ...`) a warning;
-fields a plan lists as ignored are info notes (engine settings excepted: DA010
-reports those). A planned job whose model directory is not on this machine is DA015's
-(`disagg.recipe.lint.model_dir`).
+Every variant is planned through `disagg.plan.file_plans`, as `plan` does, on the profile
+`plan` would use. Bad input is an error, `unsupported: ...` a warning, fields the plan
+ignores info notes (engine settings are DA010's, a missing model directory DA015's).
 An srt-slurm cluster config is not a recipe and is left alone.
 """
 
@@ -29,10 +24,8 @@ def _finding(
     message: str,
     hint: str | None = None,
 ) -> Finding:
-    location = Location(
-        path, where.line if where else None, where.column if where else None, "plan"
-    )
-    return RULE.finding(severity, message, (location,), hint=hint)
+    line, col = (where.line, where.column) if where else (None, None)
+    return RULE.finding(severity, message, (Location(path, line, col, "plan"),), hint=hint)
 
 
 def _refusal(path: str, exc: DisaggError) -> Finding:

@@ -75,25 +75,6 @@ def read_text(path: Path) -> str | Finding:
         return _unreadable(str(path), f"not UTF-8 text (byte {exc.start})")
 
 
-def lint_scanned(
-    scanned: list[ScannedFile], profile: ClusterProfile | None = None
-) -> list[Finding]:
-    """Run every rule over already-scanned files (anchors are looked up across all of them);
-    DA013 plans on `profile`."""
-    anchors: dict[str, list[tuple[str, Anchor]]] = {}
-    for one in scanned:
-        for anchor in one.anchors:
-            anchors.setdefault(anchor.name, []).append((one.path, anchor))
-    findings: list[Finding] = []
-    for one in scanned:
-        elsewhere = {
-            name: [(f, a) for f, a in spots if f != one.path] for name, spots in anchors.items()
-        }
-        findings.extend(check_undefined_alias(one.path, one, elsewhere))
-        findings.extend(lint_one(one, profile))
-    return findings
-
-
 def lint_one(scanned: ScannedFile, profile: ClusterProfile | None = None) -> list[Finding]:
     """The single-file rules (everything but DA002, which needs the other files' anchors)."""
     path = scanned.path
@@ -141,6 +122,15 @@ def lint_paths(paths: list[Path], profile: ClusterProfile | None = None) -> Lint
             findings.append(text)
         else:
             scanned.append(scan(str(path), text))
-    findings.extend(lint_scanned(scanned, profile))
+    anchors: dict[str, list[tuple[str, Anchor]]] = {}  # DA002 looks them up across files
+    for one in scanned:
+        for anchor in one.anchors:
+            anchors.setdefault(anchor.name, []).append((one.path, anchor))
+    for one in scanned:
+        elsewhere = {
+            name: [(f, a) for f, a in spots if f != one.path] for name, spots in anchors.items()
+        }
+        findings.extend(check_undefined_alias(one.path, one, elsewhere))
+        findings.extend(lint_one(one, profile))
     findings.sort(key=Finding.sort_key)
     return LintReport(files=[str(p) for p in files], findings=findings)

@@ -20,17 +20,14 @@ def _marked(block: Node | None) -> bool:
 def check(ctx: FileContext) -> list[Finding]:
     if ctx.dialect != "schema2" or _marked(ctx.root) or _marked(ctx.block("base")):
         return []
-    where = ctx.root
-    for block in (ctx.root, ctx.block("base"), *(v for _, v in ctx.root.pairs)):
-        if block is None or block.kind != "map":
-            continue
-        for key, _ in block.pairs:
-            if key.kind == "scalar" and key.value in ("engine", "roles"):
-                where = key
-                break
-        else:
-            continue
-        break
+    keys = (
+        key
+        for block in (ctx.root, ctx.block("base"), *(v for _, v in ctx.root.pairs))
+        if block is not None and block.kind == "map"
+        for key, _ in block.pairs
+        if key.kind == "scalar" and key.value in ("engine", "roles")
+    )
+    where = next(keys, ctx.root)
     return [
         RULE.finding(
             Severity.WARNING,
