@@ -50,7 +50,9 @@ def test_latencies_respect_the_server_schedule(
     e2els = [ttft + sum(gaps) for ttft, gaps in zip(r["ttfts"], r["itls"], strict=True)]
     assert min(e2els) * 1000 >= TRUE_E2EL_MS - 1
     assert r["median_ttft_ms"] <= r["median_e2el_ms"]
-    assert r["median_tpot_ms"] > 0 and r["median_itl_ms"] > 0
+    # gaps are measured, not zero (a median ITL may be 0 on a loaded machine, where the
+    # server's tokens for many streams land together: their lower bound is above)
+    assert r["median_tpot_ms"] > 0 and r["mean_itl_ms"] > 0
     # every token is its own event: OSL - 1 gaps per request, none merged
     assert all(len(itls) == OSL - 1 for itls in r["itls"])
     assert r["output_lens"] == [OSL] * bench.points[0].num_prompts
