@@ -13,9 +13,9 @@ environment and disagg's own src/) and writes none: a module edited since is com
 from source on every run.
 
 With `--instructions`, each command also runs once under valgrind's callgrind, which
-counts the instructions it executes (`cached` environment): unlike seconds, the count
-does not move with the machine's load, so before/after comparisons hold on a shared
-machine (there, about 5,000 M instructions took a CPU second).
+counts the instructions it executes (`cached` environment, hash seed 0): unlike
+seconds, the count does not move with the machine's load, so before/after comparisons
+hold on a shared machine (there, about 5,000 M instructions took a CPU second).
 
 `--against SRC` runs every command also with the disagg under SRC (another checkout's
 `src/`, e.g. a `git worktree` of an earlier commit), the two alternating run by run, so
@@ -71,7 +71,11 @@ def _environments(cache: str, src: Path | None = None) -> dict[str, dict[str, st
 
 
 def _instructions(argv: list[str], env: dict[str, str]) -> float:
-    """Millions of instructions `argv` executes (valgrind --tool=callgrind)."""
+    """Millions of instructions `argv` executes (valgrind --tool=callgrind).
+
+    With a fixed hash seed: a random one moves the count by about 1% from run to run
+    (set and dict layouts), as much as the changes it is read to compare."""
+    env = {**env, "PYTHONHASHSEED": "0"}
     with tempfile.TemporaryDirectory() as out:
         done = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/callgrind.out", *argv],

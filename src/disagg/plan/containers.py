@@ -23,7 +23,7 @@ from disagg.recipe.schema import RecipeConfig
 _BARE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
-@dataclass
+@dataclass(eq=False)
 class Containers:
     """One variant's images and mounts, worked out once: the workers, the services and the
     Slurm plan all read them."""

@@ -20,7 +20,7 @@ from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.variants import Variant
 
 
-@dataclass
+@dataclass(eq=False)
 class EngineChecks:
     """The engine's verdicts on one variant; what it ignores collects in `ignored`
     (field -> why), which the plan lists."""

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 _shared: dict[tuple[str, str, int], FilePlans] | None = None
 
 
-@dataclass
+@dataclass(eq=False)
 class FilePlans:
     """The outcome of each stage of planning one file's text, computed on first use."""
 

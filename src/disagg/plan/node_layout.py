@@ -31,7 +31,7 @@ class WorkerGroup:
     field: str  # resources field that sets the node count, for messages
 
 
-@dataclass
+@dataclass(eq=False)
 class GpuCursor:
     """Walks GPUs node by node, handing out whole nodes or GPU subsets."""
 
@@ -88,7 +88,7 @@ def total_gpus(groups: list[WorkerGroup]) -> int:
     return sum(group.workers * group.gpus_each for group in groups)
 
 
-@dataclass
+@dataclass(eq=False)
 class NodeLayout:
     """The `resources` section of one variant, laid out on nodes of a cluster."""
 

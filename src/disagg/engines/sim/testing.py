@@ -158,7 +158,7 @@ def start_router(
     return proc
 
 
-@dataclass
+@dataclass(eq=False)
 class SimCluster:
     """`prefill` + `decode` workers (PD) or `aggregated` workers, behind the real router."""
 
