@@ -203,12 +203,14 @@ def _merged_variants(
 def _charged(
     variants: Iterator[tuple[str, dict[str, Any]]], file: str
 ) -> dict[str, dict[str, Any]]:
-    """The variants by name, each charged against the limits as soon as it is built."""
+    """The variants by name, each charged against the limits as soon as it is built; a
+    flat recipe's own variant is the document, which the loader has bounded already."""
     out: dict[str, dict[str, Any]] = {}
     spent = 0
     for name, config in variants:
         out[name] = config
-        spent = charge_variant(spent, config, name=name, file=file)
+        if name != BASE:
+            spent = charge_variant(spent, config, name=name, file=file)
     return out
 
 
