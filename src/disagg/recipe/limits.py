@@ -45,7 +45,6 @@ class ExpansionBudget:
     """Counts a document's nodes as if every alias were written out; refuses past a limit.
     A reader calls `node()` per node, `anchored()` after an anchored one, `alias()` per alias."""
 
-    file: str
     limit: int = MAX_NODES
     total: int = 0
     sizes: dict[str, int] = field(default_factory=dict)

@@ -50,7 +50,7 @@ class EventBuilder:
     def __init__(self, source: SourceMap) -> None:
         self.source = source
         self.anchors: dict[str, tuple[Any, KeyPath]] = {}
-        self.budget = ExpansionBudget(source.file)
+        self.budget = ExpansionBudget()
         self.empty = True
 
     def _loc(self, mark: Any) -> SourceLocation:

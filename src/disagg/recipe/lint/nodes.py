@@ -110,7 +110,7 @@ class _Composer:
         self.scanned = scanned
         self.events = events
         self.defined: dict[str, Anchor] = {}
-        self.budget = ExpansionBudget(scanned.path)
+        self.budget = ExpansionBudget()
         self.order: list[Node] = []  # each node made, in the order made (= `walk` order)
 
     def node(
