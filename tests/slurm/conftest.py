@@ -25,20 +25,22 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def job_state(job_id: str) -> str:
-    out = subprocess.run(
+    """The job's state; QUERY_FAILED where scontrol got no answer (slurmctld busy on a loaded
+    machine), which callers poll through, and UNKNOWN where Slurm no longer knows the job."""
+    done = subprocess.run(
         ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True, check=False
-    ).stdout
-    for word in out.split():
+    )
+    for word in done.stdout.split():
         if word.startswith("JobState="):
             return word.split("=", 1)[1]
-    return "UNKNOWN"
+    return "UNKNOWN" if "Invalid job id" in done.stderr else "QUERY_FAILED"
 
 
 def wait_job_end(job_id: str, timeout_s: float = 120.0) -> str:
     """Poll until the job left the running states; returns its final state."""
     deadline = time.monotonic() + timeout_s
     state = job_state(job_id)
-    while state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+    while state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "QUERY_FAILED"):
         if time.monotonic() > deadline:
             subprocess.run(["scancel", job_id], check=False)
             raise AssertionError(f"job {job_id} still {state} after {timeout_s} s")
