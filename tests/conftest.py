@@ -33,6 +33,32 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         require_corpus()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under parallel workers (scripts/test runs `-n 3 --dist loadgroup`), the tests that
+    share the Slurm rig run one after another on one worker, as do the real-engine runs,
+    which each take every CPU they are given; the rest spread over the other workers."""
+    for item in items:
+        if item.get_closest_marker("slurm") or "slurm_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif item.get_closest_marker("real_engine"):
+            item.add_marker(pytest.mark.xdist_group("real_engine"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The groups above hold only if pytest-xdist could apply them (it rewrites node ids,
+    which some pytest releases no longer let it do): a worker that sees a grouped test
+    without its group stops the session instead of running the rig's tests side by side."""
+    if not session.config.getoption("loadgroup", False):
+        return
+    for item in session.items:
+        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+            raise pytest.UsageError(
+                f"{item.nodeid}: its xdist_group is not applied by this pytest-xdist and "
+                "pytest; keep them at the versions uv.lock pins"
+            )
+
+
 def _unavailable(reason: str) -> None:
     if os.environ.get("DISAGG_REQUIRE_SLURM") == "1":
         pytest.fail(f"the local Slurm is required but {reason}", pytrace=False)
