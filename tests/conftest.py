@@ -28,9 +28,20 @@ RIG_CONF = RIG_DIR / "etc" / "slurm.conf"
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A `corpus` test runs only with the corpus beside the checkout (or fails in CI)."""
+    """A `corpus` test runs only with the corpus beside the checkout (or fails in CI).
+
+    A grouped test fails where pytest-xdist could not apply its group (it tags node ids,
+    which some pytest releases no longer let it do), instead of running beside the tests
+    it must not overlap."""
     if item.get_closest_marker("corpus") is not None:
         require_corpus()
+    grouped = item.get_closest_marker("xdist_group") is not None
+    if grouped and item.config.getoption("loadgroup", False) and "@" not in item.nodeid:
+        pytest.fail(
+            "its xdist_group is not applied by this pytest and pytest-xdist; keep them at "
+            "the versions uv.lock pins",
+            pytrace=False,
+        )
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
@@ -43,20 +54,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("slurm"))
         elif item.get_closest_marker("real_engine"):
             item.add_marker(pytest.mark.xdist_group("real_engine"))
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """The groups above hold only if pytest-xdist could apply them (it rewrites node ids,
-    which some pytest releases no longer let it do): a worker that sees a grouped test
-    without its group stops the session instead of running the rig's tests side by side."""
-    if not session.config.getoption("loadgroup", False):
-        return
-    for item in session.items:
-        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
-            raise pytest.UsageError(
-                f"{item.nodeid}: its xdist_group is not applied by this pytest-xdist and "
-                "pytest; keep them at the versions uv.lock pins"
-            )
 
 
 def _unavailable(reason: str) -> None:
