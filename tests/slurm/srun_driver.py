@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 from disagg.launch.executor import Task
-from disagg.launch.procs import busy_ports
 from disagg.launch.srun import SrunLauncher
 from disagg.plan.model import SlurmPlan
 
@@ -66,10 +65,8 @@ def main() -> None:
     holder.bind(("0.0.0.0", 0))
     holder.listen()
     port = holder.getsockname()[1]
-    result["probe_busy"] = sorted(launcher.busy_ports(1, range(port, port + 3)))
+    result["probe_busy"] = sorted(launcher.busy_ports(1, range(port, port + 8)))
     result["probe_port"] = port
-    # the rig's nodes are this host: its neighbours, as a bind here sees them just after
-    result["neighbours_busy"] = busy_ports(port + 1, 2)
     result["local_probe_free"] = launcher.port_is_free(1, port)
     result["tree_exit"] = tree.stop(grace_s=2.0)  # returns once the whole tree is gone
     launcher.close()

@@ -54,9 +54,11 @@ def test_launcher_in_a_three_node_job(slurm_cluster: list[str], tmp_path: Path) 
         "MODEL_REPOS": "a/x,b/y",  # arrives whole: nothing was split on commas
         "HF_TOKEN_LENGTH": len(secret),  # the submitter's secret, inherited, never written
     }
-    # the port held in the job is busy on the node; its neighbours are as free as a bind
-    # here finds them (other tests may hold them on a shared machine)
-    assert result["probe_busy"] == [result["probe_port"], *result["neighbours_busy"]]
+    # the port held in the job is busy on the node, and the probe is no blanket "busy":
+    # of the seven ports after it some are free (other processes of a shared machine may
+    # hold a few of them for a moment, so which ones is not asserted)
+    assert result["probe_port"] in result["probe_busy"]
+    assert len(result["probe_busy"]) < 8
     assert result["local_probe_free"] is False
     assert result["tree_running"] is True
     assert result["tree_exit"] is not None
