@@ -45,10 +45,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under parallel workers (scripts/test runs `-n 3 --dist loadgroup`), the tests that
-    share the Slurm rig run one after another on one worker, as do the real-engine runs,
-    which each take every CPU they are given; the rest spread over the other workers."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under parallel workers (`-n 3 --dist loadgroup`), the tests that share the Slurm
+    rig run one after another on one worker, as do the real-engine runs; the rest spread
+    over the other workers.
+
+    A real engine takes every CPU it is given and starves whatever runs beside it (a
+    simulated worker then misses its health checks for 30 s), so scripts/test runs the
+    suite in two passes: DISAGG_REAL_ENGINES=apart leaves the `real_engine` tests out of
+    the parallel pass, =only selects just them for a pass of their own, one at a time."""
+    engines = os.environ.get("DISAGG_REAL_ENGINES")
+    if engines in ("apart", "only"):
+        keep = [
+            i
+            for i in items
+            if (i.get_closest_marker("real_engine") is None) == (engines == "apart")
+        ]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
     for item in items:
         if item.get_closest_marker("slurm") or "slurm_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("slurm"))

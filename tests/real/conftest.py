@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,22 +13,6 @@ from .vllm_support import engine_env
 def vllm_env() -> Path:
     """The vLLM CPU build's environment (scripts/engine-env vllm); never skipped."""
     return engine_env("vllm")
-
-
-@pytest.fixture(autouse=True)
-def one_engine_run_at_a_time(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[None]:
-    """A real engine takes every CPU it is given: under parallel workers (the Slurm rig's
-    lane runs one too), real-engine tests wait for each other on a lock in the directory
-    the workers' temporary directories share."""
-    if request.node.get_closest_marker("real_engine") is None:
-        yield
-        return
-    lock = tmp_path_factory.getbasetemp().parent / "real-engine.lock"
-    with lock.open("a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
-        yield
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
