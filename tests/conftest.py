@@ -56,12 +56,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     the parallel pass, =only selects just them for a pass of their own, one at a time."""
     engines = os.environ.get("DISAGG_REAL_ENGINES")
     if engines in ("apart", "only"):
-        keep = [
-            i
-            for i in items
-            if (i.get_closest_marker("real_engine") is None) == (engines == "apart")
-        ]
-        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        keep: list[pytest.Item] = []
+        drop: list[pytest.Item] = []
+        for item in items:
+            engine = item.get_closest_marker("real_engine") is not None
+            (keep if engine == (engines == "only") else drop).append(item)
+        config.hook.pytest_deselected(items=drop)
         items[:] = keep
     for item in items:
         if item.get_closest_marker("slurm") or "slurm_cluster" in getattr(item, "fixturenames", ()):
