@@ -42,7 +42,6 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -179,15 +178,14 @@ async def _naive(url: str, conc: int, n: int) -> tuple[list[dict[str, Any]], flo
         return results, time.perf_counter() - start
 
 
-def _cpu_seconds() -> float:
-    use = resource.getrusage(resource.RUSAGE_SELF)
-    return use.ru_utime + use.ru_stime
-
-
 def run_naive(url: str, server: str, conc: int, n: int) -> Row:
-    cpu0 = _cpu_seconds()
+    # here, not at the top: a --row process imports the other checkout's disagg, which may
+    # predate bench.phase; the naive client runs only in this checkout's process
+    from disagg.bench.phase import cpu_seconds
+
+    cpu0 = cpu_seconds()
     results, duration = asyncio.run(_naive(url, conc, n))
-    cpu = _cpu_seconds() - cpu0
+    cpu = cpu_seconds() - cpu0
     ok = [r for r in results if r["ok"]]
     ttfts = sorted(r["ttft"] * 1000 for r in ok)
     tpots = sorted((r["e2e"] - r["ttft"]) / (r["out"] - 1) * 1000 for r in ok if r["out"] > 1)
