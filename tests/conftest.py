@@ -47,8 +47,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under parallel workers (`-n 3 --dist loadgroup`), the tests that share the Slurm
-    rig run one after another on one worker, as do the real-engine runs; the rest spread
-    over the other workers.
+    rig run one after another on one worker; the rest spread over the other workers.
 
     A real engine takes every CPU it is given and starves whatever runs beside it (a
     simulated worker then misses its health checks for 30 s), so scripts/test runs the
@@ -66,8 +65,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("slurm") or "slurm_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("slurm"))
-        elif item.get_closest_marker("real_engine"):
-            item.add_marker(pytest.mark.xdist_group("real_engine"))
 
 
 def _unavailable(reason: str) -> None:
