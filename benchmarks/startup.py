@@ -3,7 +3,10 @@
 Runs each command N times in a fresh interpreter and prints the median wall time and
 the median CPU time of the child (user + system: steadier than wall time on a busy
 machine). Targets: `--help` under 0.1 s, `plan FILE` under 0.2 s, `lint FILE` under
-0.3 s (figures: benchmarks/README.md). `python -c pass` is printed as the floor.
+0.3 s (figures: benchmarks/README.md). `python -c pass` is printed as the floor, and
+`libraries` as the floor of a plan: importing what `disagg plan` cannot do without
+(typer with the pydantic coercion it runs on a command's parameters, pydantic's models,
+PyYAML), before disagg's own modules or any work.
 
 Two columns of CPU time, because most of a short command's time is reading Python
 modules: `cached` writes and reads bytecode in a private cache (the first, uncounted run
@@ -105,6 +108,7 @@ def main() -> None:
     python = sys.executable
     commands = {
         "python -c pass": [python, "-c", "pass"],
+        "libraries": [python, "-c", "import typer, typer._adapters, pydantic.main, yaml"],
         "disagg --help": [python, "-m", "disagg", "--help"],
         "disagg lint FILE": [python, "-m", "disagg", "lint", str(args.recipe)],
         "disagg plan FILE": [python, "-m", "disagg", "plan", str(args.recipe)],
