@@ -88,10 +88,7 @@ class _Checker:
         return key if name == f"resources.{key}" else name
 
     def loc(self, path: tuple[str, ...], role: str) -> Location:
-        node = self.ctx.locate(self.variant, path)
-        if node is None:
-            return Location(self.ctx.path, role=role)
-        return Location(self.ctx.path, node.line, node.col, role, node.block)
+        return self.ctx.at(self.variant, path, role)
 
     def add(
         self,
