@@ -39,12 +39,6 @@ def parse_selector(text: str) -> Selector:
     return Selector(Path(head), pattern or None)
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    escaped = pattern.replace("[", "\x00").replace("]", "\x01")
-    regex = fnmatch.translate(escaped).replace("\x00", r"\[").replace("\x01", r"\]")
-    return re.compile(regex)
-
-
 def select(names: list[str], pattern: str | None, *, file: str) -> list[str]:
     """The variant names `pattern` picks, in document order; none is an error listing them."""
     if pattern is None:
@@ -52,7 +46,7 @@ def select(names: list[str], pattern: str | None, *, file: str) -> list[str]:
     if pattern in names:
         return [pattern]
     if any(char in pattern for char in _GLOB_CHARS):
-        regex = _glob_regex(pattern)
+        regex = re.compile(fnmatch.translate(pattern.replace("[", "[[]")))  # `[` is literal
         # a flat recipe's one variant is called `base` too; only an override file has a
         # base to leave out
         pool = names if names == [BASE] else [name for name in names if not _is_base(name)]

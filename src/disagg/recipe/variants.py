@@ -167,10 +167,8 @@ def variants_of(loaded: LoadedYaml, pattern: str | None = None) -> list[Variant]
 def _base_variants(doc: Mapping[str, Any], file: str) -> dict[str, dict[str, Any]]:
     """An override file's `base` as a variant of its own (`file:base`), or the variants of
     its `sweep` (srtctl sweeps a selected base as it sweeps any variant)."""
-    base = doc[BASE]
-    raw = deep_merge({}, base) if isinstance(base, Mapping) else {}
-    holder = base if isinstance(base, Mapping) else {}
-    return dict(expand_sweep(BASE, raw, holder, file))
+    base = doc[BASE] if isinstance(doc[BASE], Mapping) else {}
+    return dict(expand_sweep(BASE, deep_merge({}, base), base, file))
 
 
 def _block_of(name: str, flat: bool) -> tuple[str | None, int | None]:
