@@ -15,8 +15,6 @@ from disagg.errors import DisaggError, SourceLocation
 from disagg.probe import probe
 from disagg.recipe.overrides import BASE, SWEEP_MARK
 
-_GLOB_CHARS = ("*", "?")
-
 
 @dataclass(frozen=True)
 class Selector:
@@ -45,7 +43,7 @@ def select(names: list[str], pattern: str | None, *, file: str) -> list[str]:
         return [name for name in names if not _is_base(name)] or names
     if pattern in names:
         return [pattern]
-    if any(char in pattern for char in _GLOB_CHARS):
+    if "*" in pattern or "?" in pattern:
         regex = re.compile(fnmatch.translate(pattern.replace("[", "[[]")))  # `[` is literal
         # a flat recipe's one variant is called `base` too; only an override file has a
         # base to leave out

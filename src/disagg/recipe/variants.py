@@ -66,7 +66,7 @@ class Variant:
 
     def written_name(self, internal: str) -> str:
         """`written_field` of a dotted internal name (`backend.sglang_config.prefill.port`)."""
-        return internal if self.translation is None else self.translation.written_name(internal)
+        return self.written_field(internal.split("."))
 
     def internal_path(self, written: Sequence[Key]) -> KeyPath:
         """The internal path of a path as the file wrote it (inverse of `written_path`)."""

@@ -121,13 +121,6 @@ class Translation:
         """The schema-2 path of the internal `path` (unchanged where both layouts agree)."""
         return rewritten(tuple(path), self.origins) or tuple(path)
 
-    def written_name(self, internal: str) -> str:
-        """A dotted internal field name (`backend.sglang_config.prefill.port`) as the file
-        spells it (`roles.prefill.args.port`)."""
-        from disagg.recipe.errors import dotted
-
-        return dotted(self.written_path(tuple(internal.split("."))))
-
     def internal_path(self, written: Sequence[Key]) -> KeyPath:
         """The internal path of a schema-2 `written` path (the inverse of `written_path`)."""
         inverse = {back: internal for internal, back in sorted(self.origins.items(), reverse=True)}

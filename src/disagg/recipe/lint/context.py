@@ -7,6 +7,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from disagg.errors import DisaggError
+from disagg.recipe.errors import dotted
 from disagg.recipe.lint.model import Location
 from disagg.recipe.lint.nodes import Node, ScannedFile, Spot, to_python, walk
 from disagg.recipe.load import parse_yaml
@@ -113,7 +114,9 @@ class FileContext:
     def written_name(self, variant: str, internal: str) -> str:
         """A dotted internal field name as the file spells it (`roles.prefill.args...`)."""
         translation = self.variants.translations.get(variant)
-        return internal if translation is None else translation.written_name(internal)
+        if translation is None:
+            return internal
+        return dotted(translation.written_path(internal.split(".")))
 
     def locate(self, variant: str, path: tuple[str, ...]) -> Node | None:
         """The node that sets internal `path` in `variant`: its own block first, then `base`."""
