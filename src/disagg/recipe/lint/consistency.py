@@ -9,7 +9,7 @@ Engine settings are read through the engine adapters, as the plan reads them.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from disagg.cluster import is_repo_id
@@ -75,11 +75,11 @@ def _roles(config: Mapping[str, Any]) -> Iterator[_Role]:
         )
 
 
+@dataclass
 class _Checker:
-    def __init__(self, ctx: FileContext) -> None:
-        self.ctx = ctx
-        self.found: dict[tuple[str, str, str], tuple[Finding, list[str]]] = {}
-        self.variant = ""  # the one being checked
+    ctx: FileContext
+    found: dict[tuple[str, str, str], tuple[Finding, list[str]]] = field(default_factory=dict)
+    variant: str = ""  # the one being checked
 
     def named(self, key: str) -> str:
         """`resources.<key>` as the file spells it: the bare key in v1 (`prefill_workers`),
