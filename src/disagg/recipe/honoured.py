@@ -136,7 +136,7 @@ def _started(service: Mapping[str, Any], name: str, kind: str) -> list[Unhonoure
     adapter = KINDS.get(kind)
     if adapter is not None:
         return adapter.unhonoured(name, service)
-    path = ("services", str(service.get("name")))
+    path = ("services", name)
     for key, means in (("critical", "the workers depend on it"), ("terminal", "it is the run")):
         if service.get(key) is True:
             why = (

@@ -27,8 +27,6 @@ class SourceMap:
     keys: dict[KeyPath, Pos] = field(default_factory=dict)
     values: dict[KeyPath, Pos] = field(default_factory=dict)
     aliases: dict[KeyPath, KeyPath] = field(default_factory=dict)
-    # A key written twice in one map: (path, first key position, the later one that wins).
-    duplicates: list[tuple[KeyPath, Pos, Pos]] = field(default_factory=list)
 
     def find(self, path: Sequence[Key], *, key: bool = False) -> Pos | None:
         """The exact position recorded for `path` (followed through aliases), or None."""
