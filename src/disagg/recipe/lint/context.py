@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from disagg.errors import DisaggError
 from disagg.recipe.errors import dotted
 from disagg.recipe.lint.model import Location
-from disagg.recipe.lint.nodes import Node, ScannedFile, Spot, to_python, walk
+from disagg.recipe.lint.nodes import Node, ScannedFile, Spot, to_python
 from disagg.recipe.load import parse_yaml
 from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX, expand_variants
 
@@ -58,14 +58,6 @@ class FileContext:
             k.kind == "scalar" and (k.value == BASE or is_variant_block(str(k.value)))
             for k, _ in self.root.pairs
         )
-
-    @cached_property
-    def nodes(self) -> list[Node]:
-        """Every node of the file once, depth first, for the rules that look at every node
-        (the scan recorded them for its root; any other root is walked)."""
-        if self.root is self.scanned.root and self.scanned.nodes:
-            return self.scanned.nodes
-        return list(walk(self.root))
 
     @cached_property
     def data(self) -> Any:

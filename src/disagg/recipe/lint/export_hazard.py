@@ -28,7 +28,7 @@ def _split_export(value: str) -> list[str]:
 
 def check(ctx: FileContext) -> list[Finding]:
     findings: list[Finding] = []
-    for node in ctx.nodes:
+    for node in ctx.scanned.nodes:
         if node.kind != "map":
             continue
         if is_env_map(node.path):
