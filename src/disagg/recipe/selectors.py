@@ -23,9 +23,6 @@ class Selector:
     path: Path
     pattern: str | None = None
 
-    def __str__(self) -> str:
-        return f"{self.path}:{self.pattern}" if self.pattern else str(self.path)
-
 
 def parse_selector(text: str) -> Selector:
     """Split `file.yaml:pattern`; a path that exists as written is never split."""

@@ -136,12 +136,11 @@ def recipe_doc(loaded: LoadedYaml) -> Mapping[str, Any]:
     return data
 
 
-def load_variants(target: str | Path | Selector, *, pattern: str | None = None) -> list[Variant]:
+def load_variants(target: str | Path, *, pattern: str | None = None) -> list[Variant]:
     """Load, expand, select and validate. Bad input raises a positioned DisaggError."""
-    if not isinstance(target, Selector):
-        target = Selector(target) if isinstance(target, Path) else parse_selector(target)
-    loaded = load_yaml(target.path)
-    return variants_of(loaded, pattern if pattern is not None else target.pattern)
+    selector = Selector(target) if isinstance(target, Path) else parse_selector(target)
+    loaded = load_yaml(selector.path)
+    return variants_of(loaded, pattern if pattern is not None else selector.pattern)
 
 
 def variants_of(loaded: LoadedYaml, pattern: str | None = None) -> list[Variant]:
