@@ -194,11 +194,9 @@ def validation_error(
     where, message, hint = problems[0]
     if context:
         message = f"{message} (in {context})"
-    extra = problems[1 : 1 + MAX_LISTED]
-    if extra:
-        for loc, text, extra_hint in extra:
-            suggestion = f" ({extra_hint.split(' (')[0]})" if extra_hint else ""
-            message += f"\n  also {loc}: {text}{suggestion if 'did you mean' in suggestion else ''}"
-        if len(problems) > 1 + MAX_LISTED:
-            message += f"\n  ... and {len(problems) - 1 - MAX_LISTED} more"
+    for loc, text, extra_hint in problems[1 : 1 + MAX_LISTED]:
+        suggestion = f" ({extra_hint.split(' (')[0]})" if extra_hint else ""
+        message += f"\n  also {loc}: {text}{suggestion if 'did you mean' in suggestion else ''}"
+    if len(problems) > 1 + MAX_LISTED:
+        message += f"\n  ... and {len(problems) - 1 - MAX_LISTED} more"
     return DisaggError(message, location=where, hint=hint)

@@ -81,11 +81,11 @@ def unhonoured(raw: Mapping[str, Any]) -> list[Unhonoured]:
             found += _started(service, name, str(kind))
     # A role's own `container` and `srun_options` are applied to its worker steps
     # (disagg.plan.role_images); its own engine and knobs are judged here.
-    found += _role_engines(raw)
+    found += role_engines(raw)
     return found
 
 
-def _role_engines(raw: Mapping[str, Any]) -> list[Unhonoured]:
+def role_engines(raw: Mapping[str, Any]) -> list[Unhonoured]:
     """A role's own engine runs only as one of the mixed pairs a plan carries out
     (`dialects.schema2_engines.MIXED_PAIRS`); a knob on one role's engine only cannot be
     kept from the other roles, which run the same adapter with one set of knobs."""
@@ -136,7 +136,7 @@ def _started(service: Mapping[str, Any], name: str, kind: str) -> list[Unhonoure
     adapter = KINDS.get(kind)
     if adapter is not None:
         return adapter.unhonoured(name, service)
-    path = ("services", str(service.get("name")))
+    path = ("services", name)
     for key, means in (("critical", "the workers depend on it"), ("terminal", "it is the run")):
         if service.get(key) is True:
             why = (

@@ -45,7 +45,6 @@ class ExpansionBudget:
     """Counts a document's nodes as if every alias were written out; refuses past a limit.
     A reader calls `node()` per node, `anchored()` after an anchored one, `alias()` per alias."""
 
-    limit: int = MAX_NODES
     total: int = 0
     sizes: dict[str, int] = field(default_factory=dict)
 
@@ -58,10 +57,10 @@ class ExpansionBudget:
     def alias(self, name: str, location: SourceLocation) -> None:
         size = self.sizes.get(name, 1)
         self.total += size
-        if self.total > self.limit:
+        if self.total > MAX_NODES:
             raise DisaggError(
                 f"alias *{name} expands anchor &{name} to {size:,} nodes: the file would "
-                f"expand to more than {self.limit:,} nodes (nested aliases multiply)",
+                f"expand to more than {MAX_NODES:,} nodes (nested aliases multiply)",
                 location=location,
                 hint="an alias repeats its anchor's whole value each time it is used; "
                 "write the values out, or alias smaller pieces fewer times",

@@ -91,7 +91,7 @@ def parse_yaml(text: str, *, file: str, what: str = "recipe") -> LoadedYaml:
     except MarkedYAMLError:
         try:  # the C scanner refuses some valid YAML; the pure-Python parser decides
             builder, data = _build(text, file, pure=True)
-        except (MarkedYAMLError, YAMLError) as exc:
+        except YAMLError as exc:
             raise _yaml_error(exc, text, file) from None
     except YAMLError as exc:
         raise _yaml_error(exc, text, file) from None

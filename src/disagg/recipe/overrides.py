@@ -287,16 +287,10 @@ def _fill(template: Any, values: Mapping[str, Any]) -> Any:
             return value
     out = template
     for key, value in values.items():
-        out = out.replace(f"{{{key}}}", _text(value))
+        # srtctl's text in a longer string: Python's spelling (`True`, `0.85`), lists comma-joined
+        text = ",".join(map(str, value)) if _is_list(value) else str(value)
+        out = out.replace(f"{{{key}}}", text)
     return out
-
-
-def _text(value: Any) -> str:
-    """The text srtctl puts in place of a placeholder embedded in a longer string
-    (Python's spelling, `True` / `0.85`; a list joined with commas)."""
-    if _is_list(value):
-        return ",".join(str(item) for item in value)
-    return str(value)
 
 
 def origin(name: str) -> str:

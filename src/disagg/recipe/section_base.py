@@ -4,6 +4,7 @@ leave out (`omitted`), and the annotation of a field validated only when set (`W
 # No `from __future__ import annotations`: pydantic would evaluate each annotation string.
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import (
@@ -34,6 +35,7 @@ def omitted(description: str | None = None) -> Any:
     return Field(default_factory=empty_dict, validate_default=True, description=description)
 
 
+@dataclass(eq=False)
 class WhenSet:
     """Annotation of a field most recipes leave out: `Annotated[T, WhenSet()]`.
 
@@ -44,15 +46,9 @@ class WhenSet:
     """
 
     _validators: ClassVar[dict[Any, TypeAdapter[Any]]] = {}
-
-    def __init__(
-        self,
-        whole: Callable[[], Any] | None = None,
-        first: Callable[[Any], Any] | None = None,
-    ) -> None:
-        self.kind: Any = None  # the annotation, as pydantic hands it over
-        self.whole = whole
-        self.first = first
+    whole: Callable[[], Any] | None = None
+    first: Callable[[Any], Any] | None = None
+    kind: Any = field(default=None, init=False)  # the annotation, as pydantic hands it over
 
     def validator(self) -> TypeAdapter[Any]:
         kind = self.kind if self.whole is None else self.whole()

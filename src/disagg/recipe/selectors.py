@@ -15,8 +15,6 @@ from disagg.errors import DisaggError, SourceLocation
 from disagg.probe import probe
 from disagg.recipe.overrides import BASE, SWEEP_MARK
 
-_GLOB_CHARS = ("*", "?")
-
 
 @dataclass(frozen=True)
 class Selector:
@@ -24,9 +22,6 @@ class Selector:
 
     path: Path
     pattern: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.pattern}" if self.pattern else str(self.path)
 
 
 def parse_selector(text: str) -> Selector:
@@ -39,20 +34,14 @@ def parse_selector(text: str) -> Selector:
     return Selector(Path(head), pattern or None)
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    escaped = pattern.replace("[", "\x00").replace("]", "\x01")
-    regex = fnmatch.translate(escaped).replace("\x00", r"\[").replace("\x01", r"\]")
-    return re.compile(regex)
-
-
 def select(names: list[str], pattern: str | None, *, file: str) -> list[str]:
     """The variant names `pattern` picks, in document order; none is an error listing them."""
     if pattern is None:
         return [name for name in names if not _is_base(name)] or names
     if pattern in names:
         return [pattern]
-    if any(char in pattern for char in _GLOB_CHARS):
-        regex = _glob_regex(pattern)
+    if "*" in pattern or "?" in pattern:
+        regex = re.compile(fnmatch.translate(pattern.replace("[", "[[]")))  # `[` is literal
         # a flat recipe's one variant is called `base` too; only an override file has a
         # base to leave out
         pool = names if names == [BASE] else [name for name in names if not _is_base(name)]

@@ -27,8 +27,6 @@ class SourceMap:
     keys: dict[KeyPath, Pos] = field(default_factory=dict)
     values: dict[KeyPath, Pos] = field(default_factory=dict)
     aliases: dict[KeyPath, KeyPath] = field(default_factory=dict)
-    # A key written twice in one map: (path, first key position, the later one that wins).
-    duplicates: list[tuple[KeyPath, Pos, Pos]] = field(default_factory=list)
 
     def find(self, path: Sequence[Key], *, key: bool = False) -> Pos | None:
         """The exact position recorded for `path` (followed through aliases), or None."""
@@ -65,18 +63,16 @@ def rewritten(path: KeyPath, table: Mapping[KeyPath, KeyPath]) -> KeyPath | None
     return None
 
 
+@dataclass(slots=True)
 class LineCol:
     """ruamel's `.lc.value(key)` (0-based) for the plain maps this loader builds, so code
     written for ruamel's round-trip containers finds positions in either."""
 
-    __slots__ = ("_path", "_source")
-
-    def __init__(self, source: SourceMap, path: KeyPath) -> None:
-        self._source = source
-        self._path = path
+    source: SourceMap
+    path: KeyPath
 
     def value(self, key: Key) -> tuple[int, int]:
-        pos = self._source.find((*self._path, key))
+        pos = self.source.find((*self.path, key))
         if pos is None:
             raise KeyError(key)
         return pos[0] - 1, pos[1] - 1

@@ -66,7 +66,7 @@ class Variant:
 
     def written_name(self, internal: str) -> str:
         """`written_field` of a dotted internal name (`backend.sglang_config.prefill.port`)."""
-        return internal if self.translation is None else self.translation.written_name(internal)
+        return self.written_field(internal.split("."))
 
     def internal_path(self, written: Sequence[Key]) -> KeyPath:
         """The internal path of a path as the file wrote it (inverse of `written_path`)."""
@@ -136,12 +136,11 @@ def recipe_doc(loaded: LoadedYaml) -> Mapping[str, Any]:
     return data
 
 
-def load_variants(target: str | Path | Selector, *, pattern: str | None = None) -> list[Variant]:
+def load_variants(target: str | Path, *, pattern: str | None = None) -> list[Variant]:
     """Load, expand, select and validate. Bad input raises a positioned DisaggError."""
-    if not isinstance(target, Selector):
-        target = Selector(target) if isinstance(target, Path) else parse_selector(target)
-    loaded = load_yaml(target.path)
-    return variants_of(loaded, pattern if pattern is not None else target.pattern)
+    selector = Selector(target) if isinstance(target, Path) else parse_selector(target)
+    loaded = load_yaml(selector.path)
+    return variants_of(loaded, pattern if pattern is not None else selector.pattern)
 
 
 def variants_of(loaded: LoadedYaml, pattern: str | None = None) -> list[Variant]:
@@ -167,10 +166,8 @@ def variants_of(loaded: LoadedYaml, pattern: str | None = None) -> list[Variant]
 def _base_variants(doc: Mapping[str, Any], file: str) -> dict[str, dict[str, Any]]:
     """An override file's `base` as a variant of its own (`file:base`), or the variants of
     its `sweep` (srtctl sweeps a selected base as it sweeps any variant)."""
-    base = doc[BASE]
-    raw = deep_merge({}, base) if isinstance(base, Mapping) else {}
-    holder = base if isinstance(base, Mapping) else {}
-    return dict(expand_sweep(BASE, raw, holder, file))
+    base = doc[BASE] if isinstance(doc[BASE], Mapping) else {}
+    return dict(expand_sweep(BASE, deep_merge({}, base), base, file))
 
 
 def _block_of(name: str, flat: bool) -> tuple[str | None, int | None]:

@@ -1,7 +1,7 @@
 """A libyaml event stream -> plain dicts/lists/scalars, recording a SourceMap on the way.
 
-Duplicate keys load as srt-slurm loads them (the last one wins) and are recorded for
-the linter; merges, anchors and aliases resolve as in PyYAML, bounded by `limits`.
+Duplicate keys load as srt-slurm loads them (the last one wins); merges, anchors and
+aliases resolve as in PyYAML, bounded by `limits`.
 """
 
 from __future__ import annotations
@@ -178,10 +178,9 @@ class EventBuilder:
                 merges.extend(self._merge_sources(value_event, events, path, depth))
                 continue
             here = (*path, key)
-            if key in result:  # srt-slurm's loader keeps the last one; lint names both
-                self.source.duplicates.append((here, keys[here], key_pos))
-                if isinstance(result[key], dict | list):
-                    self._forget(here)
+            # a duplicate key: srt-slurm's loader keeps the last one (DA012 names both)
+            if key in result and isinstance(result[key], dict | list):
+                self._forget(here)
             keys[here] = key_pos
             values[here] = (value_event.start_mark.line + 1, value_event.start_mark.column + 1)
             result[key] = self._node(value_event, events, here, depth + 1)

@@ -23,10 +23,8 @@ def detect(doc: Mapping[str, Any], locate: Any) -> Dialect:
     for block in blocks:
         if SCHEMA_KEY in block:
             value = block[SCHEMA_KEY]
-            if value == 2 and not isinstance(value, bool):
-                return "schema2"
-            if value == 1 and not isinstance(value, bool):
-                return "v1"
+            if value in (1, 2) and not isinstance(value, bool):
+                return "schema2" if value == 2 else "v1"
             where: SourceLocation = locate((SCHEMA_KEY,) if block is doc else ("base", SCHEMA_KEY))
             raise DisaggError(
                 f"unknown recipe schema {value!r}",

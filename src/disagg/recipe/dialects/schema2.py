@@ -119,24 +119,12 @@ class Translation:
 
     def written_path(self, path: Sequence[Key]) -> KeyPath:
         """The schema-2 path of the internal `path` (unchanged where both layouts agree)."""
-        return _rewrite(tuple(path), self.origins)
-
-    def written_name(self, internal: str) -> str:
-        """A dotted internal field name (`backend.sglang_config.prefill.port`) as the file
-        spells it (`roles.prefill.args.port`)."""
-        from disagg.recipe.errors import dotted
-
-        return dotted(self.written_path(tuple(internal.split("."))))
+        return rewritten(tuple(path), self.origins) or tuple(path)
 
     def internal_path(self, written: Sequence[Key]) -> KeyPath:
         """The internal path of a schema-2 `written` path (the inverse of `written_path`)."""
         inverse = {back: internal for internal, back in sorted(self.origins.items(), reverse=True)}
-        return _rewrite(tuple(written), inverse)
-
-
-def _rewrite(path: KeyPath, table: Origins) -> KeyPath:
-    found = rewritten(path, table)
-    return path if found is None else found
+        return rewritten(tuple(written), inverse) or tuple(written)
 
 
 def translate(raw: Mapping[str, Any]) -> Translation:

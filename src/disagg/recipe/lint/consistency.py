@@ -9,7 +9,7 @@ Engine settings are read through the engine adapters, as the plan reads them.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from disagg.cluster import is_repo_id
@@ -75,11 +75,11 @@ def _roles(config: Mapping[str, Any]) -> Iterator[_Role]:
         )
 
 
+@dataclass
 class _Checker:
-    def __init__(self, ctx: FileContext) -> None:
-        self.ctx = ctx
-        self.found: dict[tuple[str, str, str], tuple[Finding, list[str]]] = {}
-        self.variant = ""  # the one being checked
+    ctx: FileContext
+    found: dict[tuple[str, str, str], tuple[Finding, list[str]]] = field(default_factory=dict)
+    variant: str = ""  # the one being checked
 
     def named(self, key: str) -> str:
         """`resources.<key>` as the file spells it: the bare key in v1 (`prefill_workers`),
@@ -88,10 +88,7 @@ class _Checker:
         return key if name == f"resources.{key}" else name
 
     def loc(self, path: tuple[str, ...], role: str) -> Location:
-        node = self.ctx.locate(self.variant, path)
-        if node is None:
-            return Location(self.ctx.path, role=role)
-        return Location(self.ctx.path, node.line, node.col, role, node.block)
+        return self.ctx.at(self.variant, path, role)
 
     def add(
         self,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from disagg.errors import DisaggError
+from disagg.recipe.errors import dotted
 from disagg.recipe.lint.model import Location
-from disagg.recipe.lint.nodes import Node, ScannedFile, Spot, to_python, walk
+from disagg.recipe.lint.nodes import Node, ScannedFile, Spot, to_python
 from disagg.recipe.load import parse_yaml
 from disagg.recipe.overrides import BASE, OVERRIDE_PREFIX, ZIP_PREFIX, expand_variants
 
@@ -44,6 +44,11 @@ class FileContext:
     def loc(self, at: Node | Spot, role: str = "") -> Location:
         return Location(self.path, at.line, at.col, role, at.block)
 
+    def at(self, variant: str, path: tuple[str, ...], role: str) -> Location:
+        """Where `variant` sets internal `path` (`locate`), else just the file."""
+        node = self.locate(variant, path)
+        return Location(self.path, role=role) if node is None else self.loc(node, role)
+
     def block(self, name: str) -> Node | None:
         return self.root.get(name)
 
@@ -53,14 +58,6 @@ class FileContext:
             k.kind == "scalar" and (k.value == BASE or is_variant_block(str(k.value)))
             for k, _ in self.root.pairs
         )
-
-    @cached_property
-    def nodes(self) -> list[Node]:
-        """Every node of the file once, depth first, for the rules that look at every node
-        (the scan recorded them for its root; any other root is walked)."""
-        if self.root is self.scanned.root and self.scanned.nodes:
-            return self.scanned.nodes
-        return list(walk(self.root))
 
     @cached_property
     def data(self) -> Any:
@@ -109,7 +106,9 @@ class FileContext:
     def written_name(self, variant: str, internal: str) -> str:
         """A dotted internal field name as the file spells it (`roles.prefill.args...`)."""
         translation = self.variants.translations.get(variant)
-        return internal if translation is None else translation.written_name(internal)
+        if translation is None:
+            return internal
+        return dotted(translation.written_path(internal.split(".")))
 
     def locate(self, variant: str, path: tuple[str, ...]) -> Node | None:
         """The node that sets internal `path` in `variant`: its own block first, then `base`."""
@@ -139,17 +138,6 @@ class FileContext:
         return None
 
 
-def _mixed_refused(internal: Mapping[str, Any]) -> bool:
-    """A role names an engine the variant's cannot run beside it (`MIXED_PAIRS`)."""
-    from disagg.recipe.dialects.schema2_engines import MIXED_PAIRS
-
-    kind = (internal.get("backend") or {}).get("type")
-    return any(
-        override.get("engine") and (role, override["engine"], kind) not in MIXED_PAIRS
-        for role, override in (internal.get("role_overrides") or {}).items()
-    )
-
-
 def _translated(expanded: dict[str, dict[str, Any]]) -> Variants:
     """Schema-2 variants in the internal layout. A variant that does not validate as
     schema 2 is left out: DA013 reports it, with the loader's own message."""
@@ -157,6 +145,7 @@ def _translated(expanded: dict[str, dict[str, Any]]) -> Variants:
 
     from disagg.recipe.dialects.schema2 import translate
     from disagg.recipe.dialects.schema2_model import Schema2Recipe
+    from disagg.recipe.honoured import role_engines
 
     variants = Variants()
     for name, config in expanded.items():
@@ -167,7 +156,7 @@ def _translated(expanded: dict[str, dict[str, Any]]) -> Variants:
             continue
         translation = translate(written)
         internal = translation.internal
-        if _mixed_refused(internal):
+        if any(found.path[2:] == ("engine",) for found in role_engines(internal)):
             continue  # roles on engines no plan pairs: refused by plan (DA013), no layout to check
         variants.configs[name] = internal
         variants.translations[name] = translation

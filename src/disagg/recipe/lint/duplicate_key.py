@@ -15,7 +15,7 @@ RULE = Rule("DA012", "duplicate-key")
 
 def check(ctx: FileContext) -> list[Finding]:
     findings: list[Finding] = []
-    for node in ctx.nodes:
+    for node in ctx.scanned.nodes:
         if node.kind != "map":
             continue
         first: dict[object, Node] = {}

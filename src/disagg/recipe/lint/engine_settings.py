@@ -28,8 +28,7 @@ def check(ctx: FileContext) -> list[Finding]:
         key = (field, why)
         variants.setdefault(key, []).append(variant)
         if key not in where:
-            node = ctx.locate(variant, path)
-            where[key] = ctx.loc(node, role) if node is not None else Location(ctx.path, role=role)
+            where[key] = ctx.at(variant, path, role)
 
     for variant, config in ctx.runnable.items():
         backend = config.get("backend")

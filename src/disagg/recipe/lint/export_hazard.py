@@ -19,17 +19,16 @@ _DIRECTIVE_BLOCKS = ("srun_options", "sbatch_directives")
 
 def _split_export(value: str) -> list[str]:
     """Pieces of an `--export` list that are neither `K=V`, a variable name, nor ALL/NONE/NIL."""
-    pieces = value.split(",")
     return [
         piece
-        for piece in pieces[1:]
+        for piece in value.split(",")[1:]
         if "=" not in piece and not (_VAR.match(piece) and piece.upper() == piece)
     ]
 
 
 def check(ctx: FileContext) -> list[Finding]:
     findings: list[Finding] = []
-    for node in ctx.nodes:
+    for node in ctx.scanned.nodes:
         if node.kind != "map":
             continue
         if is_env_map(node.path):

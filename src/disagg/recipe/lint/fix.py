@@ -56,10 +56,6 @@ def _indentation(text: str) -> tuple[int, int, int]:
     return mapping, max(mapping, offset + 2), offset
 
 
-def _expand(yaml: YAML, text: str, file: str) -> dict[str, dict[str, Any]]:
-    return expand_variants(yaml.load(text), file=file)
-
-
 def _left(result: FixResult, reason: str) -> tuple[None, FixResult]:
     """The file is left unchanged, for `reason`."""
     result.reason = reason
@@ -87,7 +83,7 @@ def fix_text(text: str, file: str) -> tuple[str | None, FixResult]:
         return None, result
     yaml = round_trip_yaml(text)
     try:
-        before = _expand(yaml, text, file)
+        before = expand_variants(yaml.load(text), file=file)
         doc = yaml.load(text)
     except (DisaggError, ValueError) as exc:
         return _left(result, f"the file does not expand into variants: {exc}")
@@ -130,7 +126,7 @@ def _verify(
         names = ", ".join(sorted(a.name for a, _ in left.values()))
         return _left(result, f"anchors still cross variant blocks after the move ({names})")
     try:
-        after = _expand(round_trip_yaml(fixed), fixed, file)
+        after = expand_variants(round_trip_yaml(fixed).load(fixed), file=file)
     except Exception as exc:
         return _left(result, f"the rewritten file does not expand ({exc}); left unchanged")
     if list(after) != list(before):

@@ -17,7 +17,7 @@ RULE = Rule("DA009", "literal-secret")
 
 def check(ctx: FileContext) -> list[Finding]:
     findings: list[Finding] = []
-    for node in ctx.nodes:
+    for node in ctx.scanned.nodes:
         if node.kind == "map":
             for key, value in node.pairs:
                 name = str(key.value)

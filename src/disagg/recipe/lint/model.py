@@ -33,9 +33,6 @@ class Location:
             return self.file
         return f"{self.file}:{self.line}:{self.col or 1}"
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
 class Finding:
@@ -69,7 +66,7 @@ class Finding:
             "message": self.message,
             "hint": self.hint,
             "fixable": self.fixable,
-            "locations": [loc.to_json() for loc in self.locations],
+            "locations": [asdict(loc) for loc in self.locations],
         }
 
 

@@ -22,8 +22,6 @@ from disagg.recipe.yaml_scalars import TAG, resolve_plain
 
 def _tagged(tag: str, text: str) -> Any:
     """Scalars with an explicit core tag (`!!int 3`); anything else keeps its text."""
-    if tag == TAG + "str":
-        return text
     if tag in (TAG + "int", TAG + "float", TAG + "bool", TAG + "null"):
         value = resolve_plain(text)
         return text if isinstance(value, str) else value

@@ -31,7 +31,8 @@ def check(ctx: FileContext) -> list[Finding]:
                 groups.setdefault(key, []).append(node)
     findings: list[Finding] = []
     covered: list[Node] = []  # outer copies already reported; their insides are not repeated
-    for nodes in sorted(groups.values(), key=lambda ns: -_size_of(ns)):
+    # largest first (a group's key is its JSON text), so the copies inside it are not repeated
+    for _, nodes in sorted(groups.items(), key=lambda group: -len(group[0])):
         blocks = {node.block for node in nodes}
         if len(blocks) < 2:
             continue
@@ -59,10 +60,6 @@ def check(ctx: FileContext) -> list[Finding]:
             )
         )
     return findings
-
-
-def _size_of(nodes: list[Node]) -> int:
-    return len(json.dumps(to_python(nodes[0]), default=str))
 
 
 def _inside(node: Node, outer: Node) -> bool:
