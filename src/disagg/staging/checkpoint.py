@@ -412,22 +412,13 @@ def _check_safetensors(scope: Scope, name: str) -> None:
     report.safetensors_files += 1
     report.weight_bytes += size
     expected = 8 + header_len + data_end
-    if size < expected:
-        report.add(
-            TRUNCATED,
-            name,
-            f"truncated: {size} of {expected} bytes ({expected - size} missing)",
-            expected_bytes=expected,
-            actual_bytes=size,
+    if size != expected:
+        kind, detail = (
+            (TRUNCATED, f"truncated: {size} of {expected} bytes ({expected - size} missing)")
+            if size < expected
+            else (OVERSIZED, f"{size} bytes but its header accounts for {expected}")
         )
-    elif size > expected:
-        report.add(
-            OVERSIZED,
-            name,
-            f"{size} bytes but its header accounts for {expected}",
-            expected_bytes=expected,
-            actual_bytes=size,
-        )
+        report.add(kind, name, detail, expected_bytes=expected, actual_bytes=size)
 
 
 # Bits per element of every dtype the safetensors library reads (sub-byte ones included).
@@ -630,13 +621,6 @@ def default_hub_cache() -> str:
     return os.path.join(home, "hub")
 
 
-def cache_search_dirs(cache: str | None) -> list[str]:
-    """Where a repo may live for `--cache DIR`: DIR/hub (canonical) then DIR itself (legacy)."""
-    if cache is None:
-        return [default_hub_cache()]
-    return [os.path.join(cache, "hub"), cache]
-
-
 def resolve_commit(entry: str, revision: str) -> str | None:
     """The commit a revision names in a cache entry (`refs/REV`, or REV itself if a commit).
 
@@ -783,7 +767,8 @@ def check_repo(repo_id: str, revision: str = "main", *, cache: str | None = None
     Returns the first complete copy; otherwise the report of the first copy found.
     """
     folder = repo_folder_name(repo_id)
-    searched = cache_search_dirs(cache)
+    # `--cache DIR`: DIR/hub (canonical), then DIR itself (legacy)
+    searched = [default_hub_cache()] if cache is None else [os.path.join(cache, "hub"), cache]
     first: Report | None = None
     for hub in searched:
         entry = os.path.join(hub, folder)
