@@ -187,6 +187,8 @@ def stage(
         else:
             _print_dry_run(rows)
         return
+    from dataclasses import asdict
+
     from disagg.staging.stage import stage_plan
 
     log_console = err_console if as_json else console
@@ -197,20 +199,7 @@ def stage(
         )
         log_console.print(f"[bold]staging[/] for {names}", highlight=False)
         result = stage_plan(staging, log=lambda line: log_console.print(line, highlight=False))
-        staged += [
-            {
-                "repo_id": o.repo_id,
-                "revision": o.revision,
-                "purpose": o.purpose,
-                "action": o.action,
-                "path": o.path,
-                "commit": o.commit,
-                "files_fetched": o.files_fetched,
-                "bytes_fetched": o.bytes_fetched,
-                "seconds": round(o.seconds, 3),
-            }
-            for o in result.outcomes
-        ]
+        staged += [{**asdict(o), "seconds": round(o.seconds, 3)} for o in result.outcomes]
         if staging.local_path and result.main_path:
             staged.append({"local_path": result.main_path, "action": "present"})
         staged += [{"container": path, "action": "present"} for path in result.containers]

@@ -37,9 +37,10 @@ class StagingError(DisaggError):
     exit_code = EXIT_FINDINGS
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RepoOutcome:
-    """What staging did for one repo and where its snapshot is."""
+    """What staging did for one repo and where its snapshot is; fields in `disagg stage
+    --json`'s order."""
 
     repo_id: str
     revision: str
@@ -47,9 +48,9 @@ class RepoOutcome:
     action: Action
     path: str
     commit: str | None
-    seconds: float
     files_fetched: int = 0
     bytes_fetched: int = 0
+    seconds: float
 
 
 @dataclass(frozen=True)
