@@ -44,13 +44,6 @@ def placeholder(param: Any) -> str | None:
     return f"{label}..." if many else label
 
 
-def _usage_name(param: Any) -> str:
-    name = str(param.metavar or param.name or "").upper()
-    if not param.required:
-        name = f"[{name}]"
-    return f"{name}..." if param.nargs != 1 and not name.endswith("...") else name
-
-
 def plain_help_types() -> None:
     """Make typer's help show `placeholder(param)` instead of Python types."""
     from typer import core
@@ -59,7 +52,10 @@ def plain_help_types() -> None:
         return placeholder(self)
 
     def usage(self: Any) -> str:
-        return _usage_name(self)
+        name = str(self.metavar or self.name or "").upper()
+        if not self.required:
+            name = f"[{name}]"
+        return f"{name}..." if self.nargs != 1 and not name.endswith("...") else name
 
     for cls in (core.TyperOption, core.TyperArgument):
         cls.display_type_rich = display  # type: ignore[method-assign]
