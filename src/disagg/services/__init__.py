@@ -13,14 +13,7 @@ from disagg.adapter_table import AdapterTable
 from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
 from disagg.services.base import ServiceContext, ServiceKind
 
-__all__ = [
-    "KINDS",
-    "ServiceContext",
-    "ServicePlane",
-    "discovery_env",
-    "service_plane",
-    "with_service_stages",
-]
+__all__ = ["KINDS", "ServiceContext", "discovery_env", "service_plane", "with_service_stages"]
 
 KINDS: AdapterTable[ServiceKind] = AdapterTable(ServiceKind, package="disagg.services")
 
