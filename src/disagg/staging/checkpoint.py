@@ -120,17 +120,18 @@ class Problem:
 
 @dataclass
 class Report:
-    """The outcome of one check. `directory` is the snapshot or plain directory examined."""
+    """The outcome of one check. `directory` is the snapshot or plain directory examined.
+    Fields in the order of the JSON report."""
 
     target: str
     directory: str | None = None
     repo_id: str | None = None
     revision: str | None = None
     commit: str | None = None
-    problems: list[Problem] = field(default_factory=list)
     safetensors_files: int = 0
     weight_bytes: int = 0
     bytes_read: int = 0
+    problems: list[Problem] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -148,19 +149,9 @@ class Report:
         return list(dict.fromkeys(_HINTS[p.kind] for p in self.problems if p.kind in _HINTS))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "complete": self.complete,
-            "directory": self.directory,
-            "repo_id": self.repo_id,
-            "revision": self.revision,
-            "commit": self.commit,
-            "safetensors_files": self.safetensors_files,
-            "weight_bytes": self.weight_bytes,
-            "bytes_read": self.bytes_read,
-            "problems": [p.to_dict() for p in self.problems],
-            "hints": self.hints(),
-        }
+        problems = [p.to_dict() for p in self.problems]
+        fields = {"target": self.target, "complete": self.complete} | vars(self)
+        return fields | {"problems": problems, "hints": self.hints()}
 
 
 # --- confinement ------------------------------------------------------------------------
