@@ -1,16 +1,9 @@
 """Prefetch one repo into the shared cache: lock, reuse a legacy copy, download, validate.
 
-Order per repo:
-1. canonical entry complete? done, without a lock and without any network call;
-2. take the repo's cross-node lock (`locks.DirLock`) and look again (another stager
-   may have finished while we waited);
-3. a complete legacy copy? link it into `hub/` (no bytes copied);
-4. otherwise `huggingface_hub.snapshot_download` into `hub/` (it writes each blob to
-   `*.incomplete` and renames it when whole, and records the commit's file list first);
-5. validate with the checkpoint contract; anything missing is an error naming the repo.
-
-A crash at any point leaves either the previous state or files the contract rejects
-(short blobs, `.incomplete` blobs, files listed but absent), never a false "complete".
+A complete canonical entry costs no lock and no network call. `snapshot_download` records
+the commit's file list first and writes each blob to `*.incomplete` before renaming it, so
+a crash at any point leaves the previous state or files the contract rejects (short
+blobs, `.incomplete` blobs, files listed but absent), never a false "complete".
 """
 
 from __future__ import annotations
