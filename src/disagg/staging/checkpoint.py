@@ -144,6 +144,10 @@ class Report:
     def add(self, kind: str, path: str, detail: str, **sizes: int | None) -> None:
         self.problems.append(Problem(kind, path, detail, **sizes))
 
+    def listed(self, head: str) -> str:
+        """`head:` then one line per problem, as staging errors name them."""
+        return "\n".join([f"{head}:", *(f"  - {problem}" for problem in self.problems)])
+
     def hints(self) -> list[str]:
         """What to do, once per kind of problem, in the order problems were found."""
         return list(dict.fromkeys(_HINTS[p.kind] for p in self.problems if p.kind in _HINTS))

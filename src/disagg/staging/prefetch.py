@@ -111,7 +111,7 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
 
         if not settings.allow_download:
             raise StagingError(
-                _describe(repo, rev, report, "is not complete in the cache and downloads are off"),
+                report.listed(f"{repo}@{rev} is not complete in the cache and downloads are off"),
                 hint="stage it where downloads are allowed (`disagg stage RECIPE`), "
                 "or add the directory that holds it to the cluster profile's legacy roots",
             )
@@ -170,13 +170,7 @@ def _download(model: ModelToStage, settings: CacheSettings, reporter: Reporter) 
 def _validated(report: ck.Report, when: str) -> ck.Report:
     if not report.complete:
         raise StagingError(
-            _describe(report.target, report.revision or "main", report, f"is incomplete {when}"),
+            report.listed(f"{report.target}@{report.revision or 'main'} is incomplete {when}"),
             hint="; ".join(report.hints()) or None,
         )
     return report
-
-
-def _describe(repo: str, revision: str, report: ck.Report, what: str) -> str:
-    lines = [f"{repo}@{revision} {what}:"]
-    lines += [f"  - {problem}" for problem in report.problems]
-    return "\n".join(lines)
