@@ -75,9 +75,6 @@ def print_report(report: ck.Report) -> None:
         console.print(f"[bold]hint:[/] {hint}", highlight=False)
 
 
-# --- stage ---------------------------------------------------------------------------
-
-
 def load_plans(target: str, cluster: str | None) -> list[Plan]:
     """Plans for `RECIPE[:SELECTOR]`, or the plan of a run directory / plan.json."""
     from disagg.plan.model import Plan

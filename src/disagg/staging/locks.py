@@ -101,8 +101,6 @@ class DirLock:
         self._stop = threading.Event()
         self._beat_thread: threading.Thread | None = None
 
-    # --- acquire / release ---------------------------------------------------------
-
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
@@ -185,8 +183,6 @@ class DirLock:
 
     def __exit__(self, *_: object) -> None:
         self.release()
-
-    # --- internals -----------------------------------------------------------------
 
     def _observe(self) -> bytes | None:
         try:
