@@ -41,7 +41,7 @@ import re
 import stat
 import struct
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from itertools import chain, repeat
 from typing import Any, BinaryIO
@@ -181,10 +181,8 @@ class Scope:
         return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
 
     def find(self, name: str) -> str | None:
-        """The real path of `name` when it is a regular file in scope; problems are reported once.
-
-        None without a problem means nothing is there.
-        """
+        """The real path of `name` when it is a regular file in scope; problems are reported
+        once. None without a problem means nothing is there."""
         if name not in self._found:
             self._found[name] = self._find(name)
         return self._found[name]
@@ -298,7 +296,7 @@ def check_directory(
     return report
 
 
-def _check_tokenizer(scope: Scope, names: set[str], present: Any) -> None:
+def _check_tokenizer(scope: Scope, names: set[str], present: Callable[[str], bool]) -> None:
     if not present(TOKENIZER_CONFIG) and not scope.reported(TOKENIZER_CONFIG):
         scope.report.add(MISSING_FILE, TOKENIZER_CONFIG, "tokenizer_config.json is missing")
     vocab = [n for n in (*TOKENIZER_FILES, *TIKTOKEN_NAMES) if present(n)]
@@ -311,7 +309,7 @@ def _check_tokenizer(scope: Scope, names: set[str], present: Any) -> None:
         )
 
 
-def _weight_files(scope: Scope, names: set[str], present: Any) -> list[str]:
+def _weight_files(scope: Scope, names: set[str], present: Callable[[str], bool]) -> list[str]:
     """Relative paths of the safetensors files to verify (named shards plus top-level files)."""
     report = scope.report
     if INDEX not in names and SINGLE not in names:
