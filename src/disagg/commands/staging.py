@@ -97,11 +97,10 @@ def _group(plans: list[Plan]) -> list[tuple[StagingPlan, list[str]]]:
         if staging.skip:
             continue
         key = json.dumps([staging.hf_cache, staging.legacy_roots, staging.allow_download])
-        wanted = staging.models or staging.containers
-        if wanted and key not in groups:
-            empty: dict[str, Any] = {"models": [], "local_path": None, "containers": []}
-            groups[key] = (staging.model_copy(update=empty), [])
-        if wanted:
+        if staging.models or staging.containers:
+            if key not in groups:
+                empty: dict[str, Any] = {"models": [], "local_path": None, "containers": []}
+                groups[key] = (staging.model_copy(update=empty), [])
             merged, selectors = groups[key]
             merged.models.extend(staging.models)
             known = {c.squashfs for c in merged.containers}
