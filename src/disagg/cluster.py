@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,6 +25,7 @@ from disagg.recipe.job_sections import HostSetupSection
 from disagg.recipe.load import load_yaml
 from disagg.recipe.source_map import KeyPath
 
+_Model = TypeVar("_Model", bound=BaseModel)
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 HF_PREFIX = "hf:"
 
@@ -138,25 +139,19 @@ def load_profile(path: Path) -> ClusterProfile:
     def locate(path: KeyPath, key: bool) -> SourceLocation:
         return loaded.source.locate(path, key=key)
 
-    data = loaded.data
-    if cluster_srtslurm.is_srtslurm_config(data):
+    def validated(model: type[_Model], data: dict[str, Any], context: str) -> _Model:
         try:
-            srt = cluster_srtslurm.SrtSlurmCluster.model_validate(data)
+            return model.model_validate(data)
         except ValidationError as exc:
             raise validation_error(
-                exc,
-                data=data,
-                root=cluster_srtslurm.SrtSlurmCluster,
-                locate=locate,
-                context="srt-slurm cluster config",
+                exc, data=data, root=model, locate=locate, context=context
             ) from None
+
+    data = loaded.data
+    if cluster_srtslurm.is_srtslurm_config(data):
+        srt = validated(cluster_srtslurm.SrtSlurmCluster, data, "srt-slurm cluster config")
         data = cluster_srtslurm.profile_fields(srt)
-    try:
-        return ClusterProfile.model_validate(data)
-    except ValidationError as exc:
-        raise validation_error(
-            exc, data=data, root=ClusterProfile, locate=locate, context="cluster profile"
-        ) from None
+    return validated(ClusterProfile, data, "cluster profile")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ the job waits for Slurm's kill, so that it ends TIMEOUT, as it did, rather than 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             lock.release()
     except DisaggError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code if exc.exit_code else EXIT_USAGE
+        return exc.exit_code or EXIT_USAGE
     from disagg.launch.state import RunStatus
 
     if args.executor == "slurm" and summary.status is RunStatus.CANCELLED:
@@ -62,8 +63,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _job_end_time() -> float | None:
     """When Slurm will end this job (its limit may have been changed since submission)."""
-    import os
-
     from disagg.launch import slurmctl
 
     job_id = os.environ.get("SLURM_JOB_ID")

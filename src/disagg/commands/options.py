@@ -1,19 +1,22 @@
 """What every command shares: the `--cluster` wording, the checks on the paths it writes
 (`--out`, run directories), and help that speaks the user's words.
 
+Paths are checked by looking, creating nothing: a run directory under a regular file or on
+a read-only file system would otherwise fail half-way as an OSError from deep inside.
+
 Typer 0.2x prints each option's Python type in help (`<list[Path]>`); `plain_help_types()`
 makes it show the placeholders command-line tools use (`TEXT`, `N`, `PATH`, `a|b|c`).
 """
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from pathlib import Path
 from typing import Any, get_args
 
 from disagg.errors import DisaggError
 from disagg.probe import probe, shortened
-from disagg.writable import why_unwritable
 
 CLUSTER_HELP = (
     "cluster profile: a name (NAME.yaml in ./clusters, ./examples/clusters, "
@@ -44,13 +47,6 @@ def placeholder(param: Any) -> str | None:
     return f"{label}..." if many else label
 
 
-def _usage_name(param: Any) -> str:
-    name = str(param.metavar or param.name or "").upper()
-    if not param.required:
-        name = f"[{name}]"
-    return f"{name}..." if param.nargs != 1 and not name.endswith("...") else name
-
-
 def plain_help_types() -> None:
     """Make typer's help show `placeholder(param)` instead of Python types."""
     from typer import core
@@ -59,7 +55,10 @@ def plain_help_types() -> None:
         return placeholder(self)
 
     def usage(self: Any) -> str:
-        return _usage_name(self)
+        name = str(self.metavar or self.name or "").upper()
+        if not self.required:
+            name = f"[{name}]"
+        return f"{name}..." if self.nargs != 1 and not name.endswith("...") else name
 
     for cls in (core.TyperOption, core.TyperArgument):
         cls.display_type_rich = display  # type: ignore[method-assign]
@@ -113,3 +112,44 @@ def out_file(path: Path | None, *, option: str = "--out") -> Path | None:
             hint=f"{option} names a file to write, in a directory this user can write",
         )
     return path
+
+
+def why_unwritable(path: Path | str, *, directory: bool) -> str | None:
+    """Why `path` cannot be created (with its missing parents) and written: as a directory
+    to write files into, or as a file written beside its parent's other files. None when
+    nothing in the way can be seen (the disk may still fill)."""
+    target = Path(path)
+    found = probe(target)
+    if found.problem is not None:
+        return found.problem
+    if found.exists:
+        if directory and not found.is_dir:
+            return "exists and is not a directory"
+        if not directory and found.is_dir:
+            return "is a directory"
+        # a file is replaced by a new one renamed over it: its directory is written
+        return _not_writable(target if directory else target.parent)
+    for parent in target.parents:
+        above = probe(parent)
+        if above.problem is not None:
+            return f"{shortened(parent)}: {above.problem}"
+        if not above.exists:
+            continue
+        if not above.is_dir:
+            return f"{shortened(parent)} is not a directory"
+        return _not_writable(parent)
+    return None
+
+
+def _not_writable(directory: Path) -> str | None:
+    """Why files cannot be made in the existing `directory`, if they cannot."""
+    name = shortened(directory)
+    try:
+        read_only = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError as exc:
+        return f"{name}: {exc.strerror or exc}"
+    if read_only:
+        return f"{name} is on a read-only file system"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"{name} is not writable (permission denied)"
+    return None

@@ -231,12 +231,8 @@ def _own_runs() -> list[str]:
     from disagg.launch import slurmctl
 
     data = json.loads(slurmctl.run(["squeue", "--json"]))
-    found = []
-    for job in data.get("jobs", []):
-        workdir = job.get("current_working_directory")
-        if workdir and (Path(workdir) / "plan.json").is_file():
-            found.append(str(workdir))
-    return found
+    workdirs = (job.get("current_working_directory") for job in data.get("jobs", []))
+    return [str(w) for w in workdirs if w and (Path(w) / "plan.json").is_file()]
 
 
 _STATUS_STYLE = {

@@ -75,9 +75,6 @@ def print_report(report: ck.Report) -> None:
         console.print(f"[bold]hint:[/] {hint}", highlight=False)
 
 
-# --- stage ---------------------------------------------------------------------------
-
-
 def load_plans(target: str, cluster: str | None) -> list[Plan]:
     """Plans for `RECIPE[:SELECTOR]`, or the plan of a run directory / plan.json."""
     from disagg.plan.model import Plan
@@ -100,11 +97,10 @@ def _group(plans: list[Plan]) -> list[tuple[StagingPlan, list[str]]]:
         if staging.skip:
             continue
         key = json.dumps([staging.hf_cache, staging.legacy_roots, staging.allow_download])
-        wanted = staging.models or staging.containers
-        if wanted and key not in groups:
-            empty: dict[str, Any] = {"models": [], "local_path": None, "containers": []}
-            groups[key] = (staging.model_copy(update=empty), [])
-        if wanted:
+        if staging.models or staging.containers:
+            if key not in groups:
+                empty: dict[str, Any] = {"models": [], "local_path": None, "containers": []}
+                groups[key] = (staging.model_copy(update=empty), [])
             merged, selectors = groups[key]
             merged.models.extend(staging.models)
             known = {c.squashfs for c in merged.containers}
@@ -187,6 +183,8 @@ def stage(
         else:
             _print_dry_run(rows)
         return
+    from dataclasses import asdict
+
     from disagg.staging.stage import stage_plan
 
     log_console = err_console if as_json else console
@@ -197,20 +195,7 @@ def stage(
         )
         log_console.print(f"[bold]staging[/] for {names}", highlight=False)
         result = stage_plan(staging, log=lambda line: log_console.print(line, highlight=False))
-        staged += [
-            {
-                "repo_id": o.repo_id,
-                "revision": o.revision,
-                "purpose": o.purpose,
-                "action": o.action,
-                "path": o.path,
-                "commit": o.commit,
-                "files_fetched": o.files_fetched,
-                "bytes_fetched": o.bytes_fetched,
-                "seconds": round(o.seconds, 3),
-            }
-            for o in result.outcomes
-        ]
+        staged += [{**asdict(o), "seconds": round(o.seconds, 3)} for o in result.outcomes]
         if staging.local_path and result.main_path:
             staged.append({"local_path": result.main_path, "action": "present"})
         staged += [{"container": path, "action": "present"} for path in result.containers]

@@ -13,14 +13,7 @@ from disagg.adapter_table import AdapterTable
 from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
 from disagg.services.base import ServiceContext, ServiceKind
 
-__all__ = [
-    "KINDS",
-    "ServiceContext",
-    "ServicePlane",
-    "discovery_env",
-    "service_plane",
-    "with_service_stages",
-]
+__all__ = ["KINDS", "ServiceContext", "discovery_env", "service_plane", "with_service_stages"]
 
 KINDS: AdapterTable[ServiceKind] = AdapterTable(ServiceKind, package="disagg.services")
 
@@ -64,8 +57,7 @@ def with_service_stages(stages: list[list[RolePlan]], plane: ServicePlane) -> li
     out = list(stages)
     if plane.before_workers:
         workers = (i for i, stage in enumerate(out) if any(r.kind in WORKER_KINDS for r in stage))
-        at = next(workers, 0)
-        out.insert(at, list(plane.before_workers))
+        out.insert(next(workers, 0), list(plane.before_workers))
     if plane.after_frontend:
         out.append(list(plane.after_frontend))
     return out

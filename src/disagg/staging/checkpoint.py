@@ -41,7 +41,7 @@ import re
 import stat
 import struct
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from itertools import chain, repeat
 from typing import Any, BinaryIO
@@ -120,17 +120,18 @@ class Problem:
 
 @dataclass
 class Report:
-    """The outcome of one check. `directory` is the snapshot or plain directory examined."""
+    """The outcome of one check. `directory` is the snapshot or plain directory examined.
+    Fields in the order of the JSON report."""
 
     target: str
     directory: str | None = None
     repo_id: str | None = None
     revision: str | None = None
     commit: str | None = None
-    problems: list[Problem] = field(default_factory=list)
     safetensors_files: int = 0
     weight_bytes: int = 0
     bytes_read: int = 0
+    problems: list[Problem] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -143,24 +144,18 @@ class Report:
     def add(self, kind: str, path: str, detail: str, **sizes: int | None) -> None:
         self.problems.append(Problem(kind, path, detail, **sizes))
 
+    def listed(self, head: str) -> str:
+        """`head:` then one line per problem, as staging errors name them."""
+        return "\n".join([f"{head}:", *(f"  - {problem}" for problem in self.problems)])
+
     def hints(self) -> list[str]:
         """What to do, once per kind of problem, in the order problems were found."""
         return list(dict.fromkeys(_HINTS[p.kind] for p in self.problems if p.kind in _HINTS))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "complete": self.complete,
-            "directory": self.directory,
-            "repo_id": self.repo_id,
-            "revision": self.revision,
-            "commit": self.commit,
-            "safetensors_files": self.safetensors_files,
-            "weight_bytes": self.weight_bytes,
-            "bytes_read": self.bytes_read,
-            "problems": [p.to_dict() for p in self.problems],
-            "hints": self.hints(),
-        }
+        problems = [p.to_dict() for p in self.problems]
+        fields = {"target": self.target, "complete": self.complete} | vars(self)
+        return fields | {"problems": problems, "hints": self.hints()}
 
 
 # --- confinement ------------------------------------------------------------------------
@@ -186,10 +181,8 @@ class Scope:
         return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
 
     def find(self, name: str) -> str | None:
-        """The real path of `name` when it is a regular file in scope; problems are reported once.
-
-        None without a problem means nothing is there.
-        """
+        """The real path of `name` when it is a regular file in scope; problems are reported
+        once. None without a problem means nothing is there."""
         if name not in self._found:
             self._found[name] = self._find(name)
         return self._found[name]
@@ -303,7 +296,7 @@ def check_directory(
     return report
 
 
-def _check_tokenizer(scope: Scope, names: set[str], present: Any) -> None:
+def _check_tokenizer(scope: Scope, names: set[str], present: Callable[[str], bool]) -> None:
     if not present(TOKENIZER_CONFIG) and not scope.reported(TOKENIZER_CONFIG):
         scope.report.add(MISSING_FILE, TOKENIZER_CONFIG, "tokenizer_config.json is missing")
     vocab = [n for n in (*TOKENIZER_FILES, *TIKTOKEN_NAMES) if present(n)]
@@ -316,7 +309,7 @@ def _check_tokenizer(scope: Scope, names: set[str], present: Any) -> None:
         )
 
 
-def _weight_files(scope: Scope, names: set[str], present: Any) -> list[str]:
+def _weight_files(scope: Scope, names: set[str], present: Callable[[str], bool]) -> list[str]:
     """Relative paths of the safetensors files to verify (named shards plus top-level files)."""
     report = scope.report
     if INDEX not in names and SINGLE not in names:
@@ -412,22 +405,13 @@ def _check_safetensors(scope: Scope, name: str) -> None:
     report.safetensors_files += 1
     report.weight_bytes += size
     expected = 8 + header_len + data_end
-    if size < expected:
-        report.add(
-            TRUNCATED,
-            name,
-            f"truncated: {size} of {expected} bytes ({expected - size} missing)",
-            expected_bytes=expected,
-            actual_bytes=size,
+    if size != expected:
+        kind, detail = (
+            (TRUNCATED, f"truncated: {size} of {expected} bytes ({expected - size} missing)")
+            if size < expected
+            else (OVERSIZED, f"{size} bytes but its header accounts for {expected}")
         )
-    elif size > expected:
-        report.add(
-            OVERSIZED,
-            name,
-            f"{size} bytes but its header accounts for {expected}",
-            expected_bytes=expected,
-            actual_bytes=size,
-        )
+        report.add(kind, name, detail, expected_bytes=expected, actual_bytes=size)
 
 
 # Bits per element of every dtype the safetensors library reads (sub-byte ones included).
@@ -630,13 +614,6 @@ def default_hub_cache() -> str:
     return os.path.join(home, "hub")
 
 
-def cache_search_dirs(cache: str | None) -> list[str]:
-    """Where a repo may live for `--cache DIR`: DIR/hub (canonical) then DIR itself (legacy)."""
-    if cache is None:
-        return [default_hub_cache()]
-    return [os.path.join(cache, "hub"), cache]
-
-
 def resolve_commit(entry: str, revision: str) -> str | None:
     """The commit a revision names in a cache entry (`refs/REV`, or REV itself if a commit).
 
@@ -783,7 +760,8 @@ def check_repo(repo_id: str, revision: str = "main", *, cache: str | None = None
     Returns the first complete copy; otherwise the report of the first copy found.
     """
     folder = repo_folder_name(repo_id)
-    searched = cache_search_dirs(cache)
+    # `--cache DIR`: DIR/hub (canonical), then DIR itself (legacy)
+    searched = [default_hub_cache()] if cache is None else [os.path.join(cache, "hub"), cache]
     first: Report | None = None
     for hub in searched:
         entry = os.path.join(hub, folder)

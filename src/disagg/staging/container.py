@@ -1,15 +1,9 @@
 """Container images as squashfs files on the shared filesystem, imported once.
 
-Pyxis/enroot start a container fastest from a squashfs file on the shared
-filesystem. When the cluster profile names such a file and it does not exist yet,
-the first job (or `disagg stage`) imports it; every other job waits for that one.
-The rules that keep concurrent jobs from ever starting on a half-written image:
-
-- one importer at a time, under the same cross-node directory lock as model staging;
-- the import writes a temporary name in the target's directory, never the target;
-- the result is verified (non-empty, squashfs magic) before an atomic rename;
-- a failed or killed import leaves at most a temporary file, which is removed or
-  ignored, never the final name.
+Pyxis/enroot start a container fastest from a squashfs file on the shared filesystem.
+The first job (or `disagg stage`) imports a missing one under the cross-node lock; the
+others wait. No job ever starts on a half-written image: the import writes a temporary
+name beside the target, which is checked (squashfs magic) and renamed over it atomically.
 """
 
 from __future__ import annotations

@@ -101,8 +101,6 @@ class DirLock:
         self._stop = threading.Event()
         self._beat_thread: threading.Thread | None = None
 
-    # --- acquire / release ---------------------------------------------------------
-
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
@@ -118,7 +116,11 @@ class DirLock:
                 self._write_owner(beat=0)
                 self._held = True
                 self.lost = False
-                self._start_heartbeat()
+                self._stop = threading.Event()
+                self._beat_thread = threading.Thread(
+                    target=self._heartbeat, name=f"lock-{self.path.name}", daemon=True
+                )
+                self._beat_thread.start()
                 self.waited_s = time.monotonic() - started
                 return
             state = self._observe()
@@ -182,8 +184,6 @@ class DirLock:
     def __exit__(self, *_: object) -> None:
         self.release()
 
-    # --- internals -----------------------------------------------------------------
-
     def _observe(self) -> bytes | None:
         try:
             return (self.path / OWNER).read_bytes()
@@ -195,14 +195,6 @@ class DirLock:
         tmp = self.path / f".{OWNER}.{self.token}.tmp"
         tmp.write_text(json.dumps(data))
         os.replace(tmp, self.path / OWNER)
-
-    def _start_heartbeat(self) -> None:
-        self._stop = threading.Event()
-        thread = threading.Thread(
-            target=self._heartbeat, name=f"lock-{self.path.name}", daemon=True
-        )
-        self._beat_thread = thread
-        thread.start()
 
     def _heartbeat(self) -> None:
         beat = 0

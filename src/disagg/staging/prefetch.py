@@ -1,16 +1,9 @@
 """Prefetch one repo into the shared cache: lock, reuse a legacy copy, download, validate.
 
-Order per repo:
-1. canonical entry complete? done, without a lock and without any network call;
-2. take the repo's cross-node lock (`locks.DirLock`) and look again (another stager
-   may have finished while we waited);
-3. a complete legacy copy? link it into `hub/` (no bytes copied);
-4. otherwise `huggingface_hub.snapshot_download` into `hub/` (it writes each blob to
-   `*.incomplete` and renames it when whole, and records the commit's file list first);
-5. validate with the checkpoint contract; anything missing is an error naming the repo.
-
-A crash at any point leaves either the previous state or files the contract rejects
-(short blobs, `.incomplete` blobs, files listed but absent), never a false "complete".
+A complete canonical entry costs no lock and no network call. `snapshot_download` records
+the commit's file list first and writes each blob to `*.incomplete` before renaming it, so
+a crash at any point leaves the previous state or files the contract rejects (short
+blobs, `.incomplete` blobs, files listed but absent), never a false "complete".
 """
 
 from __future__ import annotations
@@ -37,9 +30,10 @@ class StagingError(DisaggError):
     exit_code = EXIT_FINDINGS
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RepoOutcome:
-    """What staging did for one repo and where its snapshot is."""
+    """What staging did for one repo and where its snapshot is; fields in `disagg stage
+    --json`'s order."""
 
     repo_id: str
     revision: str
@@ -47,9 +41,9 @@ class RepoOutcome:
     action: Action
     path: str
     commit: str | None
-    seconds: float
     files_fetched: int = 0
     bytes_fetched: int = 0
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -117,7 +111,7 @@ def prefetch(model: ModelToStage, settings: CacheSettings, reporter: Reporter) -
 
         if not settings.allow_download:
             raise StagingError(
-                _describe(repo, rev, report, "is not complete in the cache and downloads are off"),
+                report.listed(f"{repo}@{rev} is not complete in the cache and downloads are off"),
                 hint="stage it where downloads are allowed (`disagg stage RECIPE`), "
                 "or add the directory that holds it to the cluster profile's legacy roots",
             )
@@ -176,13 +170,7 @@ def _download(model: ModelToStage, settings: CacheSettings, reporter: Reporter) 
 def _validated(report: ck.Report, when: str) -> ck.Report:
     if not report.complete:
         raise StagingError(
-            _describe(report.target, report.revision or "main", report, f"is incomplete {when}"),
+            report.listed(f"{report.target}@{report.revision or 'main'} is incomplete {when}"),
             hint="; ".join(report.hints()) or None,
         )
     return report
-
-
-def _describe(repo: str, revision: str, report: ck.Report, what: str) -> str:
-    lines = [f"{repo}@{revision} {what}:"]
-    lines += [f"  - {problem}" for problem in report.problems]
-    return "\n".join(lines)

@@ -82,11 +82,7 @@ def stage_plan(
             result.main_path = report.directory or staging.local_path
             log(f"{staging.local_path}: complete ({report.safetensors_files} safetensors files)")
         else:
-            failures.append(
-                "\n".join(
-                    [f"{staging.local_path} is incomplete:"] + [f"  - {p}" for p in report.problems]
-                )
-            )
+            failures.append(report.listed(f"{staging.local_path} is incomplete"))
 
     models = unique_models(staging.models)
     if models:
