@@ -78,12 +78,12 @@ def test_a_point_ends_at_its_time_limit(out: Path) -> None:
 
 @pytest.mark.timeout(60)
 def test_the_plans_request_timeout_reaches_the_client(out: Path) -> None:
-    from disagg.bench.runner import GpuCounts, measure_point
+    from disagg.bench.runner import GpuCounts, PointDriver
     from disagg.plan.limits import LimitsPlan
 
     bench = plan(num_prompts=4, concurrency=4)
     with serve_in_subprocess(ServerConfig(keepalive_ms=100)) as url:
-        outcome = measure_point(
+        outcome = PointDriver()(
             base_url=url,
             bench=bench,
             point=bench.points[0],

@@ -21,8 +21,6 @@ FINGERPRINT_KEYS = (FINGERPRINT, MEASURED_UNDER)
 # Bench fields that do not change one point's numbers: the list of points (adding a
 # point to a sweep keeps the others), and what plan output shows about the fields.
 _BENCH_SKIP = frozenset({"points", "concurrencies", "ignored"})
-# Kept only as a hash: their environment may hold secrets that no result file may carry.
-_BENCH_HASHED = frozenset({"command"})
 
 
 def measured_under(plan: Plan, point: PointPlan) -> dict[str, Any]:
@@ -31,9 +29,8 @@ def measured_under(plan: Plan, point: PointPlan) -> dict[str, Any]:
     for name in ("slow_down", "profiling"):  # unset: results measured before still match
         if bench.get(name) is None:
             bench.pop(name, None)
-    for name in _BENCH_HASHED & set(bench):
-        if bench[name] is not None:
-            bench[name] = digest(bench[name])
+    if bench.get("command") is not None:  # its environment may hold secrets: only a hash
+        bench["command"] = digest(bench["command"])
     roles = {
         role.name: digest(
             role.model_dump(

@@ -23,12 +23,6 @@ def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _shown(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
-
-
 def non_finite(data: object) -> str | None:
     """Where the first NaN or infinity in a decoded JSON value is, e.g. `itls[3][0] is NaN`."""
     stack: list[tuple[str, object]] = [("", data)]
@@ -37,7 +31,8 @@ def non_finite(data: object) -> str | None:
         where, value = stack.pop()
         seen += 1
         if isinstance(value, float) and not math.isfinite(value):
-            return f"{where or 'the value'} is {_shown(value)}"
+            shown = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+            return f"{where or 'the value'} is {shown}"
         if isinstance(value, Mapping):
             stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
         elif isinstance(value, list):

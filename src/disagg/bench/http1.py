@@ -382,8 +382,5 @@ class Pool:
 
 
 def describe(exc: BaseException) -> str:
-    """The record's error text for an exception from `Pool.request`."""
-    if isinstance(exc, HttpError):
-        return str(exc)
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text.rstrip(":")
+    """The record's error text for a connection's exception (an `HttpError` says its own)."""
+    return f"{type(exc).__name__}: {exc}".strip().rstrip(":")

@@ -158,11 +158,6 @@ def _per_gpu(value: float | None, gpus: int) -> float | None:
     return value / gpus if value is not None and gpus > 0 else None
 
 
-def _hw_suffix(result: Mapping[str, Any]) -> str:
-    """`-predicted` for a predicted result (its row keeps the label), else `-simulated`."""
-    return PREDICTED_HW_SUFFIX if result.get("predicted") else SIMULATED_HW_SUFFIX
-
-
 def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[str, Any]:
     """The InferenceX row of one valid disagg result; DisaggError when it cannot be one."""
     problems = schema_problems(ResultSetup, result)
@@ -179,8 +174,10 @@ def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[
         )
     multinode = bool(result["is_multinode"]) or bool(result["disagg"])
     hw = str(result["hw"] or "unknown")
+    # a predicted result keeps its label in the row; any other simulated one is `-simulated`
+    suffix = PREDICTED_HW_SUFFIX if result.get("predicted") else SIMULATED_HW_SUFFIX
     row: dict[str, Any] = {
-        "hw": hw + _hw_suffix(result) if simulated else hw,
+        "hw": hw + suffix if simulated else hw,
         "conc": result["conc"] if result["conc"] is not None else 0,
         "image": result["image"],
         "model": result["model"],

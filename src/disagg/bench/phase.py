@@ -9,9 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import resource
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from time import monotonic
-from typing import Any
 
 from disagg.bench.client import Client, Counters
 from disagg.bench.records import RequestRecord, RequestSpec
@@ -47,9 +46,7 @@ async def run_phase(
     if not specs:
         return records
     if offsets is None:
-        main: Coroutine[Any, Any, None] = _fixed_concurrency(
-            client, load.concurrency, specs, records, t0, counters
-        )
+        main = _fixed_concurrency(client, load.concurrency, specs, records, t0, counters)
     else:
         main = _scheduled(client, load.concurrency, specs, records, offsets, t0, counters)
     task = asyncio.ensure_future(main)
@@ -58,15 +55,14 @@ async def run_phase(
         if task.done():
             break
         cut = None if stop() else _limit_reached(client, t0)
-        if cut is not None:
-            counters.cut = cut
         if cut is not None or stop():
+            counters.cut = cut
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             break
-    if task.done() and not task.cancelled() and task.exception() is not None:
-        raise task.exception()  # type: ignore[misc]
+    if not task.cancelled():
+        task.result()  # the exception the schedule raised, if any
     for rec in records:
         if rec.send == 0.0 and rec.error is None:
             rec.error = "not sent: the point was stopped"

@@ -1,14 +1,10 @@
 """Synthetic prompts with exact lengths, and the request bodies built from them.
 
-A prompt is random token ids (`/v1/completions` on SGLang and vLLM takes them: the
-server sees exactly `isl` tokens, no tokenizer needed) or text, which the chat
-endpoint, chat templates and the sglang-router (it rejects token ids) need. With a
-tokenizer, text is re-encoded until it has the wanted token count; without one it is
-`isl` short common words, one token each in the usual BPE vocabularies.
-Bodies are serialised before the measured window so the hot path only sends bytes; a
-point whose bodies exceed `EAGER_BYTES` gets `LazySpecs`, built just before each send,
-so memory does not grow with the request count. Request i's lengths and prompt come
-from its own seeded generator, so both ways give the same bytes.
+A prompt is random token ids (the server sees exactly `isl` tokens, no tokenizer
+needed) or text, which the chat endpoint, chat templates and the sglang-router (it
+rejects token ids) need. Bodies are serialised before the measured window so the hot
+path only sends bytes; past `EAGER_BYTES` they are built just before each send
+(`LazySpecs`), from the same per-request seed, so both ways give the same bytes.
 """
 
 from __future__ import annotations
@@ -101,20 +97,9 @@ def load_tokenizer(path: str) -> Any:
         raise DisaggError(f"{file}: cannot load the tokenizer: {exc}") from exc
 
 
-def _check_ratio(ratio: float) -> None:
-    if not 0.0 <= ratio <= 1.0:
-        raise DisaggError(
-            f"range ratio must be in [0, 1], got {ratio:g}",
-            hint="lengths are drawn from [ratio * n, n]; 1 means exactly n",
-        )
-
-
 def _length(rng: random.Random, mean: int, ratio: float) -> int:
-    """An integer length uniform in [n * ratio, n], at least 1 (sa-bench's random dataset).
-
-    This is the meaning `random_range_ratio` has in the recipes users already have
-    (srt-slurm's sa-bench, InferenceX): 1.0 pins every request to exactly n tokens.
-    """
+    """An integer length uniform in [n * ratio, n], at least 1: what `random_range_ratio`
+    means to srt-slurm's sa-bench and InferenceX (1.0 pins every request to n tokens)."""
     return rng.randint(max(1, round(mean * ratio)), mean)
 
 
@@ -125,10 +110,6 @@ def _rng(seed: int, seed_offset: int, index: int) -> random.Random:
 
 def _random_ids(rng: random.Random, length: int, low: int, high: int) -> list[int]:
     return rng.choices(range(low, high), k=length)
-
-
-def _synthetic_text(rng: random.Random, length: int) -> str:
-    return "".join(rng.choices(SYNTHETIC_WORDS, k=length)).lstrip()
 
 
 def _text_of_length(tokenizer: Any, rng: random.Random, length: int, low: int, high: int) -> str:
@@ -173,7 +154,11 @@ class PromptFactory:
     def build(self, count: int, *, seed_offset: int = 0) -> Sequence[RequestSpec]:
         """`count` requests: built now when their bodies fit in EAGER_BYTES, else lazily."""
         s = self.settings
-        _check_ratio(s.range_ratio)
+        if not 0.0 <= s.range_ratio <= 1.0:
+            raise DisaggError(
+                f"range ratio must be in [0, 1], got {s.range_ratio:g}",
+                hint="lengths are drawn from [ratio * n, n]; 1 means exactly n",
+            )
         if count * (_BODY_BYTES_PER_TOKEN * s.isl + _BODY_OVERHEAD) > EAGER_BYTES:
             return LazySpecs(s, range(count), seed_offset, self)
         return [self.spec_at(i, seed_offset) for i in range(count)]
@@ -223,7 +208,7 @@ class PromptFactory:
     def text(self, rng: random.Random, length: int) -> str:
         """Text of `length` tokens (exact with a tokenizer, one word a token without)."""
         if self.tokenizer is None:
-            return _synthetic_text(rng, length)
+            return "".join(rng.choices(SYNTHETIC_WORDS, k=length)).lstrip()
         low, high = self.id_range
         return _text_of_length(self.tokenizer, rng, length, low, high)
 
@@ -269,10 +254,6 @@ class LazySpecs(Sequence[RequestSpec]):
         if isinstance(item, slice):
             return LazySpecs(self.settings, self.indices[item], self.seed_offset, self._factory)
         return self.factory.spec_at(self.indices[item], self.seed_offset)
-
-    def __iter__(self) -> Iterator[RequestSpec]:
-        for index in self.indices:
-            yield self.factory.spec_at(index, self.seed_offset)
 
     def lengths(self) -> Iterator[tuple[int, int, int]]:
         """(index, input length, output length) of each request, without building bodies."""

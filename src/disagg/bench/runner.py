@@ -9,17 +9,23 @@ a second, marked invalid.
 
 from __future__ import annotations
 
+import contextlib
 import random
+import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from time import monotonic
 from typing import Any, Literal
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
 
 from disagg.bench import metrics as metric_calc
 from disagg.bench.client import Load
 from disagg.bench.gate import finite_numbers
-from disagg.bench.progress import point_progress
 from disagg.bench.prompts import PromptFactory, PromptSettings
 from disagg.bench.records import RequestSpec
 from disagg.bench.results import PointContext, build_result, judge, result_stem, write_point
@@ -102,13 +108,10 @@ def endpoint_url(base_url: str, endpoint: str) -> str:
 def arrival_offsets(
     count: int, rate: float, arrival: Arrival, *, burstiness: float = 1.0, seed: int = 0
 ) -> list[float]:
-    """Send times in seconds after the window start; the first request goes at 0.
-
-    Cumulative from the start, so that the offered rate does not drift when the client or
-    the server falls behind (the lag shows as client queue time instead). Gamma
-    inter-arrival times with shape `burstiness` and mean `1/rate` (1 is Poisson, below 1
-    burstier, above 1 smoother), as in vLLM's benchmark.
-    """
+    """Send times in seconds after the window start (the first at 0), cumulative so that
+    the offered rate does not drift when the client or server falls behind (the lag shows
+    as client queue time). Gamma inter-arrival times of shape `burstiness`, mean `1/rate`
+    (1 is Poisson, below 1 burstier), as in vLLM's benchmark."""
     if rate <= 0:
         raise DisaggError(
             f"request rate must be positive, got {rate:g}",
@@ -149,6 +152,39 @@ def synthetic_requests(bench: BenchPlan, point: PointPlan) -> PointRequests:
         warmup=factory.build(point.warmup_requests, seed_offset=1),
         offsets=offsets,
     )
+
+
+@contextlib.contextmanager
+def point_progress(
+    label: str, total: int, *, quiet: bool = False
+) -> Iterator[Callable[[int, int], None]]:
+    """A one-line live status on a terminal (silent in a job or when quiet); yields
+    `update(done, failed)`, callable from any thread: rich renders at most 4 times a
+    second on its own thread, so the hot path only pays for two integer stores."""
+    console = Console(stderr=True)
+    if quiet or not console.is_terminal or not sys.stderr.isatty():
+        yield lambda done, failed: None
+        return
+    start = monotonic()
+    counts = [0, 0]  # done, failed
+    lock = threading.Lock()
+
+    def update(done: int, failed: int) -> None:
+        with lock:
+            counts[:] = done, failed
+
+    def render() -> Text:
+        elapsed = max(monotonic() - start, 1e-9)
+        with lock:
+            done, failed = counts
+        return Text.assemble(
+            (f"{label} ", "bold"),
+            f"{done}/{total} requests  {done / elapsed:,.1f} req/s  ",
+            (f"{failed} errors", "red" if failed else "green"),
+        )
+
+    with Live(console=console, refresh_per_second=4, transient=True, get_renderable=render):
+        yield update
 
 
 def run_point(
@@ -270,9 +306,6 @@ class PointDriver:
             requests=self.sends(bench, point),
             serving=serving,
         )
-
-
-measure_point = PointDriver()  # sa-bench's: synthetic requests
 
 
 def headline(result: dict[str, Any]) -> dict[str, float]:

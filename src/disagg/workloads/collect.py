@@ -26,7 +26,7 @@ from disagg.bench.results import (
 )
 from disagg.plan.model import Plan, PointPlan
 
-POINT_FIELDS = ("completed", "total_output_tokens", "output_throughput")
+POINT_FIELDS = ("completed", "total_output_tokens", "output_throughput")  # a vLLM point file
 MAX_FILES = 10_000
 
 
@@ -44,14 +44,6 @@ class CollectedPoint:
 class Collected:
     points: list[CollectedPoint] = field(default_factory=list)
     other_files: list[Path] = field(default_factory=list)
-
-
-def read_point_file(path: Path) -> dict[str, Any] | None:
-    """The JSON object of a vLLM-format point file, else None (another kind of file)."""
-    data = read_object(path, "point file")
-    if data is None or not all(k in data for k in POINT_FIELDS):
-        return None
-    return data
 
 
 def _concurrency(data: dict[str, Any]) -> int | None:
@@ -115,8 +107,8 @@ def collect(
     files = sorted(p for p in results_dir.rglob("*") if p.is_file() and not p.is_symlink())
     taken: set[str] = set()
     for path in files[:MAX_FILES]:
-        data = read_point_file(path) if path.suffix == ".json" else None
-        if data is None:
+        data = read_object(path, "point file") if path.suffix == ".json" else None
+        if data is None or not all(k in data for k in POINT_FIELDS):
             found.other_files.append(path)
             continue
         result = normalise(data, plan, path, not_serving)

@@ -94,12 +94,9 @@ def server_metrics_urls(plan: Plan) -> list[str]:
     urls = [f"http://${{{r.name}.host}}:${{{r.name}.{port}_port}}/metrics" for r in workers]
     backend = plan.config.get("backend")
     backend = backend if isinstance(backend, dict) else {}
-    kvbm = None
-    for mode in ("prefill", "aggregated"):
-        env = backend.get(f"{mode}_environment")
-        if isinstance(env, dict) and env.get(KVBM_METRICS_PORT):
-            kvbm = str(env[KVBM_METRICS_PORT])
-            break
+    envs = [backend.get(f"{mode}_environment") for mode in ("prefill", "aggregated")]
+    ports = [env.get(KVBM_METRICS_PORT) for env in envs if isinstance(env, dict)]
+    kvbm = next((str(port) for port in ports if port), None)
     if kvbm:
         kinds = (RoleKind.PREFILL, RoleKind.AGGREGATED)
         urls += [f"http://${{{r.name}.host}}:{kvbm}/metrics" for r in workers if r.kind in kinds]

@@ -188,7 +188,7 @@ def evaluate(settings: Settings, questions: Questions) -> dict[str, Any]:
     }
 
 
-def parse(argv: Sequence[str]) -> argparse.Namespace:
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m disagg.workloads.gsm8k_eval", description=__doc__.split("\n")[0]
     )
@@ -251,9 +251,5 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return run(parse(sys.argv[1:] if argv is None else argv))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(parse(None)))

@@ -2,18 +2,11 @@
 
 srtctl's sa-bench and trace-replay scripts (`benchmarks/scripts/lib/profiling.sh`) POST
 `/start_profile` (`/engine/start_profile` under Dynamo) to each prefill, decode, then
-aggregated leader before the first concurrency's warm-up, for `type` nsys or torch,
-and `/stop_profile` after the last; they also get the profile type, steps and leaders'
-`host:port` in their environment (`_get_benchmark_profiling_env`). Trace replay on
-TRT-LLM posts nothing (`profiling_trtllm.sh` is a no-op).
-
-Here the same POSTs go out at the same moments around disagg's own points. Differences
-(docs/compat.md): a failed start fails the run before any point (`profiling-failure`);
-sa-bench on TRT-LLM posts nothing either (`profiling-trtllm`); a Dynamo 404 at
-`/engine/...` is retried at `/engine/control/...`, where Dynamo 1.x serves it
-(`profiling-dynamo-route`). Every POST is recorded (`profile_posts` in each point, all
-in `state.json`); a failed stop is only a warning, since SGLang answers 500 "Profiling
-is not in progress" once a profile took its `num_steps` and ended itself.
+aggregated leader before the first concurrency's warm-up, and `/stop_profile` after the
+last; their environment names the profile type, steps and leaders. disagg makes the
+same POSTs at the same moments around its own points; where it differs (a failed start,
+TRT-LLM, Dynamo 1.x's route) is in docs/compat.md. Every POST is recorded; a failed stop
+is only a warning, since SGLang answers 500 once a profile took its steps and ended.
 """
 
 from __future__ import annotations

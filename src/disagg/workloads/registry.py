@@ -39,8 +39,8 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
     "custom": ("disagg.workloads.custom", "Custom"),
     "mooncake-router": ("disagg.workloads.mooncake_aiperf", "MooncakeRouter"),
     "trace-replay": ("disagg.workloads.trace", "TraceReplay"),
-    "gsm8k": ("disagg.workloads.gsm8k", "Gsm8k"),
-    "gpqa": ("disagg.workloads.gpqa", "Gpqa"),
+    "gsm8k": ("disagg.workloads.accuracy", "Gsm8k"),
+    "gpqa": ("disagg.workloads.accuracy", "Gpqa"),
     "manual": ("disagg.workloads.manual", "Manual"),
 }
 _TABLE: AdapterTable[BenchmarkAdapter] = AdapterTable(BenchmarkAdapter, _ADAPTERS)

@@ -59,13 +59,10 @@ def concurrencies(inputs: BenchInputs) -> list[int]:
 
 
 def slo(inputs: BenchInputs) -> dict[str, float]:
+    """The thresholds as SLO limits in ms (srtctl's ITL threshold is a TPOT limit here)."""
     b = inputs.section
-    limits: dict[str, float] = {}
-    if b.ttft_threshold_ms is not None:
-        limits["ttft"] = float(b.ttft_threshold_ms)
-    if b.itl_threshold_ms is not None:
-        limits["tpot"] = float(b.itl_threshold_ms)
-    return limits
+    limits = {"ttft": b.ttft_threshold_ms, "tpot": b.itl_threshold_ms}
+    return {key: float(ms) for key, ms in limits.items() if ms is not None}
 
 
 class SaBench(BenchmarkAdapter):

@@ -93,7 +93,7 @@ class SlowDown:
         self.posts: list[dict[str, Any]] = []
         self._t0 = time.monotonic()
         self._lock = threading.Lock()
-        self._cleared = threading.Event()
+        self._cleared = False  # the clearing POST went (or is going) out
         self._timer: threading.Timer | None = None
 
     def _post_all(self, value: float | None) -> None:
@@ -109,9 +109,9 @@ class SlowDown:
 
     def _clear(self) -> None:
         with self._lock:
-            if self._cleared.is_set():
+            if self._cleared:
                 return
-            self._cleared.set()
+            self._cleared = True
         self._post_all(None)
 
     def start(self) -> str | None:
