@@ -22,15 +22,13 @@ def require() -> str:
     try:
         import aiconfigurator_core  # noqa: F401
 
-        found: str | None = version(PACKAGE)
+        found = version(PACKAGE)
     except ImportError:  # importlib's PackageNotFoundError is one too
-        found = None
-    if found is None:
         raise DisaggError(
             f"--predict needs {PACKAGE} {VERSION} (AIConfigurator's performance model), "
             "which is not installed",
             hint=f"install the optional group: `{INSTALL}` (or `pip install {PACKAGE}=={VERSION}`)",
-        )
+        ) from None
     if found != VERSION:
         raise DisaggError(
             f"--predict is built against {PACKAGE} {VERSION}, found {found}",

@@ -138,13 +138,12 @@ def shipped_models() -> dict[str, str]:
     import aiconfigurator_core
 
     folder = Path(aiconfigurator_core.__file__).parent / "model_configs"
-    names = {}
-    for path in folder.glob("*_config.json"):
-        if path.name.endswith("_hf_quant_config.json"):
-            continue
-        name = path.name[: -len("_config.json")].replace("--", "/", 1)
-        names[name.lower()] = name
-    return names
+    names = [
+        path.name.removesuffix("_config.json").replace("--", "/", 1)
+        for path in folder.glob("*_config.json")
+        if not path.name.endswith("_hf_quant_config.json")
+    ]
+    return {name.lower(): name for name in names}
 
 
 def model_for(inputs: WorkerInputs) -> tuple[str, dict[str, Any]]:

@@ -1,13 +1,9 @@
 """Predicted workers run on a virtual clock: a whole benchmark point in seconds of CPU.
 
-The simulated engine's own `Scheduler`s with their predicted timing are driven by a
-discrete-event loop instead of the event loop's timers: each step's duration is added to
-a virtual clock and applied at once; prefill -> decode hand-overs take the KV transfer
-time of the prefill worker's link. This is what a predicted run measures, less the
-frontend's and the HTTP client's own latency (`benchmarks/predict_accuracy.py`).
-
-Workloads: `concurrency` requests kept in flight until `requests` have been sent (a
-closed loop), or every request sent at once (`concurrency=None`).
+The simulated engine's own `Scheduler`s are driven by a discrete-event loop instead of
+timers; hand-overs take the prefill worker's KV transfer time. This is what a predicted
+run measures, less the frontend's and the client's own latency
+(`benchmarks/predict_accuracy.py`).
 """
 
 from __future__ import annotations
@@ -118,6 +114,8 @@ class Worker:
 
 @dataclass(frozen=True)
 class Workload:
+    """A closed loop of `concurrency` requests in flight until `requests` are sent."""
+
     isl: int
     osl: int
     requests: int
@@ -178,7 +176,6 @@ class Run:
                 worker.scheduler.on_prefilled = functools.partial(self._handed, worker)
         self._front_turn = itertools.cycle(self.front)
         self._back_turn = itertools.cycle(self.back)
-        self._index = itertools.count()
         self._pending: dict[int, tuple[SimRequest, Worker]] = {}
         self.outcome = Outcome()
         self._sent = 0
@@ -195,9 +192,9 @@ class Run:
     def _send(self) -> None:
         assert self._workload is not None
         w = self._workload
+        index = self._sent
         self._sent += 1
         stream = Timed(self.clock, self.clock.now, self._done)
-        index = next(self._index)
         worker = next(self._front_turn)
         if self.back:
             self._pending[index] = (
