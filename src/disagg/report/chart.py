@@ -60,21 +60,13 @@ class Series:
     index: int
 
     @property
-    def simulated(self) -> bool:
-        return self.run.simulated
-
-    @property
-    def predicted(self) -> str | None:
-        return self.run.predicted
-
-    @property
     def mpl_marker(self) -> str:
         return MPL_MARKERS[(self.index // len(PALETTE)) % len(MPL_MARKERS)]
 
     @property
     def plotly_marker(self) -> str:
         symbol = PLOTLY_MARKERS[(self.index // len(PALETTE)) % len(PLOTLY_MARKERS)]
-        return f"{symbol}-open" if self.simulated else symbol
+        return f"{symbol}-open" if self.run.simulated else symbol
 
 
 @dataclass(frozen=True)
@@ -87,11 +79,11 @@ class Chart:
 
     @property
     def any_simulated(self) -> bool:
-        return any(series.simulated for series in self.series)
+        return any(series.run.simulated for series in self.series)
 
     @property
     def all_simulated(self) -> bool:
-        return bool(self.series) and all(series.simulated for series in self.series)
+        return bool(self.series) and all(series.run.simulated for series in self.series)
 
     @property
     def point_count(self) -> int:
@@ -100,8 +92,8 @@ class Chart:
     @property
     def watermark(self) -> str:
         """`PREDICTED` when every simulated series is a prediction, else `SIMULATED`."""
-        sims = [s for s in self.series if s.simulated]
-        return "PREDICTED" if sims and all(s.predicted for s in sims) else WATERMARK
+        sims = [s.run for s in self.series if s.run.simulated]
+        return "PREDICTED" if sims and all(run.predicted for run in sims) else WATERMARK
 
     @property
     def title(self) -> str:
@@ -113,7 +105,7 @@ class Chart:
                 XMetric.TTFT: "time to first token",
             }[self.x_metric]
         )
-        if self.all_simulated and all(s.predicted for s in self.series):
+        if self.all_simulated and all(s.run.predicted for s in self.series):
             return f"{title} (predicted)"  # the legend names each prediction's model
         return f"{title} (simulated)" if self.all_simulated else title
 
@@ -129,9 +121,9 @@ class Chart:
     def legend_label(self, series: Series) -> str:
         """The series' label, `(simulated)` added when real and simulated runs share the chart;
         a prediction's label always (the model, system and database it comes from)."""
-        if series.predicted:
-            return f"{series.label}, {series.predicted}"
-        if series.simulated and not self.all_simulated:
+        if series.run.predicted:
+            return f"{series.label}, {series.run.predicted}"
+        if series.run.simulated and not self.all_simulated:
             return f"{series.label} (simulated)"
         return series.label
 
@@ -218,7 +210,7 @@ def build_chart(
         series.append(Series(label, run, points, PALETTE[index % len(PALETTE)], index))
     _disambiguate(series)
     # Simulated points never set the frontier of measured hardware; alone, they have their own.
-    real = [cp for s in series if not s.simulated for cp in s.points]
+    real = [cp for s in series if not s.run.simulated for cp in s.points]
     basis = real or [cp for s in series for cp in s.points]
     sign = 1.0 if x_metric.higher_is_better else -1.0
     line = frontier(basis, lambda cp: sign * cp.x, lambda cp: cp.y)

@@ -109,18 +109,13 @@ def render(report: Report, title: str = "disagg report") -> str:
 
 def _filter_bar(charts: Sequence[Chart]) -> str:
     """A select per filter field that has more than one value across the runs."""
-    values: dict[str, set[str]] = {name: set() for name in FILTER_FIELDS}
-    for chart in charts:
-        for series in chart.series:
-            for name, value in trace_meta(series).items():
-                values[name].add(value)
+    metas = [trace_meta(series) for chart in charts for series in chart.series]
     selects = []
     for name in FILTER_FIELDS:
-        if len(values[name]) < 2:
+        values = sorted({meta[name] for meta in metas})
+        if len(values) < 2:
             continue
-        options = "".join(
-            f'<option value="{escape(v)}">{escape(v)}</option>' for v in sorted(values[name])
-        )
+        options = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
         selects.append(
             f'<label>{escape(name)} <select data-filter="{escape(name)}">'
             f'<option value="">all</option>{options}</select></label>'
@@ -259,15 +254,13 @@ def _skipped(runs: Sequence[RunResults]) -> str:
 
 
 def _configs(runs: Sequence[RunResults]) -> str:
-    blocks = []
-    for run in runs:
-        if run.config is None:
-            continue
-        blocks.append(
-            f"<details><summary><b>{escape(run.label or run.name)}</b> · "
-            f"<code>{escape(run.selector or '')}</code> · {escape(str(run.run_dir))}</summary>"
-            f"<pre>{escape(_yaml(run.config))}</pre></details>"
-        )
+    blocks = [
+        f"<details><summary><b>{escape(run.label or run.name)}</b> · "
+        f"<code>{escape(run.selector or '')}</code> · {escape(str(run.run_dir))}</summary>"
+        f"<pre>{escape(_yaml(run.config))}</pre></details>"
+        for run in runs
+        if run.config is not None
+    ]
     if not blocks:
         return ""
     return "<section><h2>Resolved configs</h2>" + "".join(blocks) + "</section>"

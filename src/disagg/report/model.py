@@ -1,8 +1,6 @@
-"""What a report is made of: valid points grouped by run (the chart axes that read them are
-`report.axes`).
+"""What a report is made of: valid points grouped by run.
 
-Kept free of plotting imports so that `disagg collect` and other callers can use the
-loaded results without paying for matplotlib or plotly.
+Free of plotting imports, so callers can use loaded results without matplotlib or plotly.
 """
 
 from __future__ import annotations
@@ -43,11 +41,7 @@ def short_model(model: str | None) -> str:
 
 @dataclass(frozen=True)
 class ResultPoint:
-    """One valid measured point, with the numbers a report needs.
-
-    `metrics` holds every numeric field of the result JSON under its own name
-    (`median_ttft_ms`, `output_throughput`, `tput_per_gpu`, ...).
-    """
+    """One valid measured point; `metrics` holds every numeric field of the result JSON."""
 
     path: Path
     run_name: str
