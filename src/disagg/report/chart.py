@@ -1,24 +1,23 @@
 """The Pareto charts as plain data, shared by the PNG and the HTML renderers.
 
-One chart per workload (model, ISL, OSL): points of different workloads never share
-a chart or a frontier. In a chart, one series per run, named by what the run ran
-(`disagg.report.legend`), one frontier across its series (over measured points only
-when real and simulated runs share it; not drawn for a single series, where it would
-only double the line), axis ranges fitted to the data, point labels placed so that
-they do not collide, and a stable style per run so every chart and both files agree.
+One chart per workload (model, ISL, OSL): workloads never share a chart or a frontier.
+A chart has one series per run, named by what it ran (`disagg.report.legend`), and one
+frontier, over measured points only where real and simulated runs share it; each run
+keeps one style in every chart and both files.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import TypeVar
 
 from disagg.report.axes import XMetric, YMetric
 from disagg.report.labels import place
 from disagg.report.legend import legend
 from disagg.report.model import ResultPoint, RunResults, Workload
-from disagg.report.pareto import frontier
 
 # Colour-blind-safe first (Okabe-Ito, then Tableau); markers change every lap of colours.
 PALETTE = (
@@ -35,6 +34,7 @@ ANNOTATE_ALL_UP_TO = 80  # above this many points, only frontier points get a co
 WATERMARK = "SIMULATED"  # across any chart that holds simulated points
 PLOT_PX = (900.0, 480.0)  # the plot area both renderers draw, for placing labels
 PAD = 0.06  # share of the data span added on each side of an axis
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,31 @@ def _fitted(values: list[float]) -> tuple[float, float]:
     low, high = min(values), max(values)
     span = high - low or abs(high) or 1.0
     return (max(0.0, low - PAD * span), high + PAD * span)
+
+
+def frontier(
+    items: Sequence[T], x: Callable[[T], float | None], y: Callable[[T], float | None]
+) -> list[T]:
+    """The items no other item beats on both x and y (higher is better on both), in
+    increasing x; items lacking x or y are ignored.
+
+    O(n log n): sweep from the highest x down, keeping each item whose y beats every
+    y seen so far. Ties in x keep only the highest y; exact duplicates keep the first.
+    """
+    scored = [
+        (xv, yv, index)
+        for index, item in enumerate(items)
+        if (xv := x(item)) is not None and (yv := y(item)) is not None
+    ]
+    scored.sort(key=lambda entry: (-entry[0], -entry[1], entry[2]))
+    kept: list[T] = []
+    best_y = float("-inf")
+    for _, yv, index in scored:
+        if yv > best_y:
+            kept.append(items[index])
+            best_y = yv
+    kept.reverse()
+    return kept
 
 
 def build_chart(

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,6 @@ from disagg.report import table
 from disagg.report.build import Report
 from disagg.report.chart import Chart, View
 from disagg.report.compare import Change
-from disagg.report.diff import config_diff
 from disagg.report.figures import (
     FILTER_FIELDS,
     distribution_figure,
@@ -37,6 +38,8 @@ from disagg.report.requests import goodput
 __all__ = ["latency_figure", "pareto_figure", "render", "write_html"]
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
+MISSING = "—"  # a config difference's value where the run does not set it
+MAX_ROWS = 300
 
 
 def render(report: Report, title: str = "disagg report") -> str:
@@ -156,6 +159,40 @@ def _variants_table(chart: Chart, slo: Mapping[str, float]) -> str:
             cells.append(table.number(max(rates) if rates else None, 2))
         body.append("<tr>" + "".join(_td(c, i >= 2) for i, c in enumerate(cells)) + "</tr>")
     return "<h3>Variants compared</h3>" + _table(head, body)
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in config.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out |= flatten(value, path + ".")
+        else:
+            out[path] = value if isinstance(value, str) else json.dumps(value, default=str)
+    return out
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    path: str
+    values: list[str]  # one per run, MISSING where the run does not set it
+
+
+def config_diff(runs: Sequence[RunResults]) -> tuple[list[RunResults], list[DiffRow]]:
+    """The runs that have a config, and the settings whose value is not the same in every
+    run (missing from one counts), flattened to dotted paths with lists compared whole:
+    the report shows this instead of asking readers to diff YAML."""
+    with_config = [run for run in runs if run.config is not None]
+    if len(with_config) < 2:
+        return with_config, []
+    flat = [flatten(run.config or {}) for run in with_config]
+    paths = sorted({path for config in flat for path in config})
+    rows = []
+    for path in paths:
+        values = [config.get(path, MISSING) for config in flat]
+        if len(set(values)) > 1:
+            rows.append(DiffRow(path, values))
+    return with_config, rows[:MAX_ROWS]
 
 
 def _diff_table(runs: Sequence[RunResults]) -> str:
