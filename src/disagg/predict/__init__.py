@@ -1,9 +1,8 @@
 """Predicted runs: the simulated engine timed by NVIDIA's AIConfigurator performance model.
 
-`disagg run RECIPE --local --predict` (or `backend.engine: predict`) runs every worker as
-the simulated engine, with each iteration's duration, the KV capacity and the KV hand-over
-time taken from `aiconfigurator-core` for the recipe's own model, GPU, engine, precision
-and parallelism (docs/predict.md). The package is optional (the `predict` group).
+Every worker runs as the simulated engine, with step durations, KV capacity and KV
+hand-over time from `aiconfigurator-core` for the recipe's own model, GPU, engine,
+precision and parallelism (docs/predict.md). The package is optional (the `predict` group).
 """
 
 from __future__ import annotations

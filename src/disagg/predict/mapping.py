@@ -1,10 +1,8 @@
 """From a recipe's worker to the performance model's inputs (`PredictTarget`), or a refusal.
 
-The engine adapter reads the worker's settings (parallel sizes, attention-DP, batch
-limits, speculative decoding) as it does for the simulated engine; this module turns
-that reading, the model, the GPU type and the precision into what AIConfigurator's model
-takes. What it cannot map (an AMD GPU, a model AIConfigurator has no config for, FP4 on a
-GPU without FP4 kernels, speculative decoding without a known acceptance) is refused
+The engine adapter's reading of the worker (as for the simulated engine), the model, GPU
+and precision become what AIConfigurator takes. What cannot be mapped (an AMD GPU, a model
+without a config, FP4 without FP4 kernels, drafts without a known acceptance) is refused
 with the reason: a prediction for something else would be worse than none.
 """
 

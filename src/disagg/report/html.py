@@ -1,12 +1,8 @@
 """`report.html`: one self-contained, offline, interactive page.
 
-plotly.js is embedded once, inline (`include_plotlyjs=True` on the first figure), so
-the page needs no network: it opens from a laptop, a cluster login node or an email
-attachment alike. Sections: per workload (model, ISL, OSL) the Pareto chart, the
-latency view, the per-point latency distributions and a table of the variants; then
-the summary table, comparisons, the config settings that differ between runs, the
-files left out, each run's resolved config. Filters by hardware, framework and
-precision show or hide the matching traces of every chart.
+plotly.js is embedded once, inline, so the page opens without a network from a laptop,
+a login node or an email alike. Per workload its charts and a table of the variants;
+then the summary, comparisons, config differences, files left out and resolved configs.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """`pareto.png`: the Pareto charts as one static image (matplotlib, Agg), one panel per
 workload stacked top to bottom, for pasting into a document or a chat.
 
-Uses `matplotlib.figure.Figure` directly rather than pyplot: no global state, no GUI
-backend, safe to call from any thread. `build_figure` is separate from `write_png` so
-tests can inspect the series before anything is saved.
+`matplotlib.figure.Figure` rather than pyplot: no global state, no GUI backend.
 """
 
 from __future__ import annotations

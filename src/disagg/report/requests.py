@@ -1,10 +1,7 @@
 """Per-request numbers of a point (its `.jsonl`): latency distributions and goodput.
 
-The point JSON holds percentiles; the records beside it hold every measured request,
-so the report can draw each point's TTFT and ITL distribution and count the requests
-that met a service-level objective (vLLM's `--goodput ttft:50 tpot:20`: a request is
-good when it meets every limit given; goodput is good requests per second of the
-point's duration).
+The point JSON holds percentiles only. Goodput as vLLM's `--goodput ttft:50 tpot:20`: a
+request is good when it meets every limit given; goodput is good requests per second.
 """
 
 from __future__ import annotations
