@@ -192,12 +192,8 @@ def _style_axes(ax: Axes, chart: Chart, common: str = "") -> None:
         ax.spines[side].set_visible(False)
 
 
-def png_bytes(fig: Figure) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, facecolor="white")
-    return buffer.getvalue()
-
-
 def write_png(charts: Chart | Sequence[Chart], path: Path) -> Path:
-    write_bytes(path, png_bytes(build_figure(charts)))
+    buffer = io.BytesIO()
+    build_figure(charts).savefig(buffer, format="png", dpi=DPI, facecolor="white")
+    write_bytes(path, buffer.getvalue())
     return path
