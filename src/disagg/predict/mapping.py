@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from disagg.engines.worker import Parallelism, SimReading
-from disagg.predict.acceptance import Acceptance, published_acceptance
-from disagg.predict.target import PredictTarget
+from disagg.predict.target import Acceptance, PredictTarget, published_acceptance
 
 if TYPE_CHECKING:
     from disagg.recipe.backend_section import PredictSettings

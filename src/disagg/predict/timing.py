@@ -100,10 +100,7 @@ def dispatch_ms(target: PredictTarget) -> float:
     return float(backend._prefill_dispatch_overhead_ms(model))
 
 
-@cache
-def engines_for(target: PredictTarget) -> Engines:
-    """One target's engines, built once per process."""
-    return Engines(target)
+engines_for = cache(Engines)  # one target's engines, built once per process
 
 
 @cache
