@@ -45,8 +45,7 @@ class Box:
 
 def _box(name: str, x: float, y: float, width: float, height: float) -> Box:
     _, fx, fy = next(spot for spot in _SPOTS if spot[0] == name)
-    gap_x = _GAP if fx == 0.0 else (-_GAP if fx == -1.0 else 0.0)
-    gap_y = _GAP if fy == 0.0 else (-_GAP if fy == -1.0 else 0.0)
+    (gap_x, gap_y), _, _ = mpl_offset(name)
     left = x + fx * width + gap_x
     bottom = y + fy * height + gap_y
     return Box(left, bottom, left + width, bottom + height)

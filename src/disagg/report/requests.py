@@ -56,9 +56,9 @@ def _read(path: Path) -> Requests | None:
             if not isinstance(first, int | float) or not isinstance(last, int | float):
                 continue
             tokens = record.get("output_len")
-            per_token = None
-            if isinstance(tokens, int) and tokens > 1:
-                per_token = (last - first) / (tokens - 1)
+            per_token = (
+                (last - first) / (tokens - 1) if isinstance(tokens, int) and tokens > 1 else None
+            )
             ttft.append(float(first))
             per_request.append((float(first), per_token, float(last)))
             gaps = record.get("itls_ms")
