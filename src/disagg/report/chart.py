@@ -86,10 +86,6 @@ class Chart:
         return bool(self.series) and all(series.run.simulated for series in self.series)
 
     @property
-    def point_count(self) -> int:
-        return sum(len(series.points) for series in self.series)
-
-    @property
     def watermark(self) -> str:
         """`PREDICTED` when every simulated series is a prediction, else `SIMULATED`."""
         sims = [s.run for s in self.series if s.run.simulated]
@@ -147,7 +143,7 @@ class Chart:
     def _label_spots(self) -> dict[int, str | None]:
         """Frontier points first, then the rest in series order."""
         points = [cp for s in self.series for cp in s.points]
-        if self.point_count > ANNOTATE_ALL_UP_TO:
+        if len(points) > ANNOTATE_ALL_UP_TO:
             points = [cp for cp in points if self.on_frontier(cp.point)]
         points.sort(key=lambda cp: not self.on_frontier(cp.point))
         (x0, x1), (y0, y1) = self.x_range, self.y_range

@@ -39,6 +39,12 @@ def short_model(model: str | None) -> str:
     return model.rstrip("/").rsplit("/", 1)[-1] if model else ""
 
 
+def predicted_label(setup: Mapping[str, Any]) -> str | None:
+    """`predicted (aiconfigurator-core ...)` when AIConfigurator's model timed the run."""
+    label = setup.get("predicted")
+    return str(label) if label else None
+
+
 @dataclass(frozen=True)
 class ResultPoint:
     """One valid measured point; `metrics` holds every numeric field of the result JSON."""
@@ -59,19 +65,12 @@ class ResultPoint:
 
     @property
     def predicted(self) -> str | None:
-        """The prediction's label when AIConfigurator's model timed this point."""
-        label = self.setup.get("predicted")
-        return str(label) if label else None
+        return predicted_label(self.setup)
 
     @property
     def workload(self) -> Workload:
         """What the point measured: charts and frontiers never mix workloads."""
         return Workload(self.model, self.isl, self.osl)
-
-    @property
-    def requests_file(self) -> Path:
-        """The per-request records written beside the result (`{stem}.jsonl`)."""
-        return self.path.with_suffix(".jsonl")
 
     @property
     def total_gpus(self) -> int:
@@ -133,9 +132,7 @@ class RunResults:
 
     @property
     def predicted(self) -> str | None:
-        """The prediction's label (`predicted (aiconfigurator-core ...)`), None otherwise."""
-        label = self.setup.get("predicted")
-        return str(label) if label else None
+        return predicted_label(self.setup)
 
     @property
     def workloads(self) -> list[Workload]:

@@ -71,7 +71,7 @@ def _read(path: Path) -> Requests | None:
 
 def requests_of(point: ResultPoint) -> Requests | None:
     """The point's successful requests, None when it has no records (e.g. a custom benchmark)."""
-    return _read(point.requests_file)
+    return _read(point.path.with_suffix(".jsonl"))  # written beside the result
 
 
 @dataclass(frozen=True)
