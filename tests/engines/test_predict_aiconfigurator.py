@@ -25,9 +25,9 @@ api = pytest.importorskip(
     "aiconfigurator.cli.api", reason="the `predict-check` group is not installed"
 )
 
-from disagg.predict.fixed_point import fixed_batch_point  # noqa: E402
 from disagg.predict.target import PredictTarget  # noqa: E402
 from disagg.predict.timing import engines_for  # noqa: E402
+from disagg.predict.virtual import fixed_batch_point  # noqa: E402
 
 ISL, OSL = 2048, 256
 ACCEPT = 0.7  # per draft token; AIConfigurator takes the mean accepted count instead

@@ -11,10 +11,9 @@ import pytest
 
 pytest.importorskip("aiconfigurator_core", reason="the `predict` group is not installed")
 
-from disagg.predict.fixed_point import engine_args, prefill_point
 from disagg.predict.target import PredictTarget, compile_engine
 from disagg.predict.timing import PredictedTiming, engines_for
-from disagg.predict.virtual import Run, Workload
+from disagg.predict.virtual import Run, Workload, engine_args, prefill_point
 from disagg.predict.wide_ep import compile_large_ep
 
 R1 = "deepseek-ai/DeepSeek-R1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disagg.report.pareto import frontier
+from disagg.report.chart import frontier
 
 Point = tuple[float, float]
 

@@ -14,7 +14,7 @@ from disagg.report.aggregate import load_runs
 from disagg.report.axes import XMetric, YMetric
 from disagg.report.build import analyse
 from disagg.report.chart import build_chart
-from disagg.report.diff import config_diff
+from disagg.report.html import config_diff
 from disagg.report.labels import _box, place
 from disagg.report.png import FRONTIER_LABEL, build_figure
 from disagg.report.requests import goodput

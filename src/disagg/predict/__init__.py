@@ -1,9 +1,8 @@
 """Predicted runs: the simulated engine timed by NVIDIA's AIConfigurator performance model.
 
-`disagg run RECIPE --local --predict` (or `backend.engine: predict`) runs every worker as
-the simulated engine, with each iteration's duration, the KV capacity and the KV hand-over
-time taken from `aiconfigurator-core` for the recipe's own model, GPU, engine, precision
-and parallelism (docs/predict.md). The package is optional (the `predict` group).
+Every worker runs as the simulated engine, with step durations, KV capacity and KV
+hand-over time from `aiconfigurator-core` for the recipe's own model, GPU, engine,
+precision and parallelism (docs/predict.md). The package is optional (the `predict` group).
 """
 
 from __future__ import annotations
@@ -22,15 +21,13 @@ def require() -> str:
     try:
         import aiconfigurator_core  # noqa: F401
 
-        found: str | None = version(PACKAGE)
+        found = version(PACKAGE)
     except ImportError:  # importlib's PackageNotFoundError is one too
-        found = None
-    if found is None:
         raise DisaggError(
             f"--predict needs {PACKAGE} {VERSION} (AIConfigurator's performance model), "
             "which is not installed",
             hint=f"install the optional group: `{INSTALL}` (or `pip install {PACKAGE}=={VERSION}`)",
-        )
+        ) from None
     if found != VERSION:
         raise DisaggError(
             f"--predict is built against {PACKAGE} {VERSION}, found {found}",

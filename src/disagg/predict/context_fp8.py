@@ -1,14 +1,10 @@
 """FP8 context attention where the engine's own database measured only BF16.
 
-SGLang's and TensorRT-LLM's 0.12.0 databases hold context (prefill) MLA measurements in
-BF16 only, while the runs they stand for use FP8 attention with an FP8 KV cache. The vLLM
-database of the same GPU measured its context attention both ways: FP8 through the
-TensorRT-LLM-generated ragged kernel (the kernel family SGLang's `trtllm_mla` and
-TensorRT-LLM run on Blackwell) and BF16. A prefill pass of the engine's own BF16
-prediction is scaled by the ratio of the two vLLM predictions for the same pass, same
-model, GPU, quantisation and parallel layout: the GEMMs are the same in both, so the
-ratio is the attention kernel's. Where the vLLM database cannot answer either way, there
-is no substitute and the prefill stays BF16 (docs/predict.md).
+SGLang's and TensorRT-LLM's 0.12.0 databases hold context MLA in BF16 only; the vLLM
+database of the same GPU measured it both ways (FP8 with the kernel family SGLang and
+TensorRT-LLM run on Blackwell). The engine's BF16 prefill is scaled by vLLM's FP8/BF16
+ratio for the same pass: the GEMMs are the same in both, so the ratio is the attention
+kernel's. Where vLLM's database cannot answer, the prefill stays BF16 (docs/predict.md).
 """
 
 from __future__ import annotations

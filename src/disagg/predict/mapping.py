@@ -1,10 +1,8 @@
 """From a recipe's worker to the performance model's inputs (`PredictTarget`), or a refusal.
 
-The engine adapter reads the worker's settings (parallel sizes, attention-DP, batch
-limits, speculative decoding) as it does for the simulated engine; this module turns
-that reading, the model, the GPU type and the precision into what AIConfigurator's model
-takes. What it cannot map (an AMD GPU, a model AIConfigurator has no config for, FP4 on a
-GPU without FP4 kernels, speculative decoding without a known acceptance) is refused
+The engine adapter's reading of the worker (as for the simulated engine), the model, GPU
+and precision become what AIConfigurator takes. What cannot be mapped (an AMD GPU, a model
+without a config, FP4 without FP4 kernels, drafts without a known acceptance) is refused
 with the reason: a prediction for something else would be worse than none.
 """
 
@@ -18,8 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from disagg.engines.worker import Parallelism, SimReading
-from disagg.predict.acceptance import Acceptance, published_acceptance
-from disagg.predict.target import PredictTarget
+from disagg.predict.target import Acceptance, PredictTarget, published_acceptance
 
 if TYPE_CHECKING:
     from disagg.recipe.backend_section import PredictSettings
@@ -138,13 +135,12 @@ def shipped_models() -> dict[str, str]:
     import aiconfigurator_core
 
     folder = Path(aiconfigurator_core.__file__).parent / "model_configs"
-    names = {}
-    for path in folder.glob("*_config.json"):
-        if path.name.endswith("_hf_quant_config.json"):
-            continue
-        name = path.name[: -len("_config.json")].replace("--", "/", 1)
-        names[name.lower()] = name
-    return names
+    names = [
+        path.name.removesuffix("_config.json").replace("--", "/", 1)
+        for path in folder.glob("*_config.json")
+        if not path.name.endswith("_hf_quant_config.json")
+    ]
+    return {name.lower(): name for name in names}
 
 
 def model_for(inputs: WorkerInputs) -> tuple[str, dict[str, Any]]:

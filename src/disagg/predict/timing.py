@@ -1,11 +1,9 @@
 """Step durations from AIConfigurator's performance model, for one predicted worker.
 
-Loaded once per worker process: two compiled engines (context and generation attention
-may need different kernels' data), then every step is a lookup in a cache keyed by the
-batch shape, so a step costs microseconds and a predicted run goes as fast as a
-simulated one. Durations include AIConfigurator's per-phase latency corrections (the
-factors its own disaggregated estimates apply) and are divided by the target's time
-scale, the speed-up the run's results are stretched back by.
+Two engines are compiled once per process (context and generation attention may need
+different kernels' data); every step is then a cached lookup by batch shape, so a
+predicted run goes as fast as a simulated one. Durations carry AIConfigurator's
+per-phase corrections and are divided by the target's time scale.
 """
 
 from __future__ import annotations
@@ -62,8 +60,7 @@ class Engines:
         except PerfDataNotAvailableError:
             self.context_fmha = "bfloat16"
             self.context = compile_for(target, "bfloat16")
-            if target.fmha == "fp8":
-                self.fp8_context = fp8_context(target)
+            self.fp8_context = fp8_context(target) if target.fmha == "fp8" else None
             if self.fp8_context is not None:
                 self.context_fmha = (
                     f"fp8 (BF16 x the FP8/BF16 ratio of the {self.fp8_context.source})"
@@ -103,10 +100,7 @@ def dispatch_ms(target: PredictTarget) -> float:
     return float(backend._prefill_dispatch_overhead_ms(model))
 
 
-@cache
-def engines_for(target: PredictTarget) -> Engines:
-    """One target's engines, built once per process."""
-    return Engines(target)
+engines_for = cache(Engines)  # one target's engines, built once per process
 
 
 @cache

@@ -1,13 +1,11 @@
 """Predicted workers run on a virtual clock: a whole benchmark point in seconds of CPU.
 
-The simulated engine's own `Scheduler`s with their predicted timing are driven by a
-discrete-event loop instead of the event loop's timers: each step's duration is added to
-a virtual clock and applied at once; prefill -> decode hand-overs take the KV transfer
-time of the prefill worker's link. This is what a predicted run measures, less the
-frontend's and the HTTP client's own latency (`benchmarks/predict_accuracy.py`).
-
-Workloads: `concurrency` requests kept in flight until `requests` have been sent (a
-closed loop), or every request sent at once (`concurrency=None`).
+The simulated engine's own `Scheduler`s are driven by a discrete-event loop instead of
+timers; hand-overs take the prefill worker's KV transfer time. This is what a predicted
+run measures, less the frontend's and the client's own latency
+(`benchmarks/predict_accuracy.py`). A fixed-batch point (prefill batch 1, B requests
+decoding together from start to end) is what `aiconfigurator cli estimate` states for one
+configuration, so the checks against AIConfigurator take seconds.
 """
 
 from __future__ import annotations
@@ -19,11 +17,12 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from disagg.engines.sim.args import EngineArgs
+from disagg.engines.sim.args import EngineArgs, Mode, parse_args
+from disagg.engines.sim.command import SIM_PREFIX
 from disagg.engines.sim.scheduler import Event, Scheduler, SimRequest, Stream
 from disagg.engines.sim.timing import TimingModel
 from disagg.predict.target import PredictTarget
-from disagg.predict.timing import PredictedTiming
+from disagg.predict.timing import PredictedTiming, kv_capacity
 
 
 class Clock:
@@ -118,6 +117,8 @@ class Worker:
 
 @dataclass(frozen=True)
 class Workload:
+    """A closed loop of `concurrency` requests in flight until `requests` are sent."""
+
     isl: int
     osl: int
     requests: int
@@ -178,7 +179,6 @@ class Run:
                 worker.scheduler.on_prefilled = functools.partial(self._handed, worker)
         self._front_turn = itertools.cycle(self.front)
         self._back_turn = itertools.cycle(self.back)
-        self._index = itertools.count()
         self._pending: dict[int, tuple[SimRequest, Worker]] = {}
         self.outcome = Outcome()
         self._sent = 0
@@ -195,9 +195,9 @@ class Run:
     def _send(self) -> None:
         assert self._workload is not None
         w = self._workload
+        index = self._sent
         self._sent += 1
         stream = Timed(self.clock, self.clock.now, self._done)
-        index = next(self._index)
         worker = next(self._front_turn)
         if self.back:
             self._pending[index] = (
@@ -240,9 +240,6 @@ class Run:
 def worker_args(argv: Sequence[str]) -> tuple[EngineArgs, PredictTarget]:
     """A predicted role's engine args and target from its planned command line (the
     placeholders a run binds, ports and addresses, do not shape the timing)."""
-    from disagg.engines.sim.args import parse_args
-    from disagg.engines.sim.command import SIM_PREFIX
-
     words = list(argv[len(SIM_PREFIX) :] if tuple(argv[:4]) == SIM_PREFIX else argv)
     bound = []
     for i, word in enumerate(words):
@@ -255,3 +252,86 @@ def worker_args(argv: Sequence[str]) -> tuple[EngineArgs, PredictTarget]:
     # the virtual clock runs at the model's own speed, whatever the run's time scale
     target = replace(args.predict, time_scale=1.0)
     return replace(args, predict=target), target
+
+
+@dataclass(frozen=True)
+class FixedPoint:
+    """Predicted latencies of one configuration, in ms."""
+
+    prefill_ms: float  # one prompt's prefill passes
+    transfer_ms: float  # its KV hand-over to the decode worker
+    tpot_ms: float  # mean time per output token after the first, over the decode batch
+    batch: int  # the decode batch (every attention rank's share together)
+    kv_capacity: int  # the decode worker's KV cache, tokens
+
+    @property
+    def ttft_ms(self) -> float:
+        return self.prefill_ms + self.transfer_ms
+
+
+def engine_args(
+    target: PredictTarget, mode: Mode, *, running: int, chunk: int = 16384
+) -> EngineArgs:
+    """A predicted worker's engine args, as its command line would give them."""
+    return EngineArgs(
+        mode=mode,
+        max_running_requests=running,
+        chunked_prefill_size=chunk,
+        max_prefill_tokens=chunk,
+        speculative_algorithm="predicted" if target.nextn else None,
+        speculative_num_steps=target.nextn,
+        predict=target,
+    )
+
+
+def _request(index: int, isl: int, osl: int, stream: Stream) -> SimRequest:
+    return SimRequest(index=index, prompt_tokens=isl, max_tokens=osl, stop_at=osl, stream=stream)
+
+
+def prefill_point(target: PredictTarget, isl: int, chunk: int = 16384) -> tuple[float, float]:
+    """(prefill ms, KV hand-over ms) of one prompt of `isl` tokens, in chunks of `chunk`
+    tokens, on an idle prefill worker."""
+    clock = Clock()
+    args = engine_args(target, "prefill", running=1, chunk=chunk)
+    worker = Worker(clock, PredictedTiming(args, target))
+    done: list[float] = []
+    worker.scheduler.on_prefilled = lambda _req: done.append(clock.now)
+    worker.scheduler.submit(_request(0, isl, 1, Sink()))
+    worker.kick()
+    clock.run()
+    assert done, "the prefill worker stopped with a prompt left"
+    transfer = worker.timing.kv_transfer_us_per_token * isl * 1e-3
+    return done[0] * 1e3, transfer
+
+
+def decode_point(target: PredictTarget, batch: int, isl: int, osl: int) -> float:
+    """Mean TPOT (ms) of `batch` requests that decode together from their first token on."""
+    clock = Clock()
+    worker = Worker(clock, PredictedTiming(engine_args(target, "decode", running=batch), target))
+    finished: list[Timed] = []
+    for i in range(batch):
+        worker.scheduler.submit_prefilled(_request(i, isl, osl, Timed(clock, 0.0, finished.append)))
+    worker.scheduler._admit_ready()
+    if len(worker.scheduler.running) < batch:
+        raise ValueError(
+            f"a decode batch of {batch} x {isl + osl} tokens does not fit the predicted KV "
+            f"cache of {worker.timing.kv_capacity} tokens"
+        )
+    worker.kick()
+    clock.run()
+    return statistics.fmean((s.finished or 0.0) / (osl - 1) for s in finished) * 1e3
+
+
+def fixed_batch_point(
+    prefill: PredictTarget, decode: PredictTarget, *, batch: int, isl: int, osl: int
+) -> FixedPoint:
+    """The predicted TTFT and TPOT of a 1P1D configuration at decode batch `batch`."""
+    prefill_ms, transfer_ms = prefill_point(prefill, isl)
+    tpot = decode_point(decode, batch, isl, osl)
+    return FixedPoint(
+        prefill_ms=prefill_ms,
+        transfer_ms=transfer_ms,
+        tpot_ms=tpot,
+        batch=batch,
+        kv_capacity=kv_capacity(decode)[0],
+    )

@@ -1,15 +1,10 @@
 """Wide expert parallelism: MoE all-to-all and expert compute from AIConfigurator's large-EP data.
 
-An expert-parallel group wider than one node (DeepSeek decode at EP16/EP32 on GB200
-NVL72, EP over several H100 nodes) dispatches and combines tokens with an all-to-all
-(DeepEP in SGLang and vLLM, TensorRT-LLM's NVLink one/two-sided kernels) instead of the
-fused path's all-reduce. AIConfigurator 0.12.0 carries that regime as measured tables:
-the all-to-all per (EP size, node count) and the expert compute per EP size. Its own CLI
-takes the large-EP graph for a cross-node EP group when both tables cover it, and so does
-a predicted worker; a group they do not cover keeps the fused path (docs/predict.md).
-
-`aiconfigurator_core.sdk.engine.compile_engine` does not take the comm backend, so the
-engine is compiled here with the same steps and the backend set on the model config.
+An EP group wider than one node dispatches tokens with an all-to-all instead of the
+fused path's all-reduce. AIConfigurator's CLI takes its large-EP graph where its
+all-to-all and expert-compute tables cover the group, and so does a predicted worker;
+else the fused path (docs/predict.md). Its `compile_engine` does not take the comm
+backend, so the engine is compiled here with the same steps and the backend set.
 """
 
 from __future__ import annotations

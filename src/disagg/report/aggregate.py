@@ -1,14 +1,9 @@
 """Find run directories and load their valid points; everything else is skipped with a reason.
 
-A run directory holds `plan.json` (the variant's identity, resolved config and GPU
-counts) and `results/*.json` (one file per measured point). A path given by the
-user may also be a parent directory holding several runs at any depth.
-
-An invalid point never reaches a report: the load generator marks it (`valid: false`),
-and this module judges what it reads through the one gate (`disagg.bench.gate`: finite,
-non-negative numbers, consistent counts, a positive duration, completed requests with
-output, failures within the run's threshold), so a hand-edited or older file cannot
-slip through either.
+A run directory holds `plan.json` and `results/*.json` (one file per point); a path
+given may also be a parent of runs at any depth. Every point read goes through the
+load generator's own gate (`disagg.bench.results.judged`), whatever `valid` it claims,
+so a hand-edited or older file cannot slip through.
 """
 
 from __future__ import annotations
@@ -20,6 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from disagg.bench.identity import SETUP_FIELDS, setup_fields
+from disagg.bench.results import judged, read_result
 from disagg.errors import DisaggError
 from disagg.plan.model import PLAN_FILE, Plan
 from disagg.probe import probe, shortened
@@ -38,8 +35,7 @@ def is_run_dir(path: Path) -> bool:
 
 def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
     """Each path as a run directory, or the run directories below it (sorted, no duplicates)."""
-    found: list[Path] = []
-    seen: set[Path] = set()
+    found: dict[Path, Path] = {}  # resolved -> as given, the first of each
     hint = "pass a run directory (it holds plan.json and results/) or a parent of runs"
     for path in paths:
         if not probe(path).exists:
@@ -53,11 +49,8 @@ def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
                 hint="`disagg run` writes a run directory; pass it or the directory holding runs",
             )
         for run in runs:
-            resolved = run.resolve()
-            if resolved not in seen:
-                seen.add(resolved)
-                found.append(run)
-    return found
+            found.setdefault(run.resolve(), run)
+    return list(found.values())
 
 
 def _runs_below(path: Path, depth: int) -> Iterator[Path]:
@@ -81,8 +74,6 @@ def load_run(run_dir: Path) -> RunResults:
     """
     plan_file = run_dir / PLAN_FILE
     plan = Plan.read_file(plan_file) if plan_file.is_file() else None
-    from disagg.bench.identity import setup_fields
-
     run = RunResults(
         run_dir=run_dir,
         name=run_dir.resolve().name,
@@ -149,10 +140,9 @@ def iter_valid_results(run_dir: Path) -> Iterator[ResultPoint]:
 def _assign_labels(runs: list[RunResults]) -> None:
     counts = Counter(run.short_variant for run in runs)
     for run in runs:
-        label = run.short_variant
-        if counts[label] > 1 or label == run.name:
-            label = run.name if label == run.name else f"{label} · {run.name}"
-        run.label = label
+        variant = run.short_variant
+        shared = counts[variant] > 1 and variant != run.name
+        run.label = f"{variant} · {run.name}" if shared else variant
     # Distinct run dirs with the same final name (a/x and b/x): add the parent.
     seen = Counter(run.label for run in runs)
     for run in runs:
@@ -161,21 +151,16 @@ def _assign_labels(runs: list[RunResults]) -> None:
 
 
 def load_point(path: Path, plan: Plan | None) -> ResultPoint | SkippedResult:
-    """One result file as a valid point, or the reason it is left out.
-
-    Reading goes through the load generator's own reader, so what counts as a result
-    file is defined in one place.
-    """
-    from disagg.bench.results import read_result
-
+    """One result file as a valid point, or the reason it is left out (read by the load
+    generator's own reader, so what counts as a result file is defined in one place)."""
     data = read_result(path)
     if data is None:
         return SkippedResult(
             path, "unreadable, or not a point result (invalid JSON, or no `point`/`valid`)"
         )
-    reason = _invalid_reason(data, plan)
+    reason = judged(data, plan.bench.max_failure_ratio if plan else DEFAULT_MAX_FAILURE_RATIO)
     if reason is not None:
-        return SkippedResult(path, reason)
+        return SkippedResult(path, f"invalid: {reason}")
     prefill, decode = _gpu_counts(data, plan)
     return ResultPoint(
         path=path,
@@ -187,24 +172,13 @@ def load_point(path: Path, plan: Plan | None) -> ResultPoint | SkippedResult:
         prefill_gpus=prefill,
         decode_gpus=decode,
         simulated=bool(data.get("simulated", False)) or bool(plan and plan.simulated),
-        metrics=_numeric_fields(data),
+        metrics={
+            key: number for key, value in data.items() if (number := _float(value)) is not None
+        },
         point_key=data["point"] if isinstance(data.get("point"), str) else None,
         model=str(data["model_id"]) if data.get("model_id") else None,
-        setup=_setup_of(data),
+        setup={name: data[name] for name in SETUP_FIELDS if isinstance(data.get(name), str | int)},
     )
-
-
-def _setup_of(data: Mapping[str, Any]) -> dict[str, Any]:
-    from disagg.bench.identity import SETUP_FIELDS
-
-    return {name: data[name] for name in SETUP_FIELDS if isinstance(data.get(name), str | int)}
-
-
-def _invalid_reason(data: Mapping[str, Any], plan: Plan | None) -> str | None:
-    from disagg.bench.results import judged
-
-    reason = judged(data, plan.bench.max_failure_ratio if plan else DEFAULT_MAX_FAILURE_RATIO)
-    return None if reason is None else f"invalid: {reason}"
 
 
 def _gpu_counts(data: Mapping[str, Any], plan: Plan | None) -> tuple[int, int]:
@@ -215,10 +189,6 @@ def _gpu_counts(data: Mapping[str, Any], plan: Plan | None) -> tuple[int, int]:
     if decode is None and plan is not None:
         decode = plan.decode_gpus
     return prefill or 0, decode or 0
-
-
-def _numeric_fields(data: Mapping[str, Any]) -> dict[str, float]:
-    return {key: number for key, value in data.items() if (number := _float(value)) is not None}
 
 
 def _conc_from_name(path: Path) -> int | None:

@@ -48,29 +48,25 @@ class YMetric(StrEnum):
         }[self]
 
     def of(self, point: ResultPoint) -> float | None:
-        if self is YMetric.OUTPUT:
-            output = point.metric("output_throughput")
-            gpus = point.total_gpus
-            return output / gpus if output is not None and gpus > 0 else None
-        if self is YMetric.OUTPUT_DECODE:
-            value = point.metric("output_tput_per_gpu")
-            output = point.metric("output_throughput")
-            if value is None and output is not None and point.decode_gpus > 0:
-                value = output / point.decode_gpus
-            return value
-        if self is YMetric.INPUT:
-            value = point.metric("input_tput_per_gpu")
-            total = point.metric("total_token_throughput")
-            output = point.metric("output_throughput")
-            gpus = point.prefill_gpus or point.total_gpus
-            if value is None and total is not None and output is not None and gpus > 0:
-                value = (total - output) / gpus
-            return value
-        value = point.metric("tput_per_gpu")
+        """InferenceX's own field where the result has it, else the same from throughputs."""
+        output = point.metric("output_throughput")
         total = point.metric("total_token_throughput")
-        if value is None and total is not None and point.total_gpus > 0:
-            value = total / point.total_gpus
-        return value
+        if self is YMetric.OUTPUT:
+            return _per_gpu(output, point.total_gpus)
+        if self is YMetric.OUTPUT_DECODE:
+            field, derived = "output_tput_per_gpu", _per_gpu(output, point.decode_gpus)
+        elif self is YMetric.INPUT:
+            inputs = total - output if total is not None and output is not None else None
+            gpus = point.prefill_gpus or point.total_gpus
+            field, derived = "input_tput_per_gpu", _per_gpu(inputs, gpus)
+        else:
+            field, derived = "tput_per_gpu", _per_gpu(total, point.total_gpus)
+        value = point.metric(field)
+        return derived if value is None else value
+
+
+def _per_gpu(tokens_per_s: float | None, gpus: int) -> float | None:
+    return tokens_per_s / gpus if tokens_per_s is not None and gpus > 0 else None
 
 
 X_LABEL = "Interactivity: output tokens/s per user (1000 / median TPOT ms)"

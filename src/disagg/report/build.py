@@ -38,13 +38,11 @@ class Report:
 
 def matches(run: RunResults, filters: Mapping[str, Sequence[str]]) -> bool:
     """Whether the run's setup has one of the wanted values for every filtered field."""
-    for name, wanted in filters.items():
-        if not wanted:
-            continue
-        value = run.setup.get(name)
-        if value is None or str(value).lower() not in {w.lower() for w in wanted}:
-            return False
-    return True
+    return all(
+        (value := run.setup.get(name)) is not None
+        and str(value).lower() in {w.lower() for w in wanted}
+        for name, wanted in filters.items()
+    )
 
 
 def analyse(

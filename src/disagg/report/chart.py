@@ -1,24 +1,23 @@
 """The Pareto charts as plain data, shared by the PNG and the HTML renderers.
 
-One chart per workload (model, ISL, OSL): points of different workloads never share
-a chart or a frontier. In a chart, one series per run, named by what the run ran
-(`disagg.report.legend`), one frontier across its series (over measured points only
-when real and simulated runs share it; not drawn for a single series, where it would
-only double the line), axis ranges fitted to the data, point labels placed so that
-they do not collide, and a stable style per run so every chart and both files agree.
+One chart per workload (model, ISL, OSL): workloads never share a chart or a frontier.
+A chart has one series per run, named by what it ran (`disagg.report.legend`), and one
+frontier, over measured points only where real and simulated runs share it; each run
+keeps one style in every chart and both files.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import TypeVar
 
 from disagg.report.axes import XMetric, YMetric
 from disagg.report.labels import place
 from disagg.report.legend import legend
 from disagg.report.model import ResultPoint, RunResults, Workload
-from disagg.report.pareto import frontier
 
 # Colour-blind-safe first (Okabe-Ito, then Tableau); markers change every lap of colours.
 PALETTE = (
@@ -35,6 +34,7 @@ ANNOTATE_ALL_UP_TO = 80  # above this many points, only frontier points get a co
 WATERMARK = "SIMULATED"  # across any chart that holds simulated points
 PLOT_PX = (900.0, 480.0)  # the plot area both renderers draw, for placing labels
 PAD = 0.06  # share of the data span added on each side of an axis
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -60,21 +60,13 @@ class Series:
     index: int
 
     @property
-    def simulated(self) -> bool:
-        return self.run.simulated
-
-    @property
-    def predicted(self) -> str | None:
-        return self.run.predicted
-
-    @property
     def mpl_marker(self) -> str:
         return MPL_MARKERS[(self.index // len(PALETTE)) % len(MPL_MARKERS)]
 
     @property
     def plotly_marker(self) -> str:
         symbol = PLOTLY_MARKERS[(self.index // len(PALETTE)) % len(PLOTLY_MARKERS)]
-        return f"{symbol}-open" if self.simulated else symbol
+        return f"{symbol}-open" if self.run.simulated else symbol
 
 
 @dataclass(frozen=True)
@@ -87,21 +79,17 @@ class Chart:
 
     @property
     def any_simulated(self) -> bool:
-        return any(series.simulated for series in self.series)
+        return any(series.run.simulated for series in self.series)
 
     @property
     def all_simulated(self) -> bool:
-        return bool(self.series) and all(series.simulated for series in self.series)
-
-    @property
-    def point_count(self) -> int:
-        return sum(len(series.points) for series in self.series)
+        return bool(self.series) and all(series.run.simulated for series in self.series)
 
     @property
     def watermark(self) -> str:
         """`PREDICTED` when every simulated series is a prediction, else `SIMULATED`."""
-        sims = [s for s in self.series if s.simulated]
-        return "PREDICTED" if sims and all(s.predicted for s in sims) else WATERMARK
+        sims = [s.run for s in self.series if s.run.simulated]
+        return "PREDICTED" if sims and all(run.predicted for run in sims) else WATERMARK
 
     @property
     def title(self) -> str:
@@ -113,7 +101,7 @@ class Chart:
                 XMetric.TTFT: "time to first token",
             }[self.x_metric]
         )
-        if self.all_simulated and all(s.predicted for s in self.series):
+        if self.all_simulated and all(s.run.predicted for s in self.series):
             return f"{title} (predicted)"  # the legend names each prediction's model
         return f"{title} (simulated)" if self.all_simulated else title
 
@@ -129,9 +117,9 @@ class Chart:
     def legend_label(self, series: Series) -> str:
         """The series' label, `(simulated)` added when real and simulated runs share the chart;
         a prediction's label always (the model, system and database it comes from)."""
-        if series.predicted:
-            return f"{series.label}, {series.predicted}"
-        if series.simulated and not self.all_simulated:
+        if series.run.predicted:
+            return f"{series.label}, {series.run.predicted}"
+        if series.run.simulated and not self.all_simulated:
             return f"{series.label} (simulated)"
         return series.label
 
@@ -155,7 +143,7 @@ class Chart:
     def _label_spots(self) -> dict[int, str | None]:
         """Frontier points first, then the rest in series order."""
         points = [cp for s in self.series for cp in s.points]
-        if self.point_count > ANNOTATE_ALL_UP_TO:
+        if len(points) > ANNOTATE_ALL_UP_TO:
             points = [cp for cp in points if self.on_frontier(cp.point)]
         points.sort(key=lambda cp: not self.on_frontier(cp.point))
         (x0, x1), (y0, y1) = self.x_range, self.y_range
@@ -194,6 +182,31 @@ def _fitted(values: list[float]) -> tuple[float, float]:
     return (max(0.0, low - PAD * span), high + PAD * span)
 
 
+def frontier(
+    items: Sequence[T], x: Callable[[T], float | None], y: Callable[[T], float | None]
+) -> list[T]:
+    """The items no other item beats on both x and y (higher is better on both), in
+    increasing x; items lacking x or y are ignored.
+
+    O(n log n): sweep from the highest x down, keeping each item whose y beats every
+    y seen so far. Ties in x keep only the highest y; exact duplicates keep the first.
+    """
+    scored = [
+        (xv, yv, index)
+        for index, item in enumerate(items)
+        if (xv := x(item)) is not None and (yv := y(item)) is not None
+    ]
+    scored.sort(key=lambda entry: (-entry[0], -entry[1], entry[2]))
+    kept: list[T] = []
+    best_y = float("-inf")
+    for _, yv, index in scored:
+        if yv > best_y:
+            kept.append(items[index])
+            best_y = yv
+    kept.reverse()
+    return kept
+
+
 def build_chart(
     runs: list[RunResults],
     y_metric: YMetric,
@@ -218,7 +231,7 @@ def build_chart(
         series.append(Series(label, run, points, PALETTE[index % len(PALETTE)], index))
     _disambiguate(series)
     # Simulated points never set the frontier of measured hardware; alone, they have their own.
-    real = [cp for s in series if not s.simulated for cp in s.points]
+    real = [cp for s in series if not s.run.simulated for cp in s.points]
     basis = real or [cp for s in series for cp in s.points]
     sign = 1.0 if x_metric.higher_is_better else -1.0
     line = frontier(basis, lambda cp: sign * cp.x, lambda cp: cp.y)

@@ -95,29 +95,28 @@ def compare(runs: Sequence[RunResults], y_metric: YMetric) -> list[Change]:
     """Every later run of a shared variant against the first, point by point, metric by metric."""
     metrics = compare_metrics(y_metric)
     changes: list[Change] = []
-    for variant, group in shared_variants(runs).items():
-        baseline, others = group[0], group[1:]
+    for variant, (baseline, *others) in shared_variants(runs).items():
         base_points = {point.key: point for point in baseline.points}
         for other in others:
             other_points = {point.key: point for point in other.points}
             keys = [key for key in base_points if key in other_points]
             keys.sort(key=lambda key: base_points[key].sort_key)
-            for key in keys:
-                for metric in metrics:
-                    changes.append(
-                        Change(
-                            variant=variant,
-                            point=key,
-                            metric=metric.name,
-                            label=metric.label,
-                            higher_is_better=metric.higher_is_better,
-                            baseline_run=baseline.label or baseline.name,
-                            baseline=metric.value(base_points[key]),
-                            run=other.label or other.name,
-                            value=metric.value(other_points[key]),
-                            baseline_name=baseline.name,
-                            run_name=other.name,
-                            run_predicted=other.predicted if not baseline.predicted else None,
-                        )
-                    )
+            changes += [
+                Change(
+                    variant=variant,
+                    point=key,
+                    metric=metric.name,
+                    label=metric.label,
+                    higher_is_better=metric.higher_is_better,
+                    baseline_run=baseline.label or baseline.name,
+                    baseline=metric.value(base_points[key]),
+                    run=other.label or other.name,
+                    value=metric.value(other_points[key]),
+                    baseline_name=baseline.name,
+                    run_name=other.name,
+                    run_predicted=other.predicted if not baseline.predicted else None,
+                )
+                for key in keys
+                for metric in metrics
+            ]
     return changes

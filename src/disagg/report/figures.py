@@ -35,6 +35,9 @@ def trace_meta(series: Series) -> dict[str, str]:
 
 
 def pareto_figure(chart: Chart, slo: Mapping[str, float] | None = None) -> Any:
+    title = chart.title
+    if chart.subtitle:
+        title += f"<br><sup>{escape(chart.subtitle)} · labels: concurrency · {chart.better}</sup>"
     fig = go.Figure()
     if chart.show_frontier:
         fig.add_trace(
@@ -52,7 +55,7 @@ def pareto_figure(chart: Chart, slo: Mapping[str, float] | None = None) -> Any:
             fig.add_trace(_pareto_trace(chart, series, slo or {}))
     fig.update_layout(
         template="plotly_white",
-        title={"text": _title(chart), "x": 0.01},
+        title={"text": title, "x": 0.01},
         xaxis={"title": chart.x_metric.label, "range": list(chart.x_range)},
         yaxis={"title": chart.y_metric.label, "range": list(chart.y_range), "tickformat": ",.0f"},
         showlegend=True,  # also for one series: the legend is what names the setup
@@ -63,13 +66,6 @@ def pareto_figure(chart: Chart, slo: Mapping[str, float] | None = None) -> Any:
     )
     watermark(fig, chart)
     return fig
-
-
-def _title(chart: Chart) -> str:
-    title = chart.title
-    if chart.subtitle:
-        title += f"<br><sup>{escape(chart.subtitle)} · labels: concurrency · {chart.better}</sup>"
-    return title
 
 
 def _pareto_trace(chart: Chart, series: Series, slo: Mapping[str, float]) -> Any:
@@ -84,7 +80,8 @@ def _pareto_trace(chart: Chart, series: Series, slo: Mapping[str, float]) -> Any
         text=[cp.conc_label if spot else "" for cp, spot in zip(points, spots, strict=True)],
         textposition=[spot or "top right" for spot in spots],
         textfont={"size": 10, "color": series.color},
-        line={"color": series.color, "width": 1.6, "dash": "dash" if series.simulated else "solid"},
+        line={"color": series.color, "width": 1.6,
+              "dash": "dash" if series.run.simulated else "solid"},
         marker={"symbol": series.plotly_marker, "size": 9, "color": series.color,
                 "line": {"width": 1.5, "color": series.color}},
         customdata=[_hover_data(series, cp, slo) for cp in points],
@@ -113,13 +110,10 @@ def _hover_data(series: Series, cp: ChartPoint, slo: Mapping[str, float]) -> lis
     flags = "".join(
         f"<br>{escape(kind)}: {escape(_wrap(text))}" for kind, text in run.worker_flags.items()
     )
+    shown = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "request_throughput")
     return [
         cp.conc_label,
-        point.metric("median_ttft_ms"),
-        point.metric("p99_ttft_ms"),
-        point.metric("median_tpot_ms"),
-        point.metric("p99_tpot_ms"),
-        point.metric("request_throughput"),
+        *(point.metric(name) for name in shown),
         f"{point.prefill_gpus}+{point.decode_gpus}",
         int(point.metric("completed") or 0),
         int(point.metric("failed") or 0),

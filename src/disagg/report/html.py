@@ -1,19 +1,17 @@
 """`report.html`: one self-contained, offline, interactive page.
 
-plotly.js is embedded once, inline (`include_plotlyjs=True` on the first figure), so
-the page needs no network: it opens from a laptop, a cluster login node or an email
-attachment alike. Sections: per workload (model, ISL, OSL) the Pareto chart, the
-latency view, the per-point latency distributions and a table of the variants; then
-the summary table, comparisons, the config settings that differ between runs, the
-files left out, each run's resolved config. Filters by hardware, framework and
-precision show or hide the matching traces of every chart.
+plotly.js is embedded once, inline, so the page opens without a network from a laptop,
+a login node or an email alike. Per workload its charts and a table of the variants;
+then the summary, comparisons, config differences, files left out and resolved configs.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,6 @@ from disagg.report import table
 from disagg.report.build import Report
 from disagg.report.chart import Chart, View
 from disagg.report.compare import Change
-from disagg.report.diff import config_diff
 from disagg.report.figures import (
     FILTER_FIELDS,
     distribution_figure,
@@ -37,6 +34,8 @@ from disagg.report.requests import goodput
 __all__ = ["latency_figure", "pareto_figure", "render", "write_html"]
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "toImageButtonOptions": {"scale": 2}}
+MISSING = "—"  # a config difference's value where the run does not set it
+MAX_ROWS = 300
 
 
 def render(report: Report, title: str = "disagg report") -> str:
@@ -109,18 +108,13 @@ def render(report: Report, title: str = "disagg report") -> str:
 
 def _filter_bar(charts: Sequence[Chart]) -> str:
     """A select per filter field that has more than one value across the runs."""
-    values: dict[str, set[str]] = {name: set() for name in FILTER_FIELDS}
-    for chart in charts:
-        for series in chart.series:
-            for name, value in trace_meta(series).items():
-                values[name].add(value)
+    metas = [trace_meta(series) for chart in charts for series in chart.series]
     selects = []
     for name in FILTER_FIELDS:
-        if len(values[name]) < 2:
+        values = sorted({meta[name] for meta in metas})
+        if len(values) < 2:
             continue
-        options = "".join(
-            f'<option value="{escape(v)}">{escape(v)}</option>' for v in sorted(values[name])
-        )
+        options = "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
         selects.append(
             f'<label>{escape(name)} <select data-filter="{escape(name)}">'
             f'<option value="">all</option>{options}</select></label>'
@@ -161,6 +155,40 @@ def _variants_table(chart: Chart, slo: Mapping[str, float]) -> str:
             cells.append(table.number(max(rates) if rates else None, 2))
         body.append("<tr>" + "".join(_td(c, i >= 2) for i, c in enumerate(cells)) + "</tr>")
     return "<h3>Variants compared</h3>" + _table(head, body)
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in config.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out |= flatten(value, path + ".")
+        else:
+            out[path] = value if isinstance(value, str) else json.dumps(value, default=str)
+    return out
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    path: str
+    values: list[str]  # one per run, MISSING where the run does not set it
+
+
+def config_diff(runs: Sequence[RunResults]) -> tuple[list[RunResults], list[DiffRow]]:
+    """The runs that have a config, and the settings whose value is not the same in every
+    run (missing from one counts), flattened to dotted paths with lists compared whole:
+    the report shows this instead of asking readers to diff YAML."""
+    with_config = [run for run in runs if run.config is not None]
+    if len(with_config) < 2:
+        return with_config, []
+    flat = [flatten(run.config or {}) for run in with_config]
+    paths = sorted({path for config in flat for path in config})
+    rows = []
+    for path in paths:
+        values = [config.get(path, MISSING) for config in flat]
+        if len(set(values)) > 1:
+            rows.append(DiffRow(path, values))
+    return with_config, rows[:MAX_ROWS]
 
 
 def _diff_table(runs: Sequence[RunResults]) -> str:
@@ -259,15 +287,13 @@ def _skipped(runs: Sequence[RunResults]) -> str:
 
 
 def _configs(runs: Sequence[RunResults]) -> str:
-    blocks = []
-    for run in runs:
-        if run.config is None:
-            continue
-        blocks.append(
-            f"<details><summary><b>{escape(run.label or run.name)}</b> · "
-            f"<code>{escape(run.selector or '')}</code> · {escape(str(run.run_dir))}</summary>"
-            f"<pre>{escape(_yaml(run.config))}</pre></details>"
-        )
+    blocks = [
+        f"<details><summary><b>{escape(run.label or run.name)}</b> · "
+        f"<code>{escape(run.selector or '')}</code> · {escape(str(run.run_dir))}</summary>"
+        f"<pre>{escape(_yaml(run.config))}</pre></details>"
+        for run in runs
+        if run.config is not None
+    ]
     if not blocks:
         return ""
     return "<section><h2>Resolved configs</h2>" + "".join(blocks) + "</section>"

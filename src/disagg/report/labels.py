@@ -1,12 +1,9 @@
 """Point labels that do not collide: each label takes the first free spot around its point.
 
-Both renderers label points with their concurrency. Placed blindly ("top right"),
-neighbouring labels of two series overprint ("128128"). Here every label is a box
-of estimated size in plot pixels; the candidate spots around its point are tried in
-order and the first that overlaps no marker, no placed label, stays inside the plot
-and is nearer its own point than any other point (so a reader never pairs a label
-with a neighbour's marker) wins; a label with no free spot is left out (the hover
-still says it).
+Placed blindly, neighbouring labels of two series overprint ("128128"). Each label is a
+box of estimated size in plot pixels; the first spot around its point that overlaps no
+marker or placed label, stays inside the plot and is nearer its own point than any other
+(so no reader pairs it with a neighbour) wins; with none free it is left out.
 """
 
 from __future__ import annotations
@@ -48,8 +45,7 @@ class Box:
 
 def _box(name: str, x: float, y: float, width: float, height: float) -> Box:
     _, fx, fy = next(spot for spot in _SPOTS if spot[0] == name)
-    gap_x = _GAP if fx == 0.0 else (-_GAP if fx == -1.0 else 0.0)
-    gap_y = _GAP if fy == 0.0 else (-_GAP if fy == -1.0 else 0.0)
+    (gap_x, gap_y), _, _ = mpl_offset(name)
     left = x + fx * width + gap_x
     bottom = y + fy * height + gap_y
     return Box(left, bottom, left + width, bottom + height)

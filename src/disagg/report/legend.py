@@ -1,10 +1,7 @@
 """Series names people compare by: model · GPU · engine · topology · precision.
 
-Built from a run's InferenceX setup fields (`RunResults.setup`), so two runs that
-differ in hardware, engine, parallelism or precision are told apart by what differs,
-not by a recipe file name. Topology follows InferenceX's vocabulary: `TP8`, `EP8`,
-`DPA` (attention data parallel) per pool; `1P TP4 / 2D TP8·EP8·DPA` for
-prefill/decode, `2× TP4` for aggregated workers; speculative decoding is appended.
+Built from a run's InferenceX setup fields, so runs are told apart by what differs, not
+by a recipe file name; topology in InferenceX's words (`1P TP4 / 2D TP8·EP8·DPA`, `2× TP4`).
 """
 
 from __future__ import annotations

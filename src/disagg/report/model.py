@@ -1,8 +1,6 @@
-"""What a report is made of: valid points grouped by run (the chart axes that read them are
-`report.axes`).
+"""What a report is made of: valid points grouped by run.
 
-Kept free of plotting imports so that `disagg collect` and other callers can use the
-loaded results without paying for matplotlib or plotly.
+Free of plotting imports, so callers can use loaded results without matplotlib or plotly.
 """
 
 from __future__ import annotations
@@ -41,13 +39,15 @@ def short_model(model: str | None) -> str:
     return model.rstrip("/").rsplit("/", 1)[-1] if model else ""
 
 
+def predicted_label(setup: Mapping[str, Any]) -> str | None:
+    """`predicted (aiconfigurator-core ...)` when AIConfigurator's model timed the run."""
+    label = setup.get("predicted")
+    return str(label) if label else None
+
+
 @dataclass(frozen=True)
 class ResultPoint:
-    """One valid measured point, with the numbers a report needs.
-
-    `metrics` holds every numeric field of the result JSON under its own name
-    (`median_ttft_ms`, `output_throughput`, `tput_per_gpu`, ...).
-    """
+    """One valid measured point; `metrics` holds every numeric field of the result JSON."""
 
     path: Path
     run_name: str
@@ -65,19 +65,12 @@ class ResultPoint:
 
     @property
     def predicted(self) -> str | None:
-        """The prediction's label when AIConfigurator's model timed this point."""
-        label = self.setup.get("predicted")
-        return str(label) if label else None
+        return predicted_label(self.setup)
 
     @property
     def workload(self) -> Workload:
         """What the point measured: charts and frontiers never mix workloads."""
         return Workload(self.model, self.isl, self.osl)
-
-    @property
-    def requests_file(self) -> Path:
-        """The per-request records written beside the result (`{stem}.jsonl`)."""
-        return self.path.with_suffix(".jsonl")
 
     @property
     def total_gpus(self) -> int:
@@ -139,9 +132,7 @@ class RunResults:
 
     @property
     def predicted(self) -> str | None:
-        """The prediction's label (`predicted (aiconfigurator-core ...)`), None otherwise."""
-        label = self.setup.get("predicted")
-        return str(label) if label else None
+        return predicted_label(self.setup)
 
     @property
     def workloads(self) -> list[Workload]:

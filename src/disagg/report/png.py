@@ -1,9 +1,7 @@
 """`pareto.png`: the Pareto charts as one static image (matplotlib, Agg), one panel per
 workload stacked top to bottom, for pasting into a document or a chat.
 
-Uses `matplotlib.figure.Figure` directly rather than pyplot: no global state, no GUI
-backend, safe to call from any thread. `build_figure` is separate from `write_png` so
-tests can inspect the series before anything is saved.
+`matplotlib.figure.Figure` rather than pyplot: no global state, no GUI backend.
 """
 
 from __future__ import annotations
@@ -118,11 +116,11 @@ def _draw(ax: Axes, chart: Chart) -> None:
             [cp.x for cp in series.points],
             [cp.y for cp in series.points],
             color=series.color,
-            linestyle="--" if series.simulated else "-",
+            linestyle="--" if series.run.simulated else "-",
             linewidth=1.4,
             marker=series.mpl_marker,
             markersize=6.5,
-            markerfacecolor="white" if series.simulated else series.color,
+            markerfacecolor="white" if series.run.simulated else series.color,
             markeredgecolor=series.color,
             markeredgewidth=1.4,
             zorder=3,
@@ -194,12 +192,8 @@ def _style_axes(ax: Axes, chart: Chart, common: str = "") -> None:
         ax.spines[side].set_visible(False)
 
 
-def png_bytes(fig: Figure) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, facecolor="white")
-    return buffer.getvalue()
-
-
 def write_png(charts: Chart | Sequence[Chart], path: Path) -> Path:
-    write_bytes(path, png_bytes(build_figure(charts)))
+    buffer = io.BytesIO()
+    build_figure(charts).savefig(buffer, format="png", dpi=DPI, facecolor="white")
+    write_bytes(path, buffer.getvalue())
     return path

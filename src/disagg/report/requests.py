@@ -1,10 +1,7 @@
 """Per-request numbers of a point (its `.jsonl`): latency distributions and goodput.
 
-The point JSON holds percentiles; the records beside it hold every measured request,
-so the report can draw each point's TTFT and ITL distribution and count the requests
-that met a service-level objective (vLLM's `--goodput ttft:50 tpot:20`: a request is
-good when it meets every limit given; goodput is good requests per second of the
-point's duration).
+The point JSON holds percentiles only. Goodput as vLLM's `--goodput ttft:50 tpot:20`: a
+request is good when it meets every limit given; goodput is good requests per second.
 """
 
 from __future__ import annotations
@@ -59,9 +56,9 @@ def _read(path: Path) -> Requests | None:
             if not isinstance(first, int | float) or not isinstance(last, int | float):
                 continue
             tokens = record.get("output_len")
-            per_token = None
-            if isinstance(tokens, int) and tokens > 1:
-                per_token = (last - first) / (tokens - 1)
+            per_token = (
+                (last - first) / (tokens - 1) if isinstance(tokens, int) and tokens > 1 else None
+            )
             ttft.append(float(first))
             per_request.append((float(first), per_token, float(last)))
             gaps = record.get("itls_ms")
@@ -74,7 +71,7 @@ def _read(path: Path) -> Requests | None:
 
 def requests_of(point: ResultPoint) -> Requests | None:
     """The point's successful requests, None when it has no records (e.g. a custom benchmark)."""
-    return _read(point.requests_file)
+    return _read(point.path.with_suffix(".jsonl"))  # written beside the result
 
 
 @dataclass(frozen=True)
