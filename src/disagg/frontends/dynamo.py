@@ -1,19 +1,12 @@
 """NVIDIA Dynamo (`ai-dynamo` 1.6.1): `python -m dynamo.frontend` in front of Dynamo workers.
 
-Workers run each engine under Dynamo's own worker module (`python -m dynamo.sglang` with
-SGLang's flags; `dynamo.vllm`, `dynamo.trtllm` as `dynamo_workers` renders them); a
-simulated plan keeps the recipe's layout with `python -m dynamo.mocker` in each worker's
-place, and a `backend.type: mocker` recipe asks for the mocker itself (not simulated, the
-same discovery). The frontend discovers the workers and routes prefill -> decode itself,
-so no worker URL is passed to it; frontends and nginx run where srtctl runs them
-(`disagg.frontends.topology`).
-
-Facts about ai-dynamo 1.6.1 (observed on CPU with the mocker; docs/engines.md has more):
-file discovery (`DYN_FILE_KV`) with the tcp request plane needs neither etcd nor NATS;
-Dynamo advertises the interface address unless the `DYN_*_HOST` variables name the
-node's own; a worker serves only `/health` on `DYN_SYSTEM_PORT`, listing
-`"generate":"ready"` once up; the frontend's `/v1/models` lists the model once a decode
-(or aggregated) worker registered, its health gate.
+Workers run each engine under Dynamo's worker module (`dynamo.sglang` with SGLang's flags,
+`dynamo.vllm` / `dynamo.trtllm` as `dynamo_workers` renders them), or `dynamo.mocker` in a
+simulated plan and for `backend.type: mocker`. The frontend discovers the workers and
+routes prefill -> decode itself, so it is given no worker URL. Observed with 1.6.1: Dynamo
+advertises the interface address unless the `DYN_*_HOST` variables name the node's own; a
+worker's `/health` on `DYN_SYSTEM_PORT` lists `"generate":"ready"` once up; the frontend's
+`/v1/models` lists the model once a decode (or aggregated) worker registered.
 """
 
 from __future__ import annotations
@@ -36,8 +29,7 @@ FRONTEND_MODULE = "dynamo.frontend"
 MOCKER_MODULE = "dynamo.mocker"
 FRONTEND_HEALTH_DEADLINE_S = 120.0
 MOCKER_HEALTH_DEADLINE_S = 60.0
-# Dynamo's own worker module per engine (`python -m dynamo.<engine>`). SGLang's flags
-# pass through unchanged; vLLM's and TRT-LLM's commands are rebuilt by `dynamo_workers`.
+# SGLang's flags pass through unchanged; vLLM's and TRT-LLM's commands are rebuilt.
 WORKER_MODULES: dict[str, str] = {"sglang": "dynamo.sglang", **dynamo_workers.MODULES}
 # Flags this adapter sets on the frontend; `frontend.args` may not override them.
 _MANAGED = frozenset({"http-host", "http-port", "discovery-backend", "request-plane"})
@@ -47,7 +39,6 @@ _OWN_HOST = (
     "DYN_EVENT_PLANE_HOST",
     "DYN_SYSTEM_HOST",
 )
-# What a worker's `/health` on its system port (`DYN_SYSTEM_PORT`) lists once it serves.
 GENERATE_READY = '"generate":"ready"'
 # srtctl sets it on every Dynamo frontend and worker (srtctl/frontends/dynamo.py).
 SKIP_SGLANG_LOG_FORMATTING = {"DYN_SKIP_SGLANG_LOG_FORMATTING": "1"}
@@ -145,8 +136,7 @@ def _mocker(
         argv += ["--disaggregation-mode", "decode"]
     backend = ctx.config.backend_settings(exclude_none=True)
     argv += mocker_engine.render(mocker_engine.settings(backend, {}, srt_slurm_defaults=False))
-    health = _worker_health(MOCKER_HEALTH_DEADLINE_S)
-    return _discovered(role, env, argv, ports=ports, health=health, container_image=None)
+    return _discovered(role, env, argv, MOCKER_HEALTH_DEADLINE_S, ports=ports, container_image=None)
 
 
 def _worker(
@@ -171,29 +161,27 @@ def _worker(
     return _discovered(role, env, [*argv, *flags])
 
 
-def _discovered(role: RolePlan, env: dict[str, str], argv: list[str], **update: Any) -> RolePlan:
-    """`role` running `argv` as a Dynamo worker: its Dynamo environment, and health asked
-    of Dynamo's system port on the engine adapter's deadline (unless `update` says)."""
+def _discovered(
+    role: RolePlan,
+    env: dict[str, str],
+    argv: list[str],
+    deadline_s: float | None = None,
+    **update: Any,
+) -> RolePlan:
+    """`role` running `argv` as a Dynamo worker: its Dynamo environment, and up once
+    Dynamo's system port lists its `generate` endpoint as ready (by the engine adapter's
+    deadline unless `deadline_s` says)."""
     ports = role.ports if SYSTEM_PORT in role.ports else [*role.ports, SYSTEM_PORT]
-    return role.model_copy(
-        update={
-            "argv": argv,
-            "env": {**role.env, **env, "DYN_SYSTEM_PORT": "${self.system_port}"},
-            "health": _worker_health((role.health or HealthPlan()).deadline_s),
-            "ports": ports,
-            **update,
-        }
-    )
-
-
-def _worker_health(deadline_s: float) -> HealthPlan:
-    """Up once Dynamo's system server lists the worker's `generate` endpoint as ready."""
-    return HealthPlan(
+    health = HealthPlan(
         path="/health",
         port=SYSTEM_PORT,
         expect=GENERATE_READY,
         any_status=True,
-        deadline_s=deadline_s,
+        deadline_s=deadline_s or (role.health or HealthPlan()).deadline_s,
+    )
+    env = {**role.env, **env, "DYN_SYSTEM_PORT": "${self.system_port}"}
+    return role.model_copy(
+        update={"argv": argv, "env": env, "health": health, "ports": ports, **update}
     )
 
 
@@ -205,8 +193,7 @@ def _frontend(
     discovery: DiscoveryPlane,
     rank: int,
 ) -> RolePlan:
-    """One `dynamo.frontend`, with the environment srtctl gives it (`DynamoFrontend.
-    start_frontends`): the planes, `DYN_SKIP_SGLANG_LOG_FORMATTING`, the recipe's top-level
+    """One `dynamo.frontend`, with srtctl's environment for it: the planes, then the recipe's
     `environment` (prefix-block hashes must match the workers': `PYTHONHASHSEED`), then
     `frontend.env`."""
     argv = [python, "-m", FRONTEND_MODULE, "--http-host", "${self.bind_host}"]
@@ -254,11 +241,8 @@ def _installed(role: RolePlan, wanted: str) -> RolePlan:
 
 
 def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:
-    """Workers Dynamo cannot front here (no tokenizer directory for the mocker, an engine
-    whose Dynamo worker is not built). A recipe that names `frontend.type: dynamo` is
-    refused with the fix: a part the recipe names is never replaced by another. Only
-    Dynamo as the default frontend of a recipe that names none gives way to smg, and the
-    plan says why."""
+    """Workers Dynamo cannot front here: refused where the recipe names Dynamo (a part it
+    names is never replaced), else smg fronts them and the plan says why."""
     from disagg.frontends.smg import ADAPTER as smg
 
     section = ctx.config.frontend
