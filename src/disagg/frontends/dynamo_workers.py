@@ -1,9 +1,6 @@
 """vLLM and TRT-LLM workers under Dynamo (`python3 -m dynamo.vllm` / `dynamo.trtllm`), as
-srt-slurm renders them for ai-dynamo 1.6.1 (docs/engines.md, "Under Dynamo").
-
-`dynamo.vllm` takes the engine adapter's own flags without `--host`/`--port` (a Dynamo
-worker has no HTTP API); `dynamo.trtllm` reads the role's YAML the engine adapter writes
-and keeps its MPI step.
+srt-slurm renders them for ai-dynamo 1.6.1: `dynamo.vllm` takes the engine adapter's flags
+without `--host`/`--port` (no HTTP API); `dynamo.trtllm` reads the role's YAML.
 """
 
 from __future__ import annotations
@@ -29,9 +26,8 @@ _SERVE_ONLY: dict[str, dict[str, str]] = {
 
 
 def worker_argvs(ctx: FrontendContext, role: RolePlan, runtime: list[str]) -> list[list[str]]:
-    """The worker `role` (as the engine adapter rendered it for its own server) as Dynamo's
-    worker module of the engine: one argv per node (one when it runs on one node);
-    `runtime` is the discovery/request-plane flags it shares with the frontend."""
+    """The worker `role` under Dynamo's worker module, one argv per node; `runtime` is the
+    discovery/request-plane flags it shares with the frontend."""
     inputs = ctx.worker_inputs.get(role.name)
     if inputs is None:
         raise ctx.fail(
@@ -47,8 +43,8 @@ def worker_argvs(ctx: FrontendContext, role: RolePlan, runtime: list[str]) -> li
 
 
 def serve_only_notes(ctx: FrontendContext) -> list[dict[str, str]]:
-    """What the recipe sets that only the engine's own server reads: `backend.*` knobs, and
-    a role's `host` (the address of an HTTP API a Dynamo worker does not have)."""
+    """What the recipe sets that only the engine's own server reads: `backend.*` knobs and a
+    role's `host`."""
     backend = ctx.config.backend
     notes = []
     for field, why in _SERVE_ONLY.get(ctx.engine, {}).items():

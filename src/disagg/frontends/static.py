@@ -1,10 +1,9 @@
 """What srt-slurm's other static routers (`atomesh`, `tilert-router`) share here.
 
 Each is its engine project's own router, in front of workers whose KV hand-over only it
-drives (ATOM's Mooncake P/D, TileRT's vLLM-prefill -> TileRT-decode). Neither is installed
-on this machine: a plan renders its command for a cluster job (golden files check it),
-`disagg run --local` refuses a real one by name, and a simulated variant runs smg over
-the simulated workers instead, which its plan names (`frontend`, `differs`).
+drives. Neither is installed here: a plan renders its command for a cluster job, `disagg
+run --local` refuses a real one by name, and smg stands in over simulated workers, which
+the plan names (`frontend`, `differs`).
 """
 
 from __future__ import annotations
