@@ -1,23 +1,27 @@
 """NVIDIA Dynamo (`ai-dynamo` 1.6.1): `python -m dynamo.frontend` in front of Dynamo workers.
 
-Workers run each engine under Dynamo's worker module (`dynamo.sglang` with SGLang's flags,
-`dynamo.vllm` / `dynamo.trtllm` as `dynamo_workers` renders them), or `dynamo.mocker` in a
-simulated plan and for `backend.type: mocker`. The frontend discovers the workers and
-routes prefill -> decode itself, so it is given no worker URL. Observed with 1.6.1: Dynamo
-advertises the interface address unless the `DYN_*_HOST` variables name the node's own; a
-worker's `/health` on `DYN_SYSTEM_PORT` lists `"generate":"ready"` once up; the frontend's
-`/v1/models` lists the model once a decode (or aggregated) worker registered.
+Workers run each engine under Dynamo's worker module, as srt-slurm renders them:
+`dynamo.sglang` with SGLang's flags, `dynamo.vllm` with the vLLM adapter's flags but no
+`--host`/`--port` (a Dynamo worker has no HTTP API), `dynamo.trtllm` reading the role's
+YAML; or `dynamo.mocker` in a simulated plan and for `backend.type: mocker`. The frontend
+discovers the workers and routes prefill -> decode itself, so it is given no worker URL.
+Observed with 1.6.1: Dynamo advertises the interface address unless the `DYN_*_HOST`
+variables name the node's own; a worker's `/health` on `DYN_SYSTEM_PORT` lists
+`"generate":"ready"` once up; the frontend's `/v1/models` lists the model once a decode (or
+aggregated) worker registered.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from disagg.engines import mocker as mocker_engine
-from disagg.engines.base import CONFIG_DUMP_ROW, render_args
+from disagg.engines.base import CONFIG_DUMP, CONFIG_DUMP_ROW, render_args
+from disagg.engines.worker import WorkerSpec
 from disagg.errors import DisaggError
-from disagg.frontends import dynamo_install, dynamo_workers
+from disagg.frontends import dynamo_install
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored, written_args
 from disagg.frontends.discovery import DiscoveryPlane, discovery_plane
 from disagg.frontends.topology import fronted, frontend_topology
@@ -30,7 +34,17 @@ MOCKER_MODULE = "dynamo.mocker"
 FRONTEND_HEALTH_DEADLINE_S = 120.0
 MOCKER_HEALTH_DEADLINE_S = 60.0
 # SGLang's flags pass through unchanged; vLLM's and TRT-LLM's commands are rebuilt.
-WORKER_MODULES: dict[str, str] = {"sglang": "dynamo.sglang", **dynamo_workers.MODULES}
+WORKER_MODULES = {"sglang": "dynamo.sglang", "vllm": "dynamo.vllm", "trtllm": "dynamo.trtllm"}
+# `backend.*` knobs of `vllm serve` / `trtllm-serve` that have no meaning under Dynamo.
+_SERVE_ONLY: dict[str, dict[str, str]] = {
+    "vllm": {"vllm_serve_binary": "dynamo.vllm runs vLLM's engine in-process, not `vllm serve`"},
+    "trtllm": {
+        f"{role}_extra_args": "trtllm-serve's command-line words; dynamo.trtllm reads the "
+        "role's YAML (trtllm_config) instead"
+        for role in ("prefill", "decode", "aggregated")
+    },
+}
+
 # Flags this adapter sets on the frontend; `frontend.args` may not override them.
 _MANAGED = frozenset({"http-host", "http-port", "discovery-backend", "request-plane"})
 _OWN_HOST = (
@@ -84,7 +98,7 @@ class DynamoFrontend(Frontend):
         # compat rows: a real mocker's environment, or the job's Dynamo install
         differs = [] if ctx.simulated else ["mocker-environment"]
         if not mocked:
-            notes += dynamo_workers.serve_only_notes(ctx)
+            notes += _serve_only_notes(ctx)
             try:
                 wanted = dynamo_install.install_of(ctx.config.dynamo)
             except DisaggError as exc:
@@ -142,9 +156,22 @@ def _mocker(
 def _worker(
     ctx: FrontendContext, role: RolePlan, env: dict[str, str], flags: list[str]
 ) -> RolePlan:
-    """A real worker: the engine adapter's command under Dynamo's worker module."""
-    if ctx.engine in dynamo_workers.MODULES:  # vLLM's and TRT-LLM's commands, rebuilt
-        nodes = dynamo_workers.worker_argvs(ctx, role, flags)
+    """A real worker: the engine adapter's command under Dynamo's worker module (one argv
+    per node); `flags` are the discovery/request-plane flags it shares with the frontend."""
+    if ctx.engine != "sglang":  # vLLM's and TRT-LLM's commands, rebuilt
+        inputs = ctx.worker_inputs.get(role.name)
+        if inputs is None:
+            raise ctx.fail(
+                f"no engine settings were planned for worker {role.name}",
+                ("backend", "type"),
+                "plan the workers through the engine adapter before the frontend",
+            )
+        args, spec = inputs
+        mode = ["--disaggregation-mode", spec.mode] if spec.mode is not None else []
+        if ctx.engine == "vllm":
+            nodes = _vllm_nodes(args, spec, [*mode, *flags])
+        else:
+            nodes = [_trtllm_argv(role, spec, [*mode, *flags])]
         return _discovered(role, env, nodes[0], node_argv=nodes if len(nodes) > 1 else [])
     module = WORKER_MODULES[ctx.engine]
     argv = list(role.argv)
@@ -159,6 +186,27 @@ def _worker(
     # The same planes the frontend is told (dynamo.sglang takes Dynamo's runtime flags
     # beside SGLang's own): a NATS request plane or file discovery must reach it too.
     return _discovered(role, env, [*argv, *flags])
+
+
+def _vllm_nodes(args: Mapping[str, Any], spec: WorkerSpec, dynamo: list[str]) -> list[list[str]]:
+    from disagg.engines import vllm as vllm_engine
+
+    adapter = vllm_engine.ADAPTER
+    head = ["python3", "-m", WORKER_MODULES["vllm"], "--model", "${model.path}"]
+    head += adapter.engine_flags(args, spec)
+    return [[*head, *node, *dynamo, *CONFIG_DUMP] for node in adapter.node_flags(args, spec)]
+
+
+def _trtllm_argv(role: RolePlan, spec: WorkerSpec, dynamo: list[str]) -> list[str]:
+    from disagg.engines import trtllm as trtllm_engine
+
+    config = "${run.dir}/" + trtllm_engine.config_file(spec.role)
+    # `--model-path`, as srtctl spells it: Dynamo 1.x takes it as `--model`'s old name, and
+    # the images the recipes pin (`dynamo.install: false`) may predate `--model`
+    argv = ["python3", "-m", WORKER_MODULES["trtllm"], "--model-path", "${model.path}"]
+    argv += ["--served-model-name", spec.served_name, "--extra-engine-args", config, *dynamo]
+    # each MPI rank under the engine's launch prefix (numactl where srt-slurm binds memory)
+    return [*trtllm_engine.launch_prefix(spec), *argv] if role.mpi is not None else argv
 
 
 def _discovered(
@@ -238,6 +286,26 @@ def _installed(role: RolePlan, wanted: str) -> RolePlan:
     node_argv = [dynamo_install.installing(a, wanted) for a in role.node_argv]
     env = {**role.env, **dynamo_install.env()}
     return role.model_copy(update={"argv": argv, "node_argv": node_argv, "env": env})
+
+
+def _serve_only_notes(ctx: FrontendContext) -> list[dict[str, str]]:
+    """What the recipe sets that only the engine's own server reads: `backend.*` knobs and a
+    role's `host`."""
+    backend = ctx.config.backend
+    notes = []
+    for field, why in _SERVE_ONLY.get(ctx.engine, {}).items():
+        if getattr(backend, field, None):
+            notes.append(ignored(f"backend.{field}", why))
+    if ctx.engine == "vllm":
+        from disagg.engines import vllm as vllm_engine  # engines load on first use
+
+        written = {spec.role for args, spec in ctx.worker_inputs.values() if "host" in args}
+        adapter = vllm_engine.ADAPTER
+        for role in sorted(written):
+            path = ".".join((*adapter.args_path(role), "host"))
+            why = "a Dynamo worker serves no HTTP API; Dynamo binds the node's own address"
+            notes.append(ignored(path, why))
+    return notes
 
 
 def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:

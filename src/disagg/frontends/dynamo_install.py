@@ -57,15 +57,12 @@ def install_of(dynamo: DynamoSection) -> Install | None:
     git = source.git if source is not None else None
     rev = (source.sha or source.rev) if source is not None else None
     rev = rev or dynamo.hash
-    named = [
-        name
-        for name, given in (
-            ("hash", rev is not None),
-            ("top_of_tree", dynamo.top_of_tree),
-            ("wheel", dynamo.wheel is not None),
-        )
-        if given
-    ]
+    given = {
+        "hash": rev is not None,
+        "top_of_tree": dynamo.top_of_tree,
+        "wheel": dynamo.wheel is not None,
+    }
+    named = [name for name, value in given.items() if value]
     if len(named) > 1:  # DynamoConfig.__post_init__: "Cannot specify both ..."
         raise DisaggError(
             f"dynamo names more than one source: {', '.join(named)}",

@@ -228,11 +228,8 @@ class Scheduler:
         req.sent_at = self.now
         req.start_step = self.step_no
         self.stats.output_tokens += 1
-        if req.target <= 1:
-            req.done = True
-            req.stream.push(Event(req.index, 1, req.finish_reason))
-        else:
-            req.stream.push(Event(req.index, 1))
+        req.done = req.target <= 1
+        req.stream.push(Event(req.index, 1, req.finish_reason if req.done else None))
 
     def _finish(self, req: SimRequest) -> None:
         if not req.done:
