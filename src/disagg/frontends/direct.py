@@ -9,7 +9,6 @@ from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
 from disagg.plan.model import RoleKind
 
 TYPES = ("sglang-direct", "vllm-direct")
-DIRECT_ROW = "direct-frontend"  # the `disagg.plan.compat` row on the served port
 
 
 class DirectFrontend(Frontend):
@@ -51,7 +50,7 @@ def served_directly(ctx: FrontendContext, frontend: str, worker: str) -> Fronten
         serving_role=worker,
         prompt_format="text",
         simulator="disagg sim-engine" if ctx.simulated else None,
-        differs=[DIRECT_ROW],
+        differs=["direct-frontend"],
     )
 
 

@@ -21,7 +21,6 @@ HOST = "${self.bind_host}"
 PORTS: tuple[str, ...] = ("http", "metrics")
 HEALTH_PATH = "/readiness"  # answers only once every worker is healthy
 HEALTH_DEADLINE_S = 120.0
-METRICS_ROW = "vllm-router-metrics"  # the `disagg.plan.compat` row on its exporter
 # srtctl's HealthCheckConfig defaults: the router waits as long as the workers may take.
 DEFAULT_STARTUP_TIMEOUT_S = 180 * 10
 INTRA_DP = "intra-node-data-parallel-size"
@@ -108,7 +107,7 @@ class VllmRouterFrontend(Frontend):
         argv += render_args(extra)
         health = HealthPlan(path=HEALTH_PATH, deadline_s=HEALTH_DEADLINE_S)
         return routed(
-            ctx, argv, frontend=PROGRAM, ports=PORTS, health=health, differs=[METRICS_ROW]
+            ctx, argv, frontend=PROGRAM, ports=PORTS, health=health, differs=["vllm-router-metrics"]
         )
 
     def _check(self, ctx: FrontendContext) -> None:

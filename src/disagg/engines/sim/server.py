@@ -236,20 +236,17 @@ class SimWorker:
 
     def _sequences(self, req: GenRequest, stream: Stream) -> list[SimRequest]:
         prefill_only = self.args.mode == "prefill"
-        seqs = []
-        for i, prompt in enumerate(req.prompts):
-            stop_at = 1 if prefill_only else req.stop_at(i, self.args.sim.seed)
-            seqs.append(
-                SimRequest(
-                    index=i,
-                    prompt_tokens=prompt.tokens,
-                    max_tokens=1 if prefill_only else req.max_tokens,
-                    stop_at=stop_at,
-                    stream=stream,
-                    room=req.rooms[i] if req.rooms else None,
-                )
+        return [
+            SimRequest(
+                index=i,
+                prompt_tokens=prompt.tokens,
+                max_tokens=1 if prefill_only else req.max_tokens,
+                stop_at=1 if prefill_only else req.stop_at(i, self.args.sim.seed),
+                stream=stream,
+                room=req.rooms[i] if req.rooms else None,
             )
-        return seqs
+            for i, prompt in enumerate(req.prompts)
+        ]
 
     async def _receive_kv(self, req: GenRequest, seqs: list[SimRequest]) -> None:
         handover, hosts, ports = self.handover, req.bootstrap_hosts, req.bootstrap_ports
