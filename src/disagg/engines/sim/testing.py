@@ -90,7 +90,7 @@ def wait_ready(proc: Proc, path: str, deadline_s: float = 30.0) -> None:
     raise RuntimeError(f"{proc.name} not ready on {path} after {deadline_s} s:\n{proc.log_tail()}")
 
 
-def _spawn(name: str, argv: Sequence[str], log_dir: Path, url: str, ports: dict[str, int]) -> Proc:
+def _spawn(name: str, argv: Sequence[str], log_dir: Path, url: str) -> Proc:
     log_path = log_dir / f"{name}.log"
     popen = spawn_logged(
         argv,
@@ -100,7 +100,7 @@ def _spawn(name: str, argv: Sequence[str], log_dir: Path, url: str, ports: dict[
         failure=f"{name}: cannot start {argv[0]!r}",
         hint="check the interpreter and that disagg is installed in it",
     )
-    return Proc(name=name, popen=popen, log_path=log_path, url=url, ports=ports)
+    return Proc(name=name, popen=popen, log_path=log_path, url=url)
 
 
 def start_worker(
@@ -120,7 +120,9 @@ def start_worker(
     if mode == "prefill":
         ports["bootstrap"] = free_port()
         argv += ["--disaggregation-bootstrap-port", str(ports["bootstrap"])]
-    return _spawn(name, [*argv, *args], log_dir, f"http://{LOOPBACK}:{port}", ports)
+    proc = _spawn(name, [*argv, *args], log_dir, f"http://{LOOPBACK}:{port}")
+    proc.ports = ports
+    return proc
 
 
 def start_router(
@@ -148,7 +150,9 @@ def start_router(
         host=LOOPBACK,
     )
     argv = substitute_all(template, bindings, self_name="router")
-    return _spawn("router", argv, log_dir, f"http://{LOOPBACK}:{ports['http']}", ports)
+    proc = _spawn("router", argv, log_dir, f"http://{LOOPBACK}:{ports['http']}")
+    proc.ports = ports
+    return proc
 
 
 @dataclass(eq=False)
