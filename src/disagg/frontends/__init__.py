@@ -1,9 +1,8 @@
 """Frontend adapters by `frontend.type`, and one-line refusals for the rest.
 
 A frontend is the module `frontends/<type>.py` with its `ADAPTER` (and `TYPES` when it
-answers to other spellings): adding one is adding that module. Every srt-slurm frontend
-type is either built here or refused at plan time with the reason, so no recipe silently
-runs a frontend other than the one it names.
+answers to other spellings). Every srt-slurm frontend type is built here or refused at plan
+time with the reason, so no recipe silently runs a frontend other than the one it names.
 """
 
 from __future__ import annotations
@@ -11,15 +10,7 @@ from __future__ import annotations
 from disagg.adapter_table import AdapterTable
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
 
-__all__ = [
-    "Frontend",
-    "FrontendContext",
-    "FrontendRoles",
-    "frontend_for",
-    "local_refusal",
-    "names",
-    "refusal",
-]
+__all__ = ["Frontend", "FrontendContext", "FrontendRoles"]  # re-exported from base
 
 # Imported when a recipe names its type: a plan loads its own frontend's module only.
 _TABLE: AdapterTable[Frontend] = AdapterTable(Frontend, package="disagg.frontends")

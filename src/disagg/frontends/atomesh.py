@@ -1,11 +1,8 @@
-"""`frontend.type: atomesh`: ATOM's own router, in front of ATOM workers.
-
-Atomesh (`atom/mesh` in ATOM's repository, built into ATOM's images) routes prefill/decode
-ATOM workers whose KV goes over Mooncake, with the SGLang gateway's command line, as
-ATOM's own P/D jobs run it (`.github/scripts/atomesh/pd_server_atom.sh`). ATOM prefill
-workers serve no SGLang bootstrap port, so `--prefill` names the URL only. Each router
-gets a `prometheus-port` of its own unless the recipe sets one (two on one node would
-share the default). Not installed here: see `disagg.frontends.static`.
+"""`frontend.type: atomesh`: ATOM's own router (built into ATOM's images), in front of ATOM
+workers whose KV goes over Mooncake, with the SGLang gateway's command line as ATOM's P/D
+jobs run it. ATOM prefill workers serve no bootstrap port, so `--prefill` names the URL
+only; each router gets a `prometheus-port` of its own unless the recipe sets one (two on
+one node would share the default).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The frontend seam: what one `frontend.type` owns, as one small interface.
-
-A frontend adapter gets the worker roles the engine adapter rendered and returns
-every role the job runs (services it needs first, the workers as it launches
-them, its own router/frontend roles), the order in which they start (each stage
-health-gated before the next), where the load generator sends requests, which
-prompt form its HTTP API accepts, and the recipe fields it does not honour.
+"""The frontend seam: from the worker roles the engine adapter rendered, a frontend
+adapter plans every role the job runs, in health-gated start stages, and where the load
+generator sends requests.
 """
 
 from __future__ import annotations
@@ -101,12 +97,11 @@ def ignored(field: str, why: str) -> dict[str, str]:
 
 
 class Frontend(ABC):
-    """One `frontend.type`: the module `frontends/<type>.py` with its `ADAPTER`, which
-    registers it (`disagg.frontends`; a module's `TYPES` lists other names it answers to)."""
+    """One `frontend.type`: the module `frontends/<type>.py` with its `ADAPTER`."""
 
     @property
     def types(self) -> tuple[str, ...]:
-        """The recipe spellings this adapter answers to, its module's (`TYPES`, else its name)."""
+        """The recipe spellings this adapter answers to: its module's `TYPES`, else its name."""
         module = sys.modules[type(self).__module__]
         return tuple(getattr(module, "TYPES", (module.__name__.rpartition(".")[2],)))
 

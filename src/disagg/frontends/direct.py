@@ -1,9 +1,6 @@
 """Direct frontends (schema 2's `sglang`, `vllm`; `trtllm_serve`'s aggregated worker too):
-the single aggregated worker serves.
-
-No router process runs; the load goes to the worker's own HTTP port (picked at run time
-like every role's: compat row `direct-frontend`), so the recipe must have exactly one
-aggregated worker, whose command is the engine adapter's.
+no router runs, the one aggregated worker serves on its own HTTP port (compat row
+`direct-frontend`).
 """
 
 from __future__ import annotations
@@ -12,7 +9,6 @@ from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
 from disagg.plan.model import RoleKind
 
 TYPES = ("sglang-direct", "vllm-direct")
-DIRECT_ROW = "direct-frontend"  # the `disagg.plan.compat` row on the served port
 
 
 class DirectFrontend(Frontend):
@@ -54,7 +50,7 @@ def served_directly(ctx: FrontendContext, frontend: str, worker: str) -> Fronten
         serving_role=worker,
         prompt_format="text",
         simulator="disagg sim-engine" if ctx.simulated else None,
-        differs=[DIRECT_ROW],
+        differs=["direct-frontend"],
     )
 
 

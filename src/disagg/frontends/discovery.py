@@ -1,12 +1,10 @@
 """Dynamo's discovery plane: etcd (where workers register) and NATS (a request or event
-plane), started as service roles of their own, or file discovery in the run directory.
+plane) as service roles of their own, or file discovery in the run directory.
 
-As srt-slurm does, a Dynamo job on a cluster runs both before the workers, each taken
-over by a `services:` entry of its type when the recipe has one (`external: URL` points
-at a running one, `enabled: false` starts none). Mocker workers get them only when the
-recipe names them; otherwise Dynamo's file discovery stands in, and the plan says so.
-nats-server (2.9.10) takes `max_payload` only from a configuration file, and refuses one
-above `max_pending` (64 MB unless raised).
+As srt-slurm does, a Dynamo job on a cluster runs both before the workers, each taken over
+by a `services:` entry of its type when there is one; mocker workers get them only when
+the recipe names them. nats-server (2.9.10) takes `max_payload` only from a configuration
+file, and refuses one above `max_pending` (64 MB unless raised).
 """
 
 from __future__ import annotations
@@ -41,14 +39,12 @@ class DiscoveryPlane:
 
     @property
     def discovery_flags(self) -> list[str]:
-        """`--discovery-backend` when it is not Dynamo's default (etcd, found through
-        `ETCD_ENDPOINTS`): srtctl passes none, so a job on etcd is given none either."""
+        """`--discovery-backend` unless it is Dynamo's default, etcd (srtctl passes none)."""
         return [] if self.discovery == "etcd" else ["--discovery-backend", self.discovery]
 
     @property
     def worker_flags(self) -> list[str]:
-        """What a Dynamo engine worker is told of the planes: srtctl passes each engine's
-        worker `--request-plane` (`build_worker_command` in srtctl/backends/*.py)."""
+        """What a Dynamo worker is told of the planes (srtctl's `build_worker_command`)."""
         return [*self.discovery_flags, "--request-plane", self.request_plane]
 
 
@@ -102,10 +98,8 @@ def _planes(ctx: FrontendContext) -> dict[str, str | None]:
 
 
 def _declared(ctx: FrontendContext) -> dict[str, ServiceSection]:
-    """The recipe's etcd / nats `services:` entries by type (the last one of a type wins).
-
-    v1's `infra` names them as well (`disagg migrate` turns it into such entries): a NATS
-    payload limit names NATS, a node reserved for them names both."""
+    """The recipe's etcd / nats `services:` entries by type (the last one of a type wins);
+    v1's `infra` names them too: a NATS payload limit NATS, a node reserved for them both."""
     infra = ctx.config.infra
     named = {"nats"} if infra.nats_max_payload_mb else set()
     named |= {"etcd", "nats"} if infra.etcd_nats_dedicated_node else set()

@@ -1,30 +1,27 @@
 """NVIDIA Dynamo (`ai-dynamo` 1.6.1): `python -m dynamo.frontend` in front of Dynamo workers.
 
-Workers run each engine under Dynamo's own worker module (`python -m dynamo.sglang` with
-SGLang's flags; `dynamo.vllm`, `dynamo.trtllm` as `dynamo_workers` renders them); a
-simulated plan keeps the recipe's layout with `python -m dynamo.mocker` in each worker's
-place, and a `backend.type: mocker` recipe asks for the mocker itself (not simulated, the
-same discovery). The frontend discovers the workers and routes prefill -> decode itself,
-so no worker URL is passed to it; frontends and nginx run where srtctl runs them
-(`disagg.frontends.topology`).
-
-Facts about ai-dynamo 1.6.1 (observed on CPU with the mocker; docs/engines.md has more):
-file discovery (`DYN_FILE_KV`) with the tcp request plane needs neither etcd nor NATS;
-Dynamo advertises the interface address unless the `DYN_*_HOST` variables name the
-node's own; a worker serves only `/health` on `DYN_SYSTEM_PORT`, listing
-`"generate":"ready"` once up; the frontend's `/v1/models` lists the model once a decode
-(or aggregated) worker registered, its health gate.
+Workers run each engine under Dynamo's worker module, as srt-slurm renders them:
+`dynamo.sglang` with SGLang's flags, `dynamo.vllm` with the vLLM adapter's flags but no
+`--host`/`--port` (a Dynamo worker has no HTTP API), `dynamo.trtllm` reading the role's
+YAML; or `dynamo.mocker` in a simulated plan and for `backend.type: mocker`. The frontend
+discovers the workers and routes prefill -> decode itself, so it is given no worker URL.
+Observed with 1.6.1: Dynamo advertises the interface address unless the `DYN_*_HOST`
+variables name the node's own; a worker's `/health` on `DYN_SYSTEM_PORT` lists
+`"generate":"ready"` once up; the frontend's `/v1/models` lists the model once a decode (or
+aggregated) worker registered.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from disagg.engines import mocker as mocker_engine
-from disagg.engines.base import CONFIG_DUMP_ROW, render_args
+from disagg.engines.base import CONFIG_DUMP, CONFIG_DUMP_ROW, render_args
+from disagg.engines.worker import WorkerSpec
 from disagg.errors import DisaggError
-from disagg.frontends import dynamo_install, dynamo_workers
+from disagg.frontends import dynamo_install
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, ignored, written_args
 from disagg.frontends.discovery import DiscoveryPlane, discovery_plane
 from disagg.frontends.topology import fronted, frontend_topology
@@ -36,9 +33,18 @@ FRONTEND_MODULE = "dynamo.frontend"
 MOCKER_MODULE = "dynamo.mocker"
 FRONTEND_HEALTH_DEADLINE_S = 120.0
 MOCKER_HEALTH_DEADLINE_S = 60.0
-# Dynamo's own worker module per engine (`python -m dynamo.<engine>`). SGLang's flags
-# pass through unchanged; vLLM's and TRT-LLM's commands are rebuilt by `dynamo_workers`.
-WORKER_MODULES: dict[str, str] = {"sglang": "dynamo.sglang", **dynamo_workers.MODULES}
+# SGLang's flags pass through unchanged; vLLM's and TRT-LLM's commands are rebuilt.
+WORKER_MODULES = {"sglang": "dynamo.sglang", "vllm": "dynamo.vllm", "trtllm": "dynamo.trtllm"}
+# `backend.*` knobs of `vllm serve` / `trtllm-serve` that have no meaning under Dynamo.
+_SERVE_ONLY: dict[str, dict[str, str]] = {
+    "vllm": {"vllm_serve_binary": "dynamo.vllm runs vLLM's engine in-process, not `vllm serve`"},
+    "trtllm": {
+        f"{role}_extra_args": "trtllm-serve's command-line words; dynamo.trtllm reads the "
+        "role's YAML (trtllm_config) instead"
+        for role in ("prefill", "decode", "aggregated")
+    },
+}
+
 # Flags this adapter sets on the frontend; `frontend.args` may not override them.
 _MANAGED = frozenset({"http-host", "http-port", "discovery-backend", "request-plane"})
 _OWN_HOST = (
@@ -47,7 +53,6 @@ _OWN_HOST = (
     "DYN_EVENT_PLANE_HOST",
     "DYN_SYSTEM_HOST",
 )
-# What a worker's `/health` on its system port (`DYN_SYSTEM_PORT`) lists once it serves.
 GENERATE_READY = '"generate":"ready"'
 # srtctl sets it on every Dynamo frontend and worker (srtctl/frontends/dynamo.py).
 SKIP_SGLANG_LOG_FORMATTING = {"DYN_SKIP_SGLANG_LOG_FORMATTING": "1"}
@@ -93,7 +98,7 @@ class DynamoFrontend(Frontend):
         # compat rows: a real mocker's environment, or the job's Dynamo install
         differs = [] if ctx.simulated else ["mocker-environment"]
         if not mocked:
-            notes += dynamo_workers.serve_only_notes(ctx)
+            notes += _serve_only_notes(ctx)
             try:
                 wanted = dynamo_install.install_of(ctx.config.dynamo)
             except DisaggError as exc:
@@ -145,16 +150,28 @@ def _mocker(
         argv += ["--disaggregation-mode", "decode"]
     backend = ctx.config.backend_settings(exclude_none=True)
     argv += mocker_engine.render(mocker_engine.settings(backend, {}, srt_slurm_defaults=False))
-    health = _worker_health(MOCKER_HEALTH_DEADLINE_S)
-    return _discovered(role, env, argv, ports=ports, health=health, container_image=None)
+    return _discovered(role, env, argv, MOCKER_HEALTH_DEADLINE_S, ports=ports, container_image=None)
 
 
 def _worker(
     ctx: FrontendContext, role: RolePlan, env: dict[str, str], flags: list[str]
 ) -> RolePlan:
-    """A real worker: the engine adapter's command under Dynamo's worker module."""
-    if ctx.engine in dynamo_workers.MODULES:  # vLLM's and TRT-LLM's commands, rebuilt
-        nodes = dynamo_workers.worker_argvs(ctx, role, flags)
+    """A real worker: the engine adapter's command under Dynamo's worker module (one argv
+    per node); `flags` are the discovery/request-plane flags it shares with the frontend."""
+    if ctx.engine != "sglang":  # vLLM's and TRT-LLM's commands, rebuilt
+        inputs = ctx.worker_inputs.get(role.name)
+        if inputs is None:
+            raise ctx.fail(
+                f"no engine settings were planned for worker {role.name}",
+                ("backend", "type"),
+                "plan the workers through the engine adapter before the frontend",
+            )
+        args, spec = inputs
+        mode = ["--disaggregation-mode", spec.mode] if spec.mode is not None else []
+        if ctx.engine == "vllm":
+            nodes = _vllm_nodes(args, spec, [*mode, *flags])
+        else:
+            nodes = [_trtllm_argv(role, spec, [*mode, *flags])]
         return _discovered(role, env, nodes[0], node_argv=nodes if len(nodes) > 1 else [])
     module = WORKER_MODULES[ctx.engine]
     argv = list(role.argv)
@@ -171,29 +188,48 @@ def _worker(
     return _discovered(role, env, [*argv, *flags])
 
 
-def _discovered(role: RolePlan, env: dict[str, str], argv: list[str], **update: Any) -> RolePlan:
-    """`role` running `argv` as a Dynamo worker: its Dynamo environment, and health asked
-    of Dynamo's system port on the engine adapter's deadline (unless `update` says)."""
+def _vllm_nodes(args: Mapping[str, Any], spec: WorkerSpec, dynamo: list[str]) -> list[list[str]]:
+    from disagg.engines import vllm as vllm_engine
+
+    adapter = vllm_engine.ADAPTER
+    head = ["python3", "-m", WORKER_MODULES["vllm"], "--model", "${model.path}"]
+    head += adapter.engine_flags(args, spec)
+    return [[*head, *node, *dynamo, *CONFIG_DUMP] for node in adapter.node_flags(args, spec)]
+
+
+def _trtllm_argv(role: RolePlan, spec: WorkerSpec, dynamo: list[str]) -> list[str]:
+    from disagg.engines import trtllm as trtllm_engine
+
+    config = "${run.dir}/" + trtllm_engine.config_file(spec.role)
+    # `--model-path`, as srtctl spells it: Dynamo 1.x takes it as `--model`'s old name, and
+    # the images the recipes pin (`dynamo.install: false`) may predate `--model`
+    argv = ["python3", "-m", WORKER_MODULES["trtllm"], "--model-path", "${model.path}"]
+    argv += ["--served-model-name", spec.served_name, "--extra-engine-args", config, *dynamo]
+    # each MPI rank under the engine's launch prefix (numactl where srt-slurm binds memory)
+    return [*trtllm_engine.launch_prefix(spec), *argv] if role.mpi is not None else argv
+
+
+def _discovered(
+    role: RolePlan,
+    env: dict[str, str],
+    argv: list[str],
+    deadline_s: float | None = None,
+    **update: Any,
+) -> RolePlan:
+    """`role` running `argv` as a Dynamo worker: its Dynamo environment, and up once
+    Dynamo's system port lists its `generate` endpoint as ready (by the engine adapter's
+    deadline unless `deadline_s` says)."""
     ports = role.ports if SYSTEM_PORT in role.ports else [*role.ports, SYSTEM_PORT]
-    return role.model_copy(
-        update={
-            "argv": argv,
-            "env": {**role.env, **env, "DYN_SYSTEM_PORT": "${self.system_port}"},
-            "health": _worker_health((role.health or HealthPlan()).deadline_s),
-            "ports": ports,
-            **update,
-        }
-    )
-
-
-def _worker_health(deadline_s: float) -> HealthPlan:
-    """Up once Dynamo's system server lists the worker's `generate` endpoint as ready."""
-    return HealthPlan(
+    health = HealthPlan(
         path="/health",
         port=SYSTEM_PORT,
         expect=GENERATE_READY,
         any_status=True,
-        deadline_s=deadline_s,
+        deadline_s=deadline_s or (role.health or HealthPlan()).deadline_s,
+    )
+    env = {**role.env, **env, "DYN_SYSTEM_PORT": "${self.system_port}"}
+    return role.model_copy(
+        update={"argv": argv, "env": env, "health": health, "ports": ports, **update}
     )
 
 
@@ -205,8 +241,7 @@ def _frontend(
     discovery: DiscoveryPlane,
     rank: int,
 ) -> RolePlan:
-    """One `dynamo.frontend`, with the environment srtctl gives it (`DynamoFrontend.
-    start_frontends`): the planes, `DYN_SKIP_SGLANG_LOG_FORMATTING`, the recipe's top-level
+    """One `dynamo.frontend`, with srtctl's environment for it: the planes, then the recipe's
     `environment` (prefix-block hashes must match the workers': `PYTHONHASHSEED`), then
     `frontend.env`."""
     argv = [python, "-m", FRONTEND_MODULE, "--http-host", "${self.bind_host}"]
@@ -253,12 +288,29 @@ def _installed(role: RolePlan, wanted: str) -> RolePlan:
     return role.model_copy(update={"argv": argv, "node_argv": node_argv, "env": env})
 
 
+def _serve_only_notes(ctx: FrontendContext) -> list[dict[str, str]]:
+    """What the recipe sets that only the engine's own server reads: `backend.*` knobs and a
+    role's `host`."""
+    backend = ctx.config.backend
+    notes = []
+    for field, why in _SERVE_ONLY.get(ctx.engine, {}).items():
+        if getattr(backend, field, None):
+            notes.append(ignored(f"backend.{field}", why))
+    if ctx.engine == "vllm":
+        from disagg.engines import vllm as vllm_engine  # engines load on first use
+
+        written = {spec.role for args, spec in ctx.worker_inputs.values() if "host" in args}
+        adapter = vllm_engine.ADAPTER
+        for role in sorted(written):
+            path = ".".join((*adapter.args_path(role), "host"))
+            why = "a Dynamo worker serves no HTTP API; Dynamo binds the node's own address"
+            notes.append(ignored(path, why))
+    return notes
+
+
 def _stand_in(ctx: FrontendContext, reason: str) -> FrontendRoles:
-    """Workers Dynamo cannot front here (no tokenizer directory for the mocker, an engine
-    whose Dynamo worker is not built). A recipe that names `frontend.type: dynamo` is
-    refused with the fix: a part the recipe names is never replaced by another. Only
-    Dynamo as the default frontend of a recipe that names none gives way to smg, and the
-    plan says why."""
+    """Workers Dynamo cannot front here: refused where the recipe names Dynamo (a part it
+    names is never replaced), else smg fronts them and the plan says why."""
     from disagg.frontends.smg import ADAPTER as smg
 
     section = ctx.config.frontend

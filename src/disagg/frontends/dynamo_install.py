@@ -1,14 +1,10 @@
 """`dynamo.source` / `dynamo.version` / `hash` / `wheel` / `top_of_tree`: the Dynamo a job runs.
 
-What srt-slurm installs (`DynamoConfig.get_install_commands`, v1.0.68; 2.x spells the
-same fields `pypi`, `wheel`, `git` + `rev`, `patches`): a release (the default), a staged
-nightly (`wheel`), or a commit built with maturin (with `cargo_patches` applied), cached
-by commit and built under a lock; `top_of_tree` the same at HEAD, never cached.
-
-Here the first Dynamo role to start installs it into the run directory under a lock and
-writes a marker holding the installed version (which the results record); every other
-role of the job finds the marker and uses it through PYTHONPATH. Where this differs from
-srtctl is the `dynamo-install` row of docs/compat.md.
+What srt-slurm installs (`DynamoConfig.get_install_commands`, v1.0.68): a release (the
+default), a staged nightly (`wheel`), or a commit built with maturin (`cargo_patches`
+applied), cached by commit; `top_of_tree` the same at HEAD, never cached. Here the first
+Dynamo role to start installs it into the run directory under a lock and writes a marker
+holding the version (which the results record); the other roles use it through PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -61,15 +57,12 @@ def install_of(dynamo: DynamoSection) -> Install | None:
     git = source.git if source is not None else None
     rev = (source.sha or source.rev) if source is not None else None
     rev = rev or dynamo.hash
-    named = [
-        name
-        for name, given in (
-            ("hash", rev is not None),
-            ("top_of_tree", dynamo.top_of_tree),
-            ("wheel", dynamo.wheel is not None),
-        )
-        if given
-    ]
+    given = {
+        "hash": rev is not None,
+        "top_of_tree": dynamo.top_of_tree,
+        "wheel": dynamo.wheel is not None,
+    }
+    named = [name for name, value in given.items() if value]
     if len(named) > 1:  # DynamoConfig.__post_init__: "Cannot specify both ..."
         raise DisaggError(
             f"dynamo names more than one source: {', '.join(named)}",

@@ -1,11 +1,9 @@
 """Mooncake's KV store master as a service role, and what every worker is told about it.
 
-srt-slurm runs `mooncake_master` for `backend.mooncake_kv_store` (v1) or a `services:`
-entry of type `mooncake-master` (schema 2 reads it into the same field): once, on the
-infra node, before any worker. Every worker gets its own address, the recipe's `env`,
-then the master's addresses, and a vLLM worker `MOONCAKE_CONFIG_PATH`: vLLM's
+srt-slurm runs `mooncake_master` once, on the infra node, before any worker, for
+`backend.mooncake_kv_store` (v1) or a `mooncake-master` `services:` entry (schema 2 reads it
+into that field). A vLLM worker also gets `MOONCAKE_CONFIG_PATH`: vLLM's
 MooncakeStoreConnector reads its settings from that JSON file, not from the environment.
-`mooncake_master` (0.3.13) answers `GET /health` with `"service_ready":true` once it serves.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """`python -m disagg.frontends.register`: run smg and register its workers with `POST /workers`.
 
-smg moves a vLLM prefill worker's KV to the decode worker only for workers registered
-with their `worker_type` and `kv_connector` (given as `--prefill/--decode` URLs it sends
-both legs at once and the decode worker recomputes the prompt). This wrapper lives
-exactly as long as the router it starts, passing signals on and exiting with its status;
-smg's `/readiness` stays 503 until every registered worker is healthy.
+smg moves a vLLM prefill worker's KV to the decode worker only for workers registered with
+their `worker_type` and `kv_connector` (given as URLs, the decode worker recomputes the
+prompt). The wrapper lives as long as the router it starts, passing signals on and exiting
+with its status.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """The SGLang-style router frontend: `smg` (1.13.0, the default) or `sglang-router` 0.3.2.
 
 `frontend.type: smg`, `sglang-router` and v1's `sglang` run it; smg continues the
-sglang-router project and takes every flag rendered here (it lacks only `--mini-lb`,
-never rendered). `frontend.package: sglang-router` keeps the last release for recipes
-that pin it.
-
-Facts about sglang-router 0.3.2, observed in front of logging servers (smg 1.13.0 alike):
-
-- PD mode sends each request to one prefill and one decode worker with
-  `bootstrap_host`/`_port`/`_room` added; the client gets the decode worker's answer.
-- `/health` answers 200 before any worker is registered; `/readiness` is 503 until every
-  worker is registered and healthy: the health path to gate on.
-- The Prometheus exporter always starts (0.0.0.0:29000) and a port in use makes the
-  router panic: every router gets its own `metrics` port and `--prometheus-host`.
-- It loads each worker's tokenizer from the hub unless `--tokenizer-path DIR` names one.
-- `/v1/completions` refuses token-id prompts (422; smg 400): text prompts only.
+sglang-router project and takes every flag rendered here. `frontend.package:
+sglang-router` keeps the last release for recipes that pin it. Both (observed) load each
+worker's tokenizer from the hub unless `--tokenizer-path` names one, always start a
+Prometheus exporter on 29000 and panic when that port is taken (hence a `metrics` port per
+router), and refuse token-id prompts on `/v1/completions`: text prompts only.
 """
 
 from __future__ import annotations
@@ -39,7 +30,7 @@ DEFAULT_PACKAGE: Package = "smg"
 REGISTER_MODULE = "disagg.frontends.register"
 ROUTER_HEALTH_DEADLINE_S = 120.0
 ROUTER_PORTS: tuple[str, ...] = ("http", "metrics")
-# `/health` is liveness only; `/readiness` is 200 once every worker is registered.
+# `/health` answers before any worker is registered; `/readiness` once all are healthy.
 ROUTER_HEALTH_PATH = "/readiness"
 
 # Flags that `router_argv` sets itself; a recipe's `frontend.args` may not override them.
@@ -73,15 +64,11 @@ def router_argv(
     package: Package = DEFAULT_PACKAGE,
     grpc: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """The router's argv over the named worker roles: PD mode for `prefill` and `decode`
-    (both needed), regular mode for `aggregated`.
+    """The router's argv: PD mode over `prefill` and `decode`, else regular mode.
 
-    `extra` is a recipe's `frontend.args` (SGLang's rendering); its `policy` applies when
-    `policy` is not given, and with neither none is passed (srtctl passes none).
-    `bootstrap`: whether prefill workers serve SGLang's bootstrap port (vLLM's do not: the
-    router is told `none`). `registered`: PD mode without worker URLs, the workers being
-    registered with `POST /workers` (`disagg.frontends.register`). `grpc`: the workers that
-    serve gRPC.
+    `extra` (`frontend.args`) names the policy when `policy` does not (srtctl passes none).
+    Prefill workers without SGLang's bootstrap port (`bootstrap`, vLLM's) are told `none`;
+    `registered` workers join by `POST /workers` instead of URLs (`disagg.frontends.register`).
     """
     extra = dict(extra or {})
     if extra.get("host") is not None:  # the recipe asks for another address than the node's
@@ -158,6 +145,7 @@ class RouterFrontend(Frontend):
         frontend = ctx.frontend
         package = _package(ctx)
         connectors = _kv_connectors(ctx)
+        grpc = grpc_workers(ctx)
         argv = router_argv(
             prefill=ctx.names(RoleKind.PREFILL),
             decode=ctx.names(RoleKind.DECODE),
@@ -169,10 +157,10 @@ class RouterFrontend(Frontend):
             ),
             package=package,
             registered=bool(connectors),
-            grpc=grpc_workers(ctx),
+            grpc=grpc,
         )
         if connectors:
-            argv = _registering(argv, ctx, connectors)
+            argv = _registering(argv, ctx, connectors, grpc)
         health = HealthPlan(path=ROUTER_HEALTH_PATH, deadline_s=ROUTER_HEALTH_DEADLINE_S)
         # smg / sglang-router and disagg's compat rows: no etcd/NATS beside a real one
         rows = ["smg-router"] if package == "smg" else []
@@ -192,10 +180,8 @@ def grpc_workers(ctx: FrontendContext) -> frozenset[str]:
 
 
 def _kv_connectors(ctx: FrontendContext) -> dict[str, str]:
-    """Worker name -> KV connector, for real vLLM prefill/decode workers (else empty).
-
-    smg transfers vLLM's KV only between workers registered with their connector.
-    """
+    """Worker name -> KV connector of real vLLM prefill/decode workers: smg transfers vLLM's
+    KV only between workers registered with their connector."""
     if ctx.simulated or ctx.engine != "vllm" or not ctx.names(RoleKind.PREFILL):
         return {}
     found: dict[str, str] = {}
@@ -214,11 +200,12 @@ def _kv_connectors(ctx: FrontendContext) -> dict[str, str]:
     return found
 
 
-def _registering(argv: list[str], ctx: FrontendContext, connectors: dict[str, str]) -> list[str]:
+def _registering(
+    argv: list[str], ctx: FrontendContext, connectors: dict[str, str], grpc: frozenset[str]
+) -> list[str]:
     """The router argv wrapped so that each worker is registered with its connector."""
     wrapper = [argv[0], "-m", REGISTER_MODULE]
     wrapper += ["--router", "http://${self.bind_host}:${self.http_port}"]
-    grpc = grpc_workers(ctx)
     for role in ctx.workers:
         if role.kind in (RoleKind.PREFILL, RoleKind.DECODE):
             connector = connectors.get(role.name, "none")

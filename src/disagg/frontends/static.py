@@ -1,10 +1,9 @@
 """What srt-slurm's other static routers (`atomesh`, `tilert-router`) share here.
 
 Each is its engine project's own router, in front of workers whose KV hand-over only it
-drives (ATOM's Mooncake P/D, TileRT's vLLM-prefill -> TileRT-decode). Neither is installed
-on this machine: a plan renders its command for a cluster job (golden files check it),
-`disagg run --local` refuses a real one by name, and a simulated variant runs smg over
-the simulated workers instead, which its plan names (`frontend`, `differs`).
+drives. Neither is installed here: a plan renders its command for a cluster job, `disagg
+run --local` refuses a real one by name, and smg stands in over simulated workers, which
+the plan names (`frontend`, `differs`).
 """
 
 from __future__ import annotations
@@ -17,8 +16,6 @@ from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles
 from disagg.frontends.topology import routed
 from disagg.plan.model import HealthPlan
 
-STAND_IN_ROW = "static-router-stand-in"  # the `disagg.plan.compat` row
-COMMAND_ROW = "static-router-command"
 ROUTER_HEALTH_DEADLINE_S = 300.0
 
 
@@ -37,8 +34,13 @@ class StaticRouter(Frontend):
         """(argv, named ports) of one router over the context's workers."""
 
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
-        if ctx.simulated:
-            return stand_in(ctx)
+        if ctx.simulated:  # smg, named as standing in: the workers speak SGLang's P/D protocol
+            from disagg.frontends.smg import ADAPTER as smg
+
+            planned = smg.plan(ctx)
+            planned.frontend = f"{planned.frontend} (standing in for {ctx.frontend.type})"
+            planned.differs = ["static-router-stand-in", *planned.differs]  # compat rows
+            return planned
         name = self.types[0]
         if ctx.engine != self.engine:
             raise ctx.refuse(
@@ -55,7 +57,7 @@ class StaticRouter(Frontend):
             frontend=name,
             ports=ports,
             health=health,
-            differs=[COMMAND_ROW],
+            differs=["static-router-command"],
             env=self.env,
             image=ctx.image,
         )
@@ -68,14 +70,3 @@ class StaticRouter(Frontend):
             "machine; submit the recipe to a cluster (`disagg submit`), or simulate it "
             "(`engine: sim`), which runs smg in its place"
         )
-
-
-def stand_in(ctx: FrontendContext) -> FrontendRoles:
-    """smg over the simulated workers (they speak SGLang's P/D protocol), named as such; the
-    recipe's router flags are its own router's and are not passed on."""
-    from disagg.frontends.smg import ADAPTER as smg
-
-    planned = smg.plan(ctx)
-    planned.frontend = f"{planned.frontend} (standing in for {ctx.frontend.type})"
-    planned.differs = [STAND_IN_ROW, *planned.differs]
-    return planned

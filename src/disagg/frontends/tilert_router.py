@@ -1,10 +1,8 @@
 """`frontend.type: tilert-router`: TileRT's router over a vLLM prefill and TileRT decode.
 
-TileRT's router (`python -m tilert.pd_vllm.pd_router`, TileRT's README, Topology A) runs
-each request's prefill on the one vLLM prefill (`--vllm-url`), hands the decode to a free
-TileRT decode server (`--decode HOST:CTRL_PORT:HTTP_PORT` each) and streams the answer.
-`CUDA_VISIBLE_DEVICES` is empty: the router must never touch a GPU. Its `/health`
-answers as soon as it listens. Not installed here: see `disagg.frontends.static`.
+Each request's prefill runs on the one vLLM prefill (`--vllm-url`); the decode goes to a
+free TileRT decode server (`--decode HOST:CTRL_PORT:HTTP_PORT` each). The router must never
+touch a GPU (`CUDA_VISIBLE_DEVICES` empty).
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ class TileRTRouterFrontend(StaticRouter):
     engine = "tilert"
     what = "TileRT's router (tilert.pd_vllm.pd_router)"
     others = "TileRT's router drives a vLLM prefill and TileRT decode servers: `engine: tilert`"
-    health_path = "/health"
+    health_path = "/health"  # answers as soon as it listens
     env: ClassVar[Mapping[str, str]] = {"CUDA_VISIBLE_DEVICES": ""}
 
     def argv(self, ctx: FrontendContext) -> tuple[list[str], list[str]]:

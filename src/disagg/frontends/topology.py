@@ -1,18 +1,11 @@
 """Where the frontends and nginx run, as srtctl places them.
 
-srtctl's rule (`FrontendStageMixin._compute_frontend_topology`, the same in v1.0.68 and
-2.x), for every frontend type: on one worker node, or with `enable_multiple_frontends:
-false`, one frontend and no nginx, on the head node or where
-`frontend.orchestrator_placement` puts it (`first_decode` / `last_decode`); else nginx on
-the head node and one frontend on each other worker node, at most `1 +
-num_additional_frontends` (all worker nodes count when the frontend has a node of its own).
-
-nginx's configuration is srtctl's `templates/nginx.conf.j2` (v1.0.68), rendered at plan
-time with `${frontend-i.host}` placeholders and written by the role itself once they are
-bound, so plan.json shows exactly what runs. With `nginx_session_affinity` the header's
-value picks one frontend consistently; a request without it hashes its own request id
-(srt-slurm's behaviour). `nginx_raise_ulimit` raises the open-file limit to srtctl's
-1048576 (to the hard limit where that is lower, where srtctl's nginx would not start).
+srtctl's rule (`FrontendStageMixin._compute_frontend_topology`, v1.0.68 and 2.x): on one
+worker node, or with `enable_multiple_frontends: false`, one frontend and no nginx, where
+`frontend.orchestrator_placement` puts it; else nginx on the head node and one frontend on
+each other worker node, at most `1 + num_additional_frontends`. nginx's configuration is
+srtctl's `templates/nginx.conf.j2` (v1.0.68), rendered at plan time so plan.json shows
+exactly what runs.
 """
 
 from __future__ import annotations
@@ -74,9 +67,8 @@ def routed(
     env: Mapping[str, str] | None = None,
     image: str | None = None,
 ) -> FrontendRoles:
-    """A router running `argv` over the workers, placed by srtctl's topology: one `router`,
-    or nginx on the head over `router-<i>` on each other worker node. The recipe's
-    `frontend.env` goes over `env`. Routers take text prompts only."""
+    """A router running `argv` over the workers: one `router`, or nginx over `router-<i>`
+    on each other worker node. The recipe's `frontend.env` goes over `env`."""
     topology = frontend_topology(ctx)
     count = len(topology.frontends)
     written = {key: str(value) for key, value in (ctx.frontend.env or {}).items()}
@@ -118,7 +110,8 @@ def fronted(
 
 
 def nginx_conf(section: FrontendSection, upstreams: list[str]) -> str:
-    """nginx.conf for one proxy over the named frontend roles."""
+    """nginx.conf for one proxy over the named frontend roles; with session affinity the
+    header's value picks the frontend (srt-slurm's)."""
     servers = "\n".join(f"    server ${{{name}.host}}:${{{name}.http_port}};" for name in upstreams)
     affinity = key = ""
     if section.nginx_session_affinity:  # a request without the header keeps its own key
@@ -164,10 +157,11 @@ http {{
 
 def nginx_role(section: FrontendSection, upstreams: list[str], rank: int = 0) -> RolePlan:
     """The proxy role on node `rank`: writes its configuration, then runs nginx in the
-    foreground."""
+    foreground; `nginx_raise_ulimit` raises open files to srtctl's NOFILE, or to the hard
+    limit where that is lower (where srtctl's nginx would not start)."""
     script = f'mkdir -p {PREFIX} && printf "%s" "$0" > {PREFIX}/nginx.conf && '
     globals_ = "daemon off;"
-    if section.nginx_raise_ulimit:  # open files up to the hard limit, for nginx and its workers
+    if section.nginx_raise_ulimit:
         script += f'n=$(ulimit -Hn); {{ [ "$n" = unlimited ] || [ "$n" -gt {NOFILE} ]; }} '
         script += f'&& n={NOFILE}; ulimit -n "$n" && '
         globals_ += " worker_rlimit_nofile $n;"

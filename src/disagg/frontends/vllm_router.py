@@ -1,17 +1,14 @@
 """srt-slurm's `vllm-router` frontend: the vLLM Router (`vllm-router` 0.1.17) in front of
 `vllm serve` workers, with the argv srtctl's `VLLMRouterFrontend` gives it.
 
-Facts about vllm-router 0.1.17, observed in front of disagg's simulated engine: it
-listens only once every worker answers `GET /health`; its Prometheus exporter starts on
-127.0.0.1:29000 by default, so each router gets its own `metrics` port (compat row
-`vllm-router-metrics`); in PD mode it hands the KV over with vLLM's own
-`kv_transfer_params`, which the simulated engine does not speak, so simulated
-prefill/decode workers are refused.
+Observed: its Prometheus exporter defaults to 127.0.0.1:29000, so each router gets a
+`metrics` port of its own; in PD mode it hands the KV over with vLLM's
+`kv_transfer_params`, which the simulated engine does not speak.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from disagg.frontends.base import Frontend, FrontendContext, FrontendRoles, written_args
@@ -20,11 +17,10 @@ from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 
 TYPES = ("vllm-router",)
 PROGRAM = "vllm-router"
-VERSION = "0.1.17"
+HOST = "${self.bind_host}"
 PORTS: tuple[str, ...] = ("http", "metrics")
 HEALTH_PATH = "/readiness"  # answers only once every worker is healthy
 HEALTH_DEADLINE_S = 120.0
-METRICS_ROW = "vllm-router-metrics"  # the `disagg.plan.compat` row on its exporter
 # srtctl's HealthCheckConfig defaults: the router waits as long as the workers may take.
 DEFAULT_STARTUP_TIMEOUT_S = 180 * 10
 INTRA_DP = "intra-node-data-parallel-size"
@@ -66,38 +62,6 @@ def render_args(args: Mapping[str, Any]) -> list[str]:
     return argv
 
 
-def router_argv(
-    *,
-    aggregated: Sequence[str] = (),
-    prefill: Sequence[tuple[str, str | None]] = (),
-    decode: Sequence[str] = (),
-    host: str = "${self.bind_host}",
-    intra_dp: int = 1,
-    startup_timeout_s: int = DEFAULT_STARTUP_TIMEOUT_S,
-    extra: Mapping[str, Any] | None = None,
-) -> list[str]:
-    """The router's argv: `aggregated` worker names, or `prefill` (name, side-channel port
-    placeholder or None) and `decode` names. Callers check the topology first."""
-    args = dict(extra or {})
-    written = {_flag(key) for key in args}
-    argv = [PROGRAM]
-    if prefill or decode:
-        argv.append("--vllm-pd-disaggregation")
-        for name, side_channel in prefill:
-            argv += ["--prefill", f"${{{name}.url}}", *([side_channel] if side_channel else [])]
-        for name in decode:
-            argv += ["--decode", f"${{{name}.url}}"]
-    else:
-        argv += ["--worker-urls", *(f"${{{name}.url}}" for name in aggregated)]
-    argv += ["--host", host, "--port", "${self.http_port}"]
-    if intra_dp > 1 and INTRA_DP not in written:
-        argv += [f"--{INTRA_DP}", str(intra_dp)]
-    if STARTUP_TIMEOUT not in written:
-        argv += [f"--{STARTUP_TIMEOUT}", str(startup_timeout_s)]
-    argv += ["--prometheus-port", "${self.metrics_port}", "--prometheus-host", host]
-    return argv + render_args(args)
-
-
 def node_local_dp(role: RolePlan) -> int:
     """Data-parallel ranks the router reaches behind the worker's one URL (srtctl's
     `routed_process_dp_size`): a one-node worker's DP x (TP x PP) replicas, else 1."""
@@ -116,29 +80,34 @@ class VllmRouterFrontend(Frontend):
     def plan(self, ctx: FrontendContext) -> FrontendRoles:
         self._check(ctx)
         extra = written_args(ctx, MANAGED)
+        written = {_flag(key) for key in extra}
+        prefill, decode = ctx.names(RoleKind.PREFILL), ctx.names(RoleKind.DECODE)
+        argv = [PROGRAM]
+        if prefill:  # `_check` refused prefill without decode and the reverse
+            argv.append("--vllm-pd-disaggregation")
+            for role in ctx.workers:
+                if role.kind is RoleKind.PREFILL:
+                    argv += ["--prefill", f"${{{role.name}.url}}", *_side_channel(role)]
+            for name in decode:
+                argv += ["--decode", f"${{{name}.url}}"]
+        else:
+            aggregated = ctx.names(RoleKind.AGGREGATED)
+            argv += ["--worker-urls", *(f"${{{name}.url}}" for name in aggregated)]
+        argv += ["--host", HOST, "--port", "${self.http_port}"]
         intra_dp = self._intra_dp(ctx, extra)
-        check = ctx.config.health_check
-        timeout = (
-            int(check.max_attempts * check.interval_seconds)
-            if check is not None
-            else DEFAULT_STARTUP_TIMEOUT_S
-        )
-        prefill = [
-            (role.name, _side_channel(role))
-            for role in ctx.workers
-            if role.kind is RoleKind.PREFILL
-        ]
-        argv = router_argv(
-            aggregated=ctx.names(RoleKind.AGGREGATED),
-            prefill=prefill,
-            decode=ctx.names(RoleKind.DECODE),
-            intra_dp=intra_dp,
-            startup_timeout_s=timeout,
-            extra=extra,
-        )
+        if intra_dp > 1 and INTRA_DP not in written:
+            argv += [f"--{INTRA_DP}", str(intra_dp)]
+        if STARTUP_TIMEOUT not in written:
+            check = ctx.config.health_check
+            timeout = DEFAULT_STARTUP_TIMEOUT_S
+            if check is not None:
+                timeout = int(check.max_attempts * check.interval_seconds)
+            argv += [f"--{STARTUP_TIMEOUT}", str(timeout)]
+        argv += ["--prometheus-port", "${self.metrics_port}", "--prometheus-host", HOST]
+        argv += render_args(extra)
         health = HealthPlan(path=HEALTH_PATH, deadline_s=HEALTH_DEADLINE_S)
         return routed(
-            ctx, argv, frontend=PROGRAM, ports=PORTS, health=health, differs=[METRICS_ROW]
+            ctx, argv, frontend=PROGRAM, ports=PORTS, health=health, differs=["vllm-router-metrics"]
         )
 
     def _check(self, ctx: FrontendContext) -> None:
@@ -228,11 +197,11 @@ class VllmRouterFrontend(Frontend):
         return derived
 
 
-def _side_channel(role: RolePlan) -> str | None:
+def _side_channel(role: RolePlan) -> list[str]:
     """The prefill worker's NIXL side-channel port, which srtctl gives the router."""
     if any(port.split("*")[0] == "nixl" for port in role.ports):
-        return f"${{{role.name}.nixl_port}}"
-    return None
+        return [f"${{{role.name}.nixl_port}}"]
+    return []
 
 
 ADAPTER = VllmRouterFrontend()

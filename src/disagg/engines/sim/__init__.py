@@ -1,7 +1,6 @@
 """The simulated engine: an SGLang-compatible worker whose GPU is a timing model.
 
-It takes the flags a real `python -m sglang.launch_server` worker gets (see `args`),
-speaks the sglang-router PD protocol (see `handover`, `server`), and batches
-continuously on one timer-driven loop (see `scheduler`, `timing`). Results produced
-with it are labelled simulated (`/server_info` reports `"simulated": true`).
+It takes a real SGLang worker's flags (`args`), speaks the sglang-router PD protocol
+(`handover`, `server`) and batches continuously on one timer-driven loop (`scheduler`,
+`timing`); `/server_info` reports `"simulated": true`.
 """

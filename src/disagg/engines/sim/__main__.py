@@ -1,5 +1,7 @@
 """`python -m disagg.engines.sim [SGLang launch_server flags] [--sim-* flags]`."""
 
-from disagg.engines.sim.main import main
+import sys
 
-main()
+from disagg.engines.sim.main import run
+
+sys.exit(run(sys.argv[1:]))

@@ -39,9 +39,8 @@ class SimConstants:
     draft_step_cost: float = 0.15  # each speculative draft step adds this share of a step
     accept_rate: float = 0.7  # chance each draft token is accepted (chain stops at a reject)
     handover_timeout_s: float = 60.0  # decode waits this long for the room's KV
-    # Wall time per running stream between two chunks of one stream: with N streams each
-    # gets a chunk at most every N x this (first and last tokens go at once), so sending
-    # chunks never takes over the event loop, however many streams run.
+    # With N streams each gets a chunk at most every N x this (first and last tokens at
+    # once), so sending chunks never takes over the event loop.
     stream_budget_us: float = 500.0
     default_max_tokens: int = 16  # OpenAI's default for /v1/completions
     seed: int = 0

@@ -66,7 +66,3 @@ def run(argv: Sequence[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
     return 0
-
-
-def main() -> None:
-    sys.exit(run(sys.argv[1:]))

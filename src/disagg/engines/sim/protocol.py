@@ -254,12 +254,10 @@ class Renderer:
         choices: list[dict[str, Any]] = []
         for i, n in enumerate(generated):
             if self.req.kind == "chat":
-                message = {"role": "assistant", "content": PIECE * n}
-                choices.append({"index": i, "message": message, "finish_reason": reasons[i]})
+                body: dict[str, Any] = {"message": {"role": "assistant", "content": PIECE * n}}
             else:
-                choices.append(
-                    {"index": i, "text": PIECE * n, "logprobs": None, "finish_reason": reasons[i]}
-                )
+                body = {"text": PIECE * n, "logprobs": None}
+            choices.append({"index": i, **body, "finish_reason": reasons[i]})
         return {
             "id": self.id,
             "object": self._object(stream=False),

@@ -1,14 +1,11 @@
 """One timer-driven continuous-batching loop per simulated worker.
 
-Every step advances every running request at once, and a stream's tokens go out in one
-chunk per `N x stream_budget_us` of wall time when N streams run, which lets one process
-carry thousands of streams with its event loop free. Steps run on absolute deadlines, so
-timer jitter and the time spent emitting chunks do not slow the simulated GPU down.
-
-Policy (SGLang's default): a prefill pass when prompts wait and the batch has room (decode
-pauses), else one decode step over the running batch. A pipeline-parallel worker
-(`timing.prefill_stages` > 1) overlaps prefill passes across its stages: a pass occupies it
-for its duration / stages, and a prompt is done once its last chunk has drained.
+Each step advances every running request at once and streams are paced
+(`stream_budget_us`), so one process carries thousands of streams with its event loop
+free. Policy (SGLang's default): a prefill pass when prompts wait and the batch has room,
+else one decode step. A pipeline-parallel worker (`timing.prefill_stages` > 1) overlaps
+prefill passes: a pass occupies it for its duration / stages, and a prompt is done once its
+last chunk has drained.
 """
 
 from __future__ import annotations
@@ -25,9 +22,8 @@ __all__ = ["Event", "Scheduler", "SimRequest", "Stats", "Stream"]
 
 Later = Callable[[float, Callable[[], None]], None]
 
-# Timer oversleep and the CPU time of emitting a step's chunks are absorbed: the next
-# step starts at the previous step's deadline, not "now", so simulated time does not
-# drift. A lag beyond this (a stall) is dropped rather than caught up in a burst.
+# Steps run on absolute deadlines, so timer jitter and emitting chunks do not slow the
+# simulated GPU; a lag beyond this (a stall) is dropped rather than caught up in a burst.
 _MAX_CATCH_UP_S = 0.05
 # Streams are paced only once the gap between two chunks of a stream would exceed this:
 # with the default budget of 500 us per stream, from 20 running streams on.
@@ -70,12 +66,9 @@ class Scheduler:
         self.clock: Callable[[], float] = _loop_time
         self._front_free = 0.0  # when the API server is done with the requests it has
 
-    # -- entry points -------------------------------------------------------------
-
     def submit(self, req: SimRequest) -> None:
-        """A new request that needs prefill (aggregated and prefill workers). Where the
-        engine's API server spends host time on each request (`timing.request_s`), requests
-        reach the queue one such span after another, as from that server's one thread."""
+        """A new request that needs prefill. Where the API server spends host time on each
+        (`timing.request_s`), they reach the queue one span apart, as from its one thread."""
         req.remaining_prefill = max(1, req.prompt_tokens)
         self.stats.requests += 1
         self.stats.prompt_tokens += req.prompt_tokens
@@ -100,8 +93,6 @@ class Scheduler:
     @property
     def queued(self) -> int:
         return len(self.waiting) + len(self.ready)
-
-    # -- the loop -----------------------------------------------------------------
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -145,12 +136,10 @@ class Scheduler:
             return duration, self._apply_decode
         return None
 
-    # -- prefill ------------------------------------------------------------------
-
     def _prefill_batch(self) -> list[tuple[SimRequest, int]]:
-        """What one prefill pass takes, as SGLang's prefill adder does: the first prompt
-        always goes, cut to one chunk (whole when chunking is off); the next ones join
-        while the chunk and `max-prefill-tokens` have room, the last of them cut to fit."""
+        """One prefill pass, as SGLang's prefill adder takes it: the first prompt always
+        goes (cut to a chunk); the next join while the chunk and `max-prefill-tokens` have
+        room, the last of them cut to fit."""
         while self.waiting and self.waiting[0].cancelled:
             self.waiting.popleft()
         chunk = self.args.chunked_prefill_size
@@ -183,8 +172,8 @@ class Scheduler:
         self.stats.prefill_steps += 1
         for req, take in batch:
             req.remaining_prefill -= take
-        # The pass took prompts from the head of the queue, a cut one last: pop what is done
-        # (a long queue is never walked whole, however many prompts wait behind).
+        # The pass took prompts from the head of the queue: pop what is done, never walking
+        # a long queue whole.
         waiting = self.waiting
         while waiting and (waiting[0].cancelled or waiting[0].remaining_prefill <= 0):
             req = waiting.popleft()
@@ -211,8 +200,6 @@ class Scheduler:
                 self.on_prefilled(req)
         elif not req.done:
             self._start_running(req)
-
-    # -- decode -------------------------------------------------------------------
 
     def _kv_need(self, req: SimRequest) -> int:
         """KV tokens a request holds by its end (reserved on admission, so none is evicted)."""
@@ -241,11 +228,8 @@ class Scheduler:
         req.sent_at = self.now
         req.start_step = self.step_no
         self.stats.output_tokens += 1
-        if req.target <= 1:
-            req.done = True
-            req.stream.push(Event(req.index, 1, req.finish_reason))
-        else:
-            req.stream.push(Event(req.index, 1))
+        req.done = req.target <= 1
+        req.stream.push(Event(req.index, 1, req.finish_reason if req.done else None))
 
     def _finish(self, req: SimRequest) -> None:
         if not req.done:
@@ -271,8 +255,7 @@ class Scheduler:
             self._apply_speculative_step()
             return
         self.step_no += 1
-        # Chunks are paced in wall time: each stream gets one at most every `gap` seconds
-        # (a few streams get every token as it comes; pacing starts where it matters).
+        # Each stream gets a chunk at most every `gap` seconds of wall time.
         gap = len(self.running) * self._budget_s
         active = len(self.running)
         ended = 0
@@ -304,8 +287,8 @@ class Scheduler:
         return 1
 
     def _stream_all(self) -> int:
-        """Few streams: each gets its tokens every `stream_interval` steps (every step); the
-        number of cancelled requests that left."""
+        """Few streams: each gets its tokens every `stream_interval` steps; returns how many
+        cancelled requests left."""
         interval, ended = self._interval, 0
         for req in self.running:
             if req.done:
@@ -321,8 +304,8 @@ class Scheduler:
         return ended
 
     def _stream_paced(self, gap: float) -> int:
-        """Many streams: only those whose last chunk is `gap` old get one, oldest first, so
-        a step costs the streams it sends to and those that end, not all that run."""
+        """Many streams: those whose last chunk is `gap` old get one, oldest first, so a step
+        costs only the streams it sends to and those that end."""
         paced, now, ended = self._paced, self.now, 0
         while paced and now - paced[0].sent_at >= gap:
             req = paced.popleft()

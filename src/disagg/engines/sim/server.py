@@ -1,11 +1,9 @@
 """The simulated worker's HTTP server (aiohttp on uvloop): what the router and clients talk to.
 
-Besides generation and SGLang's info endpoints: SGLang's `/slow_down` (every forward step
-sleeps `forward_sleep_time` seconds until a null clears it), `/start_profile` and
-`/stop_profile` (counted, no trace written: `sim.profile`), and `/sim/stats` (work
-counters, which tests read to see which worker did what). A decode worker fetches each
-room's KV from the prefill worker the request names before it decodes; response headers
-go out only with the first token, so a hand-over that times out is a plain HTTP 503.
+Besides generation and SGLang's info endpoints: SGLang's `/slow_down`, `/start_profile` and
+`/stop_profile` (`sim.profile`), and `/sim/stats` (work counters, which tests read to see
+which worker did what). Response headers go out only with the first token, so a decode
+worker's hand-over that times out is a plain HTTP 503.
 """
 
 from __future__ import annotations
@@ -37,8 +35,8 @@ SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
 
 class _DropHttp2Probe(logging.Filter):
-    """sglang-router first probes workers for gRPC (an HTTP/2 preface); aiohttp logs a
-    traceback for each. That probe is expected, so log one short debug line instead."""
+    """sglang-router first probes workers for gRPC (an HTTP/2 preface), which aiohttp logs
+    with a traceback: one debug line instead."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
@@ -85,8 +83,6 @@ class SimWorker:
         if self.bootstrap is not None and req.room is not None:
             self.bootstrap.publish(req.room, req.prompt_tokens)
 
-    # -- lifecycle ----------------------------------------------------------------
-
     def app(self) -> web.Application:
         app = web.Application(client_max_size=512 * 1024**2)
         get, post = app.router.add_get, app.router.add_post
@@ -122,8 +118,6 @@ class SimWorker:
             await self.bootstrap.close()
         if self.handover is not None:
             await self.handover.close()
-
-    # -- info endpoints -----------------------------------------------------------
 
     async def _health(self, _request: web.Request) -> web.Response:
         return web.Response(text="")
@@ -196,8 +190,6 @@ class SimWorker:
         log.info("stop_profile: HTTP %d %s", status, text.strip())
         return web.Response(status=status, text=text)
 
-    # -- generation ---------------------------------------------------------------
-
     async def _handle(self, request: web.Request, kind: Kind) -> web.StreamResponse:
         try:
             body = await request.json()
@@ -244,20 +236,17 @@ class SimWorker:
 
     def _sequences(self, req: GenRequest, stream: Stream) -> list[SimRequest]:
         prefill_only = self.args.mode == "prefill"
-        seqs = []
-        for i, prompt in enumerate(req.prompts):
-            stop_at = 1 if prefill_only else req.stop_at(i, self.args.sim.seed)
-            seqs.append(
-                SimRequest(
-                    index=i,
-                    prompt_tokens=prompt.tokens,
-                    max_tokens=1 if prefill_only else req.max_tokens,
-                    stop_at=stop_at,
-                    stream=stream,
-                    room=req.rooms[i] if req.rooms else None,
-                )
+        return [
+            SimRequest(
+                index=i,
+                prompt_tokens=prompt.tokens,
+                max_tokens=1 if prefill_only else req.max_tokens,
+                stop_at=1 if prefill_only else req.stop_at(i, self.args.sim.seed),
+                stream=stream,
+                room=req.rooms[i] if req.rooms else None,
             )
-        return seqs
+            for i, prompt in enumerate(req.prompts)
+        ]
 
     async def _receive_kv(self, req: GenRequest, seqs: list[SimRequest]) -> None:
         handover, hosts, ports = self.handover, req.bootstrap_hosts, req.bootstrap_ports

@@ -1,11 +1,8 @@
-"""Bring up simulated workers and the real sglang-router on loopback, for tests and benchmarks.
+"""Simulated workers behind the real sglang-router on loopback, for tests and benchmarks.
 
-    with SimCluster(tmp_path, prefill=1, decode=2) as cluster:
-        post_json(cluster.url + "/v1/completions", {...})
-
-Every process starts like a local run's role (`spawn_logged`: own session, log file), on
-free ports, and its process group is stopped when the block ends, also on failure; one
-that exits before it is ready raises with the tail of its log.
+Each process starts like a local run's role (`spawn_logged`), on free ports, and its
+process group is stopped when the block ends, also on failure; one that exits before it
+is ready raises with the tail of its log.
 """
 
 from __future__ import annotations

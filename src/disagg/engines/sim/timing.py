@@ -30,7 +30,7 @@ class TimingModel:
         self.attn_split = max(1, args.dp_size)
         graphs = sorted(set(args.cuda_graph_bs))
         max_bs = args.cuda_graph_max_bs or (graphs[-1] if graphs else DEFAULT_CUDA_GRAPH_MAX_BS)
-        self.graph_sizes = [bs for bs in graphs if bs <= max_bs] or []
+        self.graph_sizes = [bs for bs in graphs if bs <= max_bs]
         self.graph_max_bs = max_bs
         steps = args.speculative_num_steps if args.speculative else 0
         self.draft_steps = steps
