@@ -87,12 +87,9 @@ class Planned:
 
     def summary(self) -> str:
         """`N file(s): P planned, U unsupported, B bad input; by engine: sglang 3 planned, ...`."""
-        unsupported = sum(
-            n for (outcome, _), n in self.outcomes.items() if outcome == "unsupported"
-        )
         parts = [
             f"{len(self.plans)} variant(s) planned",
-            f"{unsupported} unsupported",
+            f"{len(self.unsupported)} unsupported",
             f"{len(self.errors)} file(s) bad input",
         ]
         if self.skipped:

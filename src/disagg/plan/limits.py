@@ -126,7 +126,6 @@ def retimed_limits(limits: LimitsPlan, recipe_limits: object, time_limit: str | 
     Only the run limit moves, and only when the recipe set none of its own (it was then
     derived from the old Slurm limit); `recipe_limits` is the variant's `limits:` mapping.
     """
-    explicit = isinstance(recipe_limits, dict) and recipe_limits.get("run_timeout") is not None
-    if explicit:
+    if isinstance(recipe_limits, dict) and recipe_limits.get("run_timeout") is not None:
         return limits
     return limits.model_copy(update={"run_timeout_s": run_limit_under(time_limit)})

@@ -127,11 +127,10 @@ class SlurmPlan(Strict):
 
     def het_group(self, node_rank: int) -> int | None:
         """The component a node rank belongs to (`srun --het-group`), None if not het."""
-        first = 0
         for group, count in enumerate(self.het_nodes):
-            if node_rank < first + count:
+            node_rank -= count
+            if node_rank < 0:
                 return group
-            first += count
         return None
 
 

@@ -153,14 +153,7 @@ class WorkerRoles:
             node_argv=command.node_argv,
             files=command.files,
             mpi=mpi_plan(command),
-            parallel=ParallelPlan(
-                tp=par.tp,
-                dp=par.dp,
-                ep=par.ep,
-                pp=par.pp,
-                dp_attention=par.dp_attention,
-                gpus=par.gpus,
-            ),
+            parallel=ParallelPlan.model_validate(par, from_attributes=True),
             speculative=self.adapter.sim_reading(args).speculative_algorithm,
             env={key: value for key, value in env.items() if key not in command.unset_env},
             health=self._health(),
@@ -198,19 +191,14 @@ class WorkerRoles:
         return env
 
     def _health(self) -> HealthPlan:
+        simulated = self.containers.simulated
         check = self.config.health_check
         if check is not None:
             deadline = float(check.max_attempts * check.interval_seconds)
         else:
-            deadline = (
-                SIM_HEALTH_DEADLINE_S
-                if self.containers.simulated
-                else self.adapter.health_deadline_s
-            )
-        path = "/health" if self.containers.simulated else self.adapter.health_path
-        return HealthPlan(
-            path=path, deadline_s=deadline, interval_s=0.2 if self.containers.simulated else 1.0
-        )
+            deadline = SIM_HEALTH_DEADLINE_S if simulated else self.adapter.health_deadline_s
+        path = "/health" if simulated else self.adapter.health_path
+        return HealthPlan(path=path, deadline_s=deadline, interval_s=0.2 if simulated else 1.0)
 
     def _predict_argv(self, kind: RoleKind, args: Mapping[str, Any]) -> list[str]:
         """The predicted worker's `--predict-*` flags; what cannot be mapped is refused."""
