@@ -22,7 +22,7 @@ from disagg.plan.engine_checks import EngineChecks
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import HealthPlan, MpiPlan, ParallelPlan, RoleKind, RolePlan
 from disagg.plan.node_layout import PlacedWorker
-from disagg.plan.role_images import adapter_role, role_srun_options
+from disagg.plan.role_images import ADAPTER_ROLES, role_srun_options
 from disagg.plan.served_name import served_model_name
 from disagg.recipe.schema import FrontendSection
 
@@ -56,7 +56,7 @@ class WorkerRoles:
 
     def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
         backend = role_engines.with_role_knobs(self.config, kind, self.checks.backend)
-        return self.adapter.role_args(backend, adapter_role(kind))
+        return self.adapter.role_args(backend, ADAPTER_ROLES[kind])
 
     @cached_property
     def served(self) -> str:
@@ -78,7 +78,7 @@ class WorkerRoles:
             self.checks.mode(kind, args)
             own_engine = role_engines.own_engine(self.config, kind)
             spec = WorkerSpec(
-                role=adapter_role(kind),
+                role=ADAPTER_ROLES[kind],
                 served_name=self.served,
                 nnodes=len(ranks),
                 gpus_per_node=len(ids),
@@ -94,7 +94,7 @@ class WorkerRoles:
                 engine=own_engine[0] if own_engine else None,
             )
             self.checks.supported(kind, args, spec)
-            self.checks.note_ignored(kind, args)
+            self.checks.note_ignored(kind, self.adapter.ignored(args, ADAPTER_ROLES[kind]))
             name = f"{kind.value}-{index}"
             own = self.containers.role_image(kind)
             seen = self.containers.worker_args(kind, name, args, own or self.containers.image)
@@ -133,9 +133,7 @@ class WorkerRoles:
         own image `own` when it names one."""
         command = self.adapter.command(seen, spec)
         self.differs += command.differs
-        path = ".".join(self.adapter.args_path(adapter_role(kind)))
-        for item in command.ignored:
-            self.checks.ignored.setdefault(f"{path}.{item.key}", item.reason)
+        self.checks.note_ignored(kind, command.ignored)
         if self.predict is not None:
             command.argv += self._predict_argv(kind, args)
         self.inputs[name] = (seen, spec)
@@ -218,7 +216,7 @@ class WorkerRoles:
             model_dir=str(Path(model.value).expanduser()) if local else None,
         )
         try:
-            target = target_for(inputs, self.predict, self.adapter.args_path(adapter_role(kind)))
+            target = target_for(inputs, self.predict, self.adapter.args_path(ADAPTER_ROLES[kind]))
         except Unmappable as exc:
             raise self.checks.refuse(exc.what, exc.path) from None
         self.predicted = target.summary()
