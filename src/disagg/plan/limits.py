@@ -108,12 +108,8 @@ def slurm_seconds(text: str) -> float | None:
         return None
     if days:  # D-HH, D-HH:MM, D-HH:MM:SS
         hours, minutes, secs = parts + [0] * (3 - len(parts))
-    elif len(parts) == 1:
-        hours, minutes, secs = 0, parts[0], 0
-    elif len(parts) == 2:
-        hours, minutes, secs = 0, parts[0], parts[1]
-    else:
-        hours, minutes, secs = parts
+    else:  # MM, MM:SS, HH:MM:SS
+        hours, minutes, secs = parts if len(parts) == 3 else [0, *parts, 0][:3]
     if min(day_count, hours, minutes, secs) < 0:
         return None
     total = ((day_count * 24 + hours) * 60 + minutes) * 60 + secs
