@@ -172,8 +172,6 @@ class _Placer:
         if setting and self.simulated:  # the engine adapter honours it for real workers
             stand_in = frontend.simulator or "the simulated engine"
             self.ignored[kv_events.FIELD] = f"{stand_in} publishes no KV-cache events"
-        if self.engine not in kv_events.ENGINES or not setting:
-            return frontend.roles
         return kv_events.with_publishers(frontend.roles, setting, self.engine)
 
     def bench_role(self, role: RolePlan, workers: list[RolePlan], job: JobNodes) -> RolePlan:
