@@ -117,11 +117,9 @@ def slurm_seconds(text: str) -> float | None:
 
 
 def retimed_limits(limits: LimitsPlan, recipe_limits: object, time_limit: str | None) -> LimitsPlan:
-    """The run's limits under another Slurm time limit (a resubmission after a TIMEOUT).
-
-    Only the run limit moves, and only when the recipe set none of its own (it was then
-    derived from the old Slurm limit); `recipe_limits` is the variant's `limits:` mapping.
-    """
+    """The run's limits under another Slurm time limit (a resubmission after a TIMEOUT): only
+    the run limit moves, and only when the variant's `limits:` mapping (`recipe_limits`) set
+    none (it was then derived from the old Slurm limit)."""
     if isinstance(recipe_limits, dict) and recipe_limits.get("run_timeout") is not None:
         return limits
     return limits.model_copy(update={"run_timeout_s": run_limit_under(time_limit)})

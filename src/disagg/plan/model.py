@@ -77,11 +77,9 @@ class ModelToStage(Strict):
 
 
 class ContainerToStage(Strict):
-    """A squashfs image the job needs, and how to make it when it does not exist yet.
-
-    `import_command` is an argv template: `{image}` is the source reference,
-    `{output}` the temporary file to write (never the final path).
-    """
+    """A squashfs image the job needs, and how to make it when it does not exist yet:
+    `import_command` is an argv template, `{image}` the source reference and `{output}` the
+    temporary file to write (never the final path)."""
 
     squashfs: str
     image: str

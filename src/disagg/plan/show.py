@@ -24,9 +24,8 @@ MAX_TOKEN = 200  # characters of one value shown (a long JSON map)
 
 
 def abridged_argv(argv: list[str]) -> tuple[str, bool]:
-    """The command shell-quoted, long value lists cut to their ends, and whether it was cut.
-
-    A 512-entry `--cuda-graph-bs 1 2 ... 512` becomes `1 2 3 4 5 6 ... (500 more) ... 511 512`.
+    """The command shell-quoted, long value lists cut to their ends, and whether it was cut:
+    a 512-entry `--cuda-graph-bs 1 2 ... 512` becomes `1 2 3 4 5 6 ... (500 more) ... 511 512`.
     """
     out: list[str] = []
     run: list[str] = []

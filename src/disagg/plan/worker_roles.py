@@ -254,11 +254,9 @@ class _Kept(dict[str, str]):
 
 
 def fill_node_fields(value: str) -> str:
-    """`value` as srtctl's formatting leaves it, with the node fields as placeholders.
-
-    Raises ValueError (the reason) for a value srtctl's formatting would fail on, or a
-    node field with a conversion or format spec, whose result depends on the node.
-    """
+    """`value` as srtctl's formatting leaves it, with the node fields as placeholders; a
+    ValueError (the reason) for a value that formatting would fail on, or a node field with
+    a conversion or format spec, whose result depends on the node."""
     if "{" not in value and "}" not in value:
         return value
     try:
