@@ -210,16 +210,9 @@ class _Placer:
 
     def staging(self, workers: list[RolePlan]) -> StagingPlan:
         staging = staging_plan(
-            self.config,
-            self.profile,
-            self.model,
+            self.containers,
             workers,
-            draft_of=lambda kind: self.adapter.draft_model(self.roles.role_args(kind)),
-            images=self.containers.written(workers),
-            pyxis=self.containers.pyxis,
-            simulated=self.simulated,
-            config_section=self.adapter.config_section,
-            fail=self.fail,
+            lambda kind: self.adapter.draft_model(self.roles.role_args(kind)),
         )
         if not self.simulated and any(m.purpose != "extra" for m in staging.models):
             self.differs.append("staged-hf-model")
