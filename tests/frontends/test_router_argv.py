@@ -9,7 +9,7 @@ import pytest
 
 from disagg.errors import DisaggError
 from disagg.frontends.smg import ROUTER_HEALTH_PATH, ROUTER_PORTS, router_argv
-from disagg.plan.templates import placeholders, substitute_all
+from disagg.plan.templates import PLACEHOLDER, substitute_all
 
 
 def test_pd_argv_names_every_worker_with_bootstrap_port() -> None:
@@ -50,7 +50,7 @@ def test_every_placeholder_binds_to_known_fields() -> None:
         "run": {"python": "python3"},
     }
     bound = substitute_all(argv, bindings, self_name="router")
-    assert not any(placeholders(arg) for arg in bound)
+    assert not any(PLACEHOLDER.search(arg) for arg in bound)
     assert {"http", "metrics"} == set(ROUTER_PORTS)
     assert ROUTER_HEALTH_PATH == "/readiness"
 

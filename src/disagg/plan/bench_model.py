@@ -82,11 +82,9 @@ class ProfilingPlan(Strict):
 
 
 class BenchCommand(Strict):
-    """`benchmark.type: custom`: the recipe's own client, run in the bench role.
-
-    `argv` is `bash -lc COMMAND`; the bench role carries the environment (the recipe's
-    `benchmark.env` plus the documented contract variables, see docs/benchmarks.md).
-    """
+    """`benchmark.type: custom`: the recipe's own client, run in the bench role. `argv` is
+    `bash -lc COMMAND`; the bench role carries the environment (the recipe's `benchmark.env`
+    plus the documented contract variables, see docs/benchmarks.md)."""
 
     argv: list[str]
     results_dir: str  # `${run.dir}/...`: where the command is asked to write result files

@@ -16,7 +16,7 @@ from disagg.engines.base import EngineAdapter, WorkerCommand
 from disagg.errors import Fail
 from disagg.plan.container_paths import model_mount, mount_pairs, translate_args
 from disagg.plan.model import RoleKind, RolePlan
-from disagg.plan.role_images import ROLE_KEYS, adapter_role, role_image
+from disagg.plan.role_images import ADAPTER_ROLES, ROLE_KEYS, role_image
 from disagg.recipe.schema import RecipeConfig
 
 # A bare word (no registry, tag, digest or path): what an alias looks like.
@@ -127,7 +127,7 @@ class Containers:
             raise self.fail(
                 f"role {name} runs in container {image}, but its {key} {path} lies outside "
                 f"every container mount (mounts: {shown})",
-                (*self.adapter.args_path(adapter_role(kind)), key),
+                (*self.adapter.args_path(ADAPTER_ROLES[kind]), key),
                 "add a mount that holds it to the cluster profile's `mounts` (or the recipe's "
                 "`container_mounts`), or write the path as the container sees it",
             )

@@ -10,12 +10,12 @@ from typing import Any
 
 from disagg.engines import registry
 from disagg.engines.backend_fields import unhonoured as unhonoured_knobs
-from disagg.engines.base import EngineAdapter
+from disagg.engines.base import EngineAdapter, Ignored
 from disagg.engines.worker import WorkerSpec
 from disagg.errors import Fail, Refuse
 from disagg.plan import role_engines
 from disagg.plan.model import RoleKind
-from disagg.plan.role_images import ROLE_KEYS, adapter_role
+from disagg.plan.role_images import ADAPTER_ROLES, ROLE_KEYS
 from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.variants import Variant
 
@@ -93,12 +93,12 @@ class EngineChecks:
         head, sep, rest = what.partition(" ")
         if head.startswith("backend."):  # an internal field: named as the file wrote it
             what = self.variant.written_name(head) + sep + rest
-        raise self.refuse(what, (*self.adapter.args_path(adapter_role(kind)), key))
+        raise self.refuse(what, (*self.adapter.args_path(ADAPTER_ROLES[kind]), key))
 
-    def note_ignored(self, kind: RoleKind, args: Mapping[str, Any]) -> None:
+    def note_ignored(self, kind: RoleKind, items: list[Ignored]) -> None:
         """A role's settings the engine does not pass on, with why."""
-        path = ".".join(self.adapter.args_path(adapter_role(kind)))
-        for item in self.adapter.ignored(args, adapter_role(kind)):
+        path = ".".join(self.adapter.args_path(ADAPTER_ROLES[kind]))
+        for item in items:
             self.ignored.setdefault(f"{path}.{item.key}", item.reason)
 
     def mode(self, kind: RoleKind, args: Mapping[str, Any]) -> None:
@@ -111,6 +111,6 @@ class EngineChecks:
         if written is not None and written != "null" and written != wanted:
             raise self.fail(
                 f"{kind.value} workers are configured with {key} {written!r}",
-                (*self.adapter.args_path(adapter_role(kind)), key),
+                (*self.adapter.args_path(ADAPTER_ROLES[kind]), key),
                 f"use {wanted!r}" if wanted else "remove it for aggregated workers",
             )

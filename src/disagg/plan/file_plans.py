@@ -90,11 +90,7 @@ def file_plans(text: str, file: str, profile: ClusterProfile | None = None) -> F
     object, if any (the entry holds the profile, so its id is not reused while kept)."""
     if _shared is None:
         return FilePlans(text, file, profile=profile)
-    key = (text, file, id(profile))
-    found = _shared.get(key)
-    if found is None:
-        found = _shared[key] = FilePlans(text, file, profile=profile)
-    return found
+    return _shared.setdefault((text, file, id(profile)), FilePlans(text, file, profile=profile))
 
 
 @contextmanager

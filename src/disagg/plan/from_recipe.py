@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 PROFILE_DIRS = (Path("clusters"), Path("examples/clusters"), Path("~/.config/disagg/clusters"))
 DEFAULT_RUN_ROOT = Path("runs")
+OUTCOMES = ("planned", "unsupported")  # a selected variant's, counted by engine
 
 
 def find_profile(cluster: str | Path) -> Path:
@@ -87,31 +88,20 @@ class Planned:
 
     def summary(self) -> str:
         """`N file(s): P planned, U unsupported, B bad input; by engine: sglang 3 planned, ...`."""
-        unsupported = sum(
-            n for (outcome, _), n in self.outcomes.items() if outcome == "unsupported"
-        )
         parts = [
             f"{len(self.plans)} variant(s) planned",
-            f"{unsupported} unsupported",
+            f"{len(self.unsupported)} unsupported",
             f"{len(self.errors)} file(s) bad input",
         ]
         if self.skipped:
             parts.append(f"{len(self.skipped)} not a recipe")
-        engines = sorted({engine for _, engine in self.outcomes})
-        by_engine = "; ".join(
-            f"{engine} "
-            + ", ".join(
-                f"{self.outcomes[(outcome, engine)]} {outcome}"
-                for outcome in ("planned", "unsupported")
-                if self.outcomes[(outcome, engine)]
-            )
-            for engine in engines
-        )
-        return (
-            f"{self.files} file(s): "
-            + ", ".join(parts)
-            + (f"; by engine: {by_engine}" if by_engine else "")
-        )
+        by_engine = []
+        for engine in sorted({engine for _, engine in self.outcomes}):
+            counts = {outcome: self.outcomes[(outcome, engine)] for outcome in OUTCOMES}
+            shown = ", ".join(f"{n} {outcome}" for outcome, n in counts.items() if n)
+            by_engine.append(f"{engine} {shown}")
+        text = f"{self.files} file(s): " + ", ".join(parts)
+        return f"{text}; by engine: {'; '.join(by_engine)}" if by_engine else text
 
     @property
     def exit_code(self) -> int:

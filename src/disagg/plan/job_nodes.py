@@ -42,12 +42,6 @@ class JobNodes:
         return self.workers[0]
 
 
-def single(worker_nodes: int = 1) -> JobNodes:
-    """Workers from node 0 with nothing reserved: the head, client and infra on node 0."""
-    workers = tuple(range(worker_nodes))
-    return JobNodes(total=worker_nodes, workers=workers, head=0, bench=0, infra=0)
-
-
 def dedicated_roles(config: RecipeConfig) -> tuple[str, ...]:
     """The roles that asked for a node of their own, in srtctl's order."""
     wanted = (
@@ -59,10 +53,9 @@ def dedicated_roles(config: RecipeConfig) -> tuple[str, ...]:
 
 
 def job_nodes(worker_nodes: int, roles: tuple[str, ...], *, colocate: bool) -> JobNodes:
-    """The allocation for `worker_nodes` worker nodes plus the nodes `roles` reserve."""
-    if not roles:
-        return single(worker_nodes)
-    if colocate:  # one node shared by every dedicated role: the last if the client has one
+    """The allocation for `worker_nodes` worker nodes plus the nodes `roles` reserve (none:
+    the head, client and infra on the first worker node)."""
+    if colocate and roles:  # one node for every dedicated role: the last if the client has one
         total = worker_nodes + 1
         shared = total - 1 if "client" in roles else 0
         reserved = dict.fromkeys(roles, shared)

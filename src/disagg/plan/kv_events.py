@@ -16,7 +16,7 @@ from disagg.recipe.backend_section import RoleKvEvents
 
 FIELD = "backend.kv_events_config"
 PORT = "kv_events"
-ENGINES = ("sglang", "vllm")  # the engines whose srtctl protocol reads the setting
+# The engines whose srtctl protocol reads the setting, and their publisher's defaults.
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "sglang": {"publisher": "zmq", "topic": "kv-events"},
     "vllm": {"publisher": "zmq", "topic": "kv-events", "enable_kv_cache_events": True},

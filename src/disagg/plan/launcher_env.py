@@ -67,12 +67,10 @@ def with_launcher_env(
 ) -> list[RolePlan]:
     """Every worker of `roles` with srtctl's launcher environment under its own, and the
     system port that `DYN_SYSTEM_PORT` names; other roles as given."""
-    placed = []
-    for role in roles:
-        if role.kind not in WORKER_KINDS:
-            placed.append(role)
-            continue
+
+    def placed(role: RolePlan) -> RolePlan:
         ports = role.ports if SYSTEM_PORT in role.ports else [*role.ports, SYSTEM_PORT]
         env = {**launcher_env(config, role, where), **role.env}
-        placed.append(role.model_copy(update={"env": env, "ports": ports}))
-    return placed
+        return role.model_copy(update={"env": env, "ports": ports})
+
+    return [placed(role) if role.kind in WORKER_KINDS else role for role in roles]

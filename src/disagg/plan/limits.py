@@ -108,12 +108,8 @@ def slurm_seconds(text: str) -> float | None:
         return None
     if days:  # D-HH, D-HH:MM, D-HH:MM:SS
         hours, minutes, secs = parts + [0] * (3 - len(parts))
-    elif len(parts) == 1:
-        hours, minutes, secs = 0, parts[0], 0
-    elif len(parts) == 2:
-        hours, minutes, secs = 0, parts[0], parts[1]
-    else:
-        hours, minutes, secs = parts
+    else:  # MM, MM:SS, HH:MM:SS
+        hours, minutes, secs = parts if len(parts) == 3 else [0, *parts, 0][:3]
     if min(day_count, hours, minutes, secs) < 0:
         return None
     total = ((day_count * 24 + hours) * 60 + minutes) * 60 + secs
@@ -121,12 +117,9 @@ def slurm_seconds(text: str) -> float | None:
 
 
 def retimed_limits(limits: LimitsPlan, recipe_limits: object, time_limit: str | None) -> LimitsPlan:
-    """The run's limits under another Slurm time limit (a resubmission after a TIMEOUT).
-
-    Only the run limit moves, and only when the recipe set none of its own (it was then
-    derived from the old Slurm limit); `recipe_limits` is the variant's `limits:` mapping.
-    """
-    explicit = isinstance(recipe_limits, dict) and recipe_limits.get("run_timeout") is not None
-    if explicit:
+    """The run's limits under another Slurm time limit (a resubmission after a TIMEOUT): only
+    the run limit moves, and only when the variant's `limits:` mapping (`recipe_limits`) set
+    none (it was then derived from the old Slurm limit)."""
+    if isinstance(recipe_limits, dict) and recipe_limits.get("run_timeout") is not None:
         return limits
     return limits.model_copy(update={"run_timeout_s": run_limit_under(time_limit)})

@@ -77,11 +77,9 @@ class ModelToStage(Strict):
 
 
 class ContainerToStage(Strict):
-    """A squashfs image the job needs, and how to make it when it does not exist yet.
-
-    `import_command` is an argv template: `{image}` is the source reference,
-    `{output}` the temporary file to write (never the final path).
-    """
+    """A squashfs image the job needs, and how to make it when it does not exist yet:
+    `import_command` is an argv template, `{image}` the source reference and `{output}` the
+    temporary file to write (never the final path)."""
 
     squashfs: str
     image: str
@@ -127,11 +125,10 @@ class SlurmPlan(Strict):
 
     def het_group(self, node_rank: int) -> int | None:
         """The component a node rank belongs to (`srun --het-group`), None if not het."""
-        first = 0
         for group, count in enumerate(self.het_nodes):
-            if node_rank < first + count:
+            node_rank -= count
+            if node_rank < 0:
                 return group
-            first += count
         return None
 
 

@@ -36,7 +36,7 @@ from disagg.plan.model import BenchPlan, GpuVendor, Plan, RoleKind, RolePlan, St
 from disagg.plan.node_layout import Colocation, NodeLayout, PlacedWorker
 from disagg.plan.stage_list import staging_plan
 from disagg.plan.worker_roles import WorkerRoles
-from disagg.recipe.schema import FrontendSection, RecipeConfig
+from disagg.recipe.schema import RecipeConfig
 from disagg.recipe.variants import Variant, ensure_supported
 from disagg.services import ServiceContext, discovery_env, service_plane, with_service_stages
 
@@ -63,7 +63,6 @@ class _Placer:
     ) -> None:
         self.variant = variant
         self.config: RecipeConfig = variant.config
-        self.frontend_section = self.config.frontend or FrontendSection()  # defaults if none
         self.profile = profile
         backend = self.config.backend
         if predict is not None or backend.engine == "predict":  # else nothing is predicted
@@ -120,7 +119,7 @@ class _Placer:
 
     def frontend(self, workers: list[RolePlan], nodes: JobNodes) -> FrontendRoles:
         """The frontend adapter of `frontend.type`: its services, roles and start order."""
-        section = self.frontend_section
+        section = self.roles.frontend
         model = self.model
         local = model.kind == "path" and Path(model.value).expanduser().is_dir()
         context = FrontendContext(
@@ -162,7 +161,7 @@ class _Placer:
             resolve_container=lambda written: resolve_container(written, self.profile),
             mounts=self.containers.mounts,
             engine=self.config.backend.type,
-            frontend=self.frontend_section.type,
+            frontend=self.roles.frontend.type,
         )
         return adapter_for(section.type).plan(inputs)
 
@@ -172,8 +171,6 @@ class _Placer:
         if setting and self.simulated:  # the engine adapter honours it for real workers
             stand_in = frontend.simulator or "the simulated engine"
             self.ignored[kv_events.FIELD] = f"{stand_in} publishes no KV-cache events"
-        if self.engine not in kv_events.ENGINES or not setting:
-            return frontend.roles
         return kv_events.with_publishers(frontend.roles, setting, self.engine)
 
     def bench_role(self, role: RolePlan, workers: list[RolePlan], job: JobNodes) -> RolePlan:
@@ -212,16 +209,9 @@ class _Placer:
 
     def staging(self, workers: list[RolePlan]) -> StagingPlan:
         staging = staging_plan(
-            self.config,
-            self.profile,
-            self.model,
+            self.containers,
             workers,
-            draft_of=lambda kind: self.adapter.draft_model(self.roles.role_args(kind)),
-            images=self.containers.written(workers),
-            pyxis=self.containers.pyxis,
-            simulated=self.simulated,
-            config_section=self.adapter.config_section,
-            fail=self.fail,
+            lambda kind: self.adapter.draft_model(self.roles.role_args(kind)),
         )
         if not self.simulated and any(m.purpose != "extra" for m in staging.models):
             self.differs.append("staged-hf-model")
@@ -373,7 +363,7 @@ class _Placer:
                 profiling.with_profiling(
                     with_launcher_env(stage, self.config, where),
                     self.config.profiling,
-                    frontend=self.frontend_section.type,
+                    frontend=self.roles.frontend.type,
                     backend=self.config.backend.type,
                 )
                 for stage in frontend.stages

@@ -147,11 +147,8 @@ def with_profiling(
     environment (as srtctl sets them last), the nsys prefix before its program on every node."""
     if section is None or not enabled(section):
         return roles
-    out = []
-    for role in roles:
-        if role.kind not in WORKER_KINDS:
-            out.append(role)
-            continue
+
+    def profiled(role: RolePlan) -> RolePlan:
         mode = MODES[role.kind]
         prefix = nsys_prefix(section, nsys_output(role, mode), frontend=frontend, backend=backend)
         config = vllm_profiler_config(section, mode) if backend == "vllm" else None
@@ -160,8 +157,9 @@ def with_profiling(
         if prefix or extra:
             update["argv"] = profiled_argv(role.argv, prefix, extra)
             update["node_argv"] = [profiled_argv(a, prefix, extra) for a in role.node_argv]
-        out.append(role.model_copy(update=update))
-    return out
+        return role.model_copy(update=update)
+
+    return [profiled(role) if role.kind in WORKER_KINDS else role for role in roles]
 
 
 def dirs(section: ProfilingSection | None, roles: list[RolePlan]) -> list[str]:
@@ -191,9 +189,7 @@ def check(
     refuse: Refuse,
 ) -> None:
     """Raise what srtctl raises for this variant's `profiling:`; refuse a 2.x-only field.
-
-    `role_args(role)`: the engine's settings of a worker role as written (vLLM's check).
-    """
+    `role_args(role)`: a worker role's engine settings as written (vLLM's check)."""
     section = config.profiling
     if section is None or section.type == "none":
         return

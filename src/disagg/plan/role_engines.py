@@ -43,9 +43,5 @@ def with_role_knobs(
 
 def shown(config: RecipeConfig) -> dict[str, str]:
     """role -> its own engine, for the plan (`Plan.role_engines`)."""
-    found: dict[str, str] = {}
-    for kind, key in ROLE_KEYS.items():
-        own = own_engine(config, kind)
-        if own is not None:
-            found[key] = own[0]
-    return found
+    found = {key: own_engine(config, kind) for kind, key in ROLE_KEYS.items()}
+    return {key: own[0] for key, own in found.items() if own is not None}

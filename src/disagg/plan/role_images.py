@@ -18,17 +18,12 @@ ROLE_KEYS: dict[RoleKind, RoleKey] = {
     RoleKind.DECODE: "decode",
     RoleKind.AGGREGATED: "agg",
 }
-
-
-def adapter_role(kind: RoleKind) -> WorkerRole:
-    """The engine adapters' name for a worker kind; any other kind is a programming error."""
-    if kind is RoleKind.PREFILL:
-        return "prefill"
-    if kind is RoleKind.DECODE:
-        return "decode"
-    if kind is RoleKind.AGGREGATED:
-        return "aggregated"
-    raise ValueError(f"{kind.value} is not a worker role")
+# The engine adapters' name for a worker kind.
+ADAPTER_ROLES: dict[RoleKind, WorkerRole] = {
+    RoleKind.PREFILL: "prefill",
+    RoleKind.DECODE: "decode",
+    RoleKind.AGGREGATED: "aggregated",
+}
 
 
 def role_override(config: RecipeConfig, kind: RoleKind) -> RoleOverride | None:

@@ -105,14 +105,11 @@ class MpiPlan(Strict):
 
 
 class RolePlan(Strict):
-    """One process group. `argv` runs once per node in `node_ranks` (multi-node workers).
-
-    `node_ranks` index the allocation's node list (0 = the first node, where the
-    orchestrator runs). `gpu_ids` are the GPU indexes used on each of those nodes.
-    `ports` names the ports the role needs (`http`, `bootstrap`, `dist_init`; `nixl*8`:
-    8 consecutive ports named by the first); the orchestrator picks the numbers at run
-    time with a bind probe.
-    """
+    """One process group. `argv` runs once per node in `node_ranks` (multi-node workers),
+    which index the allocation's node list (0 = the first node, where the orchestrator
+    runs); `gpu_ids` are the GPU indexes used on each of those nodes. `ports` names the ports
+    the role needs (`http`, `bootstrap`, `dist_init`; `nixl*8`: 8 consecutive ports named by
+    the first); the orchestrator picks the numbers at run time with a bind probe."""
 
     name: str  # "prefill-0", "decode-1", "aggregated-0", "router", "bench"
     kind: RoleKind

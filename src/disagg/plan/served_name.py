@@ -25,7 +25,4 @@ def served_model_name(
 ) -> str:
     """The first name `written` in the roles' settings (in srtctl's role order), else the
     engine-wide name, else the model's basename."""
-    for name in written:
-        if name:
-            return name
-    return engine_wide or model_basename(model)
+    return next((name for name in written if name), None) or engine_wide or model_basename(model)

@@ -24,9 +24,8 @@ MAX_TOKEN = 200  # characters of one value shown (a long JSON map)
 
 
 def abridged_argv(argv: list[str]) -> tuple[str, bool]:
-    """The command shell-quoted, long value lists cut to their ends, and whether it was cut.
-
-    A 512-entry `--cuda-graph-bs 1 2 ... 512` becomes `1 2 3 4 5 6 ... (500 more) ... 511 512`.
+    """The command shell-quoted, long value lists cut to their ends, and whether it was cut:
+    a 512-entry `--cuda-graph-bs 1 2 ... 512` becomes `1 2 3 4 5 6 ... (500 more) ... 511 512`.
     """
     out: list[str] = []
     run: list[str] = []
@@ -67,21 +66,18 @@ def _number(token: str) -> bool:
     return True
 
 
+def _span(numbers: list[int]) -> str:
+    """Node ranks or GPU ids: a consecutive run as `0-3`, else listed (`0,2`)."""
+    if len(numbers) > 1 and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"{numbers[0]}-{numbers[-1]}"
+    return ",".join(map(str, numbers))
+
+
 def _gpus(role: RolePlan) -> str:
     if not role.gpu_ids:
         return "-"
-    ids = role.gpu_ids
-    contiguous = ids == list(range(ids[0], ids[0] + len(ids)))
-    span = f"{ids[0]}-{ids[-1]}" if contiguous and len(ids) > 1 else ",".join(map(str, ids))
     total = f" ({role.total_gpus})" if role.nnodes > 1 else ""
-    return f"{len(ids)} [{span}]{total}"
-
-
-def _nodes(role: RolePlan) -> str:
-    ranks = role.node_ranks
-    if len(ranks) > 1 and ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"{ranks[0]}-{ranks[-1]}"
-    return ",".join(map(str, ranks))
+    return f"{len(role.gpu_ids)} [{_span(role.gpu_ids)}]{total}"
 
 
 def _points(plan: Plan) -> str:
@@ -106,16 +102,15 @@ def _trace(plan: Plan) -> list[tuple[str, str]]:
     if trace is None:
         return []
     if trace.at_run_time:
-        return [
-            (
-                "trace",
-                f"{trace.written or trace.path} (on the cluster at {trace.path}, not on "
-                "this machine): read and checked by the job before load starts; request "
-                "count and lengths come from the trace at run time",
-            )
-        ]
-    count = plan.bench.points[0].num_prompts if plan.bench.points else 0
-    return [("trace", f"{trace.path}: {count} request(s), read and checked when planning")]
+        where = (
+            f"{trace.written or trace.path} (on the cluster at {trace.path}, not on "
+            "this machine): read and checked by the job before load starts; request "
+            "count and lengths come from the trace at run time"
+        )
+    else:
+        count = plan.bench.points[0].num_prompts if plan.bench.points else 0
+        where = f"{trace.path}: {count} request(s), read and checked when planning"
+    return [("trace", where)]
 
 
 def _dataset(plan: Plan) -> list[tuple[str, str]]:
@@ -191,15 +186,12 @@ def _summary(plan: Plan) -> list[tuple[str, str]]:
     ]
     slowed = plan.bench.slow_down
     if slowed is not None:
-        targets = ", ".join(slowed.urls)
-        rows.append(
-            (
-                "slow down",
-                f'each point after its warm-up: POST {{"forward_sleep_time": {slowed.sleep_s}}} '
-                f'to {targets}; {{"forward_sleep_time": null}} after {slowed.wait_s}s or at '
-                "the point's end",
-            )
+        posts = (
+            f'each point after its warm-up: POST {{"forward_sleep_time": {slowed.sleep_s}}} '
+            f'to {", ".join(slowed.urls)}; {{"forward_sleep_time": null}} after {slowed.wait_s}s '
+            "or at the point's end"
         )
+        rows.append(("slow down", posts))
     rows += _profiling(plan)
     if plan.slurm.het_nodes:
         parts = " + ".join(map(str, plan.slurm.het_nodes))
@@ -244,7 +236,7 @@ def _containers(plan: Plan, image: str) -> str:
 
 def _role_rows(plan: Plan) -> list[tuple[str, ...]]:
     header = ("role", "nodes", "GPUs", "ports")
-    rows = [(r.name, _nodes(r), _gpus(r), " ".join(r.ports) or "-") for r in plan.roles]
+    rows = [(r.name, _span(r.node_ranks), _gpus(r), " ".join(r.ports) or "-") for r in plan.roles]
     return [header, *rows]
 
 

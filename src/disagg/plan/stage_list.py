@@ -7,29 +7,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from disagg.cluster import ClusterProfile, ModelRef, is_repo_id
-from disagg.errors import Fail
+from disagg.cluster import is_repo_id
 from disagg.plan.job_plan import containers_to_stage
 from disagg.plan.model import WORKER_KINDS, ModelToStage, RoleKind, RolePlan, StagingPlan
-from disagg.recipe.schema import RecipeConfig
+
+if TYPE_CHECKING:
+    from disagg.plan.containers import Containers
 
 
 def staging_plan(
-    config: RecipeConfig,
-    profile: ClusterProfile | None,
-    model: ModelRef,
-    workers: list[RolePlan],
-    *,
-    draft_of: Callable[[RoleKind], str | None],
-    images: list[str],
-    pyxis: bool,
-    simulated: bool,
-    config_section: str,
-    fail: Fail,
+    containers: Containers, workers: list[RolePlan], draft_of: Callable[[RoleKind], str | None]
 ) -> StagingPlan:
-    """`draft_of(kind)`: the draft model a worker kind's settings name, if any; `images`:
-    every image the roles run in, as written."""
+    """`draft_of(kind)`: the draft model a worker kind's settings name, if any."""
+    config, profile, model = containers.config, containers.profile, containers.model
     revision = config.model.revision or "main"
     models: list[ModelToStage] = []
     if model.repo_id:
@@ -41,9 +33,9 @@ def staging_plan(
             if draft and is_repo_id(draft):
                 drafts[draft.removeprefix("hf:")] = None
     if len(drafts) > 1:
-        raise fail(
+        raise containers.fail(
             f"roles name different draft models ({', '.join(drafts)})",
-            ("backend", config_section),
+            ("backend", containers.adapter.config_section),
             "one variant can stage one draft model (bound as ${model.draft})",
         )
     models += [ModelToStage(repo_id=repo, purpose="draft") for repo in drafts]
@@ -55,8 +47,8 @@ def staging_plan(
         legacy_roots=list(profile.legacy_cache_roots) if profile else [],
         local_path=None if model.kind == "repo" else model.value,
         allow_download=profile.allow_download if profile else True,
-        skip=simulated,
-        containers=containers_to_stage(images, profile, pyxis),
+        skip=containers.simulated,
+        containers=containers_to_stage(containers.written(workers), profile, containers.pyxis),
     )
 
 

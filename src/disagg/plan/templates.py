@@ -34,7 +34,3 @@ def substitute_all(
     argv: list[str], bindings: Mapping[str, Mapping[str, str]], *, self_name: str
 ) -> list[str]:
     return [substitute(arg, bindings, self_name=self_name) for arg in argv]
-
-
-def placeholders(text: str) -> list[tuple[str, str]]:
-    return [(m.group(1), m.group(2)) for m in PLACEHOLDER.finditer(text)]

@@ -22,7 +22,7 @@ from disagg.plan.engine_checks import EngineChecks
 from disagg.plan.job_plan import env_text
 from disagg.plan.model import HealthPlan, MpiPlan, ParallelPlan, RoleKind, RolePlan
 from disagg.plan.node_layout import PlacedWorker
-from disagg.plan.role_images import adapter_role, role_srun_options
+from disagg.plan.role_images import ADAPTER_ROLES, role_srun_options
 from disagg.plan.served_name import served_model_name
 from disagg.recipe.schema import FrontendSection
 
@@ -56,7 +56,7 @@ class WorkerRoles:
 
     def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
         backend = role_engines.with_role_knobs(self.config, kind, self.checks.backend)
-        return self.adapter.role_args(backend, adapter_role(kind))
+        return self.adapter.role_args(backend, ADAPTER_ROLES[kind])
 
     @cached_property
     def served(self) -> str:
@@ -78,7 +78,7 @@ class WorkerRoles:
             self.checks.mode(kind, args)
             own_engine = role_engines.own_engine(self.config, kind)
             spec = WorkerSpec(
-                role=adapter_role(kind),
+                role=ADAPTER_ROLES[kind],
                 served_name=self.served,
                 nnodes=len(ranks),
                 gpus_per_node=len(ids),
@@ -94,7 +94,7 @@ class WorkerRoles:
                 engine=own_engine[0] if own_engine else None,
             )
             self.checks.supported(kind, args, spec)
-            self.checks.note_ignored(kind, args)
+            self.checks.note_ignored(kind, self.adapter.ignored(args, ADAPTER_ROLES[kind]))
             name = f"{kind.value}-{index}"
             own = self.containers.role_image(kind)
             seen = self.containers.worker_args(kind, name, args, own or self.containers.image)
@@ -133,9 +133,7 @@ class WorkerRoles:
         own image `own` when it names one."""
         command = self.adapter.command(seen, spec)
         self.differs += command.differs
-        path = ".".join(self.adapter.args_path(adapter_role(kind)))
-        for item in command.ignored:
-            self.checks.ignored.setdefault(f"{path}.{item.key}", item.reason)
+        self.checks.note_ignored(kind, command.ignored)
         if self.predict is not None:
             command.argv += self._predict_argv(kind, args)
         self.inputs[name] = (seen, spec)
@@ -153,14 +151,7 @@ class WorkerRoles:
             node_argv=command.node_argv,
             files=command.files,
             mpi=mpi_plan(command),
-            parallel=ParallelPlan(
-                tp=par.tp,
-                dp=par.dp,
-                ep=par.ep,
-                pp=par.pp,
-                dp_attention=par.dp_attention,
-                gpus=par.gpus,
-            ),
+            parallel=ParallelPlan.model_validate(par, from_attributes=True),
             speculative=self.adapter.sim_reading(args).speculative_algorithm,
             env={key: value for key, value in env.items() if key not in command.unset_env},
             health=self._health(),
@@ -198,19 +189,14 @@ class WorkerRoles:
         return env
 
     def _health(self) -> HealthPlan:
+        simulated = self.containers.simulated
         check = self.config.health_check
         if check is not None:
             deadline = float(check.max_attempts * check.interval_seconds)
         else:
-            deadline = (
-                SIM_HEALTH_DEADLINE_S
-                if self.containers.simulated
-                else self.adapter.health_deadline_s
-            )
-        path = "/health" if self.containers.simulated else self.adapter.health_path
-        return HealthPlan(
-            path=path, deadline_s=deadline, interval_s=0.2 if self.containers.simulated else 1.0
-        )
+            deadline = SIM_HEALTH_DEADLINE_S if simulated else self.adapter.health_deadline_s
+        path = "/health" if simulated else self.adapter.health_path
+        return HealthPlan(path=path, deadline_s=deadline, interval_s=0.2 if simulated else 1.0)
 
     def _predict_argv(self, kind: RoleKind, args: Mapping[str, Any]) -> list[str]:
         """The predicted worker's `--predict-*` flags; what cannot be mapped is refused."""
@@ -230,7 +216,7 @@ class WorkerRoles:
             model_dir=str(Path(model.value).expanduser()) if local else None,
         )
         try:
-            target = target_for(inputs, self.predict, self.adapter.args_path(adapter_role(kind)))
+            target = target_for(inputs, self.predict, self.adapter.args_path(ADAPTER_ROLES[kind]))
         except Unmappable as exc:
             raise self.checks.refuse(exc.what, exc.path) from None
         self.predicted = target.summary()
@@ -268,11 +254,9 @@ class _Kept(dict[str, str]):
 
 
 def fill_node_fields(value: str) -> str:
-    """`value` as srtctl's formatting leaves it, with the node fields as placeholders.
-
-    Raises ValueError (the reason) for a value srtctl's formatting would fail on, or a
-    node field with a conversion or format spec, whose result depends on the node.
-    """
+    """`value` as srtctl's formatting leaves it, with the node fields as placeholders; a
+    ValueError (the reason) for a value that formatting would fail on, or a node field with
+    a conversion or format spec, whose result depends on the node."""
     if "{" not in value and "}" not in value:
         return value
     try:
