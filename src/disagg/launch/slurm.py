@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from disagg.atomic import write_text
 from disagg.errors import DisaggError
 from disagg.launch import slurmctl
 from disagg.launch.sbatch import SBATCH_FILE, render
-from disagg.launch.state import RunState, RunStatus, RunSummary, points_done, read_record
+from disagg.launch.state import RunState, RunStatus, RunSummary, StoredRecord, points_done
 from disagg.model_defaults import empty_list
 from disagg.plan.model import Plan
 from disagg.probe import probe
@@ -29,8 +29,10 @@ TIMEOUT = RunStatus.TIMEOUT.value  # the job reached its time limit
 CANCEL_GRACE_S = 20.0
 
 
-class JobRecord(BaseModel):
+class JobRecord(StoredRecord):
     """`slurm.json`: which Slurm jobs ran this run directory (ids only, never environment)."""
+
+    FILE = SLURM_RECORD
 
     job_ids: list[str] = Field(default_factory=empty_list)
     submitted_at: list[float] = Field(default_factory=empty_list)
@@ -40,12 +42,9 @@ class JobRecord(BaseModel):
     def job_id(self) -> str | None:
         return self.job_ids[-1] if self.job_ids else None
 
-    def write(self, run_dir: Path) -> None:
-        write_text(run_dir / SLURM_RECORD, self.model_dump_json(indent=2) + "\n")
-
     @classmethod
     def read(cls, run_dir: Path) -> JobRecord:
-        return read_record(cls, run_dir / SLURM_RECORD) or cls()
+        return super().read(run_dir) or cls()
 
 
 def write_job_script(plan: Plan, run_dir: Path) -> Path:

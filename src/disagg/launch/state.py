@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, Self, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
@@ -220,7 +220,20 @@ class Failure(BaseModel):
     nodes_lost: list[str] = Field(default_factory=empty_list)  # Slurm nodes that left the job
 
 
-class RunRecord(BaseModel):
+class StoredRecord(BaseModel):
+    """A run record in its own file of the run directory (`FILE`), written atomically."""
+
+    FILE: ClassVar[str]
+
+    def write(self, run_dir: Path) -> None:
+        write_text(run_dir / self.FILE, self.model_dump_json(indent=2) + "\n")
+
+    @classmethod
+    def read(cls, run_dir: Path) -> Self | None:
+        return read_record(cls, run_dir / cls.FILE)
+
+
+class RunRecord(StoredRecord):
     """What both records say first: which run this is."""
 
     name: str
@@ -232,6 +245,8 @@ class RunRecord(BaseModel):
 
 class RunState(RunRecord):
     """`state.json`: rewritten at each phase change and point."""
+
+    FILE = STATE_FILE
 
     orchestrator_pid: int
     # where and when the orchestrator started: `status` tells a dead one from a live one
@@ -268,22 +283,17 @@ class RunState(RunRecord):
         return identity is not None and identity.alive() is False
 
     def role(self, name: str) -> RoleState:
-        for role in self.roles:
-            if role.name == name:
-                return role
-        raise KeyError(name)
+        return {role.name: role for role in self.roles}[name]
 
     def write(self, run_dir: Path) -> None:
         self.updated_at = time.time()
-        write_text(run_dir / STATE_FILE, self.model_dump_json(indent=2) + "\n")
-
-    @classmethod
-    def read(cls, run_dir: Path) -> RunState | None:
-        return read_record(cls, run_dir / STATE_FILE)
+        super().write(run_dir)
 
 
 class RunSummary(RunRecord):
     """`summary.json`: how the run ended; written once at the end, atomically."""
+
+    FILE = SUMMARY_FILE
 
     status: RunStatus
     exit_code: int
@@ -301,10 +311,3 @@ class RunSummary(RunRecord):
     points_skipped: int = 0
     points_invalid: int = 0
     profile_posts: list[dict[str, Any]] = Field(default_factory=empty_list)
-
-    def write(self, run_dir: Path) -> None:
-        write_text(run_dir / SUMMARY_FILE, self.model_dump_json(indent=2) + "\n")
-
-    @classmethod
-    def read(cls, run_dir: Path) -> RunSummary | None:
-        return read_record(cls, run_dir / SUMMARY_FILE)
