@@ -59,8 +59,7 @@ def canary(base_url: str, bench: BenchPlan, *, timeout_s: float = 60.0) -> Canar
         dropped = isinstance(exc, ConnectionError) or isinstance(reason, ConnectionError)
         return CanaryResult(False, f"no answer from {base_url}{path}: {reason}", transient=dropped)
     try:
-        choices = json.loads(raw)["choices"]
-        first = choices[0]
+        first = json.loads(raw)["choices"][0]
         text = first.get("text") or (first.get("message") or {}).get("content") or ""
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         snippet = raw[:300].decode("utf-8", errors="replace")
@@ -86,15 +85,13 @@ def run_canary(run: RunContext) -> None:
     url = serving_url(run)
     logs = _role_logs(run)
     sizes = log_sizes(list(logs))
-    attempt = 0
-    while True:
-        attempt += 1
+    for attempt in range(1, CANARY_ATTEMPTS + 1):
         result = run.interruptible(lambda: canary(url, run.plan.bench))
         if result.ok:
             tries = f" (attempt {attempt} of {CANARY_ATTEMPTS})" if attempt > 1 else ""
             run.log.info("canary ok through %s%s: %r", url, tries, result.detail)
             return
-        if not result.transient or attempt >= CANARY_ATTEMPTS:
+        if not result.transient or attempt == CANARY_ATTEMPTS:
             break
         run.log.warning(
             "canary attempt %d of %d failed: %s; trying again in %.0f s",

@@ -114,22 +114,22 @@ def points_table(points: Sequence[PointState], *, title: str | None = None) -> T
 
 
 def status_line(state: RunState, now: float | None = None) -> Text:
-    elapsed = (now or time.time()) - state.started_at
-    done = state.points_done
-    total = len(state.points)
+    now = now or time.time()
+    elapsed = now - state.started_at
     text = Text()
     text.append(f"{state.name} ", style="bold")
     text.append(f"[{state.selector}] ", style="dim")
     if state.simulated:
         text.append("SIMULATED ", style="magenta")
-    text.append(f"phase {state.phase.value}  points {done}/{total}  {elapsed:5.1f} s")
+    points = f"points {state.points_done}/{len(state.points)}"
+    text.append(f"phase {state.phase.value}  {points}  {elapsed:5.1f} s")
     if state.current_point:
         running = next((p for p in state.points if p.key == state.current_point), None)
-        since = (now or time.time()) - running.started_at if running and running.started_at else 0
+        since = now - running.started_at if running and running.started_at else 0
         expected = expected_seconds(running, state.points) if running else None
         of = f" of ~{duration_text(expected)}" if expected else ""
         text.append(f"  measuring {state.current_point} ({since:.1f} s{of})", style="yellow")
-        eta = sweep_eta(state.points, now or time.time())
+        eta = sweep_eta(state.points, now)
         if eta is not None:
             text.append(f"  ETA {duration_text(eta)}", style="bold")
     if state.failure is not None and state.status is not RunStatus.CANCELLED:
