@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from disagg.launch.canary import serving_url
+from disagg.launch.health import Gap, LivenessWatch
 from disagg.launch.run_context import RunContext, Stop
 from disagg.launch.state import PointState, PointStatus, duration_text, sweep_eta
-from disagg.launch.watch import Gap, LivenessWatch
 from disagg.plan.model import BenchPlan, PointPlan
 from disagg.plan.templates import substitute
 from disagg.workloads import profiling, slow_down
