@@ -20,11 +20,10 @@ from types import FrameType
 
 from disagg.errors import DisaggError
 from disagg.launch.bench_command import run_bench_command
-from disagg.launch.canary import run_canary
 from disagg.launch.executor import RoleLauncher, RoleProcess
 from disagg.launch.host_setup import run_host_teardown
 from disagg.launch.logs import close_log
-from disagg.launch.point_loop import mark_done_points, measure_points
+from disagg.launch.point_loop import mark_done_points, measure_points, run_canary
 from disagg.launch.role_start import RoleStarter
 from disagg.launch.run_context import (
     EXIT_CANCELLED,
