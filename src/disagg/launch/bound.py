@@ -13,8 +13,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from disagg.errors import DisaggError
-from disagg.launch.bindings import Bindings, build_bindings, render_task, write_role_files
-from disagg.launch.ports import allocate_ports
+from disagg.launch.bindings import (
+    Bindings,
+    allocate_ports,
+    build_bindings,
+    render_task,
+    write_role_files,
+)
 from disagg.plan.container_paths import in_container, translate
 from disagg.plan.model import WORKER_KINDS, Plan, RolePlan
 
