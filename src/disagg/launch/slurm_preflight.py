@@ -167,7 +167,7 @@ def check_benchmark(plan: Plan) -> Preflight:
 def check_job_script(plan: Plan) -> Preflight:
     """The directives job.sbatch would carry: refused here, before the run directory."""
     from disagg.errors import DisaggError
-    from disagg.launch.sbatch import directives
+    from disagg.launch.slurm import directives
 
     result = Preflight()
     try:
