@@ -168,10 +168,9 @@ def port_block(name: str) -> tuple[str, int]:
     return base, int(width) if sep and width.isdigit() and int(width) > 0 else 1
 
 
-def choose_base(seed: int | str | None = None) -> int:
+def choose_base() -> int:
     """A per-run base port aligned to BASE_STEP."""
-    rng = random.Random(seed) if seed is not None else random.SystemRandom()
-    return rng.randrange(PORT_LOW, PORT_HIGH - 10 * BASE_STEP, BASE_STEP)
+    return random.SystemRandom().randrange(PORT_LOW, PORT_HIGH - 10 * BASE_STEP, BASE_STEP)
 
 
 def allocate_ports(

@@ -7,7 +7,7 @@ queue or failing on the nodes an hour later.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,13 +95,13 @@ def check_containers(plan: Plan) -> Preflight:
     return result
 
 
-def check_secrets(plan: Plan, environ: Mapping[str, str] = os.environ) -> Preflight:
+def check_secrets(plan: Plan) -> Preflight:
     """Secrets travel in the submitter's environment; say so when one the job needs is unset."""
     result = Preflight()
     if plan.staging.skip:
         return result
     for name in plan.slurm.secret_env:
-        if not environ.get(name):
+        if not os.environ.get(name):
             result.warnings.append(
                 f"{name} is not set here; the job inherits this environment and will lack it"
             )

@@ -136,15 +136,9 @@ class SrunLauncher(RoleLauncher):
         self._swept: set[str] = set()  # marks whose nodes were swept
 
     @classmethod
-    def from_environment(
-        cls,
-        slurm: SlurmPlan,
-        environ: Mapping[str, str] = os.environ,
-        *,
-        run_dir: Path | None = None,
-    ) -> SrunLauncher:
-        job_id = environ.get("SLURM_JOB_ID")
-        nodelist = environ.get("SLURM_JOB_NODELIST")
+    def from_environment(cls, slurm: SlurmPlan, *, run_dir: Path | None = None) -> SrunLauncher:
+        job_id = os.environ.get("SLURM_JOB_ID")
+        nodelist = os.environ.get("SLURM_JOB_NODELIST")
         if not job_id or not nodelist:
             raise DisaggError(
                 "the slurm executor runs inside a Slurm job (SLURM_JOB_ID is not set)",
@@ -153,7 +147,7 @@ class SrunLauncher(RoleLauncher):
         if not slurm.het_nodes:
             names = slurmctl.hostnames(nodelist)
             return cls(job_id=job_id, node_names=names, slurm=slurm, run_dir=run_dir)
-        groups = _het_groups(environ, slurm.het_nodes)
+        groups = _het_groups(slurm.het_nodes)
         names = [name for group_names, _ in groups for name in group_names]
         ids = [component for _, component in groups]
         return cls(job_id=job_id, node_names=names, slurm=slurm, run_dir=run_dir, component_ids=ids)
@@ -342,10 +336,10 @@ class SrunLauncher(RoleLauncher):
             slurmctl.cancel(step, signal=signal)
 
 
-def _het_groups(environ: Mapping[str, str], planned: Sequence[int]) -> list[tuple[list[str], str]]:
+def _het_groups(planned: Sequence[int]) -> list[tuple[list[str], str]]:
     """(node names, component job id) of each component of this heterogeneous job, checked
     against the plan's component sizes."""
-    size = environ.get("SLURM_HET_SIZE", "")
+    size = os.environ.get("SLURM_HET_SIZE", "")
     if not size.isdigit() or int(size) != len(planned):
         raise DisaggError(
             f"the plan is a heterogeneous job of {len(planned)} components, but this job "
@@ -354,8 +348,8 @@ def _het_groups(environ: Mapping[str, str], planned: Sequence[int]) -> list[tupl
         )
     groups: list[tuple[list[str], str]] = []
     for group, count in enumerate(planned):
-        nodelist = environ.get(f"SLURM_JOB_NODELIST_HET_GROUP_{group}", "")
-        component = environ.get(f"SLURM_JOB_ID_HET_GROUP_{group}", "")
+        nodelist = os.environ.get(f"SLURM_JOB_NODELIST_HET_GROUP_{group}", "")
+        component = os.environ.get(f"SLURM_JOB_ID_HET_GROUP_{group}", "")
         names = slurmctl.hostnames(nodelist) if nodelist else []
         if len(names) != count or not component:
             raise DisaggError(
