@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
@@ -19,31 +19,6 @@ from disagg.atomic import write_text
 from disagg.launch.procs import ProcessIdentity
 from disagg.model_defaults import empty_dict, empty_list
 from disagg.probe import MAX_RECORD_BYTES, UnreadableFile, probe, read_limited
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def read_record(model: type[M], path: Path) -> M | None:
-    """A run record (`state.json`, `summary.json`, `slurm.json`); None when there is none,
-    an `UnreadableFile` naming the first problem when it is damaged."""
-    if not probe(path).exists:
-        return None
-    data = read_limited(path, what="run record", limit=MAX_RECORD_BYTES)
-    try:
-        return model.model_validate_json(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        if first["type"] == "json_invalid":
-            problem = f"not valid JSON ({first['msg']})"
-        else:
-            where = ".".join(str(part) for part in first["loc"]) or "top level"
-            problem = f"not a {path.name} this version writes ({where}: {first['msg']})"
-        raise UnreadableFile(
-            f"{path}: {problem}",
-            hint=f"{path.name} is written by disagg; a damaged one can be removed "
-            "(results and logs stay)",
-        ) from None
-
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -230,7 +205,26 @@ class StoredRecord(BaseModel):
 
     @classmethod
     def read(cls, run_dir: Path) -> Self | None:
-        return read_record(cls, run_dir / cls.FILE)
+        """None when there is no record; an `UnreadableFile` naming the first problem when
+        it is damaged."""
+        path = run_dir / cls.FILE
+        if not probe(path).exists:
+            return None
+        data = read_limited(path, what="run record", limit=MAX_RECORD_BYTES)
+        try:
+            return cls.model_validate_json(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            if first["type"] == "json_invalid":
+                problem = f"not valid JSON ({first['msg']})"
+            else:
+                where = ".".join(str(part) for part in first["loc"]) or "top level"
+                problem = f"not a {path.name} this version writes ({where}: {first['msg']})"
+            raise UnreadableFile(
+                f"{path}: {problem}",
+                hint=f"{path.name} is written by disagg; a damaged one can be removed "
+                "(results and logs stay)",
+            ) from None
 
 
 class RunRecord(StoredRecord):
