@@ -5,8 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from disagg.launch.bindings import build_bindings, render_task
-from disagg.launch.ports import port_field
+from disagg.launch.bindings import build_bindings, port_field, render_task
 from disagg.plan.model import Plan, RoleKind, RolePlan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants

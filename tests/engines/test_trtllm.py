@@ -11,7 +11,7 @@ from disagg.errors import DisaggError, UnsupportedRecipe
 from disagg.launch.bindings import build_bindings, write_role_files
 from disagg.launch.executor import Task
 from disagg.launch.local import LocalLauncher
-from disagg.launch.srun_step import srun_argv
+from disagg.launch.srun import srun_argv
 
 from .engine_support import plan_text, recipe
 

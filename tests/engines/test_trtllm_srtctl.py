@@ -17,7 +17,7 @@ import yaml
 
 from disagg.errors import UnsupportedRecipe
 from disagg.launch.bindings import build_bindings, write_role_files
-from disagg.launch.srun_step import srun_argv
+from disagg.launch.srun import srun_argv
 from disagg.plan.model import MpiPlan, Plan
 
 from .engine_support import plan_text, recipe, worker_tasks

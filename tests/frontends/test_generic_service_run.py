@@ -24,8 +24,8 @@ from rich.console import Console
 
 from disagg.launch.local import LocalLauncher
 from disagg.launch.orchestrator import Orchestrator
+from disagg.launch.runner import roles_table
 from disagg.launch.state import RunState, RunStatus, RunSummary
-from disagg.launch.view import roles_table
 from disagg.plan.from_recipe import plans_for
 from disagg.plan.model import Plan
 from run.conftest import SIM_RECIPE, disagg, wait_gone

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from disagg.launch.sbatch import render
+from disagg.launch.slurm import render
 from disagg.plan.from_recipe import plans_for
 from slurm.golden_support import check_golden, srun_lines
 

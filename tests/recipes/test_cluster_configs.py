@@ -9,7 +9,7 @@ import pytest
 
 from disagg.cluster import load_profile
 from disagg.errors import DisaggError
-from disagg.launch.sbatch import directives
+from disagg.launch.slurm import directives
 from disagg.plan.from_recipe import load_cluster, plans_for
 from disagg.plan.model import GpuVendor
 

@@ -18,9 +18,14 @@ import yaml
 
 from disagg.cluster import load_profile
 from disagg.errors import DisaggError
-from disagg.launch.bindings import Bindings, build_bindings, render_task, write_role_files
-from disagg.launch.ports import port_field
-from disagg.launch.srun_step import srun_argv
+from disagg.launch.bindings import (
+    Bindings,
+    build_bindings,
+    port_field,
+    render_task,
+    write_role_files,
+)
+from disagg.launch.srun import srun_argv
 from disagg.plan.model import Plan, RolePlan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants

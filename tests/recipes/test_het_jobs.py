@@ -11,7 +11,7 @@ import pytest
 
 from disagg.cluster import ClusterProfile, load_profile
 from disagg.errors import DisaggError
-from disagg.launch.sbatch import render
+from disagg.launch.slurm import render
 from disagg.plan.model import Plan
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants

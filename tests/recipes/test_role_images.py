@@ -14,7 +14,7 @@ import pytest
 
 from disagg.cluster import load_profile
 from disagg.errors import DisaggError, UnsupportedRecipe
-from disagg.launch.srun_step import srun_argv
+from disagg.launch.srun import srun_argv
 from disagg.plan.model import WORKER_KINDS, Plan, RoleKind
 from disagg.plan.placement import place
 from disagg.recipe.variants import load_variants

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from disagg.cluster import load_profile
-from disagg.launch.bindings import build_bindings, render_task
-from disagg.launch.ports import port_field
-from disagg.launch.sbatch import render
+from disagg.launch.bindings import build_bindings, port_field, render_task
+from disagg.launch.slurm import render
 from disagg.plan.model import WORKER_KINDS, Plan, RolePlan
 from disagg.plan.placement import place
 from disagg.plan.setup_script import running_setup_script

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from disagg.launch.canary import CANARY_ATTEMPTS
 from disagg.launch.local import LocalLauncher
 from disagg.launch.orchestrator import Orchestrator, OrchestratorOptions
+from disagg.launch.point_loop import CANARY_ATTEMPTS
 from disagg.launch.state import RunStatus, RunSummary
 from disagg.plan.model import HealthPlan, RoleKind, RolePlan
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import socket
 
+from disagg.launch.bindings import allocate_ports, port_field
 from disagg.launch.local import LocalLauncher
-from disagg.launch.ports import allocate_ports, port_field
 
 from .conftest import make_plan, python_role
 

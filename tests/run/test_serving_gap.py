@@ -149,9 +149,8 @@ def test_run_output_says_which_attempt_was_discarded_and_why(tmp_path: Path) -> 
 
     from rich.console import Console
 
-    from disagg.launch.runner import _print_outcome
+    from disagg.launch.runner import _print_outcome, points_table
     from disagg.launch.state import PointState
-    from disagg.launch.view import points_table
 
     why = "role decode-1 stopped serving for 4.1 s during the point (no healthy answer)"
     summary = RunSummary(

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
+from disagg.launch.runner import status_line
 from disagg.launch.state import PointState, PointStatus, RunState, sweep_eta
-from disagg.launch.view import status_line
 
 
 def _points() -> list[PointState]:

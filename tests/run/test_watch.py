@@ -8,7 +8,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from disagg.launch.watch import LivenessWatch, Watched
+from disagg.launch.health import LivenessWatch, Watched
 from stream_server import serve_in_subprocess
 
 

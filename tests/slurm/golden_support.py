@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from disagg.launch.bindings import build_bindings, render_task
-from disagg.launch.srun_step import srun_argv, step_name
+from disagg.launch.srun import srun_argv, step_name
 from disagg.plan.model import Plan
 
 GOLDEN = Path(__file__).parent / "golden"

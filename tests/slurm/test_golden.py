@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from disagg.errors import DisaggError
-from disagg.launch.sbatch import render
+from disagg.launch.slurm import render
 from disagg.plan.model import Plan, SlurmPlan
 
 from .conftest import one_p_two_d_plan
@@ -201,7 +201,7 @@ def test_only_a_multi_node_job_outlives_a_lost_node() -> None:
 def test_the_time_limit_warning_is_a_signal_only_the_orchestrator_gets(
     given: str | None, warning: str | None
 ) -> None:
-    from disagg.launch.sbatch import check_signal_directive, warning_signal
+    from disagg.launch.slurm import check_signal_directive, warning_signal
 
     slurm = cluster_plan(directives={"signal": given} if given else {}).slurm
     assert warning_signal(slurm) == warning

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from disagg.launch.executor import Task
+from disagg.launch.health import LivenessWatch
 from disagg.launch.run_context import RunContext
 from disagg.launch.state import PointState, PointStatus
-from disagg.launch.watch import LivenessWatch
 from disagg.plan.model import RoleKind
 from disagg.plan.templates import substitute
 

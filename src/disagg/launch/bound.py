@@ -13,10 +13,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from disagg.errors import DisaggError
-from disagg.launch.bindings import Bindings, build_bindings, render_task, write_role_files
-from disagg.launch.ports import allocate_ports
+from disagg.launch.bindings import (
+    Bindings,
+    allocate_ports,
+    build_bindings,
+    render_task,
+    write_role_files,
+)
 from disagg.plan.container_paths import in_container, translate
-from disagg.plan.model import WORKER_KINDS, Plan, RolePlan
+from disagg.plan.model import WORKER_KINDS, ModelToStage, Plan, RolePlan
 
 PORT_BASE = 50000
 RUN_DIR = "${run.dir}"  # left for the job to fill: the run directory is made at submit
@@ -63,26 +68,20 @@ class BoundPlan(BaseModel):
     roles: dict[str, BoundRole]
 
 
-def _hub_snapshot(cache: str | None, repo_id: str, revision: str) -> str:
-    root = cache or "$HF_HOME"
-    return f"{root}/hub/models--{repo_id.replace('/', '--')}/snapshots/{revision}"
-
-
 def model_paths(plan: Plan) -> tuple[str, str]:
     """(main, draft) model locations on the host, as staging would hand them over."""
     staging = plan.staging
+
+    def where(model: ModelToStage) -> str:
+        if staging.skip:  # nothing is staged: the names themselves, as the job gives them
+            return model.repo_id
+        root = staging.hf_cache or "$HF_HOME"
+        return f"{root}/hub/models--{model.repo_id.replace('/', '--')}/snapshots/{model.revision}"
+
     staged = {model.purpose: model for model in staging.models}
     main, draft = staged.get("main"), staged.get("draft")
-    if staging.skip:  # nothing is staged: the names themselves, as the job gives them
-        main_path = main.repo_id if main else plan.bench.model_name
-        draft_path = draft.repo_id if draft else ""
-    else:
-        cache = staging.hf_cache
-        main_path = (
-            _hub_snapshot(cache, main.repo_id, main.revision) if main else plan.bench.model_name
-        )
-        draft_path = _hub_snapshot(cache, draft.repo_id, draft.revision) if draft else ""
-    return staging.local_path or main_path, draft_path
+    main_path = where(main) if main else plan.bench.model_name
+    return staging.local_path or main_path, where(draft) if draft else ""
 
 
 def bind_plan(plan: Plan) -> BoundPlan:

@@ -14,6 +14,7 @@ from disagg.errors import DisaggError
 from disagg.launch.executor import RoleProcess, Task
 from disagg.launch.logs import tail, task_log_path
 from disagg.launch.run_context import LOG_TAIL_LINES, RunContext, Stop
+from disagg.plan.model import HostSetupPlan
 
 SETUP = "host-setup"
 TEARDOWN = "host-teardown"
@@ -29,7 +30,7 @@ def run_host_setup(run: RunContext) -> None:
     run.mark(STARTED)
     names = run.launcher.node_names()
     run.log.info("host setup on %d node(s)", len(setup.node_ranks))
-    failed = _on_nodes(run, SETUP, setup.commands, setup.node_ranks, setup.timeout_s)
+    failed = _on_nodes(run, SETUP, setup.commands, setup)
     for rank, why, log in failed:
         reason = f"host setup failed on node {names[rank]}: {why}"
         if setup.ignore_failure:
@@ -55,9 +56,7 @@ def run_host_teardown(run: RunContext) -> None:
         return
     names = run.launcher.node_names()
     try:
-        failed = _on_nodes(
-            run, TEARDOWN, setup.teardown, setup.node_ranks, setup.timeout_s, stoppable=False
-        )
+        failed = _on_nodes(run, TEARDOWN, setup.teardown, setup, stoppable=False)
     except DisaggError as exc:
         run.log.error("host teardown could not start: %s", exc)
         return
@@ -69,14 +68,14 @@ def _on_nodes(
     run: RunContext,
     name: str,
     commands: list[str],
-    ranks: list[int],
-    timeout_s: float,
+    setup: HostSetupPlan,
     *,
     stoppable: bool = True,
 ) -> list[tuple[int, str, Path]]:
-    """Run `commands` on every node in `ranks` at once; (rank, why, log) of each that failed.
+    """Run `commands` on every node of `setup` at once; (rank, why, log) of each that failed.
 
     `stoppable`: a stopped run (a cancel, a signal) stops them too and raises Stop."""
+    ranks, timeout_s = setup.node_ranks, setup.timeout_s
     argv = ["bash", "-c", " && ".join(commands)]
     logs = {rank: task_log_path(run.run_dir, name, rank, 2) for rank in ranks}
     waiting: dict[int, RoleProcess] = {}

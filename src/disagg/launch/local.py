@@ -94,7 +94,8 @@ class LocalLauncher(RoleLauncher):
         inodes = procs.listening_inodes(port)
         if not inodes:  # unreadable, or the answer came from where this host cannot see
             return None
-        return procs.held_by([process.pid, *procs.find(process.mark, (process.pid,))], inodes)
+        owned = [process.pid, *procs.find(process.mark, (process.pid,))]
+        return any(procs.socket_inodes(pid) & inodes for pid in owned)
 
     def track(self) -> None:
         """Note the descendants of every running task (one look at /proc for all of them)."""

@@ -91,10 +91,7 @@ def tail(path: Path, lines: int = 30, *, end: int | None = None) -> list[str]:
 def role_logs(run_dir: Path) -> dict[str, list[Path]]:
     """Role (or `orchestrator`) -> its log files, sorted by node rank."""
     found: dict[str, list[Path]] = {}
-    directory = log_dir(run_dir)
-    if not directory.is_dir():
-        return found
-    for path in sorted(directory.glob("*.log")):
+    for path in sorted(log_dir(run_dir).glob("*.log")):  # none when there is no directory
         stem = path.name[: -len(".log")]
         head, _, rank = stem.rpartition(".")
         role = head if head and rank.isdigit() else stem

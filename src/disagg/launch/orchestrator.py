@@ -20,11 +20,10 @@ from types import FrameType
 
 from disagg.errors import DisaggError
 from disagg.launch.bench_command import run_bench_command
-from disagg.launch.canary import run_canary
 from disagg.launch.executor import RoleLauncher, RoleProcess
 from disagg.launch.host_setup import run_host_teardown
 from disagg.launch.logs import close_log
-from disagg.launch.point_loop import mark_done_points, measure_points
+from disagg.launch.point_loop import mark_done_points, measure_points, run_canary
 from disagg.launch.role_start import RoleStarter
 from disagg.launch.run_context import (
     EXIT_CANCELLED,
@@ -35,7 +34,7 @@ from disagg.launch.run_context import (
     Stop,
 )
 from disagg.launch.runlock import stop_stale_roles
-from disagg.launch.sbatch import TIME_LIMIT_SIGNAL, warning_signal
+from disagg.launch.slurm import TIME_LIMIT_SIGNAL, warning_signal
 from disagg.launch.state import (
     SUMMARY_FILE,
     Failure,
@@ -171,7 +170,7 @@ class Orchestrator(RunContext):
         # SIGHUP (a closed terminal) stops the run like SIGTERM: nothing is left behind.
         signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
         previous = {sig: signal.signal(sig, handler) for sig in signals}
-        if self.options.executor == "slurm":  # `#SBATCH --signal=B:USR1@N` (launch.sbatch)
+        if self.options.executor == "slurm":  # `#SBATCH --signal=B:USR1@N` (launch.slurm)
             name = warning_signal(self.plan.slurm) or TIME_LIMIT_SIGNAL
             warning = signal.Signals[f"SIG{name}"]
             previous[warning] = signal.signal(warning, warned)

@@ -228,11 +228,6 @@ def socket_inodes(pid: int) -> set[int]:
     return inodes
 
 
-def held_by(pids: Iterable[int], inodes: set[int]) -> bool:
-    """Whether one of `pids` holds one of the sockets `inodes`."""
-    return any(socket_inodes(pid) & inodes for pid in pids)
-
-
 def holders(port: int) -> str:
     """`NAME (pid N), ...` of the processes on this host listening on `port` (for messages)."""
     inodes = listening_inodes(port) or set()

@@ -15,16 +15,14 @@ from urllib.parse import urlsplit
 
 from disagg.errors import DisaggError
 from disagg.launch import procs
-from disagg.launch.bindings import NODES, build_bindings, write_role_files
+from disagg.launch.bindings import NODES, allocate_ports, build_bindings, write_role_files
 from disagg.launch.bound import model_paths
 from disagg.launch.executor import RoleProcess, Task
-from disagg.launch.health import NodeTarget, node_ready, port_of, probe
+from disagg.launch.health import LivenessWatch, NodeTarget, Watched, node_ready, port_of, probe
 from disagg.launch.host_setup import run_host_setup
 from disagg.launch.logs import task_log_path
-from disagg.launch.ports import allocate_ports
 from disagg.launch.run_context import RunContext, Stop
 from disagg.launch.state import Phase, RoleState, TaskState
-from disagg.launch.watch import LivenessWatch, Watched
 from disagg.plan.model import WORKER_KINDS, RoleKind, RolePlan
 from disagg.redact import redact
 

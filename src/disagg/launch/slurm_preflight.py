@@ -7,11 +7,12 @@ queue or failing on the nodes an hour later.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from disagg.cluster import ClusterProfile
+from disagg.errors import DisaggError
 from disagg.launch import slurmctl
 from disagg.plan.model import Plan
 from disagg.plan.stage_list import MISSING_MODEL_HINT, missing_model_dir
@@ -34,16 +35,14 @@ def check_recipes(files: Iterable[str], profile: ClusterProfile | None = None) -
     plans again); an error-severity finding refuses the submission."""
     from disagg.recipe.lint import Severity, lint_paths
 
-    result = Preflight()
     paths = sorted({Path(f) for f in files if f and Path(f).is_file()})
-    if not paths:
-        return result
-    for finding in lint_paths(paths, profile).findings:
-        where = finding.where
-        text = f"{where}: {finding.rule} {finding.message}" if where else finding.message
-        if finding.severity is Severity.ERROR:
-            result.errors.append(f"lint: {text}")
-    return result
+    findings = lint_paths(paths, profile).findings if paths else []
+    errors = [
+        f"lint: {f.where}: {f.rule} {f.message}" if f.where else f"lint: {f.message}"
+        for f in findings
+        if f.severity is Severity.ERROR
+    ]
+    return Preflight(errors=errors)
 
 
 def check_models(plan: Plan) -> Preflight:
@@ -96,13 +95,13 @@ def check_containers(plan: Plan) -> Preflight:
     return result
 
 
-def check_secrets(plan: Plan, environ: Mapping[str, str] = os.environ) -> Preflight:
+def check_secrets(plan: Plan) -> Preflight:
     """Secrets travel in the submitter's environment; say so when one the job needs is unset."""
     result = Preflight()
     if plan.staging.skip:
         return result
     for name in plan.slurm.secret_env:
-        if not environ.get(name):
+        if not os.environ.get(name):
             result.warnings.append(
                 f"{name} is not set here; the job inherits this environment and will lack it"
             )
@@ -153,29 +152,25 @@ def check_cluster(plans: list[Plan]) -> Preflight:
 
 def check_benchmark(plan: Plan) -> Preflight:
     """What the job's benchmark step would refuse: an unknown type, an unreadable trace."""
-    from disagg.errors import DisaggError
     from disagg.workloads import adapter_for
 
-    result = Preflight()
     try:
         adapter_for(plan.bench.type).prepare(plan.bench)
     except DisaggError as exc:
-        result.errors.append(f"{plan.selector}: {exc.message}")
-    return result
+        return Preflight(errors=[f"{plan.selector}: {exc.message}"])
+    return Preflight()
 
 
 def check_job_script(plan: Plan) -> Preflight:
     """The directives job.sbatch would carry: refused here, before the run directory."""
-    from disagg.errors import DisaggError
-    from disagg.launch.sbatch import directives
+    from disagg.launch.slurm import directives
 
-    result = Preflight()
     try:
         directives(plan.slurm, Path(plan.name))
     except DisaggError as exc:
         hint = f" ({exc.hint})" if exc.hint else ""
-        result.errors.append(f"{plan.selector}: {exc.message}{hint}")
-    return result
+        return Preflight(errors=[f"{plan.selector}: {exc.message}{hint}"])
+    return Preflight()
 
 
 def check_plans(
@@ -184,12 +179,10 @@ def check_plans(
     """Every check for every plan (made on `profile`); `cluster=False` skips the questions
     to Slurm."""
     result = check_recipes((plan.recipe_file for plan in plans), profile)
+    checks = (check_benchmark, check_job_script, check_models, check_containers, check_secrets)
     for plan in plans:
-        result.extend(check_benchmark(plan))
-        result.extend(check_job_script(plan))
-        result.extend(check_models(plan))
-        result.extend(check_containers(plan))
-        result.extend(check_secrets(plan))
+        for check in checks:
+            result.extend(check(plan))
     if cluster:
         result.extend(check_cluster(plans))
     result.errors = list(dict.fromkeys(result.errors))

@@ -169,12 +169,8 @@ class StepInfo:
 def steps(job_id: str) -> list[StepInfo]:
     """The job's running steps (`squeue --steps`); the batch and extern steps included."""
     out = run(["squeue", "-h", "-s", "-j", job_id, "-o", "%i|%j|%N"])
-    found: list[StepInfo] = []
-    for line in out.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) == 3:
-            found.append(StepInfo(step_id=parts[0], name=parts[1], nodes=parts[2]))
-    return found
+    rows = [line.strip().split("|") for line in out.splitlines()]
+    return [StepInfo(*row) for row in rows if len(row) == 3]
 
 
 def cancel(target: str, *, signal: str | None = None, batch_only: bool = False) -> None:

@@ -3,6 +3,9 @@
 Node addresses come from `scontrol` (NodeAddr), never from a step's output. A step's
 end stops only what Slurm still tracks as the step's; what a task left outside it is
 found by its mark and stopped by a short sweep step on each of its nodes (`procs.py`).
+A step's command line is what the Slurm golden tests record: the task's variables are
+set on the srun process, never joined into `--export`; Slurm sets GPU visibility from
+the step's GRES, so the plan's pinning is re-applied with `env`.
 """
 
 from __future__ import annotations
@@ -21,11 +24,92 @@ from pathlib import Path
 from disagg.errors import DisaggError
 from disagg.launch import procs, slurmctl
 from disagg.launch.executor import RoleLauncher, StartedTask, Task, spawn_logged
-from disagg.launch.srun_step import STEP_PREFIX, srun_argv, step_name
-from disagg.plan.model import SlurmPlan
+from disagg.plan.container_paths import RUN_DIR_INSIDE
+from disagg.plan.model import GpuVendor, MpiPlan, SlurmPlan
 
 PROBE_WINDOW = 256
 STEP_GONE_TIMEOUT_S = 30.0
+STEP_PREFIX = "disagg."
+# Variables Slurm rewrites for a step from its GPU allocation.
+GPU_VARS = frozenset(
+    var for vendor in GpuVendor for var in vendor.visible_devices_vars
+) | frozenset({"GPU_DEVICE_ORDINAL"})
+
+
+def step_name(role: str, node_rank: int) -> str:
+    return f"{STEP_PREFIX}{role}.{node_rank}"
+
+
+def srun_argv(
+    *,
+    job_id: str,
+    node: str,
+    name: str,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    slurm: SlurmPlan,
+    container_image: str | None = None,
+    container_env: Sequence[str] = (),
+    mpi: MpiPlan | None = None,
+    mpi_nodes: Sequence[str] = (),
+    run_dir: Path | None = None,
+    het_group: int | None = None,
+    role_options: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The full srun command line of one task. `role_options` go over the job's and an MPI
+    step's, as srtctl merges them; `het_group` lets a step reach another component's node."""
+    if mpi is not None and mpi_nodes:
+        count = len(mpi_nodes)
+        placement = [
+            f"--nodes={count}",
+            f"--ntasks={count * mpi.tasks_per_node}",
+            f"--ntasks-per-node={mpi.tasks_per_node}",
+            f"--nodelist={','.join(mpi_nodes)}",
+            f"--mpi={mpi.mpi}",
+        ]
+    else:
+        placement = ["--nodes=1", "--ntasks=1", f"--nodelist={node}"]
+    if het_group is not None:
+        placement.append(f"--het-group={het_group}")
+    cmd = [
+        "srun",
+        "--overlap",
+        f"--jobid={job_id}",
+        *placement,
+        f"--job-name={name}",
+        "--kill-on-bad-exit=1",
+    ]
+    options = dict(slurm.srun_options)
+    if mpi is not None and mpi_nodes:
+        options.update(mpi.srun_options)
+    options.update(role_options or {})
+    for key, value in sorted(options.items()):
+        cmd.append(f"--{key}={value}" if value != "" else f"--{key}")
+    if container_image and slurm.pyxis:
+        cmd.append(f"--container-image={container_image}")
+        mounts = [_mount_text(host, target) for host, target in slurm.container_mounts.items()]
+        if run_dir is not None:
+            mounts.append(_mount_text(str(run_dir), RUN_DIR_INSIDE))
+        if mounts:
+            cmd.append(f"--container-mounts={','.join(mounts)}")
+        if container_env:
+            # Names only (no values): the host's values win over the image's defaults.
+            cmd.append(f"--container-env={','.join(sorted(container_env))}")
+    pinned = [f"{key}={env[key]}" for key in sorted(env) if key in GPU_VARS]
+    if pinned:
+        cmd += ["env", *pinned]
+    cmd += list(argv)
+    return cmd
+
+
+def _mount_text(host: str, target: str) -> str:
+    """One `--container-mounts` entry; `target` may carry pyxis options (`/data:ro`)."""
+    if "," in host or "," in target or ":" in host:
+        raise DisaggError(
+            f"container mount {host}:{target} contains ',' (or ':' in the host path)",
+            hint="pyxis splits --container-mounts on both; use a path without them",
+        )
+    return f"{host}:{target}"
 
 
 class SrunLauncher(RoleLauncher):
@@ -52,15 +136,9 @@ class SrunLauncher(RoleLauncher):
         self._swept: set[str] = set()  # marks whose nodes were swept
 
     @classmethod
-    def from_environment(
-        cls,
-        slurm: SlurmPlan,
-        environ: Mapping[str, str] = os.environ,
-        *,
-        run_dir: Path | None = None,
-    ) -> SrunLauncher:
-        job_id = environ.get("SLURM_JOB_ID")
-        nodelist = environ.get("SLURM_JOB_NODELIST")
+    def from_environment(cls, slurm: SlurmPlan, *, run_dir: Path | None = None) -> SrunLauncher:
+        job_id = os.environ.get("SLURM_JOB_ID")
+        nodelist = os.environ.get("SLURM_JOB_NODELIST")
         if not job_id or not nodelist:
             raise DisaggError(
                 "the slurm executor runs inside a Slurm job (SLURM_JOB_ID is not set)",
@@ -69,7 +147,7 @@ class SrunLauncher(RoleLauncher):
         if not slurm.het_nodes:
             names = slurmctl.hostnames(nodelist)
             return cls(job_id=job_id, node_names=names, slurm=slurm, run_dir=run_dir)
-        groups = _het_groups(environ, slurm.het_nodes)
+        groups = _het_groups(slurm.het_nodes)
         names = [name for group_names, _ in groups for name in group_names]
         ids = [component for _, component in groups]
         return cls(job_id=job_id, node_names=names, slurm=slurm, run_dir=run_dir, component_ids=ids)
@@ -258,10 +336,10 @@ class SrunLauncher(RoleLauncher):
             slurmctl.cancel(step, signal=signal)
 
 
-def _het_groups(environ: Mapping[str, str], planned: Sequence[int]) -> list[tuple[list[str], str]]:
+def _het_groups(planned: Sequence[int]) -> list[tuple[list[str], str]]:
     """(node names, component job id) of each component of this heterogeneous job, checked
     against the plan's component sizes."""
-    size = environ.get("SLURM_HET_SIZE", "")
+    size = os.environ.get("SLURM_HET_SIZE", "")
     if not size.isdigit() or int(size) != len(planned):
         raise DisaggError(
             f"the plan is a heterogeneous job of {len(planned)} components, but this job "
@@ -270,8 +348,8 @@ def _het_groups(environ: Mapping[str, str], planned: Sequence[int]) -> list[tupl
         )
     groups: list[tuple[list[str], str]] = []
     for group, count in enumerate(planned):
-        nodelist = environ.get(f"SLURM_JOB_NODELIST_HET_GROUP_{group}", "")
-        component = environ.get(f"SLURM_JOB_ID_HET_GROUP_{group}", "")
+        nodelist = os.environ.get(f"SLURM_JOB_NODELIST_HET_GROUP_{group}", "")
+        component = os.environ.get(f"SLURM_JOB_ID_HET_GROUP_{group}", "")
         names = slurmctl.hostnames(nodelist) if nodelist else []
         if len(names) != count or not component:
             raise DisaggError(

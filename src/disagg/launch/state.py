@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
@@ -19,31 +19,6 @@ from disagg.atomic import write_text
 from disagg.launch.procs import ProcessIdentity
 from disagg.model_defaults import empty_dict, empty_list
 from disagg.probe import MAX_RECORD_BYTES, UnreadableFile, probe, read_limited
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def read_record(model: type[M], path: Path) -> M | None:
-    """A run record (`state.json`, `summary.json`, `slurm.json`); None when there is none,
-    an `UnreadableFile` naming the first problem when it is damaged."""
-    if not probe(path).exists:
-        return None
-    data = read_limited(path, what="run record", limit=MAX_RECORD_BYTES)
-    try:
-        return model.model_validate_json(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        if first["type"] == "json_invalid":
-            problem = f"not valid JSON ({first['msg']})"
-        else:
-            where = ".".join(str(part) for part in first["loc"]) or "top level"
-            problem = f"not a {path.name} this version writes ({where}: {first['msg']})"
-        raise UnreadableFile(
-            f"{path}: {problem}",
-            hint=f"{path.name} is written by disagg; a damaged one can be removed "
-            "(results and logs stay)",
-        ) from None
-
 
 STATE_FILE = "state.json"
 SUMMARY_FILE = "summary.json"
@@ -220,7 +195,39 @@ class Failure(BaseModel):
     nodes_lost: list[str] = Field(default_factory=empty_list)  # Slurm nodes that left the job
 
 
-class RunRecord(BaseModel):
+class StoredRecord(BaseModel):
+    """A run record in its own file of the run directory (`FILE`), written atomically."""
+
+    FILE: ClassVar[str]
+
+    def write(self, run_dir: Path) -> None:
+        write_text(run_dir / self.FILE, self.model_dump_json(indent=2) + "\n")
+
+    @classmethod
+    def read(cls, run_dir: Path) -> Self | None:
+        """None when there is no record; an `UnreadableFile` naming the first problem when
+        it is damaged."""
+        path = run_dir / cls.FILE
+        if not probe(path).exists:
+            return None
+        data = read_limited(path, what="run record", limit=MAX_RECORD_BYTES)
+        try:
+            return cls.model_validate_json(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            if first["type"] == "json_invalid":
+                problem = f"not valid JSON ({first['msg']})"
+            else:
+                where = ".".join(str(part) for part in first["loc"]) or "top level"
+                problem = f"not a {path.name} this version writes ({where}: {first['msg']})"
+            raise UnreadableFile(
+                f"{path}: {problem}",
+                hint=f"{path.name} is written by disagg; a damaged one can be removed "
+                "(results and logs stay)",
+            ) from None
+
+
+class RunRecord(StoredRecord):
     """What both records say first: which run this is."""
 
     name: str
@@ -232,6 +239,8 @@ class RunRecord(BaseModel):
 
 class RunState(RunRecord):
     """`state.json`: rewritten at each phase change and point."""
+
+    FILE = STATE_FILE
 
     orchestrator_pid: int
     # where and when the orchestrator started: `status` tells a dead one from a live one
@@ -268,22 +277,17 @@ class RunState(RunRecord):
         return identity is not None and identity.alive() is False
 
     def role(self, name: str) -> RoleState:
-        for role in self.roles:
-            if role.name == name:
-                return role
-        raise KeyError(name)
+        return {role.name: role for role in self.roles}[name]
 
     def write(self, run_dir: Path) -> None:
         self.updated_at = time.time()
-        write_text(run_dir / STATE_FILE, self.model_dump_json(indent=2) + "\n")
-
-    @classmethod
-    def read(cls, run_dir: Path) -> RunState | None:
-        return read_record(cls, run_dir / STATE_FILE)
+        super().write(run_dir)
 
 
 class RunSummary(RunRecord):
     """`summary.json`: how the run ended; written once at the end, atomically."""
+
+    FILE = SUMMARY_FILE
 
     status: RunStatus
     exit_code: int
@@ -301,10 +305,3 @@ class RunSummary(RunRecord):
     points_skipped: int = 0
     points_invalid: int = 0
     profile_posts: list[dict[str, Any]] = Field(default_factory=empty_list)
-
-    def write(self, run_dir: Path) -> None:
-        write_text(run_dir / SUMMARY_FILE, self.model_dump_json(indent=2) + "\n")
-
-    @classmethod
-    def read(cls, run_dir: Path) -> RunSummary | None:
-        return read_record(cls, run_dir / SUMMARY_FILE)
