@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -37,10 +38,40 @@ def test_gpu_count_from_gres(gres: str, gpus: int) -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(0, "0:0"), (256, "1:0"), (9, "0:9"), ({"return_code": 3, "signal": {"id": 0}}, "3:0")],
+    [
+        (0, "0:0"),
+        (256, "1:0"),
+        (9, "0:9"),
+        ({"return_code": 3, "signal": {"id": 0}}, "3:0"),
+        (
+            {
+                "status": ["SIGNALED"],
+                "return_code": {"set": True, "infinite": False, "number": 0},
+                "signal": {"id": {"set": True, "infinite": False, "number": 9}, "name": "KILL"},
+            },
+            "0:9",
+        ),
+        ({"return_code": {"set": False, "infinite": False, "number": 7}, "signal": {}}, "0:0"),
+    ],
 )
 def test_exit_code_from_squeue_json(value: object, text: str) -> None:
     assert slurmctl._json_exit_code(value) == text
+
+
+@pytest.mark.parametrize(
+    ("job_state", "state"),
+    [("RUNNING", "RUNNING"), (["RUNNING"], "RUNNING"), (["PENDING", "REQUEUED"], "PENDING")],
+)
+def test_job_state_from_squeue_json_of_every_slurm_version(
+    monkeypatch: pytest.MonkeyPatch, job_state: object, state: str
+) -> None:
+    """Slurm 22.05 writes the state as text; later versions as the base state and its flags."""
+    record = {"job_id": 42, "job_state": job_state, "state_reason": "None", "nodes": "n[1-2]"}
+    answer = json.dumps({"jobs": [record]})
+    monkeypatch.setattr(slurmctl, "run", lambda argv: answer)
+    info = slurmctl.job("42")
+    assert info is not None and info.source == "squeue"
+    assert (info.state, info.reason, info.nodes) == (state, None, "n[1-2]")
 
 
 def test_missing_command_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -233,7 +233,7 @@ def _job_from_squeue(job_id: str) -> JobInfo | None:
         reason = rec.get("state_reason")
         return JobInfo(
             job_id=job_id,
-            state=str(rec.get("job_state", "UNKNOWN")),
+            state=_json_state(rec.get("job_state")),
             reason=None if reason in (None, "None") else str(reason),
             nodes=str(rec.get("nodes") or "") or None,
             exit_code=_json_exit_code(rec.get("exit_code")),
@@ -243,15 +243,29 @@ def _job_from_squeue(job_id: str) -> JobInfo | None:
     return None
 
 
+def _json_state(value: object) -> str:
+    """squeue --json gives the state as text in 22.05 and as a list in later versions (data
+    parser 0.0.40 on): the base state, then its flags (`["PENDING", "REQUEUED"]`)."""
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return "UNKNOWN" if value is None else str(value)
+
+
+def _json_number(value: object) -> int:
+    """An integer, or the `{"set", "infinite", "number"}` object later versions give."""
+    if isinstance(value, dict):
+        value = value.get("number", 0) if value.get("set", True) else 0
+    return value if isinstance(value, int) else 0
+
+
 def _json_exit_code(value: object) -> str | None:
     """squeue --json gives a wait status (int) in 22.05 and an object in later versions."""
     if isinstance(value, int):
         return f"{(value >> 8) & 0xFF}:{value & 0x7F}"
     if isinstance(value, dict):
-        code = value.get("return_code", 0)
         signal = value.get("signal", {})
         number = signal.get("id", 0) if isinstance(signal, dict) else 0
-        return f"{code if isinstance(code, int) else 0}:{number}"
+        return f"{_json_number(value.get('return_code', 0))}:{_json_number(number)}"
     return None
 
 
