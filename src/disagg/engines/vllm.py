@@ -330,13 +330,13 @@ class VLLM(EngineAdapter):
 
 def _shape(args: Mapping[str, Any]) -> DpShape:
     """The worker's parallelism as the DP layouts read it."""
-    headless = FLAGS.find(args, "headless") if FLAGS.value(args, "headless") is True else None
+    headless = FLAGS.find(args, "headless")
     return DpShape(
         dp=FLAGS.size(args, "dp"),
         tp=FLAGS.size(args, "tp"),
         pp=FLAGS.size(args, "pp"),
         dp_written=FLAGS.value(args, "dp") is not None,
-        headless=str(headless[0]) if headless else None,
+        headless=str(headless[0]) if headless and headless[1] is True else None,
     )
 
 
