@@ -160,10 +160,8 @@ class TileRT(EngineAdapter):
 
     def decode_args(self, args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
         """The decode server's settings: the knobs, then the role's own as written."""
-        kept: dict[str, Any] = {}
-        for knob, flag in DECODE_KNOBS:
-            if spec.backend.get(knob) is not None:
-                kept[flag] = spec.backend[knob]
+        backend = spec.backend
+        kept = {flag: backend[k] for k, flag in DECODE_KNOBS if backend.get(k) is not None}
         for key, value in args.items():
             name = FLAGS.normalise(str(key))
             if name not in PLACEMENT_FLAGS:

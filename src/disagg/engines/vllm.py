@@ -192,11 +192,8 @@ class VLLM(EngineAdapter):
         return kv_transfer_config(written)
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
-        if (
-            spec.mode is not None
-            and spec.frontend != DYNAMO
-            and self.kv_transfer(args, spec) is None
-        ):
+        served_pd = spec.mode is not None and spec.frontend != DYNAMO  # `vllm serve` P/D
+        if served_pd and self.kv_transfer(args, spec) is None:
             return "connector", (
                 f"a `vllm serve` {spec.mode} worker without a KV connector behind frontend "
                 f"type {spec.frontend} (its router hands KV over through the connector only)"
