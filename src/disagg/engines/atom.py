@@ -1,11 +1,10 @@
 """ATOM (AMD's engine for ROCm GPUs) behind the engine seam: `atom.entrypoints.openai_server`.
 
-Flags are ATOM's own CLI, each key as written (`--kv_cache_dtype`), its group sizes short
-flags (`-tp`). The plan owns the model, served name, API address and the engine's internal
-`--port` (8006 by default, which two workers on one node would share). A worker's tensor
-parallel size is its GPU count unless the role sets one (ATOM's recipes write none).
-Prefill/decode workers hand KV over through Mooncake (`--kv-transfer-config`, on a
-handshake port of their own), which needs ATOM's own router (`frontend.type: atomesh`).
+Flags are ATOM's own CLI, keys as written (`--kv_cache_dtype`), group sizes short (`-tp`).
+The plan owns the model, served name, API address and the internal `--port` (8006 by
+default, which two workers on one node would share). Tensor parallelism spans a worker's
+GPUs unless the role sets it (ATOM's recipes don't). Prefill/decode workers hand KV over
+through Mooncake on a handshake port of their own, behind ATOM's router (atomesh).
 """
 
 from __future__ import annotations
@@ -53,8 +52,8 @@ _ROLES = {"prefill": "kv_producer", "decode": "kv_consumer"}
 
 
 def kv_transfer_json(mode: str, connector: str, protocol: str | None) -> str:
-    """`--kv-transfer-config` of a prefill/decode worker; the ports stay placeholders that
-    bind to bare numbers (ATOM adds rank offsets to the handshake port)."""
+    """`--kv-transfer-config` of a prefill/decode worker; the ports are placeholders bound to
+    bare numbers (ATOM adds rank offsets to the handshake port)."""
     parts = [f'"kv_role":"{_ROLES[mode]}"', f'"kv_connector":"{connector}"']
     parts += ['"handshake_port":${self.handshake_port}', '"http_port":${self.http_port}']
     if protocol:
@@ -142,8 +141,7 @@ def _largest(sizes: Any) -> int | None:
         sizes = [part.strip() for part in sizes.strip("[] ").split(",") if part.strip()]
     if not isinstance(sizes, list):
         return None
-    numbers = [int(s) for s in sizes if str(s).isdigit()]
-    return max(numbers) if numbers else None
+    return max((int(s) for s in sizes if str(s).isdigit()), default=None)
 
 
 ADAPTER = Atom()

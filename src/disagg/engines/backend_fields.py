@@ -14,8 +14,7 @@ from typing import Any, Literal
 
 Action = Literal["refused", "ignored"]
 
-# knob -> (action, why, value that means "not set"). The mocker's
-# knobs are its adapter's own (`engines.mocker.KNOBS`).
+# knob -> (action, why, value that means "not set"). The mocker's knobs are its own.
 KNOBS: dict[str, tuple[Action, str, Any]] = {
     "kv_events_config": ("ignored", "no KV-cache events are published or consumed", None),
     "enable_kv_events": ("ignored", "no KV-cache events are published or consumed", None),
@@ -27,15 +26,9 @@ KNOBS: dict[str, tuple[Action, str, Any]] = {
     "numa_memory_bind": ("ignored", "no numactl wrapper binds worker memory", None),
     "numa_cpu_bind": ("ignored", "no taskset wrapper binds worker CPUs", False),
     "connector": ("ignored", "only vLLM and ATOM read a KV connector here", None),
-    "allow_prefill_decode_colocation": (
-        "ignored",
-        "prefill and decode take the nodes the resources give them",
-        False,
-    ),
-    "allow_prefill_decode_colocation_across_nodes": (
-        "ignored",
-        "prefill and decode take the nodes the resources give them",
-        False,
+    **dict.fromkeys(
+        ("allow_prefill_decode_colocation", "allow_prefill_decode_colocation_across_nodes"),
+        ("ignored", "prefill and decode take the nodes the resources give them", False),
     ),
     "dp_launch_mode": ("refused", "a vLLM launch layout; this engine has none", "per_node"),
     "vllm_serve_binary": ("ignored", "workers run `vllm serve`", None),

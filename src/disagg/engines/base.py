@@ -23,20 +23,16 @@ from disagg.engines.worker import (
     as_int,
 )
 
-# Where a Dynamo worker dumps its resolved configuration (srtctl passes `--dump-config-to
-# <log dir>/<node>_config.json` to dynamo.sglang and dynamo.vllm): the run directory,
-# which every container mounts where srtctl mounts its log directory.
+# Where a Dynamo worker dumps its resolved configuration, as srtctl has dynamo.sglang and
+# dynamo.vllm do: the run directory, mounted where srtctl mounts its log directory.
 CONFIG_DUMP = ["--dump-config-to", "${run.dir}/${self.node}_config.json"]
 CONFIG_DUMP_ROW = "config-dump-path"
 
 
 @lru_cache(maxsize=4096)
 def _spelled(keys: tuple[Any, ...], dashes: bool) -> Mapping[str, Any]:
-    """Each key of a role's settings by its canonical spelling (the last one wins).
-
-    Placement and lint look up a dozen settings in the same few maps; keyed by the
-    map's keys, the spellings are worked out once per map instead of once per lookup.
-    """
+    """Each key of a role's settings by its canonical spelling (the last one wins): worked
+    out once per map's keys, not once per lookup (placement and lint ask a dozen each)."""
     return {_canonical(key, dashes): key for key in keys}
 
 
@@ -48,14 +44,10 @@ def _canonical(key: Any, dashes: bool) -> str:
 class FlagTable:
     """Every spelling an engine accepts for each setting the plan or simulator reads.
 
-    `normalise` maps a written key to the engine's canonical spelling (SGLang and vLLM
-    accept `tp_size` and `tp-size` alike; TRT-LLM's YAML keys are taken as written).
-
-    `paths` is the path kind: canonical keys whose value names a file or directory the
-    role reads from the host (a draft model, a tokenizer, a config file), which a
-    containerised role must reach through a mount. `key.sub` names a path inside a map
-    value (or its JSON text). Cache and output directories are not listed: a role may
-    keep those inside its container.
+    `dashes`: `tp_size` and `tp-size` are one key (SGLang, vLLM; TRT-LLM's YAML keys are
+    taken as written). `paths`: canonical keys whose value is a host file or directory a
+    containerised role must reach through a mount (`key.sub`: a path inside a map value or
+    its JSON text); cache and output directories may stay inside the container.
     """
 
     spellings: Mapping[str, tuple[str, ...]]
@@ -86,7 +78,7 @@ class FlagTable:
         return value if value is not None and value >= 1 else 1
 
     def names(self, setting: str) -> tuple[str, ...]:
-        return tuple(self.spellings.get(setting, ()))
+        return self.spellings.get(setting, ())
 
     def is_path(self, key: str) -> bool:
         """Whether the written `key`'s value is a host path (the path kind)."""
@@ -108,33 +100,26 @@ class Ignored:
 
 @dataclass
 class WorkerCommand:
-    """How to start one worker: what the plan writes into its RolePlan.
-
-    `node_argv`, when set, holds one argv per node of a multi-node worker (the head
-    node first) for engines whose nodes run different commands (vLLM's `--headless`).
-    `files`: text files the worker reads, relative to the run directory (TRT-LLM's YAML).
-    """
+    """How to start one worker: what the plan writes into its RolePlan."""
 
     argv: list[str]
     ports: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    # One argv per node, head first, where nodes run different commands (vLLM's --headless).
     node_argv: list[list[str]] = field(default_factory=list)
+    # Text files the worker reads, relative to the run directory (TRT-LLM's YAML).
     files: dict[str, str] = field(default_factory=dict)
-    # Set: one MPI step over all the worker's nodes with this many ranks on each (srun
-    # --mpi), instead of one task per node; `mpi_srun_options` are that step's own srun
-    # options (`--key=value`, "" for a bare `--key`).
+    # Set: one MPI step (srun --mpi) with this many ranks on each node instead of one task
+    # per node, with its own srun options (`--key=value`, "" for a bare `--key`).
     mpi_tasks_per_node: int | None = None
     mpi_srun_options: dict[str, str] = field(default_factory=dict)
     # Ids of `disagg.plan.compat` rows: where this worker differs from srtctl's on purpose.
     differs: list[str] = field(default_factory=list)
-    # The image this worker runs in when not the job's (a container alias or image; TileRT's
-    # `prefill_container`); None: the job's.
+    # The image when not the job's (TileRT's `prefill_container`).
     container: str | None = None
-    # Settings of the role this command does not pass on as written, besides `ignored()`'s
-    # (those that depend on the worker's spec, such as its frontend).
+    # Settings not passed on as written that depend on the spec (its frontend, ...).
     ignored: list[Ignored] = field(default_factory=list)
-    # Variables the launcher clears for this worker whoever set them (srtctl's
-    # `env_to_unset`: the recipe's own environment included).
+    # Variables cleared for this worker, the recipe's own included (srtctl's env_to_unset).
     unset_env: tuple[str, ...] = ()
 
 
@@ -152,17 +137,13 @@ class EngineAdapter(ABC):
     placement_reason: ClassVar[str] = "set by the plan (placement, ports or the staged model)"
     # Engine-wide `backend.*` knobs this adapter carries out (see `backend_fields`).
     backend_fields: ClassVar[frozenset[str]] = frozenset()
-    # Engine knobs this engine also takes for one role, as that role's own setting
-    # (knob -> the role's key): schema 2's knob on one role's engine only sets it there.
+    # Knob -> the role's key: schema 2's knob on one role's engine sets it for that role only.
     role_knobs: ClassVar[Mapping[str, str]] = {}
-    # False for an engine that emulates GPU workers on none (Dynamo's mocker): the GPUs a
-    # recipe gives its workers are kept for the numbers, and no parallel layout must fit them.
+    # False: GPU workers emulated on none (Dynamo's mocker); no layout need fit the GPUs.
     uses_gpus: ClassVar[bool] = True
-    # Whether prefill and decode workers may share nodes (the recipe's `allow_prefill_decode_
-    # colocation` knobs: srtctl reads them of a `VLLMProtocol` backend only).
+    # Whether the `allow_prefill_decode_colocation` knobs apply (srtctl: VLLMProtocol only).
     colocates: ClassVar[bool] = False
-    # False: workers run from disagg's own environment, not in the recipe's `model.container`
-    # (Dynamo's mocker, pinned with disagg); the image is then neither staged nor used.
+    # False: workers run from disagg's own environment (the mocker), not `model.container`.
     in_image: ClassVar[bool] = True
 
     @property
@@ -181,8 +162,8 @@ class EngineAdapter(ABC):
         return args if isinstance(args, Mapping) else {}
 
     def parallelism(self, args: Mapping[str, Any]) -> Parallelism:
-        """The settings' layout; with expert parallelism on (vLLM's, ATOM's switch) every
-        rank of the worker is an expert rank."""
+        """The settings' layout; expert parallelism on (vLLM's, ATOM's switch) makes every
+        rank an expert rank."""
         table = self.flags
         tp, dp = table.size(args, "tp"), table.size(args, "dp")
         expert = table.value(args, "expert_parallel") is True
@@ -195,8 +176,7 @@ class EngineAdapter(ABC):
         )
 
     def worker_parallelism(self, args: Mapping[str, Any], spec: WorkerSpec) -> Parallelism:
-        """The layout of one placed worker: its settings' (an engine that sizes a worker from
-        the GPUs it is given says so here)."""
+        """The layout of one placed worker (for engines that size it from its GPUs)."""
         return self.parallelism(args)
 
     def emulates(self, backend: Mapping[str, Any]) -> str | None:
@@ -229,16 +209,15 @@ class EngineAdapter(ABC):
         return None
 
     def rank_processes(self, args: Mapping[str, Any], spec: WorkerSpec) -> bool:
-        """Whether the worker runs as one process per GPU (vLLM's `dp_launch_mode: per_gpu`),
-        each one its own role with one GPU, asked for its command with `spec.dp_rank` set."""
+        """Whether the worker runs a process per GPU, each its own role asked for its command
+        with `spec.dp_rank` set (vLLM's `dp_launch_mode: per_gpu`)."""
         return False
 
     def pd_router(
         self, prefill: list[str], decode: list[str], frontend: Mapping[str, Any]
     ) -> WorkerCommand | None:
-        """The engine's own router for real prefill/decode workers (named by role), when its
-        KV hand-over needs one (TRT-LLM's `trtllm-serve disaggregated`); None: the frontend's.
-        `frontend` is the recipe's `frontend` section as written (the router's settings)."""
+        """The engine's own router for real prefill/decode workers, when its KV hand-over
+        needs one (TRT-LLM's); `frontend`: the recipe's section as written."""
         return None
 
     def command(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
@@ -259,9 +238,8 @@ class EngineAdapter(ABC):
 
     @abstractmethod
     def engine_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[str]:
-        """The engine's flags from the role's settings and mode, without the program, model
-        location or placement flags: a frontend that runs the engine under its own module
-        (`python -m dynamo.<engine>`) reuses them."""
+        """The role's flags without program, model or placement: what a frontend running the
+        engine under its own module (`python -m dynamo.<engine>`) reuses."""
 
     @abstractmethod
     def worker(self, args: Mapping[str, Any], spec: WorkerSpec) -> WorkerCommand:
@@ -316,15 +294,14 @@ def staged_draft(value: Any) -> Any:
 
 
 def listen_host(args: Mapping[str, Any]) -> str:
-    """The address a worker listens on: its node's own (`${self.bind_host}`, not every
-    interface), unless the role's `host` setting asks for another (e.g. 0.0.0.0)."""
-    written = next((v for k, v in args.items() if str(k) == "host" and v is not None), None)
+    """The address a worker listens on: its node's own, not every interface, unless the
+    role's `host` asks for another (e.g. 0.0.0.0)."""
+    written = args.get("host")
     return "${self.bind_host}" if written is None else str(written)
 
 
 def bootstrap_ports(spec: WorkerSpec) -> list[str]:
-    """Ports of a worker speaking SGLang's PD protocol (SGLang, the simulated engine):
-    prefill workers serve a bootstrap port the router names; multi-node ones a dist-init."""
+    """Ports of a worker speaking SGLang's PD protocol (SGLang, the simulated engine)."""
     ports = ["http"]
     if spec.mode == "prefill":
         ports.append("bootstrap")

@@ -11,16 +11,8 @@ from disagg.adapter_table import AdapterTable
 from disagg.engines.base import EngineAdapter
 
 _TABLE: AdapterTable[EngineAdapter] = AdapterTable(EngineAdapter, package="disagg.engines")
-
-
-def names() -> tuple[str, ...]:
-    """Engines this project can plan, by name."""
-    return _TABLE.names()
-
-
-def get(name: str) -> EngineAdapter | None:
-    """The adapter registered as `name`, or None when no adapter is."""
-    return _TABLE.get(name)
+names = _TABLE.names  # engines this project can plan, by name
+get = _TABLE.get  # the adapter registered as a name, or None when none is
 
 
 def adapter(name: str) -> EngineAdapter:

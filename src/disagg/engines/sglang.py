@@ -27,7 +27,6 @@ from disagg.engines.worker import WorkerSpec
 SGLANG_MODULE = "sglang.launch_server"
 NCCL_PORT = "nccl"  # the port name behind `--nccl-port ${self.nccl_port}`
 
-# Every spelling SGLang accepts for each setting read by the plan, lint or simulator.
 FLAGS = FlagTable(
     {
         "tp": ("tensor-parallel-size", "tp-size", "tp"),
@@ -101,15 +100,14 @@ def worker_args(
 ) -> list[str]:
     """The full flag list of one worker: recipe flags, then the ones the plan owns.
 
-    `ib_devices` (the cluster's RDMA devices) become `--disaggregation-ib-device` for
-    disaggregated workers unless the recipe names devices itself: the KV transfer
-    backend (MoRI, Mooncake, NIXL) reads them from there, not from NCCL's variables.
+    The cluster's RDMA devices go to `--disaggregation-ib-device` unless the recipe names
+    some: the KV transfer backend (MoRI, Mooncake, NIXL) reads them there, not from NCCL's.
     """
     kept = _kept(args, disaggregation_mode, served_name)
-    host = listen_host(args)
     if ib_devices and disaggregation_mode is not None:
         kept.setdefault("disaggregation-ib-device", ",".join(ib_devices))
     argv = ["--model-path", "${model.path}", *render_args(kept)]
+    host = listen_host(args)
     argv += ["--host", host, "--port", "${self.http_port}", "--nccl-port", "${self.nccl_port}"]
     if disaggregation_mode == "prefill":
         argv += ["--disaggregation-bootstrap-port", "${self.bootstrap_port}"]

@@ -1,14 +1,11 @@
 """TileRT behind the engine seam: a vLLM prefill handing its KV to TileRT's decode server.
 
-srt-slurm 2.x's `tilert` engine runs TileRT's disaggregated layout (its README's Topology
-A, `tilert.pd_vllm`): the prefill is stock `vllm serve` with TileRT's KV connector as a
-plugin, the engine knobs filling what the README's command sets (a role's own setting
-wins); the decode is `python3 -m tilert.pd_vllm.decode_server --engine tilert` with the
-knobs as flags, then the role's own settings. A schema-2 recipe may write the prefill as a
-role of engine vllm (`WorkerSpec.engine`): it is then any vLLM prefill role, from its own
-args alone, so its `kv-transfer-config` must load TileRT's connector itself. The decode
-server serves no OpenAI API: only TileRT's router (`frontend.type: tilert-router`) reaches
-it, so an aggregated TileRT worker is refused.
+srt-slurm 2.x's `tilert` engine (TileRT's README, Topology A): the prefill is `vllm serve`
+with TileRT's KV connector, the knobs filling what the README sets (a role's own setting
+wins); the decode is `tilert.pd_vllm.decode_server` with the knobs as flags, then the
+role's own. A schema-2 prefill role of engine vllm is any vLLM prefill role, so its
+`kv-transfer-config` must load TileRT's connector itself. The decode server serves no
+OpenAI API, only TileRT's router: an aggregated TileRT worker is refused.
 """
 
 from __future__ import annotations
@@ -26,8 +23,7 @@ from disagg.recipe.backend_section import ENGINE_KNOBS
 DECODE_MODULE = "tilert.pd_vllm.decode_server"
 ROUTER = "tilert-router"  # the frontend type of TileRT's router
 CONNECTOR_MODULE = "tilert.pd_vllm.prefill_connector"
-# Settings of either role that the plan or the simulator reads (prefill: vLLM's spellings,
-# decode: the decode server's).
+# Settings of either role (prefill: vLLM's spellings, decode: the decode server's).
 FLAGS = FlagTable(
     {
         "tp": ("tensor-parallel-size",),
@@ -35,8 +31,6 @@ FLAGS = FlagTable(
         "max_running_requests": ("max-num-seqs",),
         "chunk_size": ("max-num-batched-tokens",),
         "context_length": ("max-model-len", "max-seq-len"),
-        "kv_transfer_config": ("kv-transfer-config",),
-        "speculative_config": ("speculative-config",),
         "mtp": ("with-mtp",),
     },
 )
@@ -51,14 +45,13 @@ DECODE_KNOBS: tuple[tuple[str, str], ...] = (
     ("transport", "transport"),
     ("with_mtp", "with-mtp"),
 )
-# What this adapter carries out of the engine knobs a recipe may write (`ENGINE_KNOBS`):
-# all but `weight_model_type`, which the plan lists as ignored.
+# All the engine's knobs but `weight_model_type`, which the plan lists as ignored.
 KNOBS = ENGINE_KNOBS["tilert"] - {"weight_model_type"}
 
 
 def connector_json(backend: Mapping[str, Any]) -> str:
     """The prefill's `--kv-transfer-config`: TileRT's connector with the knobs it reads (the
-    router sends each request's decode host and control port with the request)."""
+    router sends each request's decode address with the request)."""
     extra: dict[str, Any] = {}
     for knob, key in (
         ("model_profile", "tilert_model"),
@@ -94,8 +87,7 @@ class TileRT(EngineAdapter):
         return self.parallelism(args)
 
     def worker_reading(self, args: Mapping[str, Any], spec: WorkerSpec) -> SimReading:
-        """Besides the GPUs each TileRT role spans: the decode server's MTP and the sequence
-        limit the knobs set."""
+        """Besides each role's GPUs: the decode server's MTP and the knobs' sequence limit."""
         backend = spec.backend
         reading = super().worker_reading(args, spec)
         if reading.context_length is None and as_int(backend.get("max_seq_len")) is not None:
@@ -145,8 +137,8 @@ class TileRT(EngineAdapter):
         return None
 
     def prefill_args(self, args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
-        """The prefill's vLLM settings: the knobs' defaults, then the role's own; a vllm
-        prefill role's are its own alone, as the vLLM adapter reads a prefill role."""
+        """The prefill's vLLM settings: the knobs' defaults, then the role's own (a vllm
+        prefill role's own alone)."""
         if _vllm_role(spec):
             return vllm_role_args(args, spec)
         backend = spec.backend
@@ -168,10 +160,8 @@ class TileRT(EngineAdapter):
 
     def decode_args(self, args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
         """The decode server's settings: the knobs, then the role's own as written."""
-        kept: dict[str, Any] = {}
-        for knob, flag in DECODE_KNOBS:
-            if spec.backend.get(knob) is not None:
-                kept[flag] = spec.backend[knob]
+        backend = spec.backend
+        kept = {flag: backend[k] for k, flag in DECODE_KNOBS if backend.get(k) is not None}
         for key, value in args.items():
             name = FLAGS.normalise(str(key))
             if name not in PLACEMENT_FLAGS:
@@ -201,8 +191,8 @@ def _vllm_role(spec: WorkerSpec) -> bool:
 
 
 def vllm_role_args(args: Mapping[str, Any], spec: WorkerSpec) -> dict[str, Any]:
-    """A vllm prefill role's settings as the vLLM adapter reads them from its own engine
-    knobs (`spec.backend`): its args, with `connector` when it names no connector."""
+    """A vllm prefill role's settings as the vLLM adapter reads them with its own knobs
+    (`spec.backend`): `connector` added when it names none."""
     backend = {**spec.backend, vllm.ADAPTER.config_section: {"prefill": dict(args)}}
     return dict(vllm.ADAPTER.role_args(backend, "prefill"))
 

@@ -55,12 +55,11 @@ CONFIG_FLAG = "--config"
 SERVED_NAME_FLAG = "--served_model_name"
 LAUNCH_WRAPPER = "trtllm-llmapi-launch"
 # srun options of a worker's MPI step (TRTLLMProtocol.get_srun_config): ranks keep TRT-LLM's
-# own CPU affinity, and more ranks than allocated CPUs may start.
+# CPU affinity and may outnumber the allocated CPUs.
 WORKER_SRUN_OPTIONS = {"cpu-bind": "verbose,none", "oversubscribe": ""}
 NUMACTL = ("numactl", "-m", "0,1")
-# The shared-memory segment of the expert load balancer: one name per worker, so that
-# workers sharing a node never open each other's (srt-slurm: `moe_shared_<uuid>` per worker,
-# TRTLLMProtocol.get_environment_for_mode); here the job id and the worker's own port.
+# The expert load balancer's shared memory: one name per worker, so that workers sharing a
+# node never open each other's (srt-slurm: `moe_shared_<uuid>`); the job id and the port.
 EPLB_SHM_VAR = "TRTLLM_EPLB_SHM_NAME"
 EPLB_SHM_NAME = "moe_shared_${run.job_id}_${self.http_port}"
 # GPU types whose prefill/decode workers srt-slurm binds with NUMACTL by default.
@@ -68,8 +67,7 @@ NUMA_GPU_TYPES = frozenset({"gb200", "gb300", "vrnvl72"})
 # srt-slurm's `frontend.*` fields of trtllm_serve that go into the router's YAML.
 ROUTER_FIELDS = (("ctx_router", "context_servers"), ("gen_router", "generation_servers"))
 DISAGG_FRONTEND = "trtllm_serve"
-# Frontends that can front real prefill/decode workers: TRT-LLM's own router, and Dynamo's
-# frontend over `python -m dynamo.trtllm` workers (it routes prefill -> decode itself).
+# Frontends of real prefill/decode workers: TRT-LLM's router and Dynamo's (over dynamo.trtllm).
 PD_FRONTENDS = frozenset({DISAGG_FRONTEND, "dynamo"})
 DISAGG_CONFIG = "trtllm/disagg.yaml"
 DEFAULT_TRANSCEIVER = {"backend": "DEFAULT"}
@@ -106,13 +104,9 @@ class TRTLLM(EngineAdapter):
         model = _speculative(args).get("speculative_model_dir") or FLAGS.value(args, "draft_model")
         return model if isinstance(model, str) and model else None
 
-    def served_model_name(self, args: Mapping[str, Any]) -> str | None:
-        return None  # TRT-LLM's YAML has no such key
-
     def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
-        """`max_batch_size`, `max_num_tokens` and the CUDA-graph batch sizes bound each
-        attention-DP rank in TRT-LLM (every rank runs its own scheduler); the simulated
-        worker is told the worker's totals, the per-rank limit times the ranks."""
+        """Batch limits bound each attention-DP rank (each runs its own scheduler): the
+        simulated worker is told the worker's totals."""
         base = super().sim_reading(args)
         spec = _speculative(args)
         graphs = FLAGS.value(args, "cuda_graph")
@@ -179,10 +173,7 @@ class TRTLLM(EngineAdapter):
     def pd_router(
         self, prefill: list[str], decode: list[str], frontend: Mapping[str, Any]
     ) -> WorkerCommand | None:
-        # The file is bound once per role, so the router's host is its (first) node's.
-        config = disaggregated_config(
-            prefill, decode, host="${self.host}", port="${self.http_port}", frontend=frontend
-        )
+        config = disaggregated_config(prefill, decode, frontend)
         argv = ["trtllm-serve", "disaggregated", CONFIG_FLAG, "${run.dir}/" + DISAGG_CONFIG]
         argv += router_args(frontend.get("args"))
         env = {str(k): str(v) for k, v in (frontend.get("env") or {}).items()}
@@ -239,37 +230,28 @@ def router_args(args: Mapping[str, Any] | None) -> list[str]:
 
 
 def disaggregated_config(
-    context: Sequence[str],
-    generation: Sequence[str],
-    *,
-    host: str,
-    port: str,
-    frontend: Mapping[str, Any] | None = None,
+    context: Sequence[str], generation: Sequence[str], frontend: Mapping[str, Any]
 ) -> str:
-    """`trtllm-serve disaggregated --config FILE`'s YAML: its server lists and where it
-    listens, with the recipe's routers and extra top-level keys (`frontend.ctx_router`,
-    `gen_router`, `server_config_extra`) merged as srt-slurm's `_build_ser` does.
-
-    `context`/`generation` are worker role names; their URLs are plan placeholders the
-    orchestrator binds when it writes the file.
-    """
+    """`trtllm-serve disaggregated --config FILE`'s YAML: the workers' URLs (placeholders
+    bound when the file is written) and where the router listens, with the recipe's
+    `frontend` routers and extra keys merged as srt-slurm's `_build_ser` does."""
 
     def servers(names: Sequence[str]) -> dict[str, Any]:
         urls = [f"${{{name}.host}}:${{{name}.http_port}}" for name in names]
         return {"num_instances": len(names), "urls": urls}
 
+    # The file is bound once per role, so the router's host is its (first) node's.
     config: dict[str, Any] = {
         "context_servers": servers(context),
         "generation_servers": servers(generation),
-        "hostname": host,
-        "port": port,
+        "hostname": "${self.host}",
+        "port": "${self.http_port}",
     }
-    section = frontend or {}
     for field, key in ROUTER_FIELDS:
-        router = section.get(field)
+        router = frontend.get(field)
         if router:
             config[key]["router"] = dict(router)
-    config.update(dict(section.get("server_config_extra") or {}))
+    config.update(dict(frontend.get("server_config_extra") or {}))
     return yaml_text(config)
 
 
@@ -280,10 +262,8 @@ _MAX_TEXTS = 1024
 def yaml_text(config: Mapping[str, Any]) -> str:
     """A config file's YAML in the order written, by libyaml's emitter when PyYAML has it.
 
-    PyYAML's representer still walks every value in Python, and the variants of one
-    recipe mostly repeat their workers' configs (the shared corpus: 2,084 configs, 400
-    different), so each different config is written once per process; `repr` tells
-    configs apart exactly (types, key order, values).
+    Variants mostly repeat their workers' configs (the corpus: 2,084 configs, 400 different),
+    so each is written once per process; `repr` tells configs apart exactly.
     """
     key = repr(config)
     text = _TEXTS.get(key)

@@ -91,13 +91,12 @@ CONNECTORS: dict[str, dict[str, str]] = {
 }
 DEFAULT_CONNECTOR = "nixl"
 DIRECT = "vllm-direct"  # schema 2's `frontend.type: vllm`: the one worker serves the load
-# Flags that only the API server takes; srt-slurm drops them on a direct worker's headless
-# nodes, where vLLM refuses them (`pop_vllm_api_server_flags`).
+# Flags of the API server only, dropped on a direct worker's headless nodes, where vLLM
+# refuses them (srt-slurm's `pop_vllm_api_server_flags`).
 _API_SERVER_ONLY = frozenset({"api-server-count"})
 DEVICE_IDS_ROW = "vllm-device-ids"  # the `disagg.plan.compat` row on GPU selection
 PER_GPU_RANKS_ROW = "vllm-per-gpu-written-ranks"  # the row on rank flags a recipe writes
-# Written rank flags srt-slurm's per-GPU layout passes on beside its own (the RPC port it
-# replaces with the worker's, as disagg does).
+# Written rank flags srt-slurm's per-GPU layout passes on beside its own.
 _RANK_FLAGS = frozenset(
     {
         "headless",
@@ -111,8 +110,7 @@ _RANK_FLAGS = frozenset(
 _DP_DERIVED = frozenset({"data-parallel-hybrid-lb"})
 NO_CONNECTOR = ("null", "none", "")
 KV_EVENTS_PORT = "kv_events"  # `--kv-events-config`'s endpoint and DYN_VLLM_KV_EVENT_PORT
-# VLLM_PORT: a base vLLM scans up from for free ports, so a block for each process (srtctl
-# spaces the bases by VLLM_PORT_STRIDE, 50).
+# VLLM_PORT: the base vLLM scans up from for free ports, a block per process (srtctl's stride).
 VLLM_PORT_BLOCK = "vllm*50"
 
 
@@ -144,8 +142,7 @@ class VLLM(EngineAdapter):
     name: ClassVar[str] = "vllm"
     flags: ClassVar[FlagTable] = FLAGS
     placement_keys: ClassVar[frozenset[str]] = PLACEMENT_FLAGS
-    # `kv_events_config`: the plan adds each worker's KV event publisher (plan.kv_events).
-    # The colocation knobs are read by the node layout (`disagg.plan.node_layout.Colocation`).
+    # `kv_events_config`: plan.kv_events; the colocation knobs: plan.node_layout.
     backend_fields: ClassVar[frozenset[str]] = frozenset(
         {
             "connector",
@@ -157,15 +154,12 @@ class VLLM(EngineAdapter):
         }
     )
     colocates: ClassVar[bool] = True
-    # A role's own `connector` wins over `backend.connector` (`role_args`, `kv_transfer`).
     role_knobs: ClassVar[Mapping[str, str]] = {"connector": "connector"}
 
     def role_args(self, backend: Mapping[str, Any], role: WorkerRole) -> Mapping[str, Any]:
-        """A prefill/decode role without a connector of its own (or a null one) takes
-        `backend.connector`."""
+        """A prefill/decode role without a connector of its own (or a null one, as srtctl
+        reads it) takes `backend.connector`."""
         args = dict(super().role_args(backend, role))
-        # srtctl pops the role's `connector` and falls back on the backend's when it is
-        # None (`mode_connector if mode_connector is not None else self.connector`)
         own = [v for k, v in args.items() if FLAGS.normalise(k) in _CONNECTOR_KEYS]
         if role != "aggregated" and all(value is None for value in own):
             args["connector"] = backend.get("connector", DEFAULT_CONNECTOR)
@@ -176,10 +170,8 @@ class VLLM(EngineAdapter):
         return model if isinstance(model, str) and model else None
 
     def sim_reading(self, args: Mapping[str, Any]) -> SimReading:
-        """`max-num-seqs`, `max-num-batched-tokens` and the CUDA-graph sizes bound each
-        data-parallel rank: vLLM runs every rank as its own engine core with its own
-        scheduler (its data-parallel deployment guide); the simulated worker stands for all
-        ranks, so it is told the limits times the ranks."""
+        """Batch limits bound each data-parallel rank (each its own engine core and
+        scheduler): the simulated worker, standing for all ranks, is told their totals."""
         base = super().sim_reading(args)
         spec = _speculative(args)
         steps = spec.get("num_speculative_tokens")
@@ -190,9 +182,8 @@ class VLLM(EngineAdapter):
         )
 
     def kv_transfer(self, args: Mapping[str, Any], spec: WorkerSpec) -> str | None:
-        """The worker's `--kv-transfer-config`: its own JSON first, then its connector; an
-        aggregated worker under Dynamo falls back on `backend.connector` (nixl by default)
-        as srt-slurm's do, one behind `vllm serve` has only what its role names."""
+        """The worker's `--kv-transfer-config`: its own, else its connector, else (aggregated
+        under Dynamo only, as srt-slurm's) `backend.connector`."""
         written = FLAGS.value(args, "kv_transfer_config")
         if written is None and spec.frontend != DIRECT:  # srt-slurm drops it there
             written = FLAGS.value(args, "connector")
@@ -201,11 +192,8 @@ class VLLM(EngineAdapter):
         return kv_transfer_config(written)
 
     def unsupported(self, args: Mapping[str, Any], spec: WorkerSpec) -> tuple[str, str] | None:
-        if (
-            spec.mode is not None
-            and spec.frontend != DYNAMO
-            and self.kv_transfer(args, spec) is None
-        ):
+        served_pd = spec.mode is not None and spec.frontend != DYNAMO  # `vllm serve` P/D
+        if served_pd and self.kv_transfer(args, spec) is None:
             return "connector", (
                 f"a `vllm serve` {spec.mode} worker without a KV connector behind frontend "
                 f"type {spec.frontend} (its router hands KV over through the connector only)"
@@ -222,9 +210,9 @@ class VLLM(EngineAdapter):
             )
         # srt-slurm passes a written hybrid-lb through on Dynamo and direct workers; only
         # `vllm serve` behind a router has no API server on its headless nodes to balance.
-        if spec.multi_node and routed and FLAGS.value(args, "hybrid_lb") is True:
-            key = (FLAGS.find(args, "hybrid_lb") or ("data-parallel-hybrid-lb", None))[0]
-            return key, (
+        hybrid = FLAGS.find(args, "hybrid_lb") if spec.multi_node and routed else None
+        if hybrid is not None and hybrid[1] is True:
+            return hybrid[0], (
                 "data-parallel-hybrid-lb on a multi-node `vllm serve` worker (one API server "
                 "per node; Dynamo's frontend registers them: frontend.type dynamo)"
             )
@@ -263,9 +251,8 @@ class VLLM(EngineAdapter):
         return render_args(kept)
 
     def node_flags(self, args: Mapping[str, Any], spec: WorkerSpec) -> list[list[str]]:
-        """The flags the plan owns on each node of one worker (head node first), besides its
-        API address: what `vllm serve` and `python -m dynamo.vllm` alike add after
-        `engine_flags` (data-parallel ranks per node, or tensor/pipeline ranks over nodes)."""
+        """The placement flags of each node (head first) that `vllm serve` and `python -m
+        dynamo.vllm` alike add after `engine_flags`, besides the API address."""
         if spec.dp_rank is not None:  # one process of the per-GPU layout
             return [dp.rank_flags(spec)]
         shape = _shape(args)
@@ -280,15 +267,12 @@ class VLLM(EngineAdapter):
     def worker_ports(
         self, args: Mapping[str, Any], spec: WorkerSpec
     ) -> tuple[list[str], dict[str, str]]:
-        """(ports, environment) one worker process needs besides its flags.
+        """(ports, environment) of one worker process besides its flags.
 
-        Every process gets its NIXL side channel, whatever its connector (srtctl's
-        `VLLMProtocol.get_process_environment`); vLLM listens on that port plus the DP rank,
-        so the head holds a block of DP size (`next_nixl_port_block`) and per-GPU ranks name
-        rank 0's. Dynamo's worker publishes KV events on a port of its own, and `VLLM_PORT`
-        is a private base for vLLM's free-port scans, so that co-located workers do not
-        race for one rendezvous port; a worker over several nodes gets none (srtctl unsets
-        it: concurrent ranks would share the base)."""
+        Every process gets a NIXL side channel, whatever its connector, as srtctl's do: at
+        that port plus the DP rank, so the head holds a block and per-GPU ranks name rank 0's.
+        A private `VLLM_PORT` keeps co-located workers from racing for one rendezvous port;
+        a multi-node worker gets none (srtctl unsets it: its ranks would share the base)."""
         dp_size, rank = self.parallelism(args).dp, spec.dp_rank
         dp_mode = dp_size > 1 or dp.layout(_shape(args), spec) == PER_NODE
         ports = ["http"]
@@ -322,7 +306,6 @@ class VLLM(EngineAdapter):
             if per_node and FLAGS.normalise(key) in _DP_DERIVED
         ]
         # srt-slurm selects GPUs with --device-ids unless told to mask them by environment
-        # (v1 `set_cuda_visible_devices`, 2.x `set_visible_devices`)
         masked = any(
             spec.backend.get(k) for k in ("set_cuda_visible_devices", "set_visible_devices")
         )
@@ -339,20 +322,18 @@ class VLLM(EngineAdapter):
             api_less = {k: v for k, v in args.items() if FLAGS.normalise(k) not in _API_SERVER_ONLY}
             headless = [program, "serve", "${model.path}", *self.engine_flags(api_less, spec)]
         nodes = [flags + placed[0] + serve, *(headless + node for node in placed[1:])]
-        # srtctl unsets VLLM_PORT, the recipe's too, for a worker over several nodes: its
-        # ranks would start their free-port scans from one base (worker_stage.start_worker)
         return replace(command, argv=nodes[0], node_argv=nodes, unset_env=("VLLM_PORT",))
 
 
 def _shape(args: Mapping[str, Any]) -> DpShape:
     """The worker's parallelism as the DP layouts read it."""
-    headless = FLAGS.find(args, "headless") if FLAGS.value(args, "headless") is True else None
+    headless = FLAGS.find(args, "headless")
     return DpShape(
         dp=FLAGS.size(args, "dp"),
         tp=FLAGS.size(args, "tp"),
         pp=FLAGS.size(args, "pp"),
         dp_written=FLAGS.value(args, "dp") is not None,
-        headless=str(headless[0]) if headless else None,
+        headless=str(headless[0]) if headless and headless[1] is True else None,
     )
 
 

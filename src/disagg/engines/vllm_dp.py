@@ -7,7 +7,7 @@ when a TP x PP replica fits a node, every node runs its own replicas with
 frontend; when a replica spans nodes, the nodes meet at the head with the others
 `--headless`. `per_gpu` (deprecated, `endpoints_to_processes`): one process per GPU, each
 its own role with its global rank, all meeting at rank 0 and sharing its block of NIXL
-ports. The sizes come from `disagg.engines.vllm`'s flag table (`DpShape`).
+ports.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ PER_NODE, PER_GPU = "per_node", "per_gpu"  # `backend.dp_launch_mode`
 
 @dataclass(frozen=True)
 class DpShape:
-    """What a worker's flags say about its parallelism."""
+    """What a worker's flags say about its parallelism (read by the vLLM adapter)."""
 
     dp: int
     tp: int
@@ -41,17 +41,14 @@ def launch_mode(spec: WorkerSpec) -> str:
 
 
 def layout(shape: DpShape, spec: WorkerSpec) -> str | None:
-    """The srt-slurm DP layout the worker runs (PER_NODE or PER_GPU): under Dynamo, with
-    `data-parallel-size` written; None for any other worker."""
+    """The srt-slurm DP layout of a Dynamo worker that writes `data-parallel-size`."""
     if spec.frontend != DYNAMO or not shape.dp_written:
         return None
     return PER_GPU if launch_mode(spec) == PER_GPU else PER_NODE
 
 
 def problem(shape: DpShape, spec: WorkerSpec) -> tuple[str, str] | None:
-    """What the worker's DP layout cannot run: per_gpu gives each rank one GPU
-    (`--device-ids`) and a rank per GPU; per_node refuses what `VLLMProtocol.__post_init__`
-    does, or what `_dp_per_node_endpoints_to_processes` fails the job on at start."""
+    """What the worker's DP layout cannot run, as srt-slurm refuses it or fails at start."""
     dp, replica, local = shape.dp, shape.replica, spec.gpus_per_node
     total = local * spec.nnodes
     if layout(shape, spec) == PER_GPU:
@@ -114,8 +111,7 @@ def per_node_flags(shape: DpShape, spec: WorkerSpec) -> list[list[str]]:
 
 def serve_flags(dp: int, spec: WorkerSpec) -> list[list[str]]:
     """Each node's flags of a `vllm serve` worker behind a router: its share of the DP
-    ranks, the head serving the API and the others `--headless`, all meeting at the head;
-    without DP, tensor/pipeline ranks over the nodes."""
+    ranks, `--headless` off the head; without DP, tensor/pipeline ranks over the nodes."""
     if not spec.multi_node:
         return [["--data-parallel-rpc-port", "${self.dp_rpc_port}"] if dp > 1 else []]
     if dp <= 1:
