@@ -12,7 +12,7 @@ from disagg.bench.metrics import parse_slo
 from disagg.errors import DisaggError
 from disagg.report.aggregate import load_runs
 from disagg.report.axes import XMetric, YMetric
-from disagg.report.build import analyse
+from disagg.report.build import analyse, matches
 from disagg.report.chart import build_chart
 from disagg.report.html import config_diff
 from disagg.report.labels import _box, place
@@ -102,6 +102,9 @@ def test_filters_keep_matching_runs_only(make_run: RunFactory) -> None:
 
     assert sorted(run.name for run in report.runs) == ["b", "d"]
     assert sorted(run.name for run in report.filtered_out) == ["a", "c"]
+    # a field given with no wanted value filters nothing, whoever calls
+    assert all(matches(run, {"precision": []}) for run in runs)
+    assert [matches(run, {"hw": ["mi355x"], "precision": []}) for run in runs].count(True) == 1
 
 
 def test_config_diff_lists_the_settings_that_differ(make_run: RunFactory) -> None:

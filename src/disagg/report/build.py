@@ -37,10 +37,14 @@ class Report:
 
 
 def matches(run: RunResults, filters: Mapping[str, Sequence[str]]) -> bool:
-    """Whether the run's setup has one of the wanted values for every filtered field."""
+    """Whether the run's setup has one of the wanted values for every filtered field (a
+    field with no wanted value filters nothing)."""
     return all(
-        (value := run.setup.get(name)) is not None
-        and str(value).lower() in {w.lower() for w in wanted}
+        not wanted
+        or (
+            (value := run.setup.get(name)) is not None
+            and str(value).lower() in {w.lower() for w in wanted}
+        )
         for name, wanted in filters.items()
     )
 
@@ -54,8 +58,10 @@ def analyse(
 ) -> Report:
     """Charts (one per workload) and comparisons, without writing anything."""
     wanted = {name: list(values) for name, values in (filters or {}).items() if values}
-    kept = [run for run in runs if matches(run, wanted)]
-    dropped = [run for run in runs if not matches(run, wanted)]
+    kept: list[RunResults] = []
+    dropped: list[RunResults] = []
+    for run in runs:
+        (kept if matches(run, wanted) else dropped).append(run)
     charts = ChartSet(build_charts(kept, y_metric, x_metric), y_metric, x_metric)
     return Report(
         kept,
