@@ -90,7 +90,10 @@ def file_plans(text: str, file: str, profile: ClusterProfile | None = None) -> F
     object, if any (the entry holds the profile, so its id is not reused while kept)."""
     if _shared is None:
         return FilePlans(text, file, profile=profile)
-    return _shared.setdefault((text, file, id(profile)), FilePlans(text, file, profile=profile))
+    key = (text, file, id(profile))
+    if key not in _shared:
+        _shared[key] = FilePlans(text, file, profile=profile)
+    return _shared[key]
 
 
 @contextmanager
