@@ -143,8 +143,13 @@ def sim_worker(name: str, mode: str, *, extra: Iterable[str] = ()) -> RolePlan:
 
 
 def router_role(
-    *, prefill: Sequence[str] = (), decode: Sequence[str] = (), aggregated: Sequence[str] = ()
+    *,
+    prefill: Sequence[str] = (),
+    decode: Sequence[str] = (),
+    aggregated: Sequence[str] = (),
+    policy: str | None = None,
 ) -> RolePlan:
+    """smg over the named workers; `policy` None is smg's default (cache_aware), as srtctl."""
     from disagg.frontends.smg import ROUTER_HEALTH_PATH, ROUTER_PORTS, router_argv
 
     return RolePlan(
@@ -152,17 +157,22 @@ def router_role(
         kind=RoleKind.ROUTER,
         node_ranks=[0],
         ports=list(ROUTER_PORTS),
-        argv=router_argv(prefill=prefill, decode=decode, aggregated=aggregated, host="127.0.0.1"),
+        argv=router_argv(
+            prefill=prefill, decode=decode, aggregated=aggregated, host="127.0.0.1", policy=policy
+        ),
         health=HealthPlan(path=ROUTER_HEALTH_PATH, deadline_s=30, interval_s=0.05),
     )
 
 
-def sim_pd_roles(prefill: int, decode: int, *, extra: Iterable[str] = ()) -> list[RolePlan]:
+def sim_pd_roles(
+    prefill: int, decode: int, *, extra: Iterable[str] = (), policy: str | None = None
+) -> list[RolePlan]:
     workers = [sim_worker(f"prefill-{i}", "prefill", extra=extra) for i in range(prefill)]
     workers += [sim_worker(f"decode-{i}", "decode", extra=extra) for i in range(decode)]
     router = router_role(
         prefill=[w.name for w in workers if w.kind is RoleKind.PREFILL],
         decode=[w.name for w in workers if w.kind is RoleKind.DECODE],
+        policy=policy,
     )
     return [*workers, router]
 

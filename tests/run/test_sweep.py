@@ -28,9 +28,10 @@ OPTIONS = OrchestratorOptions(echo=False, quiet_bench=True, handle_signals=False
 
 
 def pd_plan(points: tuple[int, ...], num_prompts: int = 8) -> Plan:
-    return make_plan(
-        sim_pd_roles(1, 2), points=points, num_prompts=num_prompts, decode_gpus=2, isl=64, osl=16
-    )
+    # round_robin: smg's default (cache_aware) may keep every similar prompt on one decode
+    # worker, depending on timing; the spread asserted below is round robin's
+    roles = sim_pd_roles(1, 2, policy="round_robin")
+    return make_plan(roles, points=points, num_prompts=num_prompts, decode_gpus=2, isl=64, osl=16)
 
 
 def orchestrate(run_dir: Path, plan: Plan, hook: object = None) -> RunSummary:
