@@ -12,7 +12,7 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from string import Formatter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from disagg.engines.base import WorkerCommand
 from disagg.engines.worker import WorkerSpec
@@ -36,6 +36,24 @@ ENGINE_ROUTER_HEALTH_DEADLINE_S = 120.0
 NODE_FIELDS = {"node": "${self.node}", "node_id": "${self.node_id}"}
 
 
+class _Kind(NamedTuple):
+    """What the workers of one kind and size share (see `WorkerRoles._kind`)."""
+
+    args: Mapping[str, Any]  # as written
+    seen: Mapping[str, Any]  # as the worker's container sees them
+    spec: WorkerSpec
+    own: str | None  # the kind's own image, if it names one
+
+
+class _Rendered(NamedTuple):
+    """An adapter's command for one spec, and what a role takes from it and the settings."""
+
+    command: WorkerCommand
+    parallel: ParallelPlan
+    speculative: str | None
+    env: dict[str, str]
+
+
 class WorkerRoles:
     """The workers of one variant. What they hit on the way collects here: `inputs` (worker
     name -> the settings and spec its adapter was asked with), `differs` (compat rows),
@@ -53,6 +71,7 @@ class WorkerRoles:
         self.inputs: dict[str, tuple[Mapping[str, Any], WorkerSpec]] = {}
         self.differs: list[str] = []
         self.predicted: dict[str, Any] | None = None
+        self._rendered: dict[tuple[Any, ...], _Rendered] = {}
 
     def role_args(self, kind: RoleKind) -> Mapping[str, Any]:
         backend = role_engines.with_role_knobs(self.config, kind, self.checks.backend)
@@ -73,31 +92,14 @@ class WorkerRoles:
     def roles(self, placed: list[PlacedWorker]) -> list[RolePlan]:
         """Every worker process, in placement order."""
         roles = []
+        # workers of one kind and size share their settings, spec and image: worked out once
+        shared: dict[tuple[RoleKind, int, int], _Kind] = {}
         for kind, index, ranks, ids in placed:
-            args = self._one_served_name(self.role_args(kind))
-            self.checks.mode(kind, args)
-            own_engine = role_engines.own_engine(self.config, kind)
-            spec = WorkerSpec(
-                role=ADAPTER_ROLES[kind],
-                served_name=self.served,
-                nnodes=len(ranks),
-                gpus_per_node=len(ids),
-                ib_devices=tuple(self.containers.profile.rdma_devices)
-                if self.containers.profile
-                else (),
-                simulated=self.containers.simulated,
-                # the section's default (dynamo) when the recipe has none, as `frontend` uses
-                frontend=self.frontend.type,
-                gpu_type=self.config.resources.gpu_type,
-                schema2=self.checks.variant.dialect == "schema2",
-                backend=own_engine[1] if own_engine else self.checks.backend,
-                engine=own_engine[0] if own_engine else None,
-            )
-            self.checks.supported(kind, args, spec)
-            self.checks.note_ignored(kind, self.adapter.ignored(args, ADAPTER_ROLES[kind]))
             name = f"{kind.value}-{index}"
-            own = self.containers.role_image(kind)
-            seen = self.containers.worker_args(kind, name, args, own or self.containers.image)
+            size = (kind, len(ranks), len(ids))
+            if size not in shared:
+                shared[size] = self._kind(kind, name, len(ranks), len(ids))
+            args, seen, spec, own = shared[size]
             if not self.adapter.rank_processes(args, spec):
                 roles.append(self._role(kind, index, name, ranks, ids, args, seen, spec, own))
                 continue
@@ -108,6 +110,34 @@ class WorkerRoles:
                 process = name if dp_rank == 0 else f"{name}-dp{dp_rank}"
                 roles.append(self._role(kind, index, process, [rank], [gpu], args, seen, one, own))
         return roles
+
+    def _kind(self, kind: RoleKind, name: str, nnodes: int, gpus_per_node: int) -> _Kind:
+        """The settings, spec and image of a kind's workers of one size, checked (`name`, the
+        first such worker, is the one a refusal names)."""
+        args = self._one_served_name(self.role_args(kind))
+        self.checks.mode(kind, args)
+        own_engine = role_engines.own_engine(self.config, kind)
+        spec = WorkerSpec(
+            role=ADAPTER_ROLES[kind],
+            served_name=self.served,
+            nnodes=nnodes,
+            gpus_per_node=gpus_per_node,
+            ib_devices=tuple(self.containers.profile.rdma_devices)
+            if self.containers.profile
+            else (),
+            simulated=self.containers.simulated,
+            # the section's default (dynamo) when the recipe has none, as `frontend` uses
+            frontend=self.frontend.type,
+            gpu_type=self.config.resources.gpu_type,
+            schema2=self.checks.variant.dialect == "schema2",
+            backend=own_engine[1] if own_engine else self.checks.backend,
+            engine=own_engine[0] if own_engine else None,
+        )
+        self.checks.supported(kind, args, spec)
+        self.checks.note_ignored(kind, self.adapter.ignored(args, ADAPTER_ROLES[kind]))
+        own = self.containers.role_image(kind)
+        seen = self.containers.worker_args(kind, name, args, own or self.containers.image)
+        return _Kind(args, seen, spec, own)
 
     def _one_served_name(self, args: Mapping[str, Any]) -> Mapping[str, Any]:
         """A role's settings with its own served-model-name (if written) set to the one
@@ -131,14 +161,25 @@ class WorkerRoles:
     ) -> RolePlan:
         """One worker process as a role: the engine adapter's command for `spec`, in the role's
         own image `own` when it names one."""
-        command = self.adapter.command(seen, spec)
+        key = (kind, spec.nnodes, spec.gpus_per_node, spec.dp_rank, spec.dp_head)
+        if key not in self._rendered:  # the same for each worker of a kind and size
+            command = self.adapter.command(seen, spec)
+            env = {**self._env(kind), **command.env}
+            self._rendered[key] = _Rendered(
+                command,
+                ParallelPlan.model_validate(
+                    self.adapter.worker_parallelism(args, spec), from_attributes=True
+                ),
+                self.adapter.sim_reading(args).speculative_algorithm,
+                {key: value for key, value in env.items() if key not in command.unset_env},
+            )
+        command, parallel, speculative, env = self._rendered[key]
         self.differs += command.differs
         self.checks.note_ignored(kind, command.ignored)
+        argv = command.argv
         if self.predict is not None:
-            command.argv += self._predict_argv(kind, args)
+            argv = [*argv, *self._predict_argv(kind, args)]
         self.inputs[name] = (seen, spec)
-        par = self.adapter.worker_parallelism(args, spec)
-        env = {**self._env(kind), **command.env}
         return RolePlan(
             name=name,
             kind=kind,
@@ -147,13 +188,13 @@ class WorkerRoles:
             gpus_per_node=len(ids),
             gpu_ids=ids,
             ports=command.ports,
-            argv=command.argv,
+            argv=argv,
             node_argv=command.node_argv,
             files=command.files,
             mpi=mpi_plan(command),
-            parallel=ParallelPlan.model_validate(par, from_attributes=True),
-            speculative=self.adapter.sim_reading(args).speculative_algorithm,
-            env={key: value for key, value in env.items() if key not in command.unset_env},
+            parallel=parallel,
+            speculative=speculative,
+            env=env,
             health=self._health(),
             container_image=own or self.containers.worker_image(command, self.containers.image),
             srun_options=role_srun_options(self.config, kind),
