@@ -6,7 +6,9 @@ machine). Targets: `--help` under 0.1 s, `plan FILE` under 0.2 s, `lint FILE` un
 0.3 s (figures: benchmarks/README.md). `python -c pass` is printed as the floor, and
 `libraries` as the floor of a plan: importing what `disagg plan` cannot do without
 (typer with the pydantic coercion it runs on a command's parameters, pydantic's models,
-PyYAML), before disagg's own modules or any work.
+PyYAML), before disagg's own modules or any work. `plan imports` is the next floor: every
+module `disagg plan RECIPE` imports (found by running it once), imported and nothing run,
+so that `disagg plan FILE` minus it is what planning the file itself costs.
 
 Two columns of CPU time, because most of a short command's time is reading Python
 modules: `cached` writes and reads bytecode in a private cache (the first, uncounted run
@@ -73,6 +75,30 @@ def _environments(cache: str, src: Path | None = None) -> dict[str, dict[str, st
     }
 
 
+_IMPORTED = """
+import contextlib, io, runpy, sys
+sys.argv = ["disagg", "plan", sys.argv[1]]
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    runpy.run_module("disagg", run_name="__main__")
+print(",".join(sorted(name for name in sys.modules if not name.startswith("__"))))
+"""
+
+
+def _plan_imports(python: str, recipe: Path, env: dict[str, str]) -> list[str]:
+    """A command importing every module `disagg plan RECIPE` imports, in a fresh interpreter,
+    without planning: the modules are found by running the plan once under `env`."""
+    done = subprocess.run(
+        [python, "-c", _IMPORTED, str(recipe)], env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0 or not done.stdout.strip():
+        raise SystemExit(f"could not list what `disagg plan` imports:\n{done.stderr[-2000:]}")
+    names = done.stdout.strip().splitlines()[-1]
+    # by name, in the order listed; a name only an import inside another creates is skipped
+    program = f"import importlib\nfor name in {names!r}.split(','):\n"
+    program += "    try: importlib.import_module(name)\n    except ImportError: pass"
+    return [python, "-c", program]
+
+
 def _instructions(argv: list[str], env: dict[str, str]) -> float:
     """Millions of instructions `argv` executes (valgrind --tool=callgrind).
 
@@ -106,13 +132,6 @@ def main() -> None:
     if args.instructions and shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind on PATH")
     python = sys.executable
-    commands = {
-        "python -c pass": [python, "-c", "pass"],
-        "libraries": [python, "-c", "import typer, typer._adapters, pydantic.main, yaml"],
-        "disagg --help": [python, "-m", "disagg", "--help"],
-        "disagg lint FILE": [python, "-m", "disagg", "lint", str(args.recipe)],
-        "disagg plan FILE": [python, "-m", "disagg", "plan", str(args.recipe)],
-    }
     sides: dict[str, Path | None] = {"": None}
     if args.against is not None:
         if not (args.against / "disagg" / "__init__.py").is_file():
@@ -124,20 +143,32 @@ def main() -> None:
         envs = {
             side: _environments(f"{cache}/{side or 'this'}", src) for side, src in sides.items()
         }
+        commands = {
+            "python -c pass": [python, "-c", "pass"],
+            "libraries": [python, "-c", "import typer, typer._adapters, pydantic.main, yaml"],
+            "disagg --help": [python, "-m", "disagg", "--help"],
+            "disagg lint FILE": [python, "-m", "disagg", "lint", str(args.recipe)],
+            "plan imports": None,  # per side: what that side's plan imports
+            "disagg plan FILE": [python, "-m", "disagg", "plan", str(args.recipe)],
+        }
+        imports = {
+            side: _plan_imports(python, args.recipe, env["cached"]) for side, env in envs.items()
+        }
         count = f" {'instr.':>9}" if args.instructions else ""
         print(f"{'command':<26} {'wall':>8} {'CPU':>8} {'CPU':>10}{count}   (median of {args.n})")
         print(
             f"{'':<26} {'cached':>8} {'cached':>8} {'no-write':>10}" + (" " * 10 if count else "")
         )
-        for label, argv in commands.items():
-            for env in envs.values():
-                _once(argv, env["cached"])  # fills the bytecode cache; not counted
+        for label, command in commands.items():
+            argvs = {side: command or imports[side] for side in envs}
+            for side, env in envs.items():
+                _once(argvs[side], env["cached"])  # fills the bytecode cache; not counted
             cached: dict[str, list[tuple[float, float]]] = {side: [] for side in envs}
             no_write: dict[str, list[float]] = {side: [] for side in envs}
             for _ in range(args.n):  # the sides alternate, so they share the machine's load
                 for side, env in envs.items():
-                    cached[side].append(_once(argv, env["cached"]))
-                    no_write[side].append(_once(argv, env["no-write"])[1])
+                    cached[side].append(_once(argvs[side], env["cached"]))
+                    no_write[side].append(_once(argvs[side], env["no-write"])[1])
             for side, env in envs.items():
                 wall = statistics.median(r[0] for r in cached[side])
                 cpu = statistics.median(r[1] for r in cached[side])
@@ -146,7 +177,7 @@ def main() -> None:
                     f"{name:<26} {wall:7.3f}s {cpu:7.3f}s {statistics.median(no_write[side]):9.3f}s"
                 )
                 if args.instructions:
-                    line += f" {_instructions(argv, env['cached']):8.0f}M"
+                    line += f" {_instructions(argvs[side], env['cached']):8.0f}M"
                 print(line, flush=True)
 
 
