@@ -8,7 +8,7 @@ of that name appears later. It stops, like the loader, at `disagg.recipe.limits`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +39,9 @@ class Node:
     path: tuple[str, ...]
     anchor: str | None = None
     value: Any = None  # scalar value
-    items: list[Node] = field(default_factory=list)  # seq items
-    pairs: list[tuple[Node, Node]] = field(default_factory=list)  # map pairs
+    # a seq's items, a map's pairs (the composer's lists; a scalar shares the empty tuple)
+    items: Sequence[Node] = ()
+    pairs: Sequence[tuple[Node, Node]] = ()
 
     def get(self, key: str) -> Node | None:
         """The value node of `key` in a map node (last wins, as in a load)."""
@@ -144,17 +145,17 @@ class _Composer:
         elif depth >= MAX_DEPTH:
             raise too_deep(SourceLocation(self.scanned.path, line, col))
         elif type(event) is yaml.SequenceStartEvent:
-            made = Node("seq", line, col, block, path, anchor)
+            items: list[Node] = []
+            made = Node("seq", line, col, block, path, anchor, items=items)
             self.order.append(made)
-            items = made.items
             for child in self.events:
                 if type(child) is yaml.SequenceEndEvent:
                     break
                 items.append(self.node(child, block, (*path, str(len(items))), depth + 1))
         elif type(event) is yaml.MappingStartEvent:
-            made = Node("map", line, col, block, path, anchor)
+            pairs: list[tuple[Node, Node]] = []
+            made = Node("map", line, col, block, path, anchor, pairs=pairs)
             self.order.append(made)
-            pairs = made.pairs
             top = not path and block is None
             events = self.events
             for child in events:
