@@ -98,8 +98,9 @@ class BenchmarkAdapter(ABC):
         ignored: dict[str, str] = {}
         for name in sorted(section.model_fields_set):
             value = getattr(section, name)
-            default = type(section).model_fields[name].get_default(call_default_factory=True)
-            if value is None or value == default or name in COMMON_FIELDS or name in self.reads:
+            if value is None or name in COMMON_FIELDS or name in self.reads:
+                continue
+            if value == type(section).model_fields[name].get_default(call_default_factory=True):
                 continue
             why = self.ignore_reason(name)
             if why is not None:
