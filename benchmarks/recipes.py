@@ -16,7 +16,14 @@ checkout's `src/`), each in fresh processes taking turns (`--rounds` each), and 
 the median of each stage for both, so that a before/after comparison shares the
 machine's load.
 
+`--instructions` counts instead the instructions each stage executes, under valgrind's
+callgrind (hash seed 0; with `--against`, for both checkouts): a count does not move
+with the machine's load, so a before/after comparison holds on a shared machine. Each
+stage's count is the difference of two runs of this script cut after consecutive stages
+(five runs a side, as many at once as there are CPUs: 4 minutes a side on 2 CPUs).
+
     .venv/bin/python benchmarks/recipes.py [CORPUS_DIR] [--compare] [--against SRC]
+        [--instructions]
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from disagg.errors import DisaggError, UnsupportedRecipe
@@ -67,31 +76,45 @@ def _compare(files: list[Path]) -> None:
         print(f"  {label:<24} {time.perf_counter() - start:6.3f} s (values only)")
 
 
-def _plan_then_lint(files: list[Path]) -> tuple[dict[str, tuple[float, float]], str, LintReport]:
-    """Time each stage of planning every file, then linting them all (DA013 reuses)."""
+STAGES = ("load (parse + positions)", "expand + validate", "plan", "lint (plans reused)")
+
+
+def _plan_then_lint(
+    files: list[Path], upto: int = len(STAGES)
+) -> tuple[dict[str, tuple[float, float]], str, LintReport | None]:
+    """Time each stage of planning every file, then linting them all (DA013 reuses); with
+    `upto`, stop after that many stages (0: nothing but the imports)."""
     timings: dict[str, tuple[float, float]] = {}  # stage -> (wall s, CPU s)
     clock = _Clock()
+    if upto < 1:
+        return timings, "", None
     every: list[FilePlans] = [file_plans(path.read_text(), str(path)) for path in files]
     for one in every:
         one.loaded  # noqa: B018 - computes and keeps the stage
     recipes = [one for one in every if not one.is_cluster_config]  # configs are no recipes
-    timings["load (parse + positions)"] = clock.lap()
+    timings[STAGES[0]] = clock.lap()
+    if upto < 2:
+        return timings, "", None
 
     variants = 0
     for one in recipes:
         expanded = one.variants
         variants += 0 if isinstance(expanded, DisaggError) else len(expanded)
-    timings["expand + validate"] = clock.lap()
+    timings[STAGES[1]] = clock.lap()
+    if upto < 3:
+        return timings, "", None
 
     planned = unsupported = 0
     for one in recipes:
         for _, outcome in one.placed:
             planned += not isinstance(outcome, DisaggError)
             unsupported += isinstance(outcome, UnsupportedRecipe)
-    timings["plan"] = clock.lap()
+    timings[STAGES[2]] = clock.lap()
+    if upto < 4:
+        return timings, "", None
 
     report = lint_paths(files)
-    timings["lint (plans reused)"] = clock.lap()
+    timings[STAGES[3]] = clock.lap()
     counts = f"{variants} variants ({planned} planned, {unsupported} unsupported)"
     return timings, counts, report
 
@@ -127,26 +150,79 @@ def against(other: Path, corpus: Path, rounds: int) -> None:
         print(f"  {stage:<26} {cells[0]:8.3f}s {cells[1]:9.3f}s {cells[2]:9.3f}s {cells[3]:10.3f}s")
 
 
+def _instructions_upto(src: Path, corpus: Path, upto: int) -> int:
+    """Instructions (callgrind, hash seed 0) of a fresh process importing disagg from `src`
+    and running the first `upto` stages."""
+    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
+    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    argv += [sys.executable, __file__, str(corpus), "--upto", str(upto)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    for line in done.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1])
+    raise SystemExit(f"valgrind gave no instruction count for {src}:\n{done.stderr[-2000:]}")
+
+
+def instructions(sides: dict[str, Path], corpus: Path) -> None:
+    """Millions of instructions each stage executes, for each side: the difference of two
+    runs cut after consecutive stages (a count does not move with the machine's load)."""
+    jobs = [(side, upto) for side in sides for upto in range(len(STAGES) + 1)]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        found = pool.map(lambda job: _instructions_upto(sides[job[0]], corpus, job[1]), jobs)
+        counts = dict(zip(jobs, found, strict=True))
+    for side, src in sides.items():
+        print(f"{side}: {src}")
+    print(f"  {'stage (instructions)':<26}" + "".join(f" {side:>10}" for side in sides))
+    for index, stage in enumerate(("imports", *STAGES)):
+        cells = []
+        for side in sides:
+            before = counts[(side, index - 1)] if index else 0
+            cells.append(f" {(counts[(side, index)] - before) / 1e6:9,.0f}M")
+        print(f"  {stage:<26}" + "".join(cells))
+    totals = "".join(
+        f" {(counts[(side, len(STAGES))] - counts[(side, 0)]) / 1e6:9,.0f}M" for side in sides
+    )
+    print(f"  {'the four stages':<26}{totals}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--compare", action="store_true", help="also time ruamel's loaders")
     parser.add_argument("--against", type=Path, help="compare with the disagg under this src/")
     parser.add_argument("--rounds", type=int, default=3, help="--against: runs of each side")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each stage's instructions under callgrind instead (needs valgrind)",
+    )
     parser.add_argument("--stages-json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--upto", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     files = sorted(args.corpus.rglob("*.yaml"))
     if not files:
         raise SystemExit(f"no YAML files under {args.corpus}")
+    if args.against is not None and not (args.against / "disagg" / "__init__.py").is_file():
+        raise SystemExit(f"--against {args.against}: no disagg package there (name a src/)")
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            raise SystemExit("--instructions needs valgrind on PATH")
+        sides = {"this": Path(__file__).resolve().parents[1] / "src"}
+        if args.against is not None:
+            sides["other"] = args.against.resolve()
+        instructions(sides, args.corpus)
+        return
     if args.against is not None:
-        if not (args.against / "disagg" / "__init__.py").is_file():
-            raise SystemExit(f"--against {args.against}: no disagg package there (name a src/)")
         against(args.against, args.corpus, args.rounds)
         return
 
     tune()  # the collector thresholds `disagg` itself runs with
     with shared():  # as one process that plans the corpus and then lints it
-        timings, counts, report = _plan_then_lint(files)
+        timings, counts, report = _plan_then_lint(
+            files, len(STAGES) if args.upto is None else args.upto
+        )
+    if args.upto is not None or report is None:  # a cut run of --instructions
+        return
     if args.stages_json:  # one side of --against
         timings["total"] = (
             sum(t[0] for t in timings.values()),
