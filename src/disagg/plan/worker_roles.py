@@ -171,7 +171,7 @@ class WorkerRoles:
                     self.adapter.worker_parallelism(args, spec), from_attributes=True
                 ),
                 self.adapter.sim_reading(args).speculative_algorithm,
-                {key: value for key, value in env.items() if key not in command.unset_env},
+                {var: value for var, value in env.items() if var not in command.unset_env},
             )
         command, parallel, speculative, env = self._rendered[key]
         self.differs += command.differs
