@@ -72,10 +72,13 @@ def test_predict_settings_without_predict_are_a_usage_error(tmp_path: Path) -> N
     assert result.returncode == 2 and "add --predict" in result.stderr
 
 
-def test_an_amd_recipe_is_refused_before_anything_starts(tmp_path: Path) -> None:
+# A worker's environment is worked out after its prediction (and once per kind of worker):
+# an unfillable value must not hide the refusal the first worker always got.
+@pytest.mark.parametrize("environment", ["", 'environment: {FOO: "{oops"}\n'])
+def test_an_amd_recipe_is_refused_before_anything_starts(tmp_path: Path, environment: str) -> None:
     pytest.importorskip("aiconfigurator_core", reason="the `predict` group is not installed")
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(RECIPE.replace('gpu_type: "h200"', 'gpu_type: "mi355x"'))
+    recipe.write_text(RECIPE.replace('gpu_type: "h200"', 'gpu_type: "mi355x"') + environment)
     result = _disagg("run", recipe, "--local", "--predict", "--out", tmp_path / "run")
     assert result.returncode == 2, result.stderr
     assert "unsupported: --predict: GPU type 'mi355x' is an AMD GPU" in result.stderr

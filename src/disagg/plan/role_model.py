@@ -72,7 +72,10 @@ class ReadinessPlan(Strict):
 
 
 class ParallelPlan(Strict):
-    """A worker's parallel layout as its engine adapter reads the recipe (what it runs)."""
+    """A worker's parallel layout as its engine adapter reads the recipe (what it runs).
+    Frozen: the workers of one kind and size share one."""
+
+    model_config = ConfigDict(frozen=True)  # merged onto Strict's
 
     tp: int = 1
     dp: int = 1

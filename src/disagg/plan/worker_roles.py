@@ -161,25 +161,26 @@ class WorkerRoles:
     ) -> RolePlan:
         """One worker process as a role: the engine adapter's command for `spec`, in the role's
         own image `own` when it names one."""
+        # the same for every worker of a kind and size: worked out for the first, in the order
+        # a refusal of it was always found (command, prediction, parallelism, environment)
         key = (kind, spec.nnodes, spec.gpus_per_node, spec.dp_rank, spec.dp_head)
-        if key not in self._rendered:  # the same for each worker of a kind and size
-            command = self.adapter.command(seen, spec)
-            env = {**self._env(kind), **command.env}
-            self._rendered[key] = _Rendered(
-                command,
-                ParallelPlan.model_validate(
-                    self.adapter.worker_parallelism(args, spec), from_attributes=True
-                ),
-                self.adapter.sim_reading(args).speculative_algorithm,
-                {var: value for var, value in env.items() if var not in command.unset_env},
-            )
-        command, parallel, speculative, env = self._rendered[key]
+        rendered = self._rendered.get(key)
+        command = rendered.command if rendered else self.adapter.command(seen, spec)
         self.differs += command.differs
         self.checks.note_ignored(kind, command.ignored)
         argv = command.argv
         if self.predict is not None:
             argv = [*argv, *self._predict_argv(kind, args)]
         self.inputs[name] = (seen, spec)
+        if rendered is None:
+            parallel = self.adapter.worker_parallelism(args, spec)
+            env = {**self._env(kind), **command.env}
+            rendered = self._rendered[key] = _Rendered(
+                command,
+                ParallelPlan.model_validate(parallel, from_attributes=True),
+                self.adapter.sim_reading(args).speculative_algorithm,
+                {var: value for var, value in env.items() if var not in command.unset_env},
+            )
         return RolePlan(
             name=name,
             kind=kind,
@@ -192,9 +193,9 @@ class WorkerRoles:
             node_argv=command.node_argv,
             files=command.files,
             mpi=mpi_plan(command),
-            parallel=parallel,
-            speculative=speculative,
-            env=env,
+            parallel=rendered.parallel,
+            speculative=rendered.speculative,
+            env=rendered.env,
             health=self._health(),
             container_image=own or self.containers.worker_image(command, self.containers.image),
             srun_options=role_srun_options(self.config, kind),
