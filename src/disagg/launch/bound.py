@@ -22,6 +22,7 @@ from disagg.launch.bindings import (
 )
 from disagg.plan.container_paths import in_container, translate
 from disagg.plan.model import WORKER_KINDS, ModelToStage, Plan, RolePlan
+from disagg.staging.checkpoint import repo_folder_name
 
 PORT_BASE = 50000
 RUN_DIR = "${run.dir}"  # left for the job to fill: the run directory is made at submit
@@ -76,7 +77,7 @@ def model_paths(plan: Plan) -> tuple[str, str]:
         if staging.skip:  # nothing is staged: the names themselves, as the job gives them
             return model.repo_id
         root = staging.hf_cache or "$HF_HOME"
-        return f"{root}/hub/models--{model.repo_id.replace('/', '--')}/snapshots/{model.revision}"
+        return f"{root}/hub/{repo_folder_name(model.repo_id)}/snapshots/{model.revision}"
 
     staged = {model.purpose: model for model in staging.models}
     main, draft = staged.get("main"), staged.get("draft")
