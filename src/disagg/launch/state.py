@@ -277,7 +277,10 @@ class RunState(RunRecord):
         return identity is not None and identity.alive() is False
 
     def role(self, name: str) -> RoleState:
-        return {role.name: role for role in self.roles}[name]
+        for role in self.roles:
+            if role.name == name:
+                return role
+        raise KeyError(name)
 
     def write(self, run_dir: Path) -> None:
         self.updated_at = time.time()
