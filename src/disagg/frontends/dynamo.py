@@ -158,7 +158,7 @@ def _worker(
 ) -> RolePlan:
     """A real worker: the engine adapter's command under Dynamo's worker module (one argv
     per node); `flags` are the discovery/request-plane flags it shares with the frontend."""
-    if ctx.engine != "sglang":  # vLLM's and TRT-LLM's commands, rebuilt
+    if ctx.engine in ("vllm", "trtllm"):  # their commands, rebuilt
         inputs = ctx.worker_inputs.get(role.name)
         if inputs is None:
             raise ctx.fail(
@@ -170,7 +170,7 @@ def _worker(
         mode = ["--disaggregation-mode", spec.mode] if spec.mode is not None else []
         if ctx.engine == "vllm":
             nodes = _vllm_nodes(args, spec, [*mode, *flags])
-        else:
+        else:  # trtllm
             nodes = [_trtllm_argv(role, spec, [*mode, *flags])]
         return _discovered(role, env, nodes[0], node_argv=nodes if len(nodes) > 1 else [])
     module = WORKER_MODULES[ctx.engine]
@@ -225,7 +225,7 @@ def _discovered(
         port=SYSTEM_PORT,
         expect=GENERATE_READY,
         any_status=True,
-        deadline_s=deadline_s or (role.health or HealthPlan()).deadline_s,
+        deadline_s=(role.health or HealthPlan()).deadline_s if deadline_s is None else deadline_s,
     )
     env = {**role.env, **env, "DYN_SYSTEM_PORT": "${self.system_port}"}
     return role.model_copy(
