@@ -86,14 +86,14 @@ def _plan_then_lint(
     `upto`, stop after that many stages (0: nothing but the imports)."""
     timings: dict[str, tuple[float, float]] = {}  # stage -> (wall s, CPU s)
     clock = _Clock()
-    if upto < 1:
+    if len(timings) >= upto:
         return timings, "", None
     every: list[FilePlans] = [file_plans(path.read_text(), str(path)) for path in files]
     for one in every:
         one.loaded  # noqa: B018 - computes and keeps the stage
     recipes = [one for one in every if not one.is_cluster_config]  # configs are no recipes
     timings[STAGES[0]] = clock.lap()
-    if upto < 2:
+    if len(timings) >= upto:
         return timings, "", None
 
     variants = 0
@@ -101,7 +101,7 @@ def _plan_then_lint(
         expanded = one.variants
         variants += 0 if isinstance(expanded, DisaggError) else len(expanded)
     timings[STAGES[1]] = clock.lap()
-    if upto < 3:
+    if len(timings) >= upto:
         return timings, "", None
 
     planned = unsupported = 0
@@ -110,7 +110,7 @@ def _plan_then_lint(
             planned += not isinstance(outcome, DisaggError)
             unsupported += isinstance(outcome, UnsupportedRecipe)
     timings[STAGES[2]] = clock.lap()
-    if upto < 4:
+    if len(timings) >= upto:
         return timings, "", None
 
     report = lint_paths(files)
@@ -150,17 +150,13 @@ def against(other: Path, corpus: Path, rounds: int) -> None:
         print(f"  {stage:<26} {cells[0]:8.3f}s {cells[1]:9.3f}s {cells[2]:9.3f}s {cells[3]:10.3f}s")
 
 
-def _instructions_upto(src: Path, corpus: Path, upto: int) -> int:
-    """Instructions (callgrind, hash seed 0) of a fresh process importing disagg from `src`
-    and running the first `upto` stages."""
-    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
-    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-    argv += [sys.executable, __file__, str(corpus), "--upto", str(upto)]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-    for line in done.stderr.splitlines():
-        if "Collected :" in line:
-            return int(line.split(":")[-1])
-    raise SystemExit(f"valgrind gave no instruction count for {src}:\n{done.stderr[-2000:]}")
+def _instructions_upto(src: Path, corpus: Path, upto: int) -> float:
+    """Millions of instructions of a fresh process importing disagg from `src` and running
+    the first `upto` stages (startup.py's callgrind count, hash seed 0)."""
+    from startup import _instructions  # beside this script; only the parent needs it
+
+    argv = [sys.executable, __file__, str(corpus), "--upto", str(upto)]
+    return _instructions(argv, {**os.environ, "PYTHONPATH": str(src)})
 
 
 def instructions(sides: dict[str, Path], corpus: Path) -> None:
@@ -177,11 +173,9 @@ def instructions(sides: dict[str, Path], corpus: Path) -> None:
         cells = []
         for side in sides:
             before = counts[(side, index - 1)] if index else 0
-            cells.append(f" {(counts[(side, index)] - before) / 1e6:9,.0f}M")
+            cells.append(f" {counts[(side, index)] - before:9,.0f}M")
         print(f"  {stage:<26}" + "".join(cells))
-    totals = "".join(
-        f" {(counts[(side, len(STAGES))] - counts[(side, 0)]) / 1e6:9,.0f}M" for side in sides
-    )
+    totals = "".join(f" {counts[(side, len(STAGES))] - counts[(side, 0)]:9,.0f}M" for side in sides)
     print(f"  {'the four stages':<26}{totals}")
 
 

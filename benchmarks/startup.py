@@ -78,8 +78,12 @@ def _environments(cache: str, src: Path | None = None) -> dict[str, dict[str, st
 _IMPORTED = """
 import contextlib, io, runpy, sys
 sys.argv = ["disagg", "plan", sys.argv[1]]
-with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
-    runpy.run_module("disagg", run_name="__main__")
+try:
+    with contextlib.redirect_stdout(io.StringIO()):
+        runpy.run_module("disagg", run_name="__main__")
+except SystemExit as exc:  # the plan must succeed, or the row would time an error
+    if exc.code not in (0, None):
+        raise
 print(",".join(sorted(name for name in sys.modules if not name.startswith("__"))))
 """
 
