@@ -23,11 +23,6 @@ def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def per_gpu(value: float | None, gpus: int) -> float | None:
-    """Tokens/s per GPU; None when unknown or with no GPUs (the report's axes ask too)."""
-    return value / gpus if value is not None and gpus > 0 else None
-
-
 def non_finite(data: object) -> str | None:
     """Where the first NaN or infinity in a decoded JSON value is, e.g. `itls[3][0] is NaN`."""
     stack: list[tuple[str, object]] = [("", data)]

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from disagg.bench.gate import is_number, per_gpu
+from disagg.bench.gate import is_number
 from disagg.errors import DisaggError
 
 SIMULATED_HW_SUFFIX = "-simulated"
@@ -148,10 +148,14 @@ def per_gpu_fields(
         "num_decode_gpu": decode,
         "num_gpus": gpus,
         "disagg": disaggregated,
-        "tput_per_gpu": per_gpu(total, gpus),
-        "output_tput_per_gpu": per_gpu(output, out_gpus),
-        "input_tput_per_gpu": per_gpu(inputs, in_gpus),
+        "tput_per_gpu": _per_gpu(total, gpus),
+        "output_tput_per_gpu": _per_gpu(output, out_gpus),
+        "input_tput_per_gpu": _per_gpu(inputs, in_gpus),
     }
+
+
+def _per_gpu(value: float | None, gpus: int) -> float | None:
+    return value / gpus if value is not None and gpus > 0 else None
 
 
 def to_row(result: Mapping[str, Any], *, allow_simulated: bool = False) -> dict[str, Any]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from disagg.bench.gate import per_gpu
-
 if TYPE_CHECKING:
     from disagg.report.model import ResultPoint
 
@@ -54,17 +52,21 @@ class YMetric(StrEnum):
         output = point.metric("output_throughput")
         total = point.metric("total_token_throughput")
         if self is YMetric.OUTPUT:
-            return per_gpu(output, point.total_gpus)
+            return _per_gpu(output, point.total_gpus)
         if self is YMetric.OUTPUT_DECODE:
-            field, derived = "output_tput_per_gpu", per_gpu(output, point.decode_gpus)
+            field, derived = "output_tput_per_gpu", _per_gpu(output, point.decode_gpus)
         elif self is YMetric.INPUT:
             inputs = total - output if total is not None and output is not None else None
             gpus = point.prefill_gpus or point.total_gpus
-            field, derived = "input_tput_per_gpu", per_gpu(inputs, gpus)
+            field, derived = "input_tput_per_gpu", _per_gpu(inputs, gpus)
         else:
-            field, derived = "tput_per_gpu", per_gpu(total, point.total_gpus)
+            field, derived = "tput_per_gpu", _per_gpu(total, point.total_gpus)
         value = point.metric(field)
         return derived if value is None else value
+
+
+def _per_gpu(tokens_per_s: float | None, gpus: int) -> float | None:
+    return tokens_per_s / gpus if tokens_per_s is not None and gpus > 0 else None
 
 
 X_LABEL = "Interactivity: output tokens/s per user (1000 / median TPOT ms)"
